@@ -1,0 +1,170 @@
+/* redlock.h: the public, stable C ABI of libredlock, a Redlock distributed
+ * lock over N independent Redis-compatible nodes. Everything here is stable;
+ * see docs/c-api.md for the conventions and docs/threading.md for threads. */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REDLOCK_VERSION_MAJOR 0
+#define REDLOCK_VERSION_MINOR 1
+#define REDLOCK_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#  define REDLOCK_EXTERN __declspec(dllimport)
+#elif defined(REDLOCK_BUILDING) && defined(__GNUC__)
+#  define REDLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#  define REDLOCK_EXTERN
+#endif
+
+/* Error codes. 0 is success; failures are negative. Values are stable and
+ * new ones are only ever appended. */
+typedef enum redlock_error_code {
+    REDLOCK_OK           = 0,
+    REDLOCK_EINVAL       = -1,  /* invalid argument: NULL, bad URL, bad TTL... */
+    REDLOCK_ENOMEM       = -2,  /* out of memory */
+    REDLOCK_ENOTACQUIRED = -3,  /* another owner holds the lock */
+    REDLOCK_ENOQUORUM    = -4,  /* too few nodes answered to decide */
+    REDLOCK_EEXPIRED     = -5,  /* the validity ran out */
+    REDLOCK_ELOST        = -6,  /* the lock is no longer ours on a majority */
+    REDLOCK_ETIMEDOUT    = -7,  /* the wait deadline passed */
+    REDLOCK_EIO          = -8,  /* I/O error talking to nodes */
+    REDLOCK_ESERVER      = -9,  /* server error reply (NOPERM, READONLY, OOM...) */
+    REDLOCK_EAUTH        = -10, /* authentication failed */
+    REDLOCK_ETLS         = -11, /* TLS failure */
+    REDLOCK_ENOTSUP      = -12, /* not supported (for example rediss:// URLs) */
+    REDLOCK_ECANCELED    = -13, /* cancelled by redlock_lock_cancel() or a signal */
+    REDLOCK_ELIMIT       = -14, /* extension bound reached (max_extensions, max_hold_ms) */
+    REDLOCK_ESTATE       = -15  /* the call does not fit the lock's state (e.g. release of a lock not held) */
+} redlock_error_code;
+
+/* Limits enforced on input; exceeding one gives REDLOCK_EINVAL. */
+#define REDLOCK_MAX_NODES         64
+#define REDLOCK_MAX_RESOURCE_LEN  4096
+#define REDLOCK_MAX_PREFIX_LEN    1024
+#define REDLOCK_MAX_TTL_MS        86400000u   /* one day */
+
+typedef struct redlock_client redlock_client; /* N nodes + settings; thread-safe */
+typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one thread at a time */
+
+/* Client options. Initialise with redlock_options_init() (or
+ * REDLOCK_OPTIONS_INIT), then change fields. The version field comes first
+ * and fields are only ever appended, so a program built against an older
+ * header keeps working. */
+#define REDLOCK_OPTIONS_VERSION 1
+
+/* Bits for redlock_options.flags */
+#define REDLOCK_OPT_SIGNAL_INTERRUPTS 0x1u  /* a signal delivered to the waiting
+                                             * thread ends a wait between retries
+                                             * with REDLOCK_ECANCELED */
+
+typedef struct redlock_options {
+    unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
+    uint32_t retry_count;        /* redlock_acquire: retries after the first attempt (3) */
+    uint32_t retry_delay_ms;     /* fixed part of the delay between attempts (0) */
+    uint32_t retry_jitter_ms;    /* random part, uniform in [0, jitter] (200) */
+    uint32_t wait_ms;            /* redlock_acquire: give up after this long, 0 = no deadline (0) */
+    double   drift_factor;       /* drift allowance = ttl * factor + drift_min_ms (0.01) */
+    uint32_t drift_min_ms;       /* (2) */
+    uint32_t node_timeout_ms;    /* per-node reply deadline for one round (50) */
+    uint32_t connect_timeout_ms; /* extra time allowed when a connection must be made (200) */
+    const char *key_prefix;      /* prepended to every resource; copied; NULL = "" */
+    uint32_t max_extensions;     /* extensions per acquisition, 0 = unbounded (0) */
+    uint32_t max_hold_ms;        /* total hold time reachable by extending, 0 = unbounded (0) */
+    uint32_t flags;              /* REDLOCK_OPT_* bits (0) */
+} redlock_options;
+
+#define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0 }
+
+REDLOCK_EXTERN void redlock_options_init(redlock_options *opts);
+
+/* Creates a client over n_nodes node URLs:
+ *   redis://[user[:password]@]host[:port][/db]   host may be [IPv6]
+ *   unix:///path/to/redis.sock[?db=N]            (password: unix://:pw@/path)
+ * rediss:// gives REDLOCK_ENOTSUP. The same server given twice (after
+ * resolving names) gives REDLOCK_EINVAL. No connection is made here; nodes
+ * are connected on first use and reconnected with backoff. opts may be NULL.
+ * errbuf, if not NULL, receives a NUL-terminated description of a failure. */
+REDLOCK_EXTERN int redlock_client_new(redlock_client **out, const char *const *node_urls,
+                                      size_t n_nodes, const redlock_options *opts);
+REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *node_urls,
+                                       size_t n_nodes, const redlock_options *opts,
+                                       char *errbuf, size_t errbuf_size);
+/* Drops the caller's reference. Locks still alive keep the client's memory
+ * until they are freed; connections close with the last reference. Accepts NULL. */
+REDLOCK_EXTERN void redlock_client_free(redlock_client *client);
+REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
+
+/* Shorthands: a new lock on resource, acquired for ttl_ms. On success *out
+ * is the held lock (caller frees it); on failure *out is NULL. redlock_acquire
+ * retries per the client's options; redlock_try_acquire makes one attempt.
+ * They are redlock_lock_new() + redlock_lock_acquire(); use those when the
+ * failure's detail (redlock_lock_errmsg) is wanted. */
+REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const char *resource,
+                                   uint32_t ttl_ms, redlock_lock **out);
+REDLOCK_EXTERN int redlock_try_acquire(redlock_client *client, const char *resource,
+                                       uint32_t ttl_ms, redlock_lock **out);
+
+/* A lock handle for resource, not yet held. No network I/O. The handle can
+ * be acquired, released and acquired again; each acquisition uses a fresh
+ * random value. */
+REDLOCK_EXTERN int redlock_lock_new(redlock_lock **out, redlock_client *client,
+                                    const char *resource);
+
+/* Special values for redlock_lock_acquire's wait_ms */
+#define REDLOCK_WAIT_DEFAULT (-1)  /* the client's retry_count / wait_ms */
+#define REDLOCK_WAIT_NONE    0     /* exactly one attempt */
+
+/* Acquires the lock for ttl_ms. wait_ms: REDLOCK_WAIT_DEFAULT, REDLOCK_WAIT_NONE,
+ * or > 0 to keep retrying (with the client's delay and jitter) until wait_ms
+ * have passed, then REDLOCK_ETIMEDOUT. */
+REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+
+/* Extends a held lock to ttl_ms from now, on a majority and within its
+ * validity; never re-creates an expired key. */
+REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
+
+/* Releases on every node. 0 means the lock was still ours on a majority;
+ * REDLOCK_ELOST means it was not (another owner may have overlapped). */
+REDLOCK_EXTERN int redlock_release(redlock_lock *lock);
+
+/* Makes a wait in redlock_lock_acquire on this lock, running in another
+ * thread, return REDLOCK_ECANCELED after at most the round in flight.
+ * Thread-safe and async-signal-safe. A cancel that arrives when no acquire
+ * is running is cleared when the next acquire starts. */
+REDLOCK_EXTERN void redlock_lock_cancel(redlock_lock *lock);
+
+/* Frees memory only, never network I/O: a held lock is left to expire.
+ * Accepts NULL. */
+REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
+
+/* Remaining validity on CLOCK_MONOTONIC; <= 0 means expired or not held. */
+REDLOCK_EXTERN int64_t redlock_lock_validity_ms(const redlock_lock *lock);
+/* 1 if the lock is held by this handle and its validity has not run out. */
+REDLOCK_EXTERN int redlock_lock_is_held(const redlock_lock *lock);
+/* Borrowed strings, valid until the lock is freed. */
+REDLOCK_EXTERN const char *redlock_lock_resource(const redlock_lock *lock);
+/* The detail of the last failed call on this lock (which nodes said what),
+ * or "" when the last call succeeded. Valid until the next call on the lock. */
+REDLOCK_EXTERN const char *redlock_lock_errmsg(const redlock_lock *lock);
+/* The error code of the last call on this lock (0 when it succeeded). */
+REDLOCK_EXTERN int redlock_lock_errcode(const redlock_lock *lock);
+
+/* A static description of an error code; never NULL. */
+REDLOCK_EXTERN const char *redlock_strerror(int code);
+/* Short name of an error code, e.g. "REDLOCK_ENOQUORUM"; never NULL. */
+REDLOCK_EXTERN const char *redlock_error_name(int code);
+/* "MAJOR.MINOR.PATCH" of the library actually linked. */
+REDLOCK_EXTERN const char *redlock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_H */
