@@ -1,0 +1,322 @@
+/* url.c: parses node URLs (redis://, unix://) and decides whether two
+ * endpoints are the same server, which would corrupt the quorum count. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+
+#include "internal.h"
+
+#define URL_MAX 4096
+
+static char *dup_range(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes [s, s+n) into a new string. NULL with *bad set on a bad
+ * escape or an escaped NUL; NULL with *bad clear when out of memory. */
+static char *decode(const char *s, size_t n, int *bad)
+{
+    char *out = malloc(n + 1), *o = out;
+    *bad = 0;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        int hi = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
+        int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            *bad = 1;
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int parse_uint(const char *s, size_t n, long max, long *out)
+{
+    long v = 0;
+    if (n == 0 || n > 10)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > max)
+        return -2;
+    *out = v;
+    return 0;
+}
+
+void rl_endpoint_clear(rl_endpoint *ep)
+{
+    if (!ep)
+        return;
+    free(ep->host);
+    free(ep->path);
+    free(ep->user);
+    if (ep->password) {
+        /* Don't leave the secret in freed heap memory. */
+        volatile char *p = ep->password;
+        while (*p)
+            *p++ = 0;
+        free(ep->password);
+    }
+    free(ep->display);
+    memset(ep, 0, sizeof *ep);
+}
+
+static int fail(rl_endpoint *ep, int code, char *err, size_t errsize, const char *why)
+{
+    rl_endpoint_clear(ep);
+    rl_fmt(err, errsize, "%s", why);
+    return code;
+}
+
+/* userinfo is "user:password", ":password" or "password-less user". */
+static int parse_userinfo(rl_endpoint *ep, const char *s, size_t n, char *err, size_t errsize)
+{
+    const char *colon = memchr(s, ':', n);
+    int bad = 0;
+    if (!colon)
+        return fail(ep, REDLOCK_EINVAL, err, errsize,
+                    "user name without a password (use user:password@ or :password@)");
+    if (colon > s) {
+        ep->user = decode(s, (size_t)(colon - s), &bad);
+        if (!ep->user)
+            return fail(ep, bad ? REDLOCK_EINVAL : REDLOCK_ENOMEM, err, errsize,
+                        bad ? "bad percent-escape in user name" : "out of memory");
+    }
+    size_t plen = n - (size_t)(colon + 1 - s);
+    if (plen == 0)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "empty password");
+    ep->password = decode(colon + 1, plen, &bad);
+    if (!ep->password)
+        return fail(ep, bad ? REDLOCK_EINVAL : REDLOCK_ENOMEM, err, errsize,
+                    bad ? "bad percent-escape in password" : "out of memory");
+    return 0;
+}
+
+static int make_display(rl_endpoint *ep, const char *scheme)
+{
+    char buf[URL_MAX + 64];
+    char auth[300] = "";
+    if (ep->password)
+        rl_fmt(auth, sizeof auth, "%.200s:***@", ep->user ? ep->user : "");
+    if (ep->path)
+        rl_fmt(buf, sizeof buf, "unix://%s%s", auth, ep->path);
+    else if (strchr(ep->host, ':'))
+        rl_fmt(buf, sizeof buf, "%s://%s[%s]:%d", scheme, auth, ep->host, ep->port);
+    else
+        rl_fmt(buf, sizeof buf, "%s://%s%s:%d", scheme, auth, ep->host, ep->port);
+    if (ep->db)
+        rl_append(buf, sizeof buf, ep->path ? "?db=%d" : "/%d", ep->db);
+    ep->display = strdup(buf);
+    return ep->display ? 0 : -1;
+}
+
+static int parse_unix(rl_endpoint *ep, const char *rest, char *err, size_t errsize)
+{
+    /* unix://[user:password@]/path[?db=N] */
+    const char *slash = strchr(rest, '/');
+    if (!slash)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "unix URL needs an absolute socket path (unix:///path)");
+    if (slash > rest) {
+        const char *at = slash - 1;
+        if (*at != '@')
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "unix URL: expected unix:///path or unix://:password@/path");
+        int rc = parse_userinfo(ep, rest, (size_t)(at - rest), err, errsize);
+        if (rc)
+            return rc;
+    }
+    const char *q = strchr(slash, '?');
+    size_t plen = q ? (size_t)(q - slash) : strlen(slash);
+    if (plen <= 1)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "empty unix socket path");
+    if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "unix socket path too long");
+    ep->path = dup_range(slash, plen);
+    if (!ep->path)
+        return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+    if (q) {
+        long db;
+        if (strncmp(q, "?db=", 4) != 0)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "unix URL: the only query parameter is db=N");
+        int rc = parse_uint(q + 4, strlen(q + 4), 65535, &db);
+        if (rc)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "database number is not a number in 0..65535");
+        ep->db = (int)db;
+    }
+    return 0;
+}
+
+static int parse_tcp(rl_endpoint *ep, const char *rest, char *err, size_t errsize)
+{
+    /* [user[:password]@]host[:port][/db] ; the db never holds '@', so the
+     * last '@' ends the userinfo even when the password contains '/'. */
+    const char *at = strrchr(rest, '@');
+    const char *h = rest;
+    if (at) {
+        int rc = parse_userinfo(ep, rest, (size_t)(at - rest), err, errsize);
+        if (rc)
+            return rc;
+        h = at + 1;
+    }
+    const char *hend, *p;
+    if (*h == '[') {
+        hend = strchr(h, ']');
+        if (!hend)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "unterminated [IPv6] address");
+        ep->host = dup_range(h + 1, (size_t)(hend - h - 1));
+        p = hend + 1;
+        if (*p && *p != ':' && *p != '/')
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "unexpected text after ]");
+    } else {
+        hend = h + strcspn(h, ":/?#");
+        ep->host = dup_range(h, (size_t)(hend - h));
+        p = hend;
+    }
+    if (!ep->host)
+        return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+    if (ep->host[0] == '\0')
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "empty host name");
+    for (const char *c = ep->host; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr(".-_:%", *c))
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "invalid character in host name");
+    ep->port = 6379;
+    if (*p == ':') {
+        const char *ps = p + 1;
+        size_t pn = strcspn(ps, "/?#");
+        long port;
+        int rc = parse_uint(ps, pn, 65535, &port);
+        if (rc == -1)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "port is not a number");
+        if (rc == -2 || port == 0)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "port out of range 1..65535");
+        ep->port = (int)port;
+        p = ps + pn;
+    }
+    if (*p == '/') {
+        p++;
+        size_t dn = strcspn(p, "?#");
+        long db = 0;
+        if (dn > 0 && parse_uint(p, dn, 65535, &db) != 0)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "database number is not a number in 0..65535");
+        ep->db = (int)db;
+        p += dn;
+    }
+    if (*p)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "unexpected query or fragment in URL");
+    return 0;
+}
+
+int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsize)
+{
+    memset(ep, 0, sizeof *ep);
+    if (!url)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "URL is NULL");
+    size_t len = strlen(url);
+    if (len == 0)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "URL is empty");
+    if (len > URL_MAX)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "URL is too long");
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)url[i] <= ' ' || url[i] == 127)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "URL contains whitespace or control characters");
+
+    int rc;
+    const char *scheme;
+    if (strncasecmp(url, "redis://", 8) == 0) {
+        scheme = "redis";
+        rc = parse_tcp(ep, url + 8, err, errsize);
+    } else if (strncasecmp(url, "unix://", 7) == 0) {
+        scheme = "unix";
+        rc = parse_unix(ep, url + 7, err, errsize);
+    } else if (strncasecmp(url, "rediss://", 9) == 0) {
+        return fail(ep, REDLOCK_ENOTSUP, err, errsize, "rediss:// (TLS) is not supported in this version");
+    } else {
+        return fail(ep, REDLOCK_EINVAL, err, errsize,
+                    "unknown scheme: expected redis://host[:port][/db] or unix:///path");
+    }
+    if (rc)
+        return rc;
+    if (make_display(ep, scheme) != 0)
+        return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+    return 0;
+}
+
+static int same_addr(const struct addrinfo *a, const struct addrinfo *b)
+{
+    for (; a; a = a->ai_next)
+        for (const struct addrinfo *y = b; y; y = y->ai_next) {
+            if (a->ai_family != y->ai_family)
+                continue;
+            if (a->ai_family == AF_INET) {
+                const struct sockaddr_in *p = (const void *)a->ai_addr, *q = (const void *)y->ai_addr;
+                if (p->sin_port == q->sin_port && p->sin_addr.s_addr == q->sin_addr.s_addr)
+                    return 1;
+            } else if (a->ai_family == AF_INET6) {
+                const struct sockaddr_in6 *p = (const void *)a->ai_addr, *q = (const void *)y->ai_addr;
+                if (p->sin6_port == q->sin6_port &&
+                    memcmp(&p->sin6_addr, &q->sin6_addr, sizeof p->sin6_addr) == 0)
+                    return 1;
+            }
+        }
+    return 0;
+}
+
+int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b)
+{
+    if (a->path || b->path) {
+        if (!a->path || !b->path)
+            return 0;
+        char ra[PATH_MAX], rb[PATH_MAX];
+        const char *pa = realpath(a->path, ra) ? ra : a->path;
+        const char *pb = realpath(b->path, rb) ? rb : b->path;
+        return strcmp(pa, pb) == 0;
+    }
+    if (a->port != b->port)
+        return 0;
+    if (strcasecmp(a->host, b->host) == 0)
+        return 1;
+    struct addrinfo hints = { 0 }, *ra = NULL, *rb = NULL;
+    char port[16];
+    hints.ai_socktype = SOCK_STREAM;
+    rl_fmt(port, sizeof port, "%d", a->port);
+    int same = 0;
+    if (getaddrinfo(a->host, port, &hints, &ra) == 0 && getaddrinfo(b->host, port, &hints, &rb) == 0)
+        same = same_addr(ra, rb);
+    if (ra)
+        freeaddrinfo(ra);
+    if (rb)
+        freeaddrinfo(rb);
+    return same;
+}

@@ -1,0 +1,143 @@
+/* util.c: clocks, kernel randomness, script digests, error strings and the
+ * small formatting helpers the rest of the library uses. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "internal.h"
+
+int64_t rl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int rl_random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int rl_random_hex(char *out, size_t nbytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[64];
+    if (nbytes > sizeof raw || rl_random_bytes(raw, nbytes) != 0)
+        return -1;
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+    return 0;
+}
+
+uint32_t rl_random_below(uint32_t bound)
+{
+    if (bound <= 1)
+        return 0;
+    /* Rejection sampling keeps the jitter uniform. */
+    uint32_t limit = UINT32_MAX - UINT32_MAX % bound;
+    for (;;) {
+        uint32_t v;
+        if (rl_random_bytes(&v, sizeof v) != 0)
+            return bound / 2;
+        if (v < limit)
+            return v % bound;
+    }
+}
+
+void rl_sha1_hex(const char *s, char out[41])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(s, strlen(s), md, &len, EVP_sha1(), NULL);
+    for (unsigned int i = 0; i < len && i < 20; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[40] = '\0';
+}
+
+void rl_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    if (!buf || size == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+void rl_append(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+static const struct {
+    int code;
+    const char *name;
+    const char *text;
+} errors[] = {
+    { REDLOCK_OK, "REDLOCK_OK", "success" },
+    { REDLOCK_EINVAL, "REDLOCK_EINVAL", "invalid argument" },
+    { REDLOCK_ENOMEM, "REDLOCK_ENOMEM", "out of memory" },
+    { REDLOCK_ENOTACQUIRED, "REDLOCK_ENOTACQUIRED", "lock not acquired: held by another owner" },
+    { REDLOCK_ENOQUORUM, "REDLOCK_ENOQUORUM", "no quorum: too few nodes answered" },
+    { REDLOCK_EEXPIRED, "REDLOCK_EEXPIRED", "lock validity expired" },
+    { REDLOCK_ELOST, "REDLOCK_ELOST", "lock lost: no longer ours on a majority of nodes" },
+    { REDLOCK_ETIMEDOUT, "REDLOCK_ETIMEDOUT", "timed out waiting for the lock" },
+    { REDLOCK_EIO, "REDLOCK_EIO", "I/O error talking to the nodes" },
+    { REDLOCK_ESERVER, "REDLOCK_ESERVER", "server error reply" },
+    { REDLOCK_EAUTH, "REDLOCK_EAUTH", "authentication failed" },
+    { REDLOCK_ETLS, "REDLOCK_ETLS", "TLS error" },
+    { REDLOCK_ENOTSUP, "REDLOCK_ENOTSUP", "not supported" },
+    { REDLOCK_ECANCELED, "REDLOCK_ECANCELED", "cancelled" },
+    { REDLOCK_ELIMIT, "REDLOCK_ELIMIT", "extension limit reached" },
+    { REDLOCK_ESTATE, "REDLOCK_ESTATE", "operation does not fit the lock's state" },
+};
+
+const char *redlock_strerror(int code)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].code == code)
+            return errors[i].text;
+    return "unknown error";
+}
+
+const char *redlock_error_name(int code)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].code == code)
+            return errors[i].name;
+    return "REDLOCK_UNKNOWN";
+}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+const char *redlock_version(void)
+{
+    return STR(REDLOCK_VERSION_MAJOR) "." STR(REDLOCK_VERSION_MINOR) "." STR(REDLOCK_VERSION_PATCH);
+}
