@@ -1,0 +1,1186 @@
+#!/usr/bin/env python3
+"""Test harness: start, stop, kill, pause and restart N local redis-server/valkey-server nodes.
+
+Used as a Python module by pytest (`Cluster`) and as a CLI (`exec` / `ctl`) by the C, Go and Java tests.
+See README.md next to this file.
+"""
+from __future__ import annotations
+
+# Only light modules at import time: `ctl` is run from test loops, so its startup time matters.
+# subprocess, signal, tempfile, ... are imported inside the functions that need them.
+import os
+import socket
+import sys
+import threading
+import time
+
+__all__ = ["Cluster", "Control", "ReplyError", "HarnessError"]
+
+READY_TIMEOUT = 10.0      # seconds a node gets to answer PING after spawn
+STOP_GRACE = 5.0          # seconds between SIGTERM and SIGKILL in stop()
+PORT_ATTEMPTS = 5         # spawns per node when the chosen port turns out to be taken
+ENV_NODES = "REDLOCK_TEST_NODES"
+ENV_KINDS = "REDLOCK_TEST_NODE_KINDS"
+ENV_CTL = "REDLOCK_HARNESS"
+ENV_PY = "REDLOCK_HARNESS_PY"
+ENV_PYTHON = "REDLOCK_HARNESS_PYTHON"
+ENV_CTL_CMD = "REDLOCK_HARNESS_CTL"
+ENV_KEEP = "REDLOCK_HARNESS_KEEP"
+
+
+class ReplyError(Exception):
+    """An error reply (-ERR ...) from a server, or from the harness control socket."""
+
+
+class HarnessError(RuntimeError):
+    """The harness itself failed (node did not start, bad index, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimal RESP client (RESP2 plus the RESP3 types, in case a test switches with HELLO 3).
+
+def _arg_bytes(a) -> bytes:
+    if isinstance(a, bytes):
+        return a
+    if isinstance(a, (bytearray, memoryview)):
+        return bytes(a)
+    return str(a).encode("utf-8", "surrogateescape")
+
+
+def encode_command(args) -> bytes:
+    parts = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = _arg_bytes(a)
+        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(parts)
+
+
+def _dec(b: bytes) -> str:
+    # surrogateescape keeps binary values round-trippable through str.
+    return b.decode("utf-8", "surrogateescape")
+
+
+def read_reply(f):
+    """Parse one reply from a buffered binary file. Error replies are *returned* as ReplyError
+    instances so that errors nested in arrays (EXEC) survive; callers raise top-level ones."""
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed by peer")
+    if not line.endswith(b"\r\n"):
+        raise ConnectionError("truncated reply line: %r" % line)
+    t, rest = line[:1], line[1:-2]
+    if t == b"+":
+        return _dec(rest)
+    if t == b"-":
+        return ReplyError(_dec(rest))
+    if t == b":" or t == b"(":
+        return int(rest)
+    if t in (b"$", b"=", b"!"):
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        if len(data) != n + 2:
+            raise ConnectionError("connection closed in the middle of a reply")
+        data = data[:-2]
+        if t == b"=":
+            data = data[4:]          # verbatim string: drop the "txt:" format prefix
+        return ReplyError(_dec(data)) if t == b"!" else _dec(data)
+    if t in (b"*", b"~", b">"):
+        n = int(rest)
+        if n < 0:
+            return None
+        return [read_reply(f) for _ in range(n)]
+    if t == b"%" or t == b"|":
+        n = int(rest)
+        d = {}
+        for _ in range(n):
+            k = read_reply(f)
+            d[tuple(k) if isinstance(k, list) else k] = read_reply(f)
+        if t == b"|":                # attribute: metadata in front of the real reply
+            return read_reply(f)
+        return d
+    if t == b"_":
+        return None
+    if t == b"#":
+        return rest == b"t"
+    if t == b",":
+        return float(rest)
+    raise ConnectionError("unknown RESP type byte %r" % t)
+
+
+def _connect(addr, timeout):
+    """addr: ("tcp", host, port) or ("unix", path)."""
+    if addr[0] == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        target = addr[1]
+    else:
+        fam = socket.AF_INET6 if ":" in addr[1] else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        target = (addr[1], addr[2])
+    s.settimeout(timeout)
+    try:
+        s.connect(target)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def resp_call(addr, args, timeout=2.0):
+    """One command on a fresh connection. A fresh connection per call is deliberate: after a
+    timeout (paused node) a reused connection would hold a stale reply."""
+    s = _connect(addr, timeout)
+    try:
+        s.sendall(encode_command(args))
+        with s.makefile("rb") as f:
+            r = read_reply(f)
+    except socket.timeout:
+        raise TimeoutError("no reply within %.3gs from %s" % (timeout, _addr_str(addr))) from None
+    finally:
+        s.close()
+    if isinstance(r, ReplyError):
+        raise r
+    return r
+
+
+def _addr_str(addr):
+    if addr[0] == "unix":
+        return "unix://" + addr[1]
+    h = addr[1]
+    return "redis://%s:%d" % ("[%s]" % h if ":" in h else h, addr[2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Process spawning. PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
+# process, so servers are always forked from the main thread or from one long-lived spawner thread.
+
+_PR_SET_PDEATHSIG = 1
+_prctl = None
+_prctl_loaded = False
+_spawner = None
+
+
+def _load_prctl():
+    global _prctl, _prctl_loaded
+    if not _prctl_loaded:
+        _prctl_loaded = True
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+                _prctl = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):
+                _prctl = None
+    return _prctl
+
+
+def _make_preexec(deathsig, new_group):
+    prctl = _load_prctl()
+    parent = os.getpid()
+
+    def preexec():
+        if new_group:
+            os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, deathsig, 0, 0, 0)
+            if os.getppid() != parent:  # parent died before prctl took effect
+                os._exit(1)
+    return preexec
+
+
+def _popen(argv, deathsig, new_group, **kw):
+    import subprocess
+    kw["preexec_fn"] = _make_preexec(deathsig, new_group)
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(argv, **kw)
+    return _get_spawner().run(lambda: subprocess.Popen(argv, **kw))
+
+
+class _Spawner:
+    def __init__(self):
+        import queue
+        self.q = queue.SimpleQueue()
+        self.t = threading.Thread(target=self._loop, name="nodes-spawner", daemon=True)
+        self.t.start()
+
+    def _loop(self):
+        while True:
+            fn, box, ev = self.q.get()
+            try:
+                box.append((True, fn()))
+            except BaseException as e:  # handed back to the caller's thread
+                box.append((False, e))
+            ev.set()
+
+    def run(self, fn):
+        box, ev = [], threading.Event()
+        self.q.put((fn, box, ev))
+        ev.wait()
+        ok, v = box[0]
+        if not ok:
+            raise v
+        return v
+
+
+def _get_spawner():
+    global _spawner
+    with _glock:
+        if _spawner is None:
+            _spawner = _Spawner()
+    return _spawner
+
+
+_glock = threading.RLock()
+
+
+# ---------------------------------------------------------------------------------------------
+# Port allocation. Ports are drawn below the kernel's ephemeral range so outgoing client sockets
+# can never occupy a node's port while it is down between kill() and restart(). Concurrent
+# harness processes (ctest -j) coordinate through byte-range locks on one shared file; the kernel
+# drops a process's locks when it dies, so nothing goes stale.
+
+_port_fd = None
+_ports_held = set()
+
+
+def _port_range():
+    lo, hi = 32768, 60999
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        pass
+    below = (10000, lo - 1)
+    above = (hi + 1, 65535)
+    best = max(below, above, key=lambda r: r[1] - r[0])
+    return best if best[1] - best[0] >= 1000 else (20000, 65000)
+
+
+def _port_lock_fd():
+    global _port_fd
+    if _port_fd is None:
+        import tempfile
+        d = os.path.join(tempfile.gettempdir(), "redlock-harness-%d" % os.getuid())
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        _port_fd = os.open(os.path.join(d, "ports.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    return _port_fd
+
+
+def _bindable(port, hosts):
+    for h in hosts:
+        s = socket.socket(socket.AF_INET6 if ":" in h else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            # Same options the servers use, so TIME_WAIT leftovers do not count as taken.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((h, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def _alloc_port(hosts):
+    import fcntl
+    import random
+    lo, hi = _port_range()
+    fd = _port_lock_fd()
+    with _glock:
+        for _ in range(500):
+            p = random.randint(lo, hi)
+            if p in _ports_held:
+                continue
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, p)
+            except OSError:
+                continue
+            if _bindable(p, hosts):
+                _ports_held.add(p)
+                return p
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, p)
+    raise HarnessError("could not find a TCP port in %d-%d free on %s" % (lo, hi, " and ".join(hosts)))
+
+
+def _free_port(p):
+    import fcntl
+    with _glock:
+        if p in _ports_held:
+            _ports_held.discard(p)
+            fcntl.lockf(_port_lock_fd(), fcntl.LOCK_UN, 1, p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cleanup of every live Cluster at interpreter exit and on SIGTERM.
+
+_live = set()
+_hooks_installed = False
+
+
+def _cleanup_all():
+    for c in list(_live):
+        try:
+            c.close()
+        except Exception:
+            pass
+
+
+def _on_sigterm(signum, frame):
+    import signal
+    _cleanup_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)     # die of the same signal so the parent sees it
+
+
+def _install_hooks():
+    global _hooks_installed
+    with _glock:
+        if _hooks_installed:
+            return
+        _hooks_installed = True
+    import atexit
+    import signal
+    atexit.register(_cleanup_all)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            # Never override a handler the test program set up itself.
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _on_sigterm)
+
+
+def _find_binary(kind):
+    import shutil
+    env = "REDIS_SERVER" if kind == "redis" else "VALKEY_SERVER"
+    path = os.environ.get(env) or shutil.which(kind + "-server")
+    if not path:
+        raise HarnessError("%s-server not found in PATH (or set $%s)" % (kind, env))
+    return path
+
+
+def _tail(path, start=0, lines=20):
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return ""
+    return "\n".join(_dec(data).splitlines()[-lines:])
+
+
+def _conf_value(v):
+    if v is True:
+        return ["yes"]
+    if v is False:
+        return ["no"]
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v]
+    return [str(v)]
+
+
+# ---------------------------------------------------------------------------------------------
+
+class _Node:
+
+    def __init__(self, index, kind, binary, dirpath):
+        self.index = index
+        self.kind = kind
+        self.binary = binary
+        self.dir = dirpath
+        self.port = 0
+        self.sock_path = None
+        self.proc = None
+        self.paused = False
+        self.log = os.path.join(dirpath, "server.log")
+        self.out = os.path.join(dirpath, "stdout.log")
+        self.lock = threading.RLock()
+        # log offsets at the latest spawn, so error messages show only this run's lines
+        self.log_mark = 0
+        self.out_mark = 0
+
+
+class Cluster:
+    """N local redis/valkey nodes. Use as a context manager: nodes are started on entry and always
+    killed and cleaned up on exit (also at interpreter exit and on SIGTERM)."""
+
+    def __init__(self, count=3, kind="redis", unix=False, persistence=None, conf=None,
+                 base_dir=None, ipv6=False):
+        import tempfile
+        if count < 1:
+            raise ValueError("count must be >= 1")
+        if kind not in ("redis", "valkey", "mixed"):
+            raise ValueError("kind must be 'redis', 'valkey' or 'mixed'")
+        if persistence not in (None, "aof-always"):
+            raise ValueError("persistence must be None or 'aof-always'")
+        if unix and ipv6:
+            raise ValueError("unix and ipv6 are mutually exclusive")
+        self.count = count
+        self.unix = unix
+        self.ipv6 = ipv6
+        self.persistence = persistence
+        self.conf = dict(conf or {})
+        kinds = [kind if kind != "mixed" else ("redis" if i % 2 == 0 else "valkey") for i in range(count)]
+        binaries = {k: _find_binary(k) for k in set(kinds)}
+        self._own_dir = base_dir is None
+        self.base_dir = os.path.abspath(base_dir) if base_dir else tempfile.mkdtemp(prefix="redlock-nodes-")
+        self._hosts = ["127.0.0.1", "::1"] if ipv6 else ["127.0.0.1"]
+        self._closed = False
+        self._started = False
+        self._nodes = []
+        for i, k in enumerate(kinds):
+            d = os.path.join(self.base_dir, "node%d" % i)
+            n = _Node(i, k, binaries[k], d)
+            if unix:
+                n.sock_path = os.path.join(d, "redis.sock")
+                if len(n.sock_path.encode()) > 100:   # sun_path is 108 bytes including NUL
+                    if self._own_dir:
+                        os.rmdir(self.base_dir)
+                    raise HarnessError("unix socket path too long (%d bytes): %s; use a shorter base_dir"
+                                       % (len(n.sock_path.encode()), n.sock_path))
+            self._nodes.append(n)
+        for n in self._nodes:
+            os.makedirs(n.dir, exist_ok=True)
+
+    # -- context manager -----------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<Cluster %s>" % (", ".join("%s %s" % (n.kind, self._url(n)) for n in self._nodes))
+
+    # -- addresses ------------------------------------------------------------------------------
+    def _url(self, n):
+        if n.sock_path:
+            return "unix://" + n.sock_path
+        host = "[::1]" if self.ipv6 else "127.0.0.1"
+        return "redis://%s:%d" % (host, n.port)
+
+    def _addr(self, n):
+        if n.sock_path:
+            return ("unix", n.sock_path)
+        return ("tcp", "::1" if self.ipv6 else "127.0.0.1", n.port)
+
+    def _n(self, i) -> _Node:
+        if not isinstance(i, int) or not 0 <= i < self.count:
+            raise HarnessError("node index %r out of range 0..%d" % (i, self.count - 1))
+        return self._nodes[i]
+
+    def _need_started(self):
+        if not self._started:
+            raise HarnessError("cluster not started yet (ports are assigned by start())")
+
+    @property
+    def urls(self):
+        self._need_started()
+        return [self._url(n) for n in self._nodes]
+
+    def url(self, i):
+        self._need_started()
+        return self._url(self._n(i))
+
+    def port(self, i):
+        """TCP port of node i (0 for unix-socket clusters)."""
+        self._need_started()
+        return self._n(i).port
+
+    def socket_path(self, i):
+        return self._n(i).sock_path
+
+    def pid(self, i):
+        """PID of node i, or None if it is not running."""
+        n = self._n(i)
+        with n.lock:
+            return n.proc.pid if self._alive(n) else None
+
+    def kind(self, i):
+        return self._n(i).kind
+
+    def node_dir(self, i):
+        return self._n(i).dir
+
+    def log_path(self, i):
+        return self._n(i).log
+
+    @property
+    def kinds(self):
+        return [n.kind for n in self._nodes]
+
+    def __len__(self):
+        return self.count
+
+    # -- process control ------------------------------------------------------------------------
+    def _argv(self, n):
+        opts = {
+            "port": str(n.port),
+            # "-" = optional address: redis skips it instead of failing if ::1 is unavailable.
+            "bind": ["127.0.0.1", "-::1"] if self.ipv6 else ["127.0.0.1"],
+            "dir": n.dir,
+            "save": "",
+            "appendonly": "no",
+            "daemonize": "no",
+            "enable-debug-command": "local",
+            "loglevel": "warning",
+            "logfile": n.log,
+            "maxmemory-policy": "noeviction",
+        }
+        if n.sock_path:
+            opts["port"] = "0"
+            opts["unixsocket"] = n.sock_path
+            opts["unixsocketperm"] = "700"
+        if self.persistence == "aof-always":
+            opts["appendonly"] = "yes"
+            opts["appendfsync"] = "always"
+        for k, v in self.conf.items():
+            opts[str(k).lstrip("-")] = v
+        argv = [n.binary]
+        for k, v in opts.items():
+            if v is None:
+                continue
+            argv.append("--" + k)
+            argv.extend(_conf_value(v))
+        return argv
+
+    def _spawn(self, n):
+        import signal
+        import subprocess
+        for p in (n.log, n.out):
+            try:
+                size = os.path.getsize(p)
+            except OSError:
+                size = 0
+            if p == n.log:
+                n.log_mark = size
+            else:
+                n.out_mark = size
+        with open(n.out, "ab") as out:
+            # Own process group: a terminal Ctrl-C must not kill nodes behind the harness's back.
+            n.proc = _popen(self._argv(n), signal.SIGKILL, True, cwd=n.dir, stdin=subprocess.DEVNULL,
+                            stdout=out, stderr=subprocess.STDOUT, close_fds=True)
+        n.paused = False
+
+    def _alive(self, n):
+        return n.proc is not None and n.proc.poll() is None
+
+    def _probe(self, n):
+        """True once node n answers PING and is really our process (not a stranger on our port)."""
+        try:
+            r = resp_call(self._addr(n), ["PING"], timeout=0.5)
+            if r != "PONG":
+                return False
+            info = resp_call(self._addr(n), ["INFO", "server"], timeout=1.0)
+        except (OSError, ReplyError):     # refused / LOADING / not listening yet
+            return False
+        for line in info.splitlines():
+            if line.startswith("process_id:"):
+                return int(line.split(":", 1)[1]) == n.proc.pid
+        return False
+
+    def _port_in_use(self, n):
+        t = (_tail(n.log, n.log_mark, 50) + "\n" + _tail(n.out, n.out_mark, 50)).lower()
+        return "in use" in t or "could not create server tcp listening socket" in t
+
+    def _failure(self, n, why):
+        msg = "%s node %d (%s, %s) %s." % (n.kind, n.index, self._url(n), n.binary, why)
+        for label, path, mark in (("server log", n.log, n.log_mark), ("stdout/stderr", n.out, n.out_mark)):
+            t = _tail(path, mark).strip()
+            if t:
+                msg += "\n--- %s (tail) ---\n%s" % (label, t)
+        return msg
+
+    def _start_nodes(self, nodes, fresh_ports):
+        """Spawn `nodes` in parallel and wait until all answer. fresh_ports: the ports were chosen
+        just now, so a node that loses a port race may move to another port."""
+        attempts = {}
+        pending = []
+        for n in nodes:
+            self._spawn(n)
+            attempts[n.index] = 1
+            pending.append(n)
+        failures = []
+        deadline = time.monotonic() + READY_TIMEOUT
+        while pending:
+            still = []
+            for n in pending:
+                rc = n.proc.poll()
+                if rc is not None:
+                    if (fresh_ports and not n.sock_path and attempts[n.index] < PORT_ATTEMPTS
+                            and self._port_in_use(n)):
+                        _free_port(n.port)
+                        n.port = _alloc_port(self._hosts)
+                        attempts[n.index] += 1
+                        self._spawn(n)
+                        still.append(n)
+                    else:
+                        failures.append(self._failure(n, "exited with status %d during startup" % rc))
+                elif self._probe(n):
+                    continue
+                else:
+                    still.append(n)
+            pending = still
+            if pending and time.monotonic() > deadline:
+                for n in pending:
+                    self._kill_proc(n)
+                    failures.append(self._failure(n, "did not answer PING within %gs" % READY_TIMEOUT))
+                break
+            if pending:
+                time.sleep(0.003)
+        if failures:
+            raise HarnessError("\n\n".join(failures))
+
+    def start(self):
+        """Start every node that is not running (first call assigns ports)."""
+        if self._closed:
+            raise HarnessError("cluster is closed")
+        _install_hooks()
+        _live.add(self)
+        fresh = not self._started
+        if fresh and not self.unix:
+            for n in self._nodes:
+                if not n.port:
+                    n.port = _alloc_port(self._hosts)
+        self._started = True
+        todo = [n for n in self._nodes if not self._alive(n)]
+        for n in todo:
+            n.lock.acquire()
+        try:
+            self._start_nodes(todo, fresh)
+        finally:
+            for n in todo:
+                n.lock.release()
+        return self
+
+    def _kill_proc(self, n):
+        import signal
+        if n.proc is None:
+            return
+        if n.proc.poll() is None:
+            try:
+                n.proc.send_signal(signal.SIGKILL)   # works on stopped processes too
+            except ProcessLookupError:
+                pass
+        n.proc.wait()
+        n.paused = False
+
+    def stop(self, grace=STOP_GRACE):
+        """Stop all nodes: SIGCONT + SIGTERM to all at once, SIGKILL whoever outlives `grace`."""
+        import signal
+        import subprocess
+        live = [n for n in self._nodes if self._alive(n)]
+        for n in live:
+            try:
+                n.proc.send_signal(signal.SIGCONT)
+                n.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        for n in live:
+            try:
+                n.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill_proc(n)
+            n.paused = False
+
+    def close(self):
+        """Kill everything, release ports, remove the temp dir (kept if $REDLOCK_HARNESS_KEEP=1)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.stop()
+        finally:
+            for n in self._nodes:
+                self._kill_proc(n)
+                if n.port:
+                    _free_port(n.port)
+            _live.discard(self)
+            if self._own_dir:
+                if os.environ.get(ENV_KEEP, "") not in ("", "0"):
+                    sys.stderr.write("nodes.py: keeping node dirs in %s\n" % self.base_dir)
+                else:
+                    import shutil
+                    shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def kill(self, i):
+        """SIGKILL node i and reap it."""
+        n = self._n(i)
+        with n.lock:
+            self._kill_proc(n)
+
+    def stop_node(self, i, grace=STOP_GRACE):
+        """Graceful shutdown of node i (SIGTERM; SIGKILL after grace)."""
+        import signal
+        import subprocess
+        n = self._n(i)
+        with n.lock:
+            if not self._alive(n):
+                return
+            n.proc.send_signal(signal.SIGCONT)
+            n.proc.send_signal(signal.SIGTERM)
+            try:
+                n.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self._kill_proc(n)
+            n.paused = False
+
+    def start_node(self, i):
+        """Start node i again (same port/socket/dir) if it is not running."""
+        self._need_started()
+        n = self._n(i)
+        with n.lock:
+            if not self._alive(n):
+                self._start_nodes([n], False)
+
+    def restart(self, i, delay=0.0):
+        """Kill node i if running, wait `delay` seconds, start it on the same port/socket and dir."""
+        self._need_started()
+        n = self._n(i)
+        with n.lock:
+            self._kill_proc(n)
+        if delay > 0:
+            time.sleep(delay)     # outside the lock: others may query the node while it is down
+        self.start_node(i)
+
+    def pause(self, i):
+        """SIGSTOP node i: it keeps its sockets but answers nothing (connections still succeed)."""
+        import signal
+        n = self._n(i)
+        with n.lock:
+            if not self._alive(n):
+                raise HarnessError("node %d is not running" % i)
+            n.proc.send_signal(signal.SIGSTOP)
+            n.paused = True
+
+    def resume(self, i):
+        import signal
+        n = self._n(i)
+        with n.lock:
+            if self._alive(n):
+                n.proc.send_signal(signal.SIGCONT)
+            n.paused = False
+
+    def is_running(self, i):
+        """True if node i's process is alive (paused counts as running)."""
+        n = self._n(i)
+        with n.lock:
+            return self._alive(n)
+
+    def is_paused(self, i):
+        n = self._n(i)
+        with n.lock:
+            return self._alive(n) and n.paused
+
+    # -- talking to nodes -----------------------------------------------------------------------
+    def cmd(self, i, *args, timeout=2.0):
+        """Send one command to node i; returns str/int/list/None, raises ReplyError on -ERR,
+        TimeoutError if no reply (paused node), ConnectionRefusedError if it is down."""
+        self._need_started()
+        return resp_call(self._addr(self._n(i)), args, timeout=timeout)
+
+    def dbsize(self, i):
+        return self.cmd(i, "DBSIZE")
+
+    def keys(self, i, pattern="*"):
+        return self.cmd(i, "KEYS", pattern)
+
+    def flushall(self):
+        for i in range(self.count):
+            if self.is_running(i) and not self.is_paused(i):
+                self.cmd(i, "FLUSHALL")
+
+
+# ---------------------------------------------------------------------------------------------
+# Control socket: `exec` serves RESP on a unix socket, so `ctl` (or any Redis client in the test
+# program) can drive the cluster. The serving process owns the Popen objects, so it can reap and
+# restart nodes itself.
+
+def _encode_value(v) -> bytes:
+    if v is None:
+        return b"$-1\r\n"
+    if isinstance(v, ReplyError):
+        msg = " ".join(str(v).splitlines()) or "ERR"
+        return b"-%s\r\n" % _arg_bytes(msg)
+    if isinstance(v, bool):
+        return b":%d\r\n" % int(v)
+    if isinstance(v, int):
+        return b":%d\r\n" % v
+    if isinstance(v, dict):
+        flat = []
+        for k, x in v.items():
+            flat.extend([list(k) if isinstance(k, tuple) else k, x])
+        v = flat
+    if isinstance(v, (list, tuple)):
+        return b"*%d\r\n" % len(v) + b"".join(_encode_value(x) for x in v)
+    b = _arg_bytes(v)
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+_CTL_HELP = ("commands: PING | NODES | COUNT | URL i | PID i | KIND i | RUNNING i | KILL i | "
+             "PAUSE i | RESUME i | STOP i | START i | RESTART i [delay] | CMD i [TIMEOUT s] arg...")
+
+
+def _ctl_dispatch(cluster: Cluster, args):
+    if not args:
+        raise ReplyError("ERR empty command")
+    op = args[0].upper()
+    if op == "PING":
+        return "PONG"
+    if op == "NODES":
+        return cluster.urls
+    if op == "COUNT":
+        return cluster.count
+    if op == "HELP":
+        return _CTL_HELP
+    if len(args) < 2:
+        raise ReplyError("ERR unknown command or missing node index; " + _CTL_HELP)
+    try:
+        i = int(args[1])
+    except ValueError:
+        raise ReplyError("ERR node index must be an integer, got %r" % args[1]) from None
+    if not 0 <= i < cluster.count:
+        raise ReplyError("ERR node index %d out of range 0..%d" % (i, cluster.count - 1))
+    rest = args[2:]
+    if op == "URL":
+        return cluster.url(i)
+    if op == "KIND":
+        return cluster.kind(i)
+    if op == "PID":
+        pid = cluster.pid(i)
+        if pid is None:
+            raise ReplyError("ERR node %d is not running" % i)
+        return pid
+    if op == "RUNNING":
+        return int(cluster.is_running(i))
+    if op == "KILL":
+        cluster.kill(i)
+    elif op == "PAUSE":
+        cluster.pause(i)
+    elif op == "RESUME":
+        cluster.resume(i)
+    elif op == "STOP":
+        cluster.stop_node(i)
+    elif op == "START":
+        cluster.start_node(i)
+    elif op == "RESTART":
+        cluster.restart(i, float(rest[0]) if rest else 0.0)
+    elif op == "CMD":
+        timeout = 2.0
+        if len(rest) >= 2 and rest[0].upper() == "TIMEOUT":
+            timeout, rest = float(rest[1]), rest[2:]
+        if not rest:
+            raise ReplyError("ERR CMD needs a command")
+        try:
+            return cluster.cmd(i, *rest, timeout=timeout)
+        except ReplyError:
+            raise
+        except TimeoutError as e:
+            raise ReplyError("TIMEOUT node %d: %s" % (i, e)) from None
+        except OSError as e:
+            raise ReplyError("CONNFAIL node %d: %s" % (i, e)) from None
+    else:
+        raise ReplyError("ERR unknown command %r; %s" % (args[0], _CTL_HELP))
+    return "OK"
+
+
+def _serve_control(cluster: Cluster, path):
+    """Serve the control protocol on unix socket `path` from daemon threads. Returns the server."""
+    import socketserver
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            while True:
+                try:
+                    if self.rfile.peek(1)[:1] in (b"*", b""):
+                        req = read_reply(self.rfile)
+                    else:       # inline command, as typed into `nc -U`
+                        line = self.rfile.readline()
+                        req = _dec(line).split() if line.endswith(b"\n") else None
+                except (ConnectionError, ValueError):
+                    return
+                if not isinstance(req, list):
+                    return
+                args = [x if isinstance(x, str) else str(x) for x in req]
+                if not args:
+                    continue
+                try:
+                    out = _encode_value(_ctl_dispatch(cluster, args))
+                except ReplyError as e:
+                    out = _encode_value(e)
+                except (HarnessError, ValueError, OSError) as e:
+                    out = _encode_value(ReplyError("ERR " + str(e)))
+                try:
+                    self.wfile.write(out)
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+    srv = Server(path, Handler)
+    os.chmod(path, 0o700)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02},
+                     name="nodes-control", daemon=True).start()
+    return srv
+
+
+class Control:
+    """Client for the control socket of a running `nodes.py exec` (path from $REDLOCK_HARNESS)."""
+
+    def __init__(self, path=None):
+        self.path = path or os.environ.get(ENV_CTL)
+        if not self.path:
+            raise HarnessError("$%s is not set: run under `nodes.py exec`" % ENV_CTL)
+
+    def call(self, *args, timeout=None):
+        return resp_call(("unix", self.path), args, timeout=timeout)
+
+    def urls(self):
+        return self.call("NODES")
+
+    def url(self, i):
+        return self.call("URL", i)
+
+    def pid(self, i):
+        return self.call("PID", i)
+
+    def kind(self, i):
+        return self.call("KIND", i)
+
+    def is_running(self, i):
+        return self.call("RUNNING", i) == 1
+
+    def kill(self, i):
+        self.call("KILL", i)
+
+    def pause(self, i):
+        self.call("PAUSE", i)
+
+    def resume(self, i):
+        self.call("RESUME", i)
+
+    def stop_node(self, i):
+        self.call("STOP", i)
+
+    def start_node(self, i):
+        self.call("START", i)
+
+    def restart(self, i, delay=0.0):
+        self.call("RESTART", i, delay)
+
+    def cmd(self, i, *args, timeout=2.0):
+        return self.call("CMD", i, "TIMEOUT", timeout, *args)
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+
+USAGE = """\
+usage:
+  nodes.py exec [--count N] [--kind redis|valkey|mixed] [--unix] [--ipv6]
+                [--persistence aof-always] [--conf KEY=VALUE ...] [--base-dir DIR] [--keep] [-v]
+                -- PROGRAM [ARGS...]
+  nodes.py ctl kill I | pause I | resume I | stop I | start I | restart I [--delay S]
+               | cmd [--timeout S] I ARGS... | url I | pid I | kind I | running I | urls
+"""
+
+
+def _usage(msg=None):
+    if msg:
+        sys.stderr.write("nodes.py: %s\n" % msg)
+    sys.stderr.write(USAGE)
+    return 2
+
+
+def _print_reply(r):
+    if isinstance(r, list):
+        for x in r:
+            _print_reply(x)
+    elif r is None:
+        print("(nil)")
+    elif isinstance(r, ReplyError):
+        print("(error) %s" % r)
+    else:
+        print(r)
+
+
+def _main_ctl(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        return _usage()
+    op, rest = argv[0].lower(), argv[1:]
+    args = None
+    if op in ("kill", "pause", "resume", "stop", "start", "url", "pid", "kind", "running"):
+        if len(rest) != 1:
+            return _usage("ctl %s takes exactly one node index" % op)
+        args = [op, rest[0]]
+    elif op == "restart":
+        delay = "0"
+        if len(rest) == 3 and rest[1] == "--delay":
+            delay = rest[2]
+        elif len(rest) == 3 and rest[0] == "--delay":
+            delay, rest = rest[1], rest[2:]
+        elif len(rest) != 1:
+            return _usage("ctl restart I [--delay S]")
+        try:
+            float(delay)
+        except ValueError:
+            return _usage("bad delay %r" % delay)
+        args = ["restart", rest[0], delay]
+    elif op == "cmd":
+        timeout = "2"
+        if rest[:1] == ["--timeout"] and len(rest) >= 2:
+            timeout, rest = rest[1], rest[2:]
+        if len(rest) < 2:
+            return _usage("ctl cmd [--timeout S] I COMMAND [ARGS...]")
+        args = ["cmd", rest[0], "TIMEOUT", timeout] + rest[1:]
+    elif op in ("urls", "nodes"):
+        args = ["nodes"]
+    elif op == "ping":
+        args = ["ping"]
+    else:
+        return _usage("unknown ctl command %r" % op)
+    if args[1:2] and not args[1].lstrip("-").isdigit():
+        return _usage("node index must be an integer, got %r" % args[1])
+    try:
+        ctl = Control()
+        r = ctl.call(*args)
+    except ReplyError as e:
+        sys.stderr.write("%s\n" % e)
+        return 1
+    except (HarnessError, OSError) as e:
+        sys.stderr.write("nodes.py ctl: %s\n" % e)
+        return 1
+    _print_reply(r)
+    return 0
+
+
+def _main_exec(argv):
+    import argparse
+    import shlex
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    if "--" in argv:
+        k = argv.index("--")
+        opts, prog = argv[:k], argv[k + 1:]
+    else:
+        opts, prog = argv, []
+    p = argparse.ArgumentParser(prog="nodes.py exec", usage=USAGE.split("\n", 1)[1].strip())
+    p.add_argument("--count", type=int, default=3)
+    p.add_argument("--kind", choices=("redis", "valkey", "mixed"), default="redis")
+    p.add_argument("--unix", action="store_true")
+    p.add_argument("--ipv6", action="store_true")
+    p.add_argument("--persistence", choices=("aof-always",), default=None)
+    p.add_argument("--conf", action="extend", nargs="+", default=[], metavar="KEY=VALUE")
+    p.add_argument("--base-dir", default=None)
+    p.add_argument("--keep", action="store_true", help="keep node dirs/logs")
+    p.add_argument("-v", "--verbose", action="store_true")
+    try:
+        a = p.parse_args(opts)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    if not prog:
+        return _usage("exec needs -- PROGRAM [ARGS...]")
+    conf = {}
+    for kv in a.conf:
+        if "=" not in kv:
+            return _usage("--conf expects KEY=VALUE, got %r" % kv)
+        k, v = kv.split("=", 1)
+        conf[k] = v
+    if a.keep:
+        os.environ[ENV_KEEP] = "1"
+
+    ctl_dir = tempfile.mkdtemp(prefix="redlock-ctl-")
+    ctl_path = os.path.join(ctl_dir, "ctl.sock")
+    cluster = srv = None
+    child = None
+    fwd = {}
+
+    def forward(signum, frame):
+        fwd["sig"] = signum
+        if child is not None and child.poll() is None:
+            try:
+                child.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    def on_int(signum, frame):
+        # A terminal Ctrl-C already reached PROGRAM (same foreground process group); forward only
+        # when the SIGINT was aimed at the harness alone.
+        try:
+            if os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp():
+                return
+        except OSError:
+            pass
+        forward(signum, frame)
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+    signal.signal(signal.SIGINT, on_int)
+    try:
+        try:
+            cluster = Cluster(count=a.count, kind=a.kind, unix=a.unix, persistence=a.persistence,
+                              conf=conf, base_dir=a.base_dir, ipv6=a.ipv6)
+            cluster.start()
+            srv = _serve_control(cluster, ctl_path)
+        except (HarnessError, ValueError, OSError) as e:
+            sys.stderr.write("nodes.py exec: could not start nodes: %s\n" % e)
+            return 1
+        if "sig" in fwd:     # signalled while starting up
+            return 128 + fwd["sig"]
+        env = dict(os.environ)
+        env[ENV_NODES] = ",".join(cluster.urls)
+        env[ENV_KINDS] = ",".join(cluster.kinds)
+        env[ENV_CTL] = ctl_path
+        env[ENV_PY] = os.path.abspath(__file__)
+        env[ENV_PYTHON] = sys.executable or "python3"
+        # Ready-made shell prefix for system()/popen(); -S skips site-packages, which can cost more
+        # than the whole ctl round trip.
+        env[ENV_CTL_CMD] = " ".join(shlex.quote(x) for x in (env[ENV_PYTHON], "-S", env[ENV_PY], "ctl"))
+        if a.verbose:
+            sys.stderr.write("nodes.py exec: %s=%s (dirs in %s)\n" % (ENV_NODES, env[ENV_NODES],
+                                                                     cluster.base_dir))
+        exe = shutil.which(prog[0]) if os.sep not in prog[0] else prog[0]
+        if not exe or not os.path.exists(exe):
+            sys.stderr.write("nodes.py exec: %s: command not found\n" % prog[0])
+            return 127
+        try:
+            # PROGRAM stays in our process group (so `exec -- bash` is interactive) and gets
+            # SIGTERM if the harness dies.
+            child = _popen(prog, signal.SIGTERM, False, env=env)
+        except OSError as e:
+            sys.stderr.write("nodes.py exec: cannot run %s: %s\n" % (prog[0], e))
+            return 126
+        rc = child.wait()
+        return 128 - rc if rc < 0 else rc
+    finally:
+        if srv is not None:
+            srv.shutdown()
+            srv.server_close()
+        if cluster is not None:
+            cluster.close()
+        shutil.rmtree(ctl_dir, ignore_errors=True)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        _usage()
+        return 0 if argv else 2
+    if argv[0] == "ctl":
+        return _main_ctl(argv[1:])
+    if argv[0] == "exec":
+        return _main_exec(argv[1:])
+    return _usage("unknown subcommand %r" % argv[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
