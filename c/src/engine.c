@@ -14,25 +14,76 @@
 
 #include "internal.h"
 
+/* Every reply a connection still owes, in order. Replies owed to a round
+ * that was decided without them are dropped by the connection's next user;
+ * a dropped NOSCRIPT for a release or extension is re-sent as EVAL, so a
+ * straggler still gets the command after SCRIPT FLUSH. */
+typedef enum { EXP_DROP, EXP_DROP_SCRIPT, EXP_AUTH, EXP_SELECT, EXP_MAIN } exp_kind;
+
+typedef struct rl_expect {
+    unsigned char kind;     /* exp_kind */
+    unsigned char cmd;      /* rl_cmd, for EXP_DROP_SCRIPT */
+    uint32_t ttl_ms;
+    char *key;              /* owned copy, EXP_DROP_SCRIPT only */
+    size_t key_len;
+    char value[RL_VALUE_HEX + 1];
+} rl_expect;
+
+#define RL_PIPE_MAX 16
+
 struct rl_conn {
     redisContext *ctx;
-    int connecting;  /* non-blocking connect not yet confirmed */
-    int discard;     /* replies still owed to earlier rounds: read and drop */
+    int connecting;         /* non-blocking connect not yet confirmed */
+    int head, len;          /* FIFO of owed replies */
+    rl_expect q[RL_PIPE_MAX];
 };
 
 typedef struct slot {
     rl_conn *c;
     int reused;      /* came from the pool */
     int retried;     /* a stale pooled connection was replaced once */
-    int handshake;   /* AUTH/SELECT replies still to read */
-    int hs_auth;     /* the next handshake reply is AUTH's */
-    int main;        /* replies to our command still to read */
     int wpending;    /* output not fully written */
     int got_reply;
-    int eval_sent;   /* NOSCRIPT fallback already used */
+    int eval_sent;   /* NOSCRIPT fallback already used for our command */
     int broken;      /* never return to the pool */
+    int suspect;     /* the node timed out lately */
     int64_t deadline;
 } slot;
+
+static rl_expect *q_push(rl_conn *c, exp_kind kind)
+{
+    if (c->len >= RL_PIPE_MAX)
+        return NULL;
+    rl_expect *e = &c->q[(c->head + c->len++) % RL_PIPE_MAX];
+    memset(e, 0, sizeof *e);
+    e->kind = (unsigned char)kind;
+    return e;
+}
+
+static rl_expect *q_front(rl_conn *c)
+{
+    return c->len ? &c->q[c->head] : NULL;
+}
+
+static void q_pop(rl_conn *c)
+{
+    rl_expect *e = &c->q[c->head];
+    free(e->key);
+    e->key = NULL;
+    c->head = (c->head + 1) % RL_PIPE_MAX;
+    c->len--;
+}
+
+/* 1 if the connection still owes a reply to the round using it now. */
+static int q_has_mine(const rl_conn *c)
+{
+    for (int k = 0; k < c->len; k++) {
+        unsigned char kind = c->q[(c->head + k) % RL_PIPE_MAX].kind;
+        if (kind == EXP_AUTH || kind == EXP_SELECT || kind == EXP_MAIN)
+            return 1;
+    }
+    return 0;
+}
 
 const char rl_script_release[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -56,6 +107,8 @@ static void conn_free(rl_conn *c)
 {
     if (!c)
         return;
+    while (c->len)
+        q_pop(c);
     redisFree(c->ctx);
     free(c);
 }
@@ -66,6 +119,7 @@ void rl_node_init(rl_node *node)
     node->n_idle = 0;
     atomic_init(&node->retry_after_us, 0);
     atomic_init(&node->backoff_ms, 0);
+    atomic_init(&node->suspect, 0);
 }
 
 void rl_node_destroy(rl_node *node)
@@ -123,6 +177,8 @@ static void node_backoff(rl_node *node, int64_t now)
 
 static void node_healthy(rl_node *node)
 {
+    if (atomic_load_explicit(&node->suspect, memory_order_relaxed))
+        atomic_store(&node->suspect, 0);
     if (atomic_load_explicit(&node->backoff_ms, memory_order_relaxed) != 0) {
         atomic_store(&node->backoff_ms, 0);
         atomic_store(&node->retry_after_us, 0);
@@ -165,28 +221,35 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
     return 0;
 }
 
-static int append_main(rl_round *r, slot *s, int use_eval)
+static int append_cmd(redisContext *ctx, rl_cmd cmd, int use_eval, const char *key, size_t key_len,
+                      const char *value, uint32_t ttl_ms)
 {
-    redisContext *ctx = s->c->ctx;
     int rc;
-    switch (r->cmd) {
+    switch (cmd) {
     case RL_CMD_SET:
-        rc = redisAppendCommand(ctx, "SET %b %s NX PX %u", r->key, r->key_len, r->value, r->ttl_ms);
+        rc = redisAppendCommand(ctx, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
         break;
     case RL_CMD_EXTEND:
         rc = use_eval
-            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s %u", rl_script_extend, r->key, r->key_len, r->value, r->ttl_ms)
-            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s %u", rl_sha_extend, r->key, r->key_len, r->value, r->ttl_ms);
+            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s %u", rl_script_extend, key, key_len, value, ttl_ms)
+            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s %u", rl_sha_extend, key, key_len, value, ttl_ms);
         break;
     default:
         rc = use_eval
-            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s", rl_script_release, r->key, r->key_len, r->value)
-            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s", rl_sha_release, r->key, r->key_len, r->value);
+            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s", rl_script_release, key, key_len, value)
+            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s", rl_sha_release, key, key_len, value);
         break;
     }
-    s->main = 1;
-    s->wpending = 1;
     return rc == REDIS_OK ? 0 : -1;
+}
+
+static int append_main(rl_round *r, slot *s, int use_eval)
+{
+    if (!q_push(s->c, EXP_MAIN) ||
+        append_cmd(s->c->ctx, r->cmd, use_eval, r->key, r->key_len, r->value, r->ttl_ms) != 0)
+        return -1;
+    s->wpending = 1;
+    return 0;
 }
 
 static int queue_cmds(const rl_node *node, rl_round *r, slot *s, int fresh)
@@ -197,16 +260,19 @@ static int queue_cmds(const rl_node *node, rl_round *r, slot *s, int fresh)
             int rc = node->ep.user
                 ? redisAppendCommand(ctx, "AUTH %s %s", node->ep.user, node->ep.password)
                 : redisAppendCommand(ctx, "AUTH %s", node->ep.password);
-            if (rc != REDIS_OK)
+            if (rc != REDIS_OK || !q_push(s->c, EXP_AUTH))
                 return -1;
-            s->handshake++;
-            s->hs_auth = 1;
         }
         if (node->ep.db) {
-            if (redisAppendCommand(ctx, "SELECT %d", node->ep.db) != REDIS_OK)
+            if (redisAppendCommand(ctx, "SELECT %d", node->ep.db) != REDIS_OK || !q_push(s->c, EXP_SELECT))
                 return -1;
-            s->handshake++;
         }
+        /* Load both scripts with the first command, so that EVALSHA finds
+         * them even on a node whose replies this round won't wait for. A
+         * failure (an ACL without SCRIPT) is dropped: EVAL covers it. */
+        if (redisAppendCommand(ctx, "SCRIPT LOAD %s", rl_script_release) != REDIS_OK || !q_push(s->c, EXP_DROP) ||
+            redisAppendCommand(ctx, "SCRIPT LOAD %s", rl_script_extend) != REDIS_OK || !q_push(s->c, EXP_DROP))
+            return -1;
     }
     return append_main(r, s, 0);
 }
@@ -242,7 +308,7 @@ static void start_fresh(redlock_client *cl, rl_round *r, size_t i, slot *s, int6
         return;
     }
     s->reused = 0;
-    s->handshake = s->hs_auth = s->main = s->got_reply = s->eval_sent = 0;
+    s->got_reply = s->eval_sent = 0;
     int64_t d = now + ((int64_t)cl->opts.node_timeout_ms + cl->opts.connect_timeout_ms) * 1000;
     s->deadline = (r->cap_us && d > r->cap_us) ? r->cap_us : d;
     if (queue_cmds(node, r, s, 1) != 0) {
@@ -265,7 +331,19 @@ static void start_slot(redlock_client *cl, rl_round *r, size_t i, slot *s, int64
         r->out[i] = RL_ERR_DOWN;
         return;
     }
-    s->c = checkout(node);
+    if (r->pinned && r->pinned[i]) {
+        /* This lock's earlier command may still be in flight here: follow
+         * it on the same connection so the node sees them in order. */
+        s->c = r->pinned[i];
+        r->pinned[i] = NULL;
+    } else {
+        s->c = checkout(node);
+    }
+    if (s->c && s->c->len > RL_PIPE_MAX - 4) {
+        /* Owes many replies (a node that stopped answering): start over. */
+        conn_free(s->c);
+        s->c = NULL;
+    }
     if (!s->c) {
         start_fresh(cl, r, i, s, now);
         return;
@@ -311,26 +389,55 @@ static int is_auth_error(const char *e)
 
 static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t now)
 {
+    rl_conn *c = s->c;
+    rl_expect *e = q_front(c);
     s->got_reply = 1;
-    if (s->c->discard > 0) {
-        s->c->discard--;
+    if (!e) {
+        rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "reply that no command asked for");
+        finish(r, i, s, RL_ERR_IO, now);
         return;
     }
-    if (s->handshake > 0) {
-        int was_auth = s->hs_auth;
-        s->handshake--;
-        s->hs_auth = 0;
-        if (rep->type == REDIS_REPLY_ERROR && r->out[i] == RL_PENDING) {
-            int auth = was_auth || is_auth_error(rep->str);
+    int is_err = rep->type == REDIS_REPLY_ERROR;
+    int noscript = is_err && strncmp(rep->str, "NOSCRIPT", 8) == 0;
+    switch (e->kind) {
+    case EXP_DROP:
+        q_pop(c);
+        return;
+    case EXP_DROP_SCRIPT:
+        if (noscript) {
+            /* An earlier round's release/extension never ran here: send it
+             * again with the script body, and drop that reply too. */
+            rl_expect saved = *e;
+            e->key = NULL;
+            q_pop(c);
+            if (append_cmd(c->ctx, saved.cmd, 1, saved.key, saved.key_len, saved.value, saved.ttl_ms) != 0 ||
+                !q_push(c, EXP_DROP))
+                s->broken = 1;
+            else
+                s->wpending = 1;
+            free(saved.key);
+            return;
+        }
+        q_pop(c);
+        return;
+    case EXP_AUTH:
+    case EXP_SELECT: {
+        int was_auth = e->kind == EXP_AUTH;
+        q_pop(c);
+        if (is_err) {
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s: %.120s", was_auth ? "AUTH" : "SELECT", rep->str);
-            finish(r, i, s, auth ? RL_ERR_AUTH : RL_ERR_SERVER, now);
+            finish(r, i, s, was_auth || is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, now);
             s->broken = 1;
         }
         return;
     }
-    s->main--;
-    if (rep->type == REDIS_REPLY_ERROR) {
-        if (strncmp(rep->str, "NOSCRIPT", 8) == 0 && r->cmd != RL_CMD_SET && !s->eval_sent) {
+    default:
+        break;
+    }
+
+    q_pop(c); /* EXP_MAIN */
+    if (is_err) {
+        if (noscript && r->cmd != RL_CMD_SET && !s->eval_sent) {
             /* Script cache flushed or server restarted: send the body once. */
             s->eval_sent = 1;
             if (append_main(r, s, 1) != 0 || flush_out(s) != 0) {
@@ -364,6 +471,31 @@ static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t no
         rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "unexpected reply type %d to script", rep->type);
         finish(r, i, s, RL_ERR_SERVER, now);
     }
+}
+
+/* The round no longer waits for this connection's replies: turn what it
+ * owes us into entries the next user drops (or re-sends after NOSCRIPT).
+ * 0 if the connection can go back to the pool. */
+static int hand_over(rl_round *r, slot *s)
+{
+    rl_conn *c = s->c;
+    for (int k = 0; k < c->len; k++) {
+        rl_expect *e = &c->q[(c->head + k) % RL_PIPE_MAX];
+        if (e->kind == EXP_MAIN && r->cmd != RL_CMD_SET && !s->eval_sent) {
+            e->key = malloc(r->key_len ? r->key_len : 1);
+            if (!e->key)
+                return -1;
+            memcpy(e->key, r->key, r->key_len);
+            e->key_len = r->key_len;
+            e->cmd = (unsigned char)r->cmd;
+            e->ttl_ms = r->ttl_ms;
+            memcpy(e->value, r->value, strlen(r->value) + 1);
+            e->kind = EXP_DROP_SCRIPT;
+        } else if (e->kind == EXP_MAIN || e->kind == EXP_AUTH || e->kind == EXP_SELECT) {
+            e->kind = EXP_DROP;
+        }
+    }
+    return 0;
 }
 
 static void handle_events(redlock_client *cl, rl_round *r, size_t i, slot *s, short revents, int64_t now)
@@ -450,28 +582,46 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->msg[i][0] = '\0';
         r->rtt_us[i] = 0;
     }
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
+        S[i].suspect = atomic_load_explicit(&cl->nodes[i].suspect, memory_order_relaxed);
         start_slot(cl, r, i, &S[i], now);
+    }
 
+    /* Once a release or extension is decided, the nodes that have been
+     * answering are still waited for (up to their deadline), so that they
+     * complete too, NOSCRIPT fallback included. Nodes that timed out lately
+     * only get a short grace (twice what the decision took, at least
+     * 200 us): a paused node costs one timeout, then holds nobody up. */
+    int64_t grace_until = 0;
     for (;;) {
-        if (decided(r))
-            break;
+        if (!grace_until && decided(r)) {
+            if (r->cmd == RL_CMD_SET)
+                break;
+            int64_t took = now - r->start_us;
+            grace_until = now + (took * 2 > 200 ? took * 2 : 200);
+        }
         nfds_t nfds = 0;
         int64_t next = INT64_MAX;
         for (size_t i = 0; i < r->n; i++) {
             slot *s = &S[i];
             if (r->out[i] != RL_PENDING)
                 continue;
-            if (r->no_wait && !s->c->connecting && !s->wpending)
-                continue; /* sent; replies are left for the pool to drop */
+            /* Detached: no longer waiting for replies, only finishing the
+             * write so that the command reaches the node. */
+            int detached = r->no_wait || (grace_until && now >= grace_until && s->suspect);
+            if (detached && !s->c->connecting && !s->wpending)
+                continue;
             pfd[nfds].fd = s->c->ctx->fd;
-            pfd[nfds].events = POLLIN;
+            pfd[nfds].events = detached ? POLLOUT : POLLIN;
             if (s->c->connecting || s->wpending)
                 pfd[nfds].events |= POLLOUT;
             pfd[nfds].revents = 0;
             map[nfds++] = i;
-            if (s->deadline < next)
-                next = s->deadline;
+            int64_t d = s->deadline;
+            if (!detached && grace_until && s->suspect && grace_until < d)
+                d = grace_until;
+            if (d < next)
+                next = d;
         }
         if (nfds == 0)
             break;
@@ -499,12 +649,16 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             }
         }
         for (size_t i = 0; i < r->n; i++) {
-            if (r->out[i] == RL_PENDING && S[i].deadline <= now &&
-                !(r->no_wait && !S[i].c->connecting && !S[i].wpending)) {
-                rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no reply within %lld ms",
-                       (long long)((now - r->start_us) / 1000));
-                finish(r, i, &S[i], RL_ERR_TIMEOUT, now);
-            }
+            slot *s = &S[i];
+            if (r->out[i] != RL_PENDING || s->deadline > now)
+                continue;
+            int detached = r->no_wait || (grace_until && s->suspect);
+            if (detached && !s->c->connecting && !s->wpending)
+                continue;  /* sent: handed over at the end */
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no reply within %lld ms",
+                   (long long)((now - r->start_us) / 1000));
+            finish(r, i, s, RL_ERR_TIMEOUT, now);
+            atomic_store(&cl->nodes[i].suspect, 1);
         }
     }
 
@@ -516,22 +670,33 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         if (!s->c)
             continue;
         if (r->out[i] == RL_PENDING) {
-            /* Decided without this node. A reply may still come: if the
+            /* Decided without this node. Its replies may still come: if the
              * connection is clean apart from that, pool it and let the next
-             * user drop the owed replies; otherwise close it. */
-            if (!s->c->connecting && !s->wpending && !s->broken) {
-                s->c->discard += s->handshake + s->main;
-                checkin(node, s->c);
+             * user deal with them; otherwise close it. */
+            if (!s->c->connecting && !s->wpending && !s->broken && hand_over(r, s) == 0) {
+                if (r->pinned)
+                    r->pinned[i] = s->c;
+                else
+                    checkin(node, s->c);
             } else {
                 conn_free(s->c);
             }
             r->out[i] = RL_UNSENT;
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
-        } else if (!s->broken && s->handshake == 0 && s->main == 0 && !s->wpending) {
+        } else if (!s->broken && !s->wpending && !q_has_mine(s->c)) {
             checkin(node, s->c);
         } else {
             conn_free(s->c);
         }
         s->c = NULL;
+    }
+}
+
+void rl_unpin(redlock_client *cl, rl_conn **pinned)
+{
+    for (size_t i = 0; pinned && i < cl->n; i++) {
+        if (pinned[i])
+            checkin(&cl->nodes[i], pinned[i]);
+        pinned[i] = NULL;
     }
 }

@@ -56,6 +56,8 @@ typedef struct rl_node {
     int n_idle;
     _Atomic int64_t retry_after_us;     /* reconnect backoff; no mutex needed */
     _Atomic uint32_t backoff_ms;
+    _Atomic int suspect;                /* timed out lately: not waited for
+                                         * once a round is decided */
 } rl_node;
 
 /* What one node said in a round. */
@@ -86,6 +88,8 @@ typedef struct rl_round {
     int interrupted;         /* set if poll() saw EINTR */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
+    rl_conn **pinned;        /* per node, or NULL: connections that still owe
+                              * this lock a reply; used first, refilled at the end */
     rl_outcome out[REDLOCK_MAX_NODES];
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
@@ -105,6 +109,8 @@ void rl_node_init(rl_node *node);
 void rl_node_destroy(rl_node *node);
 /* Runs one round over every node of client; fills r->out/msg/rtt. */
 void rl_round_run(redlock_client *client, rl_round *r);
+/* Gives pinned connections back to their nodes' pools; no network I/O. */
+void rl_unpin(redlock_client *client, rl_conn **pinned);
 
 extern char rl_sha_release[41];
 extern char rl_sha_extend[41];

@@ -28,6 +28,7 @@ struct redlock_lock {
     char errmsg[RL_MSG_MAX];
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
+    rl_conn **pinned;         /* see rl_round.pinned */
 };
 
 void redlock_options_init(redlock_options *opts)
@@ -232,9 +233,11 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     l->resource = strdup(resource);
     l->key_len = client->prefix_len + rlen;
     l->key = malloc(l->key_len + 1);
-    if (!l->resource || !l->key) {
+    l->pinned = calloc(client->n, sizeof *l->pinned);
+    if (!l->resource || !l->key || !l->pinned) {
         free(l->resource);
         free(l->key);
+        free(l->pinned);
         free(l);
         return REDLOCK_ENOMEM;
     }
@@ -255,6 +258,8 @@ void redlock_lock_free(redlock_lock *lock)
     int fd = atomic_load(&lock->wake_fd);
     if (fd >= 0)
         close(fd);
+    rl_unpin(lock->client, lock->pinned);
+    free(lock->pinned);
     redlock_client_free(lock->client);
     free(lock->resource);
     free(lock->key);
@@ -350,6 +355,7 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
     r->no_wait = 0;
     r->interrupted = 0;
     r->n = lock->client->n;
+    r->pinned = lock->pinned;
     memset(r->skip, 0, r->n);
 }
 
