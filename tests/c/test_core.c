@@ -1,0 +1,259 @@
+/* test_core.c: acquire, contention, extend, release and script-cache
+ * recovery against the real nodes the harness started (any count). */
+#include "testutil.h"
+
+static size_t N;
+
+static void test_acquire_release(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    const char *res = uniq("basic");
+    redlock_lock *l = NULL;
+    CHECK_RC(redlock_acquire(c, res, 10000, &l), 0);
+    CHECK(l != NULL);
+    CHECK(redlock_lock_is_held(l));
+    CHECK(redlock_lock_validity_ms(l) > 0 && redlock_lock_validity_ms(l) <= 10000);
+    CHECK(strcmp(redlock_lock_resource(l), res) == 0);
+    /* the key is on every node, holding one value */
+    char key[160], v0[128] = "", v[128];
+    snprintf(key, sizeof key, "GET %s", res);
+    for (size_t i = 0; i < N; i++) {
+        CHECK(ctl(v, sizeof v, "cmd %zu %s", i, key) == 0);
+        if (i == 0)
+            strcpy(v0, v);
+        CHECK(strcmp(v, v0) == 0 && strlen(v0) >= 32);
+    }
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(redlock_lock_validity_ms(l) <= 0);
+    CHECK_RC(keys_on(N), 0);  /* nothing left behind */
+    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESTATE);  /* not held any more */
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_values_are_fresh(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    const char *res = uniq("fresh");
+    redlock_lock *l;
+    char a[128], b[128], cmd[160];
+    snprintf(cmd, sizeof cmd, "cmd 0 GET %s", res);
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_RC(redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
+    ctl(a, sizeof a, "%s", cmd);
+    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
+    ctl(b, sizeof b, "%s", cmd);
+    CHECK(strlen(a) >= 32 && strcmp(a, b) != 0);  /* a new random value per acquisition */
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_contention(void)
+{
+    redlock_client *c1 = make_client(N, NULL), *c2 = make_client(N, NULL);
+    const char *res = uniq("contend");
+    redlock_lock *a = NULL, *b = NULL;
+    CHECK_RC(redlock_try_acquire(c1, res, 10000, &a), 0);
+    CHECK_RC(redlock_try_acquire(c2, res, 10000, &b), REDLOCK_ENOTACQUIRED);
+    CHECK(b == NULL);
+    /* the two-step form carries the detail */
+    redlock_lock *h;
+    CHECK_RC(redlock_lock_new(&h, c2, res), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, 300), REDLOCK_ETIMEDOUT);
+    CHECK(strstr(redlock_lock_errmsg(h), "held by another owner") != NULL);
+    CHECK(redlock_lock_errcode(h) == REDLOCK_ETIMEDOUT);
+    CHECK_RC(redlock_release(a), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(strcmp(redlock_lock_errmsg(h), "") == 0);
+    /* re-acquiring a held handle is an error, not a deadlock */
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), REDLOCK_ESTATE);
+    CHECK_RC(redlock_release(h), 0);
+    /* the failed attempts left nothing behind */
+    CHECK_RC(keys_on(N), 0);
+    redlock_lock_free(a);
+    redlock_lock_free(h);
+    redlock_client_free(c1);
+    redlock_client_free(c2);
+}
+
+static void test_waiter_gets_lock_after_release(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.retry_delay_ms = 20;
+    o.retry_jitter_ms = 20;
+    o.retry_count = 200;
+    redlock_client *c = make_client(N, &o);
+    const char *res = uniq("handover");
+    redlock_lock *a, *b;
+    CHECK_RC(redlock_try_acquire(c, res, 400, &a), 0);
+    /* a is never released: b must get the lock once a's keys expire */
+    CHECK_RC(redlock_acquire(c, res, 5000, &b), 0);
+    CHECK(redlock_lock_validity_ms(a) <= 0);
+    CHECK_RC(redlock_release(a), REDLOCK_ELOST);
+    CHECK_RC(redlock_release(b), 0);
+    redlock_lock_free(a);
+    redlock_lock_free(b);
+    redlock_client_free(c);
+}
+
+static void test_extend(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    const char *res = uniq("extend");
+    redlock_lock *l;
+    char cmd[160];
+    CHECK_RC(redlock_try_acquire(c, res, 1000, &l), 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 20000), 0);
+    CHECK(redlock_lock_validity_ms(l) > 1000);
+    snprintf(cmd, sizeof cmd, "PTTL %s", res);
+    CHECK(node_int(0, cmd) > 10000);
+    CHECK_RC(redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 1000), REDLOCK_ESTATE);
+    redlock_lock_free(l);
+
+    /* after expiry: fails, and does not re-create the keys */
+    CHECK_RC(redlock_try_acquire(c, res, 150, &l), 0);
+    msleep(400);
+    CHECK_LOCK_RC(l, redlock_extend(l, 20000), REDLOCK_EEXPIRED);
+    snprintf(cmd, sizeof cmd, "EXISTS %s", res);
+    for (size_t i = 0; i < N; i++)
+        CHECK(node_int((int)i, cmd) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    redlock_lock_free(l);
+
+    /* keys deleted behind our back (another owner took over): extend says lost */
+    CHECK_RC(redlock_try_acquire(c, res, 10000, &l), 0);
+    for (size_t i = 0; i < N; i++) {
+        char del[160];
+        snprintf(del, sizeof del, "cmd %zu DEL %s", i, res);
+        ctl(NULL, 0, "%s", del);
+    }
+    CHECK_LOCK_RC(l, redlock_extend(l, 10000), REDLOCK_ELOST);
+    CHECK(!redlock_lock_is_held(l));
+    for (size_t i = 0; i < N; i++)
+        CHECK(node_int((int)i, cmd) == 0);
+    CHECK_RC(redlock_release(l), REDLOCK_ELOST);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_extension_bounds(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.max_extensions = 2;
+    redlock_client *c = make_client(N, &o);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("bound"), 5000, &l), 0);
+    CHECK_RC(redlock_extend(l, 5000), 0);
+    CHECK_RC(redlock_extend(l, 5000), 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 5000), REDLOCK_ELIMIT);
+    CHECK(redlock_lock_is_held(l));  /* the lock itself is untouched */
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+
+    redlock_options_init(&o);
+    o.max_hold_ms = 3000;
+    c = make_client(N, &o);
+    CHECK_RC(redlock_try_acquire(c, uniq("hold"), 1000, &l), 0);
+    CHECK_RC(redlock_extend(l, 2000), 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 5000), REDLOCK_ELIMIT);
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_release_expired_is_lost(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("expired"), 100, &l), 0);
+    msleep(300);
+    CHECK(redlock_lock_validity_ms(l) < 0);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    CHECK(strstr(redlock_lock_errmsg(l), "no longer ours") != NULL);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_script_flush(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    const char *res = uniq("flush");
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, res, 10000, &l), 0);
+    CHECK_RC(redlock_extend(l, 10000), 0);  /* scripts now cached */
+    for (size_t i = 0; i < N; i++)
+        CHECK(ctl(NULL, 0, "cmd %zu SCRIPT FLUSH", i) == 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    for (size_t i = 0; i < N; i++)
+        CHECK(ctl(NULL, 0, "cmd %zu SCRIPT FLUSH", i) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_RC(keys_on(N), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_key_prefix(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.key_prefix = "redlock:";
+    redlock_client *c = make_client(N, &o);
+    const char *res = uniq("pfx");
+    redlock_lock *l;
+    char cmd[200];
+    CHECK_RC(redlock_try_acquire(c, res, 5000, &l), 0);
+    snprintf(cmd, sizeof cmd, "EXISTS redlock:%s", res);
+    CHECK(node_int(0, cmd) == 1);
+    /* a holder outside the library on the same key blocks us */
+    CHECK_RC(redlock_release(l), 0);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(cmd, sizeof cmd, "cmd %zu SET redlock:%s other-owner PX 5000", i, res);
+        ctl(NULL, 0, "%s", cmd);
+    }
+    redlock_lock *m = NULL;
+    CHECK_RC(redlock_try_acquire(c, res, 5000, &m), REDLOCK_ENOTACQUIRED);
+    snprintf(cmd, sizeof cmd, "GET redlock:%s", res);
+    char v[64];
+    ctl(v, sizeof v, "cmd 0 %s", cmd);
+    CHECK(strncmp(v, "other-owner", 11) == 0);  /* and we did not delete theirs */
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+/* A client freed while its locks live on: the locks keep working. */
+static void test_client_freed_first(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("order"), 5000, &l), 0);
+    redlock_client_free(c);
+    CHECK_RC(redlock_extend(l, 5000), 0);
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+}
+
+int main(void)
+{
+    load_nodes();
+    N = t_nurls;
+    fprintf(stderr, "nodes: %zu\n", N);
+    run_test("acquire_release", test_acquire_release);
+    run_test("values_are_fresh", test_values_are_fresh);
+    run_test("contention", test_contention);
+    run_test("waiter_gets_lock_after_expiry", test_waiter_gets_lock_after_release);
+    run_test("extend", test_extend);
+    run_test("extension_bounds", test_extension_bounds);
+    run_test("release_expired_is_lost", test_release_expired_is_lost);
+    run_test("script_flush", test_script_flush);
+    run_test("key_prefix", test_key_prefix);
+    run_test("client_freed_first", test_client_freed_first);
+    return finish_tests();
+}

@@ -1,0 +1,167 @@
+/* test_faults.c: node kills, pauses and restarts on a 5-node cluster:
+ * quorum with a minority down, prompt "no quorum" with a majority down,
+ * deciding without a paused node, and reconnecting to a restarted one. */
+#include "testutil.h"
+
+static void test_minority_down(void)
+{
+    redlock_client *c = make_client(5, NULL);
+    CHECK(ctl(NULL, 0, "kill 3") == 0);
+    CHECK(ctl(NULL, 0, "kill 4") == 0);
+    redlock_lock *l;
+    const char *res = uniq("minority");
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+    /* another client is still excluded by the surviving majority */
+    redlock_lock *other = NULL;
+    CHECK_RC(redlock_try_acquire(c, res, 10000, &other), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK(keys_on(3) == 0);
+    redlock_lock_free(l);
+    CHECK(ctl(NULL, 0, "restart 3") == 0);
+    CHECK(ctl(NULL, 0, "restart 4") == 0);
+    redlock_client_free(c);
+}
+
+static void test_majority_down(void)
+{
+    redlock_client *c = make_client(5, NULL);
+    for (int i = 2; i < 5; i++)
+        CHECK(ctl(NULL, 0, "kill %d", i) == 0);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("majority")), 0);
+    /* The TTL is long: a failure must come from the per-node timeouts, not
+     * from waiting the TTL out. The bound is half the TTL, far from noise. */
+    double t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 60000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
+    CHECK(now_ms() - t0 < 30000);
+    CHECK(strstr(redlock_lock_errmsg(l), "no quorum") != NULL);
+    CHECK(strstr(redlock_lock_errmsg(l), "onnection refused") != NULL);
+    CHECK(!redlock_lock_is_held(l));
+    msleep(50);
+    CHECK(keys_on(2) == 0);  /* the partial acquisition was released */
+    /* with retries, the answer stays "no quorum", and comes as promptly */
+    t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 60000, REDLOCK_WAIT_DEFAULT), REDLOCK_ENOQUORUM);
+    CHECK(now_ms() - t0 < 30000);
+    for (int i = 2; i < 5; i++)
+        CHECK(ctl(NULL, 0, "restart %d", i) == 0);
+    /* recovery: reconnect backoff is at most a second */
+    int rc = -1;
+    for (int k = 0; k < 40 && rc != 0; k++) {
+        rc = redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE);
+        if (rc)
+            msleep(100);
+    }
+    CHECK_LOCK_RC(l, rc, 0);
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_paused_node(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 5000;  /* waiting for the paused node would show */
+    redlock_client *c = make_client(5, &o);
+    redlock_lock *warm;
+    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
+    CHECK_RC(redlock_release(warm), 0);
+    redlock_lock_free(warm);
+
+    CHECK(ctl(NULL, 0, "pause 4") == 0);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("paused")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
+    /* validity = ttl - elapsed - drift (302 ms): had acquire waited for the
+     * paused node's 5 s timeout, elapsed would exceed 2.5 s */
+    CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
+    /* extend and release wait for nodes that have been answering, up to
+     * their timeout: the paused node costs one timeout here... */
+    CHECK_LOCK_RC(l, redlock_extend(l, 30000), 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    /* ...and from then on it is suspect, and nothing waits for it */
+    CHECK_RC(redlock_lock_new(&l, c, uniq("paused2")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
+    CHECK_LOCK_RC(l, redlock_extend(l, 30000), 0);
+    CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
+    double t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK(now_ms() - t0 < 2500);
+    redlock_lock_free(l);
+    CHECK(ctl(NULL, 0, "resume 4") == 0);
+    redlock_client_free(c);
+
+    /* a majority paused: "no quorum" after the per-node timeout */
+    redlock_options_init(&o);
+    o.node_timeout_ms = 100;
+    c = make_client(5, &o);
+    for (int i = 2; i < 5; i++)
+        CHECK(ctl(NULL, 0, "pause %d", i) == 0);
+    CHECK_RC(redlock_lock_new(&l, c, uniq("paused3")), 0);
+    t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 60000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
+    CHECK(now_ms() - t0 < 30000);
+    CHECK(strstr(redlock_lock_errmsg(l), "no reply within") != NULL);
+    for (int i = 2; i < 5; i++)
+        CHECK(ctl(NULL, 0, "resume %d", i) == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_restart_reconnects(void)
+{
+    redlock_client *c = make_client(5, NULL);
+    const char *res = uniq("restart");
+    char exists[160];
+    snprintf(exists, sizeof exists, "EXISTS %s", res);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_RC(redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(node_int(0, exists) == 1);
+    CHECK_RC(redlock_release(l), 0);
+    /* node 0 restarts: every pooled connection to it is now dead */
+    CHECK(ctl(NULL, 0, "kill 0") == 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_release(l), 0);
+    CHECK(ctl(NULL, 0, "restart 0") == 0);
+    int seen = 0;
+    for (int k = 0; k < 50 && !seen; k++) {
+        CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+        seen = node_int(0, exists) == 1;
+        CHECK_RC(redlock_release(l), 0);
+        if (!seen)
+            msleep(100);
+    }
+    CHECK(seen);  /* the same client talks to the restarted node again */
+    /* restart while connections are pooled and healthy: no call fails,
+     * and node 1 takes part again without waiting out a backoff */
+    CHECK(ctl(NULL, 0, "restart 1") == 0);
+    seen = 0;
+    for (int k = 0; k < 5 && !seen; k++) {
+        CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+        seen = node_int(1, exists) == 1;
+        CHECK_LOCK_RC(l, redlock_release(l), 0);
+    }
+    CHECK(seen);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+int main(void)
+{
+    load_nodes();
+    if (t_nurls != 5) {
+        fprintf(stderr, "test_faults needs 5 nodes\n");
+        return 2;
+    }
+    run_test("minority_down", test_minority_down);
+    run_test("majority_down", test_majority_down);
+    run_test("paused_node", test_paused_node);
+    run_test("restart_reconnects", test_restart_reconnects);
+    return finish_tests();
+}
