@@ -59,11 +59,6 @@ typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one t
  * header keeps working. */
 #define REDLOCK_OPTIONS_VERSION 1
 
-/* Bits for redlock_options.flags */
-#define REDLOCK_OPT_SIGNAL_INTERRUPTS 0x1u  /* a signal delivered to the waiting
-                                             * thread ends a wait between retries
-                                             * with REDLOCK_ECANCELED */
-
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
     uint32_t retry_count;        /* redlock_acquire: retries after the first attempt (3) */
@@ -77,7 +72,7 @@ typedef struct redlock_options {
     const char *key_prefix;      /* prepended to every resource; copied; NULL = "" */
     uint32_t max_extensions;     /* extensions per acquisition, 0 = unbounded (0) */
     uint32_t max_hold_ms;        /* total hold time reachable by extending, 0 = unbounded (0) */
-    uint32_t flags;              /* REDLOCK_OPT_* bits (0) */
+    uint32_t flags;              /* reserved for future options; must be 0 */
 } redlock_options;
 
 #define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0 }
@@ -134,11 +129,15 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
  * REDLOCK_ELOST means it was not (another owner may have overlapped). */
 REDLOCK_EXTERN int redlock_release(redlock_lock *lock);
 
-/* Makes a wait in redlock_lock_acquire on this lock, running in another
- * thread, return REDLOCK_ECANCELED after at most the round in flight.
- * Thread-safe and async-signal-safe. A cancel that arrives when no acquire
- * is running is cleared when the next acquire starts. */
+/* Cancels acquisition on this lock: an acquire running in another thread
+ * returns REDLOCK_ECANCELED after at most the round in flight, and so does
+ * every later one until redlock_lock_cancel_reset(). Because the state is
+ * sticky, a cancel issued just before an acquire starts is never lost.
+ * Thread-safe and async-signal-safe. */
 REDLOCK_EXTERN void redlock_lock_cancel(redlock_lock *lock);
+/* Clears a cancel. Call it before an acquire while nothing can cancel the
+ * lock concurrently, e.g. before arming a watcher that may cancel it. */
+REDLOCK_EXTERN void redlock_lock_cancel_reset(redlock_lock *lock);
 
 /* Frees memory only, never network I/O: a held lock is left to expire.
  * Accepts NULL. */

@@ -630,10 +630,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         int n = poll(pfd, nfds, timeout);
         now = rl_now_us();
         if (n < 0) {
-            if (errno == EINTR) {
-                r->interrupted = 1;
+            if (errno == EINTR)
                 continue;
-            }
             for (nfds_t k = 0; k < nfds; k++) {
                 rl_fmt(r->msg[map[k]], RL_NODE_MSG_MAX, "poll: %s", strerror(errno));
                 finish(r, map[k], &S[map[k]], RL_ERR_IO, now);

@@ -85,7 +85,6 @@ typedef struct rl_round {
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int quorum;              /* stop as soon as the result can't change */
     int no_wait;             /* send and return without waiting for replies */
-    int interrupted;         /* set if poll() saw EINTR */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
     rl_conn **pinned;        /* per node, or NULL: connections that still owe

@@ -69,8 +69,8 @@ static int check_options(const redlock_options *o, char *err, size_t errsize)
         rl_fmt(err, errsize, "key_prefix longer than %d bytes", REDLOCK_MAX_PREFIX_LEN);
         return REDLOCK_EINVAL;
     }
-    if (o->flags & ~REDLOCK_OPT_SIGNAL_INTERRUPTS) {
-        rl_fmt(err, errsize, "unknown bits in flags");
+    if (o->flags != 0) {
+        rl_fmt(err, errsize, "flags must be 0 (no flags are defined yet)");
         return REDLOCK_EINVAL;
     }
     return 0;
@@ -353,7 +353,6 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
     r->cap_us = 0;
     r->quorum = lock->client->quorum;
     r->no_wait = 0;
-    r->interrupted = 0;
     r->n = lock->client->n;
     r->pinned = lock->pinned;
     memset(r->skip, 0, r->n);
@@ -361,7 +360,7 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
 
 /* One acquisition attempt. On failure every node that may hold our value
  * gets a release before returning. */
-static int attempt(redlock_lock *lock, uint32_t ttl_ms, int *interrupted)
+static int attempt(redlock_lock *lock, uint32_t ttl_ms)
 {
     redlock_client *c = lock->client;
     rl_round r;
@@ -372,7 +371,6 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, int *interrupted)
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
     rl_round_run(c, &r);
     int64_t now = rl_now_us();
-    *interrupted = r.interrupted;
 
     tally t = count(&r);
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
@@ -425,8 +423,7 @@ static int retryable(int code)
            code == REDLOCK_EIO || code == REDLOCK_ESERVER;
 }
 
-/* Sleeps delay_us unless cancelled. 0, REDLOCK_ECANCELED, or 1 for a signal
- * when the client asked signals to interrupt waits. */
+/* Sleeps delay_us unless cancelled: 0 or REDLOCK_ECANCELED. */
 static int nap(redlock_lock *lock, int64_t delay_us)
 {
     int fd = atomic_load(&lock->wake_fd);
@@ -450,8 +447,6 @@ static int nap(redlock_lock *lock, int64_t delay_us)
         /* Without an eventfd (fd limit), poll the flag every 10 ms. */
         int ms = (int)((left + 999) / 1000);
         int n = fd >= 0 ? poll(&p, 1, ms) : poll(NULL, 0, ms < 10 ? ms : 10);
-        if (n < 0 && errno == EINTR && (lock->client->opts.flags & REDLOCK_OPT_SIGNAL_INTERRUPTS))
-            return 1;
         if (n > 0) {
             uint64_t v;
             ssize_t rd = read(fd, &v, sizeof v);
@@ -473,7 +468,9 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         return set_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
 
     const redlock_options *o = &lock->client->opts;
-    atomic_store(&lock->cancel, 0);
+    if (atomic_load(&lock->cancel))
+        return set_err(lock, REDLOCK_ECANCELED, "acquisition of '%s' is cancelled (redlock_lock_cancel_reset clears it)",
+                       lock->resource);
     int64_t start = rl_now_us(), deadline = 0;
     uint64_t max_attempts;
     if (wait_ms == REDLOCK_WAIT_NONE) {
@@ -488,15 +485,9 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
 
     for (uint64_t n = 1;; n++) {
-        int interrupted = 0;
-        rc = attempt(lock, ttl_ms, &interrupted);
+        rc = attempt(lock, ttl_ms);
         if (rc == 0 || !retryable(rc))
             return rc;
-        if (interrupted && (o->flags & REDLOCK_OPT_SIGNAL_INTERRUPTS)) {
-            rl_append(lock->errmsg, sizeof lock->errmsg, " (wait interrupted by a signal)");
-            lock->errcode = REDLOCK_ECANCELED;
-            return REDLOCK_ECANCELED;
-        }
         if (n >= max_attempts) {
             if (n > 1)
                 rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
@@ -512,12 +503,10 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         int64_t delay = ((int64_t)o->retry_delay_ms + rl_random_below(o->retry_jitter_ms + 1)) * 1000;
         if (deadline && now + delay > deadline)
             delay = deadline - now;
-        int w = nap(lock, delay);
-        if (w != 0) {
+        if (nap(lock, delay) != 0) {
             char last[RL_MSG_MAX];
             memcpy(last, lock->errmsg, sizeof last);
-            return set_err(lock, REDLOCK_ECANCELED, "%s after %llu attempts; last attempt: %.1900s",
-                           w == 1 ? "wait interrupted by a signal" : "wait cancelled",
+            return set_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempts; last attempt: %.1900s",
                            (unsigned long long)n, last);
         }
     }
@@ -553,6 +542,19 @@ static int acquire_new(redlock_client *client, const char *resource, uint32_t tt
     }
     *out = lock;
     return 0;
+}
+
+void redlock_lock_cancel_reset(redlock_lock *lock)
+{
+    if (!lock)
+        return;
+    atomic_store(&lock->cancel, 0);
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0) {
+        uint64_t v;
+        ssize_t rd = read(fd, &v, sizeof v);  /* drain a pending wake-up */
+        (void)rd;
+    }
 }
 
 int redlock_acquire(redlock_client *client, const char *resource, uint32_t ttl_ms, redlock_lock **out)

@@ -97,6 +97,46 @@ static void test_distinct(void)
     }
 }
 
+static redlock_lock *waiter;
+static atomic_int waiter_rc;
+
+static void *wait_for_lock(void *arg)
+{
+    (void)arg;
+    atomic_store(&waiter_rc, redlock_lock_acquire(waiter, 10000, 60000));
+    return NULL;
+}
+
+static void test_cancel(void)
+{
+    const char *res = uniq("cancel");
+    redlock_lock *holder;
+    CHECK_RC(redlock_try_acquire(shared, res, 30000, &holder), 0);
+    CHECK_RC(redlock_lock_new(&waiter, shared, res), 0);
+
+    /* a cancel from another thread ends a long wait */
+    pthread_t th;
+    pthread_create(&th, NULL, wait_for_lock, NULL);
+    msleep(150);
+    double t0 = now_ms();
+    redlock_lock_cancel(waiter);
+    pthread_join(th, NULL);
+    CHECK(atomic_load(&waiter_rc) == REDLOCK_ECANCELED);
+    CHECK(now_ms() - t0 < 30000);  /* not the 60 s wait */
+    CHECK(strstr(redlock_lock_errmsg(waiter), "cancel") != NULL);
+    CHECK(!redlock_lock_is_held(waiter));
+
+    /* sticky: a cancel issued before the acquire starts is not lost */
+    CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, 60000), REDLOCK_ECANCELED);
+    redlock_lock_cancel_reset(waiter);
+    CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_release(holder), 0);
+    CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_release(waiter), 0);
+    redlock_lock_free(waiter);
+    redlock_lock_free(holder);
+}
+
 int main(void)
 {
     load_nodes();
@@ -107,6 +147,7 @@ int main(void)
     shared = make_client(t_nurls, &o);
     run_test("contended", test_contended);
     run_test("distinct", test_distinct);
+    run_test("cancel", test_cancel);
     redlock_client_free(shared);
     return finish_tests();
 }
