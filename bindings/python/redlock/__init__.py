@@ -1,0 +1,38 @@
+# redlock: Redlock distributed locks over N Redis/Valkey nodes, a thin cffi binding of libredlock.
+# Usage: `with redlock("name", nodes=[...], ttl=30.0) as lock: ...`; see docs/python.md.
+from __future__ import annotations
+
+from ._core import Lock, Redlock, redlock
+from ._errors import (
+    AuthError,
+    Cancelled,
+    ExtensionLimit,
+    InvalidArgument,
+    LockExpired,
+    LockLost,
+    LockNotAcquired,
+    LockStateError,
+    LockTimeout,
+    NotSupported,
+    QuorumError,
+    RedlockError,
+    RedlockIOError,
+    RedlockMemoryError,
+    ServerError,
+    TLSError,
+    strerror,
+)
+from ._redlock import ffi as _ffi
+from ._redlock import lib as _lib
+
+# The version of the header this module was compiled against (the one version source)...
+__version__ = f"{_lib.REDLOCK_VERSION_MAJOR}.{_lib.REDLOCK_VERSION_MINOR}.{_lib.REDLOCK_VERSION_PATCH}"
+# ...and of the C library actually running (differs only with REDLOCK_USE_SYSTEM_LIB=1 builds).
+LIBRARY_VERSION: str = _ffi.string(_lib.redlock_version()).decode("ascii", "replace")
+
+__all__ = [
+    "Redlock", "Lock", "redlock", "strerror", "LIBRARY_VERSION",
+    "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
+    "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
+    "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError",
+]

@@ -1,0 +1,478 @@
+# The Redlock client and Lock classes: a thin layer over the C ABI in c/include/redlock.h.
+# Python maps arguments (seconds to milliseconds, str to UTF-8), lifetimes and exceptions; every locking decision is C's.
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import math
+import numbers
+import threading
+import time
+from types import TracebackType
+from typing import Any, Iterable, Iterator, Optional, Type, Union
+
+from . import _sigwake
+from ._errors import Cancelled, InvalidArgument, LockStateError, RedlockError, check
+from ._redlock import ffi, lib
+
+__all__ = ["Redlock", "Lock", "redlock"]
+
+Seconds = Union[float, int, datetime.timedelta]
+Name = Union[str, bytes]
+
+_U32_MAX = 2**32 - 1
+_I64_MAX = 2**63 - 1
+_WAIT_NONE: int = lib.REDLOCK_WAIT_NONE
+_WAIT_DEFAULT: int = lib.REDLOCK_WAIT_DEFAULT
+_ERRBUF_SIZE = 1024
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _invalid(message: str) -> InvalidArgument:
+    return InvalidArgument(message, detail=message)
+
+
+def _seconds(value: Any, what: str) -> float:
+    if type(value) is float or type(value) is int:  # the common case, without ABC checks
+        if value >= 0:
+            return float(value) if value < 1e300 else math.inf
+    if isinstance(value, datetime.timedelta):
+        return _seconds(value.total_seconds(), what)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number of seconds (int, float or timedelta), "
+                        f"not {type(value).__name__}")
+    try:
+        v = float(value)
+    except OverflowError:  # an int too large for a float
+        v = math.inf
+    if math.isnan(v):
+        raise _invalid(f"{what} must be a number of seconds, not NaN")
+    if v < 0:
+        raise _invalid(f"{what} must not be negative, got {value!r}")
+    return v
+
+
+def _ms(value: Any, what: str, limit: int = _U32_MAX) -> int:
+    # Saturates at the C type's limit instead of failing in cffi: the C library
+    # owns the range checks (a TTL over one day, say) and says what is wrong.
+    v = _seconds(value, what) * 1000.0
+    return limit if v >= limit else int(round(v))
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise _invalid(f"{what} must not be negative, got {value!r}")
+    return min(int(value), _U32_MAX)
+
+
+def _cstr(value: Any, what: str) -> bytes:
+    """A str (encoded as UTF-8) or bytes, as a C string."""
+    if isinstance(value, str):
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise _invalid(f"{what} {value!r} cannot be encoded as UTF-8: {err.reason}") from None
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        raise TypeError(f"{what} must be str or bytes, not {type(value).__name__}")
+    if b"\0" in data:
+        # C would silently stop at the NUL and lock a different name.
+        raise _invalid(f"{what} {value!r} contains a NUL character")
+    return data
+
+
+def _wait_ms(wait: Any, blocking: Optional[bool]) -> int:
+    """The C wait_ms argument for Python's (wait, blocking) pair."""
+    if blocking is not None and not isinstance(blocking, bool):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    if blocking is False:
+        if wait is not None and wait is not _UNSET:
+            raise ValueError("wait cannot be given with blocking=False")
+        return _WAIT_NONE
+    if wait is None or wait is _UNSET:
+        return _WAIT_DEFAULT
+    ms = _ms(wait, "wait", _I64_MAX)
+    return ms if ms > 0 else _WAIT_NONE
+
+
+class _CancelToken:
+    """Marks one acquire call as cancelled, so a REDLOCK_ECANCELED that follows
+    is told apart from one caused by a signal."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    add_note = getattr(exc, "add_note", None)  # Python 3.11+
+    if add_note is not None:
+        add_note(note)
+
+
+async def _wait_through_cancel(fut: "asyncio.Future[Any]") -> Any:
+    """Awaits a future run by a thread to its end even if the awaiting task is
+    cancelled meanwhile (a thread cannot be stopped), then lets the
+    cancellation through."""
+    interrupted = False
+    while not fut.done():
+        try:
+            await asyncio.wait({fut})
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        fut.exception()  # retrieved: the cancellation wins
+        raise asyncio.CancelledError
+    return fut.result()
+
+
+class Redlock:
+    """A client over N independent Redis/Valkey nodes (thread-safe).
+
+    Durations are in seconds (float, int or timedelta). No connection is made
+    here: nodes are connected on first use. ``wait`` (None: no deadline) bounds
+    how long an acquire with the default policy retries; ``max_hold`` (None:
+    unbounded) bounds the total hold time reachable by extending.
+    """
+
+    def __init__(self, nodes: Iterable[Name], *, retry_count: int = 3, retry_delay: Seconds = 0.0,
+                 retry_jitter: Seconds = 0.2, wait: Optional[Seconds] = None,
+                 drift_factor: float = 0.01, drift_min: Seconds = 0.002,
+                 node_timeout: Seconds = 0.05, connect_timeout: Seconds = 0.2,
+                 key_prefix: Name = "", max_extensions: int = 0,
+                 max_hold: Optional[Seconds] = None) -> None:
+        self._ptr: Any = None
+        self._mutex = threading.Lock()
+        if isinstance(nodes, (str, bytes, bytearray)):
+            raise TypeError("nodes must be a list of URLs such as ['redis://host1:6379', "
+                            "'redis://host2:6379', ...], not a single string")
+        try:
+            node_list = list(nodes)
+        except TypeError:
+            raise TypeError(f"nodes must be a list of URLs, not {type(nodes).__name__}") from None
+        urls = [_cstr(u, f"node {i}") for i, u in enumerate(node_list)]
+        self.nodes = tuple(u.decode("utf-8", "replace") for u in urls)
+
+        opts = ffi.new("redlock_options *")
+        lib.redlock_options_init(opts)
+        opts.retry_count = _count(retry_count, "retry_count")
+        opts.retry_delay_ms = _ms(retry_delay, "retry_delay")
+        opts.retry_jitter_ms = _ms(retry_jitter, "retry_jitter")
+        opts.wait_ms = 0 if wait is None else _ms(wait, "wait")
+        if isinstance(drift_factor, bool) or not isinstance(drift_factor, numbers.Real):
+            raise TypeError(f"drift_factor must be a float, not {type(drift_factor).__name__}")
+        opts.drift_factor = float(drift_factor)
+        opts.drift_min_ms = _ms(drift_min, "drift_min")
+        opts.node_timeout_ms = _ms(node_timeout, "node_timeout")
+        opts.connect_timeout_ms = _ms(connect_timeout, "connect_timeout")
+        prefix = ffi.new("char[]", _cstr(key_prefix, "key_prefix"))
+        opts.key_prefix = prefix
+        self.key_prefix = ffi.string(prefix).decode("utf-8", "replace")
+        opts.max_extensions = _count(max_extensions, "max_extensions")
+        opts.max_hold_ms = 0 if max_hold is None else _ms(max_hold, "max_hold")
+
+        c_urls = [ffi.new("char[]", u) for u in urls]  # kept alive through the call
+        url_array = ffi.new("const char *[]", c_urls) if c_urls else ffi.NULL
+        out = ffi.new("redlock_client **")
+        errbuf = ffi.new("char[]", _ERRBUF_SIZE)
+        rc = lib.redlock_client_open(out, url_array, len(c_urls), opts, errbuf, _ERRBUF_SIZE)
+        check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
+        self._ptr = ffi.gc(out[0], lib.redlock_client_free)
+
+    # -- lifetime --------------------------------------------------------
+    def close(self) -> None:
+        """Drops this client. Locks made from it stay usable until they are
+        garbage collected (the C library counts references). Idempotent."""
+        with self._mutex:
+            ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            ffi.release(ptr)
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def __enter__(self) -> "Redlock":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._ptr is None else f"{len(self.nodes)} nodes"
+        return f"<redlock.Redlock {state}>"
+
+    @property
+    def node_count(self) -> int:
+        with self._mutex:
+            if self._ptr is None:
+                return 0
+            return int(lib.redlock_client_node_count(self._ptr))
+
+    def _new_lock(self, name: bytes, display: Optional[str]) -> Any:
+        out = ffi.new("redlock_lock **")
+        with self._mutex:  # close() must not free the client under redlock_lock_new
+            if self._ptr is None:
+                raise LockStateError("the Redlock client is closed", detail="client is closed",
+                                     resource=display)
+            rc = lib.redlock_lock_new(out, self._ptr, name)
+        if rc:
+            check(rc, f"redlock_lock_new refused the {len(name)}-byte name (names are 1 to "
+                      f"{lib.REDLOCK_MAX_RESOURCE_LEN} bytes)", display)
+        return ffi.gc(out[0], lib.redlock_lock_free)
+
+    # -- locks -----------------------------------------------------------
+    def lock(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
+             blocking: bool = True) -> "Lock":
+        """A Lock on ``name``, not yet acquired: use it as ``with`` (or
+        ``async with``) context manager, or call acquire()/release()."""
+        return Lock(self, name, ttl=ttl, wait=wait, blocking=blocking)
+
+    def acquire(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
+                blocking: bool = True) -> "Lock":
+        """Acquires ``name`` and returns the held Lock; call its release().
+
+        wait=None retries per the client's retry_count (and its ``wait``);
+        wait=seconds retries until then (LockTimeout after); blocking=False
+        makes exactly one attempt."""
+        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking).acquire()
+
+    def alock(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
+              blocking: bool = True) -> "Lock":
+        """Same as lock(), spelled for ``async with client.alock(...)``."""
+        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking)
+
+
+class Lock:
+    """One lock on one resource, reusable: acquire, release, acquire again.
+
+    A Lock is used by one thread at a time; a call made while another thread
+    is inside a call on the same Lock raises LockStateError. cancel() is the
+    exception: any thread may call it.
+    """
+
+    def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = 10.0,
+                 wait: Optional[Seconds] = None, blocking: bool = True) -> None:
+        if not isinstance(client, Redlock):
+            raise TypeError(f"client must be a redlock.Redlock, not {type(client).__name__}")
+        if name is None:
+            raise TypeError("the lock name must be str or bytes, not None")
+        self._name_b = _cstr(name, "lock name")
+        self.name: Name = name
+        self.client = client
+        self._ttl_ms = _ms(ttl, "ttl")
+        self._wait_ms = _wait_ms(wait, blocking)
+        self._busy = threading.Lock()
+        self._acquired = False  # an acquisition that __exit__ still has to release
+        self._token: Optional[_CancelToken] = None
+        self._ptr = client._new_lock(self._name_b, self._display)
+
+    @property
+    def _display(self) -> str:
+        return self.name if isinstance(self.name, str) else repr(self.name)
+
+    def _enter(self) -> None:
+        if not self._busy.acquire(False):
+            raise LockStateError(f"{self._display!r}: this Lock is in use by another thread; "
+                                 "use one Lock object per thread", detail="lock in use",
+                                 resource=self._display)
+
+    def _check(self, rc: int) -> None:
+        if rc:
+            detail = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
+            check(rc, detail, self._display)
+
+    # -- operations ------------------------------------------------------
+    def acquire(self, ttl: Optional[Seconds] = None, *, wait: Optional[Seconds] = _UNSET,
+                blocking: Optional[bool] = None, _token: Optional[_CancelToken] = None) -> "Lock":
+        """Acquires the lock and returns self. Arguments not given keep the
+        values passed to Redlock.lock(). Raises LockNotAcquired (another owner
+        holds it), LockTimeout (the wait ran out), QuorumError..."""
+        ttl_ms = self._ttl_ms if ttl is None else _ms(ttl, "ttl")
+        wait_ms = self._wait_ms if wait is _UNSET and blocking is None else _wait_ms(wait, blocking)
+        token = _token if _token is not None else _CancelToken()
+        self._enter()
+        try:
+            self._token = token
+            deadline = time.monotonic() + wait_ms / 1000.0 if wait_ms > 0 else None
+            while True:
+                # Reset, then look at the token: a cancel() racing with this
+                # either set the token first or sets the (sticky) C flag after
+                # the reset, so it is never lost.
+                lib.redlock_lock_cancel_reset(self._ptr)
+                if token.cancelled:
+                    raise Cancelled(f"{self._display!r}: cancelled", detail="cancelled before the wait",
+                                    resource=self._display)
+                armed = wait_ms != _WAIT_NONE and _sigwake.begin_wait(self._ptr)
+                try:
+                    rc = lib.redlock_lock_acquire(self._ptr, ttl_ms, wait_ms)
+                finally:
+                    if armed:
+                        _sigwake.end_wait()
+                try:
+                    self._check(rc)
+                except Cancelled:
+                    if token.cancelled:
+                        raise
+                    # A signal ended the wait and its Python handler raised
+                    # nothing (a KeyboardInterrupt is raised as soon as the
+                    # call above returns): keep waiting for what is left.
+                    if deadline is not None:
+                        wait_ms = max(1, math.ceil((deadline - time.monotonic()) * 1000.0))
+                    continue
+                self._acquired = True
+                return self
+        except BaseException as err:
+            if not isinstance(err, RedlockError) and not self._acquired \
+                    and lib.redlock_lock_is_held(self._ptr):
+                # KeyboardInterrupt landed right after a successful acquire:
+                # nobody would release it, so give it back now.
+                lib.redlock_release(self._ptr)
+            raise
+        finally:
+            self._token = None
+            self._busy.release()
+
+    def release(self) -> None:
+        """Releases on every node. Raises LockLost if the lock was no longer
+        ours on a majority (it expired, or another owner may have overlapped),
+        LockStateError if it is not held."""
+        self._enter()
+        try:
+            self._acquired = False
+            self._check(lib.redlock_release(self._ptr))
+        finally:
+            self._busy.release()
+
+    def extend(self, ttl: Optional[Seconds] = None) -> None:
+        """Extends the held lock to ``ttl`` seconds from now (default: the TTL
+        it was acquired with). Raises LockExpired, LockLost, ExtensionLimit..."""
+        ttl_ms = self._ttl_ms if ttl is None else _ms(ttl, "ttl")
+        self._enter()
+        try:
+            self._check(lib.redlock_extend(self._ptr, ttl_ms))
+        finally:
+            self._busy.release()
+
+    def cancel(self) -> None:
+        """Makes an acquire waiting in another thread raise Cancelled after at
+        most the round in flight. A cancel with no acquire running is dropped."""
+        token = self._token
+        if token is not None:
+            token.cancelled = True
+        lib.redlock_lock_cancel(self._ptr)
+
+    @property
+    def validity(self) -> float:
+        """Seconds of validity left (0.0 when expired or not held)."""
+        self._enter()
+        try:
+            ms = lib.redlock_lock_validity_ms(self._ptr)
+        finally:
+            self._busy.release()
+        return ms / 1000.0 if ms > 0 else 0.0
+
+    @property
+    def held(self) -> bool:
+        """True while this Lock holds the lock and its validity has not run out."""
+        self._enter()
+        try:
+            return bool(lib.redlock_lock_is_held(self._ptr))
+        finally:
+            self._busy.release()
+
+    def locked(self) -> bool:
+        """Same as ``held`` (the threading.Lock spelling)."""
+        return self.held
+
+    # -- context managers ------------------------------------------------
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if not self._acquired:  # released inside the block
+            return None
+        try:
+            self.release()
+        except RedlockError as err:
+            if exc is None:
+                raise
+            # Never hide the exception leaving the block; record the loss on it.
+            _add_note(exc, f"redlock: releasing {self._display!r} also failed: {err}")
+        return None
+
+    async def acquire_async(self, ttl: Optional[Seconds] = None, *,
+                            wait: Optional[Seconds] = _UNSET,
+                            blocking: Optional[bool] = None) -> "Lock":
+        """acquire() run in the loop's default executor. Cancelling the task
+        cancels the wait in C; a lock acquired in that race is released."""
+        loop = asyncio.get_running_loop()
+        token = _CancelToken()
+        fut = loop.run_in_executor(None, lambda: self.acquire(ttl, wait=wait, blocking=blocking,
+                                                              _token=token))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            token.cancelled = True
+            lib.redlock_lock_cancel(self._ptr)
+            while not fut.done():
+                try:
+                    await asyncio.wait({fut})
+                except asyncio.CancelledError:
+                    pass
+            if not fut.cancelled() and fut.exception() is None:
+                with contextlib.suppress(asyncio.CancelledError, RedlockError):
+                    await _wait_through_cancel(loop.run_in_executor(None, self.release))
+            raise
+
+    async def release_async(self) -> None:
+        """release() run in the loop's default executor; a cancelled task
+        still waits for the release to finish."""
+        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.release))
+
+    async def extend_async(self, ttl: Optional[Seconds] = None) -> None:
+        """extend() run in the loop's default executor."""
+        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.extend, ttl))
+
+    async def __aenter__(self) -> "Lock":
+        return await self.acquire_async()
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        if not self._acquired:
+            return None
+        try:
+            await self.release_async()
+        except RedlockError as err:
+            if exc is None:
+                raise
+            _add_note(exc, f"redlock: releasing {self._display!r} also failed: {err}")
+        return None
+
+    def __repr__(self) -> str:
+        return f"<redlock.Lock {self._display!r} {'acquired' if self._acquired else 'not acquired'}>"
+
+
+@contextlib.contextmanager
+def redlock(name: Name, *, nodes: Iterable[Name], ttl: Seconds = 10.0,
+            wait: Optional[Seconds] = None, blocking: bool = True,
+            **options: Any) -> Iterator[Lock]:
+    """``with redlock(name, nodes=[...], ttl=30.0) as lock:`` holds ``name``
+    for the block on a client made for it. ``options`` are Redlock()'s."""
+    with Redlock(nodes, **options) as client:
+        with client.lock(name, ttl=ttl, wait=wait, blocking=blocking) as lock:
+            yield lock

@@ -1,0 +1,133 @@
+# Exceptions of the redlock binding and check(), the one place where a C error code becomes one.
+# Each REDLOCK_E* code has its own class under RedlockError; built-in bases are added where they fit.
+from __future__ import annotations
+
+from typing import Dict, Optional, Type
+
+from ._redlock import ffi, lib
+
+
+class RedlockError(Exception):
+    """Base of every error reported by the redlock C library.
+
+    ``code`` is the negative ``REDLOCK_E*`` value, ``error_name`` its name,
+    ``detail`` the library's description of this failure (for lock operations:
+    which nodes said what), and ``resource`` the lock name, if any.
+    """
+
+    code: int = 0
+
+    def __init__(self, message: str, *, code: Optional[int] = None, detail: str = "",
+                 resource: Optional[str] = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.detail = detail
+        self.resource = resource
+
+    @property
+    def error_name(self) -> str:
+        return str(ffi.string(lib.redlock_error_name(self.code)).decode("utf-8", "replace"))
+
+
+class InvalidArgument(RedlockError, ValueError):
+    """REDLOCK_EINVAL: a bad name, TTL, URL, option... (also a ValueError)."""
+    code = lib.REDLOCK_EINVAL
+
+
+class RedlockMemoryError(RedlockError, MemoryError):
+    """REDLOCK_ENOMEM."""
+    code = lib.REDLOCK_ENOMEM
+
+
+class LockNotAcquired(RedlockError):
+    """REDLOCK_ENOTACQUIRED: another owner holds the lock."""
+    code = lib.REDLOCK_ENOTACQUIRED
+
+
+class QuorumError(RedlockError):
+    """REDLOCK_ENOQUORUM: too few nodes answered to decide."""
+    code = lib.REDLOCK_ENOQUORUM
+
+
+class LockExpired(RedlockError):
+    """REDLOCK_EEXPIRED: the lock's validity ran out."""
+    code = lib.REDLOCK_EEXPIRED
+
+
+class LockLost(RedlockError):
+    """REDLOCK_ELOST: the lock was no longer ours on a majority (expired or taken over)."""
+    code = lib.REDLOCK_ELOST
+
+
+class LockTimeout(LockNotAcquired, TimeoutError):
+    """REDLOCK_ETIMEDOUT: the wait ran out before the lock could be acquired.
+
+    A LockNotAcquired (the lock was not acquired) and a TimeoutError."""
+    code = lib.REDLOCK_ETIMEDOUT
+
+
+class RedlockIOError(RedlockError, OSError):
+    """REDLOCK_EIO: I/O error talking to nodes."""
+    code = lib.REDLOCK_EIO
+
+
+class ServerError(RedlockError):
+    """REDLOCK_ESERVER: a node answered with an error (NOPERM, READONLY, OOM...)."""
+    code = lib.REDLOCK_ESERVER
+
+
+class AuthError(RedlockError):
+    """REDLOCK_EAUTH: authentication failed."""
+    code = lib.REDLOCK_EAUTH
+
+
+class TLSError(RedlockError):
+    """REDLOCK_ETLS: TLS failure."""
+    code = lib.REDLOCK_ETLS
+
+
+class NotSupported(RedlockError, NotImplementedError):
+    """REDLOCK_ENOTSUP: not supported by this build (for example rediss:// URLs)."""
+    code = lib.REDLOCK_ENOTSUP
+
+
+class Cancelled(RedlockError):
+    """REDLOCK_ECANCELED: the wait was cancelled with Lock.cancel()."""
+    code = lib.REDLOCK_ECANCELED
+
+
+class ExtensionLimit(RedlockError):
+    """REDLOCK_ELIMIT: max_extensions or max_hold reached."""
+    code = lib.REDLOCK_ELIMIT
+
+
+class LockStateError(RedlockError, RuntimeError):
+    """REDLOCK_ESTATE: the call does not fit the lock's state (release of a lock
+    not held, acquire of a lock already held, a closed client...)."""
+    code = lib.REDLOCK_ESTATE
+
+
+_BY_CODE: Dict[int, Type[RedlockError]] = {
+    cls.code: cls
+    for cls in (InvalidArgument, RedlockMemoryError, LockNotAcquired, QuorumError, LockExpired,
+                LockLost, LockTimeout, RedlockIOError, ServerError, AuthError, TLSError,
+                NotSupported, Cancelled, ExtensionLimit, LockStateError)
+}
+
+
+def strerror(code: int) -> str:
+    """The library's static description of an error code."""
+    return str(ffi.string(lib.redlock_strerror(code)).decode("utf-8", "replace"))
+
+
+def check(code: int, detail: str = "", resource: Optional[str] = None) -> None:
+    """Raises the exception for a C return code; returns for 0 (success)."""
+    if code == lib.REDLOCK_OK:
+        return
+    cls = _BY_CODE.get(code, RedlockError)
+    text = strerror(code)
+    shown = resource if resource is None or len(resource) <= 80 else resource[:60] + "..."
+    where = f"{shown!r}: " if shown is not None else ""
+    message = f"{where}{text}: {detail}" if detail and detail != text else f"{where}{text}"
+    raise cls(message, code=code, detail=detail, resource=resource)
