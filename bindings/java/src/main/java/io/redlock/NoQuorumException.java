@@ -1,0 +1,11 @@
+// NoQuorumException.java: Too few nodes answered to decide (REDLOCK_ENOQUORUM).
+package io.redlock;
+
+/** Too few nodes answered to decide (REDLOCK_ENOQUORUM). */
+public class NoQuorumException extends RedlockException {
+  private static final long serialVersionUID = 1L;
+
+  NoQuorumException(String errorName, String description, String detail) {
+    super(RedlockException.ENOQUORUM, errorName, description, detail);
+  }
+}

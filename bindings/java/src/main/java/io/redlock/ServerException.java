@@ -1,0 +1,11 @@
+// ServerException.java: A node replied with an error such as NOPERM, READONLY or OOM (REDLOCK_ESERVER).
+package io.redlock;
+
+/** A node replied with an error such as NOPERM, READONLY or OOM (REDLOCK_ESERVER). */
+public class ServerException extends RedlockException {
+  private static final long serialVersionUID = 1L;
+
+  ServerException(String errorName, String description, String detail) {
+    super(RedlockException.ESERVER, errorName, description, detail);
+  }
+}

@@ -1,0 +1,731 @@
+/* redlock.i: the one SWIG interface over c/include/redlock.h, shared by every
+ * SWIG language (Java gets io.redlock.{Redlock,Lock,Options}; see docs/bindings.md). */
+
+/* Java: package-private RedlockModule and RedlockModuleJNI classes, names that
+ * cannot clash with Redlock on a case-insensitive file system (and that CMake's
+ * UseSWIG expects). Other languages: the module "redlock". */
+#ifdef SWIGJAVA
+%module RedlockModule
+#else
+%module redlock
+#endif
+
+%{
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "redlock.h"
+
+/* The outcome of one call: a negative REDLOCK_E* code and the C detail text
+ * (redlock_lock_errmsg or redlock_client_open's errbuf), copied because the
+ * lock it came from may be freed before the wrapper raises. */
+typedef struct rl_status {
+    int code;
+    char *detail;
+} rl_status;
+
+/* strdup is POSIX, not C11; NULL on failure (the message then falls back
+ * to redlock_strerror). */
+static char *rl_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = malloc(n);
+    return copy ? memcpy(copy, s, n) : NULL;
+}
+
+static void rl_fail(rl_status *st, int code, const char *detail) {
+    st->code = code;
+    free(st->detail);
+    st->detail = (detail && *detail) ? rl_strdup(detail) : NULL;
+}
+
+/* redlock_lock_new has no detail channel; its only EINVAL cases are these. */
+#define RL_BAD_RESOURCE "the resource name is null, empty or longer than 4096 bytes"
+
+/* Failure of a lock call: the detail travels with the handle (no thread-local
+ * error in the C API). */
+static void rl_lock_fail(rl_status *st, const redlock_lock *lock, int code) {
+    rl_fail(st, code, redlock_lock_errmsg(lock));
+}
+%}
+
+%include <stdint.i>
+
+/* ---------------------------------------------------------------------------
+ * Raising errors. Every wrapped call that can fail takes a hidden rl_status
+ * (numinputs=0, so it is not part of any language's signature); after the
+ * call, a non-zero code becomes the language's error. Only this block and
+ * the string typemaps below differ per language.
+ * ------------------------------------------------------------------------- */
+#if defined(SWIGJAVA)
+%{
+/* One helper turns a code into an exception: io.redlock.RedlockException.fromNative
+ * picks the subclass for the code. Strings cross as bytes so the C text is
+ * decoded as real UTF-8, not JNI's modified UTF-8. */
+static jbyteArray rl_java_bytes(JNIEnv *jenv, const char *s) {
+    jsize n = s ? (jsize)strlen(s) : 0;
+    jbyteArray a = (*jenv)->NewByteArray(jenv, n);
+    if (a && n)
+        (*jenv)->SetByteArrayRegion(jenv, a, 0, n, (const jbyte *)s);
+    return a;
+}
+
+static void rl_java_throw(JNIEnv *jenv, int code, const char *detail) {
+    jclass cls;
+    jmethodID mid;
+    jbyteArray name, text, det;
+    jobject ex;
+
+    if ((*jenv)->ExceptionCheck(jenv))
+        return;
+    cls = (*jenv)->FindClass(jenv, "io/redlock/RedlockException");
+    if (!cls)
+        return; /* NoClassDefFoundError is now pending */
+    mid = (*jenv)->GetStaticMethodID(jenv, cls, "fromNative",
+                                     "(I[B[B[B)Lio/redlock/RedlockException;");
+    if (!mid)
+        return;
+    name = rl_java_bytes(jenv, redlock_error_name(code));
+    text = rl_java_bytes(jenv, redlock_strerror(code));
+    det = rl_java_bytes(jenv, detail ? detail : "");
+    if (!name || !text || !det)
+        return; /* OutOfMemoryError is pending */
+    ex = (*jenv)->CallStaticObjectMethod(jenv, cls, mid, (jint)code, name, text, det);
+    if (ex && !(*jenv)->ExceptionCheck(jenv))
+        (*jenv)->Throw(jenv, (jthrowable)ex);
+}
+
+/* Copies a Java byte[] (a String encoded to UTF-8 on the Java side) into a
+ * NUL-terminated C string. A NUL inside would silently shorten the name the
+ * C library sees, so it is refused. Returns 0, or -1 with an exception set. */
+static int rl_java_cstring(JNIEnv *jenv, jbyteArray in, const char *what, char **out) {
+    jsize n = (*jenv)->GetArrayLength(jenv, in);
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        rl_java_throw(jenv, REDLOCK_ENOMEM, NULL);
+        return -1;
+    }
+    (*jenv)->GetByteArrayRegion(jenv, in, 0, n, (jbyte *)s);
+    s[n] = '\0';
+    if (memchr(s, '\0', (size_t)n)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s contains a NUL character", what);
+        free(s);
+        rl_java_throw(jenv, REDLOCK_EINVAL, msg);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+%}
+
+%typemap(in, numinputs=0, noblock=1) rl_status *st (rl_status tmp) {
+  tmp.code = 0;
+  tmp.detail = NULL;
+  $1 = &tmp;
+}
+/* No early return: the wrapper goes on to free the converted arguments and
+ * returns its zero result, which Java ignores because an exception is pending. */
+%typemap(argout, noblock=1) rl_status *st {
+  if ($1->code != 0)
+    rl_java_throw(jenv, $1->code, $1->detail);
+}
+%typemap(freearg, noblock=1) rl_status *st { free($1->detail); }
+
+/* A handle used after close() has a NULL pointer: an exception, not a crash. */
+%typemap(in, noblock=1) struct redlock_client *self, struct redlock_lock *self,
+                        struct redlock_options *self {
+  $1 = *($&1_ltype)&$input;
+  if (!$1) {
+    rl_java_throw(jenv, REDLOCK_ESTATE, "the handle is closed");
+    return $null;
+  }
+}
+
+#elif defined(SWIGTCL)
+%{
+/* The error result is "REDLOCK_ENAME: detail" (or the code's generic text
+ * when the C library gave no detail) and errorCode is
+ * {REDLOCK REDLOCK_ENAME}, so scripts can trap on the name. */
+static void rl_tcl_error(Tcl_Interp *interp, int code, const char *detail) {
+    Tcl_SetObjResult(interp, Tcl_ObjPrintf("%s: %s", redlock_error_name(code),
+                                           detail && *detail ? detail : redlock_strerror(code)));
+    Tcl_SetErrorCode(interp, "REDLOCK", redlock_error_name(code), NULL);
+}
+%}
+%typemap(in, numinputs=0, noblock=1) rl_status *st (rl_status tmp) {
+  tmp.code = 0;
+  tmp.detail = NULL;
+  $1 = &tmp;
+}
+%typemap(argout, noblock=1) rl_status *st {
+  if ($1->code != 0) {
+    rl_tcl_error(interp, $1->code, $1->detail);
+    free($1->detail); /* SWIG's Tcl wrappers skip freearg for numinputs=0 arguments */
+    $1->detail = NULL;
+    SWIG_fail;
+  }
+}
+%typemap(freearg, noblock=1) rl_status *st { free($1->detail); }
+
+#else
+/* Any other SWIG language: the portable exception.i mapping (a RuntimeError
+ * whose text starts with the error name). Add a block above to raise that
+ * language's own exception classes. */
+%include <exception.i>
+%{
+static const char *rl_message(int code, const char *detail, char *buf, size_t size) {
+    snprintf(buf, size, "%s: %s", redlock_error_name(code),
+             detail && *detail ? detail : redlock_strerror(code));
+    return buf;
+}
+%}
+%typemap(in, numinputs=0, noblock=1) rl_status *st (rl_status tmp) {
+  tmp.code = 0;
+  tmp.detail = NULL;
+  $1 = &tmp;
+}
+%typemap(argout, noblock=1) rl_status *st {
+  if ($1->code != 0) {
+    char rl_buf[1024];
+    rl_message($1->code, $1->detail, rl_buf, sizeof rl_buf);
+    free($1->detail); /* freed here: not every language runs freearg on failure */
+    $1->detail = NULL;
+    SWIG_exception_fail(SWIG_RuntimeError, rl_buf);
+  }
+}
+%typemap(freearg, noblock=1) rl_status *st { free($1->detail); }
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Node lists: (const char *const *nodes, size_t n_nodes) from the
+ * language's own sequence type. NULL elements are passed through so the C
+ * library, not the binding, decides they are invalid.
+ * ------------------------------------------------------------------------- */
+#if defined(SWIGJAVA)
+%typemap(jni)    (const char *const *nodes, size_t n_nodes) "jobjectArray"
+%typemap(jtype)  (const char *const *nodes, size_t n_nodes) "byte[][]"
+%typemap(jstype) (const char *const *nodes, size_t n_nodes) "String[]"
+%typemap(javain) (const char *const *nodes, size_t n_nodes) "NativeSupport.utf8All($javainput)"
+%typemap(in, noblock=1) (const char *const *nodes, size_t n_nodes) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    jsize rl_n = (*jenv)->GetArrayLength(jenv, $input);
+    char **rl_urls = calloc(rl_n ? (size_t)rl_n : 1, sizeof(char *));
+    jsize rl_i;
+    if (!rl_urls) {
+      rl_java_throw(jenv, REDLOCK_ENOMEM, NULL);
+      return $null;
+    }
+    for (rl_i = 0; rl_i < rl_n; rl_i++) {
+      jbyteArray rl_el = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, $input, rl_i);
+      int rl_bad = rl_el && rl_java_cstring(jenv, rl_el, "a node URL", &rl_urls[rl_i]);
+      if (rl_el)
+        (*jenv)->DeleteLocalRef(jenv, rl_el);
+      if (rl_bad) {
+        while (rl_i-- > 0)
+          free(rl_urls[rl_i]);
+        free(rl_urls);
+        return $null;
+      }
+    }
+    $1 = ($1_ltype)rl_urls;
+    $2 = (size_t)rl_n;
+  }
+}
+%typemap(freearg, noblock=1) (const char *const *nodes, size_t n_nodes) {
+  if ($1) {
+    size_t rl_j;
+    for (rl_j = 0; rl_j < $2; rl_j++)
+      free((char *)$1[rl_j]);
+    free((void *)$1);
+  }
+}
+
+/* Every other string crosses as UTF-8 bytes, so a resource name gives the
+ * same Redis key from Java as from C, Python or Go (JNI's own string
+ * functions would use modified UTF-8). */
+%typemap(jni)    const char * "jbyteArray"
+%typemap(jtype)  const char * "byte[]"
+%typemap(jstype) const char * "String"
+%typemap(javain) const char * "NativeSupport.utf8($javainput)"
+%typemap(javaout) const char * {
+    return NativeSupport.string($jnicall);
+  }
+%typemap(in, noblock=1) const char * {
+  $1 = NULL;
+  if ($input && rl_java_cstring(jenv, $input, "$1_name", (char **)&$1))
+    return $null;
+}
+%typemap(freearg, noblock=1) const char * { free((char *)$1); }
+%typemap(out, noblock=1) const char * { $result = $1 ? rl_java_bytes(jenv, $1) : NULL; }
+
+/* Java has no unsigned types: a uint32_t arrives as a long and must fit
+ * rather than wrap around (-1 would become a 49-day TTL). */
+%typemap(in, noblock=1) uint32_t {
+  if ($input < 0 || $input > (jlong)UINT32_MAX) {
+    char rl_msg[96];
+    snprintf(rl_msg, sizeof rl_msg, "$1_name out of range 0..4294967295: %lld", (long long)$input);
+    rl_java_throw(jenv, REDLOCK_EINVAL, rl_msg);
+    return $null;
+  }
+  $1 = (uint32_t)$input;
+}
+
+#elif defined(SWIGTCL)
+%typemap(in) (const char *const *nodes, size_t n_nodes) {
+  Tcl_Obj **rl_elems;
+  Tcl_Size rl_n, rl_i;
+  if (Tcl_ListObjGetElements(interp, $input, &rl_n, &rl_elems) != TCL_OK)
+    SWIG_fail;
+  $1 = calloc(rl_n ? (size_t)rl_n : 1, sizeof(char *));
+  if (!$1) {
+    rl_tcl_error(interp, REDLOCK_ENOMEM, NULL);
+    SWIG_fail;
+  }
+  for (rl_i = 0; rl_i < rl_n; rl_i++)
+    ((const char **)$1)[rl_i] = Tcl_GetString(rl_elems[rl_i]); /* owned by the list */
+  $2 = (size_t)rl_n;
+}
+%typemap(freearg) (const char *const *nodes, size_t n_nodes) { free((void *)$1); }
+%{
+#ifndef TCL_SIZE_MAX
+typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
+#endif
+%}
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Java class shape: AutoCloseable handles whose memory is freed by close()
+ * or, if the program forgets, by a java.lang.ref.Cleaner (memory only, never
+ * network I/O, like redlock_lock_free itself). No finalize().
+ * ------------------------------------------------------------------------- */
+#ifdef SWIGJAVA
+%pragma(java) jniclassclassmodifiers="final class"
+%pragma(java) moduleclassmodifiers="final class"
+%pragma(java) jniclasscode=%{
+  static {
+    NativeSupport.loadLibrary();
+  }
+%}
+
+%define RL_JAVA_HANDLE(CTYPE, JNAME)
+%typemap(javabody) CTYPE %{
+  private transient volatile long swigCPtr;
+  private final transient NativeSupport.Handle swigHandle;
+
+  $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCPtr = cPtr;
+    swigHandle = cMemoryOwn ? NativeSupport.own(this, cPtr, $imclassname::delete_##JNAME) : null;
+  }
+
+  static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+
+  /* Frees the C object now (at most once) and leaves a closed handle behind. */
+  final void swigFree() {
+    swigCPtr = 0;
+    if (swigHandle != null)
+      swigHandle.free();
+  }
+%}
+%typemap(javafinalize) CTYPE ""
+%typemap(javadestruct, methodname="swigDelete", methodmodifiers="private", parameters="") CTYPE {
+    swigFree();
+  }
+%enddef
+
+RL_JAVA_HANDLE(struct redlock_client, Redlock)
+RL_JAVA_HANDLE(struct redlock_lock, Lock)
+RL_JAVA_HANDLE(struct redlock_options, Options)
+
+%typemap(javainterfaces) struct redlock_client, struct redlock_lock "AutoCloseable"
+%typemap(javaclassmodifiers) struct redlock_client, struct redlock_lock, struct redlock_options "public final class"
+
+%typemap(javaimports) struct redlock_client %{
+/**
+ * A Redlock client over N independent Redis/Valkey nodes. Thread-safe.
+ *
+ * <pre>{@code
+ * try (Redlock client = new Redlock(new String[]{"redis://a:6379", "redis://b:6379", "redis://c:6379"});
+ *      Lock lock = client.acquire("invoices", 30_000)) {
+ *     ...
+ * }
+ * }</pre>
+ *
+ * Locks keep the underlying C client alive, so a {@link Lock} stays usable
+ * after its client is closed. Every failure is a {@link RedlockException}.
+ */%}
+%typemap(javaimports) struct redlock_lock %{
+/**
+ * One lock on one resource. Use it from one thread at a time (its methods
+ * are synchronized), except {@link #cancel()}, which any thread may call.
+ * {@link #close()} releases the lock if it is held and frees the handle.
+ */%}
+%typemap(javaimports) struct redlock_options %{
+/**
+ * Client options, initialised to the C library's defaults
+ * (redlock_options_init). Times are in milliseconds; values must fit 0..2^32-1.
+ */%}
+
+%typemap(javacode) struct redlock_client %{
+  /** wait argument: the client's retry policy (Options retryCount / waitMs); REDLOCK_WAIT_DEFAULT. */
+  public static final long WAIT_DEFAULT = -1;
+  /** wait argument: exactly one attempt; REDLOCK_WAIT_NONE. */
+  public static final long WAIT_NONE = 0;
+
+  /** A client with the default options. */
+  public Redlock(String[] nodes) {
+    this(nodes, null);
+  }
+
+  /** Acquires resource for ttlMs, retrying per the client's options. */
+  public Lock acquire(String resource, long ttlMs) {
+    return acquire(resource, ttlMs, WAIT_DEFAULT);
+  }
+
+  /** Acquires resource for ttlMs with one attempt. */
+  public Lock tryAcquire(String resource, long ttlMs) {
+    return acquire(resource, ttlMs, WAIT_NONE);
+  }
+
+  /**
+   * Acquires resource for ttlMs, retrying for up to waitMs (or WAIT_DEFAULT,
+   * WAIT_NONE); a wait that runs out throws {@link LockTimeoutException}.
+   */
+  public Lock acquire(String resource, long ttlMs, long waitMs) {
+    // The lock handle is made under this client's monitor and the wait runs
+    // outside it, so close() never waits for a slow acquire.
+    Lock lock = newLock(resource);
+    try {
+      lock.acquire(ttlMs, waitMs);
+      return lock;
+    } catch (RuntimeException | Error e) {
+      lock.swigFree(); // not held, so nothing to release
+      throw e;
+    }
+  }
+
+  /** Frees the client. Idempotent. Locks made from it remain usable. */
+  @Override
+  public synchronized void close() {
+    swigFree();
+  }
+%}
+
+%typemap(javacode) struct redlock_lock %{
+  // cancel() must not run while the handle is being freed; it cannot take
+  // the lock's monitor because acquire() holds that while it waits.
+  private final Object swigCancelGuard = new Object();
+
+  /** Acquires for ttlMs, retrying per the client's options. */
+  public void acquire(long ttlMs) {
+    acquire(ttlMs, Redlock.WAIT_DEFAULT);
+  }
+
+  /** Acquires for ttlMs with one attempt. */
+  public void tryAcquire(long ttlMs) {
+    acquire(ttlMs, Redlock.WAIT_NONE);
+  }
+
+  /**
+   * Makes an acquire() waiting in another thread throw
+   * {@link CancelledException} promptly, and every later acquire() too,
+   * until {@link #resetCancel()}: a cancel issued just before the wait
+   * starts is therefore never lost. Safe to call from any thread, and after
+   * close() (then it does nothing).
+   */
+  public void cancel() {
+    synchronized (swigCancelGuard) {
+      if (swigCPtr != 0)
+        cancelNative();
+    }
+  }
+
+  /** Clears a {@link #cancel()}, so that this lock can be acquired again. */
+  public void resetCancel() {
+    synchronized (swigCancelGuard) {
+      if (swigCPtr != 0)
+        resetCancelNative();
+    }
+  }
+
+  /**
+   * Releases the lock if this handle holds it (throwing
+   * {@link LockLostException} if it was no longer ours on a majority), then
+   * frees the handle. Idempotent. In try-with-resources an exception from
+   * the body wins and this one is added to it as suppressed.
+   */
+  @Override
+  public synchronized void close() {
+    synchronized (swigCancelGuard) {
+      if (swigCPtr == 0)
+        return;
+      try {
+        closeNative(); // releases if held, frees the C handle even on failure
+      } finally {
+        swigCPtr = 0;
+        if (swigHandle != null)
+          swigHandle.forget(); // closeNative already freed it
+      }
+    }
+  }
+%}
+
+%typemap(javacode) struct redlock_options %{
+  /** Frees the options now rather than when collected. Idempotent. */
+  public synchronized void free() {
+    swigFree();
+  }
+
+  // Freed options must not silently mean "the defaults" (a NULL pointer).
+  static long getCPtrChecked(Options obj) {
+    if (obj == null)
+      return 0;
+    long p = obj.swigCPtr;
+    if (p == 0)
+      throw new LockStateException("REDLOCK_ESTATE", "the handle is closed", "these Options were freed");
+    return p;
+  }
+%}
+%typemap(javain) const redlock_options *options "Options.getCPtrChecked($javainput)"
+
+/* Calls that use a lock handle are serialised on it (the C handle is for one
+ * thread at a time); client calls that touch the C client are serialised
+ * with close(). */
+%javamethodmodifiers redlock_client::redlock_client "
+  /**
+   * A client over the given node URLs (redis://[user[:password]@]host[:port][/db]
+   * or unix:///path[?db=N]) with options (null = the defaults). No connection is
+   * made yet. A malformed or duplicate URL throws InvalidArgumentException, a
+   * rediss:// URL NotSupportedException.
+   */
+  public";
+%javamethodmodifiers redlock_client::rl_newLock "
+  /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
+  public synchronized";
+%javamethodmodifiers redlock_client::rl_nodeCount "
+  /** How many nodes this client uses. */
+  public synchronized";
+%javamethodmodifiers redlock_client::rl_version "
+  /** The version of the C library actually loaded, \"MAJOR.MINOR.PATCH\". */
+  public";
+%javamethodmodifiers redlock_lock::rl_acquire "
+  /** Acquires for ttlMs, waiting up to waitMs (Redlock.WAIT_DEFAULT, Redlock.WAIT_NONE or {@code > 0}). */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_extend "
+  /** Extends the held lock to ttlMs from now, on a majority and within its validity. */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_release "
+  /** Releases on every node; throws LockLostException if it was no longer ours on a majority. */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_validityMs "
+  /** Remaining validity in ms (monotonic clock); {@code <= 0} means expired or not held. */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_isHeld "
+  /** Whether this handle holds the lock and its validity has not run out. */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_resource "
+  /** The resource name this lock is for. */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_cancel "private";
+%javamethodmodifiers redlock_lock::rl_close "private";
+%rename(cancelNative) redlock_lock::rl_cancel;
+%javamethodmodifiers redlock_lock::rl_cancelReset "private";
+%rename(resetCancelNative) redlock_lock::rl_cancelReset;
+%rename(closeNative) redlock_lock::rl_close;
+#endif
+
+/* ---------------------------------------------------------------------------
+ * What the target languages see from redlock.h: only the options struct
+ * (fields in lowerCamelCase) and, outside Java, the constants. The free
+ * functions are reached through the classes below.
+ * ------------------------------------------------------------------------- */
+%rename("$ignore", %$isfunction, %$not %$ismember) "";
+%rename("%(lowercamelcase)s", %$ismember, %$isvariable) "";
+#ifdef SWIGJAVA
+/* Java gets named constants on its classes instead (Redlock.WAIT_DEFAULT). */
+%rename("$ignore", %$isconstant) "";
+%rename("$ignore", %$isenum) "";
+%rename("$ignore", %$isenumitem) "";
+#endif
+%ignore REDLOCK_EXTERN;
+%ignore redlock_options::version;
+%ignore redlock_options::key_prefix; /* owned copy below */
+
+%rename(Redlock) redlock_client;
+%rename(Lock) redlock_lock;
+%rename(Options) redlock_options;
+/* Generated helper functions are named struct_method (redlock_lock_acquire
+ * would clash with the C API), so methods are declared with an rl_ prefix
+ * that the target languages never see. */
+%rename("%(strip:[rl_])s", %$ismember, %$isfunction) "";
+%nodefaultctor redlock_client;
+%nodefaultctor redlock_lock;
+%nodefaultctor redlock_options;
+
+%include "redlock.h"
+
+/* SWIG needs a struct body to hang methods on; the C compiler never sees
+ * these empty bodies (the handles stay opaque). */
+struct redlock_client {};
+struct redlock_lock {};
+
+/* ---------------------------------------------------------------------------
+ * The classes. Each method is one C call; retries, quorum and validity are
+ * all decided in libredlock.
+ * ------------------------------------------------------------------------- */
+%newobject redlock_client::rl_newLock;
+#ifndef SWIGJAVA
+%newobject redlock_client::rl_acquire;
+%newobject redlock_client::rl_tryAcquire;
+#endif
+/* close() frees the object: the proxy no longer owns it. */
+%delobject redlock_lock::rl_close;
+
+%extend redlock_client {
+  /* Fails with the detail from errbuf, e.g. "node 2 'redis://x:abc': port is not a number". */
+  redlock_client(rl_status *st, const char *const *nodes, size_t n_nodes,
+                 const redlock_options *options) {
+    redlock_client *c = NULL;
+    char err[1024] = "";
+    int rc = redlock_client_open(&c, nodes, n_nodes, options, err, sizeof err);
+    if (rc != 0)
+      rl_fail(st, rc, err);
+    return c;
+  }
+
+  ~redlock_client() {
+    redlock_client_free($self);
+  }
+
+  redlock_lock *rl_newLock(rl_status *st, const char *resource) {
+    redlock_lock *l = NULL;
+    int rc = redlock_lock_new(&l, $self, resource);
+    if (rc != 0)
+      rl_fail(st, rc, rc == REDLOCK_EINVAL ? RL_BAD_RESOURCE : NULL);
+    return l;
+  }
+
+#ifndef SWIGJAVA
+  /* In Java these are composed from newLock + Lock.acquire so that close()
+   * never waits for a slow acquire; elsewhere the C helper does it. */
+  redlock_lock *rl_acquire(rl_status *st, const char *resource, uint32_t ttlMs, int64_t waitMs) {
+    redlock_lock *l = NULL;
+    int rc = redlock_lock_new(&l, $self, resource);
+    if (rc != 0) {
+      rl_fail(st, rc, rc == REDLOCK_EINVAL ? RL_BAD_RESOURCE : NULL);
+      return NULL;
+    }
+    rc = redlock_lock_acquire(l, ttlMs, waitMs);
+    if (rc != 0) {
+      rl_lock_fail(st, l, rc);
+      redlock_lock_free(l);
+      return NULL;
+    }
+    return l;
+  }
+
+  redlock_lock *rl_tryAcquire(rl_status *st, const char *resource, uint32_t ttlMs) {
+    return redlock_client_rl_acquire($self, st, resource, ttlMs, REDLOCK_WAIT_NONE);
+  }
+#endif
+
+  size_t rl_nodeCount() {
+    return redlock_client_node_count($self);
+  }
+
+  static const char *rl_version() {
+    return redlock_version();
+  }
+}
+
+%extend redlock_lock {
+  ~redlock_lock() {
+    redlock_lock_free($self);
+  }
+
+  void rl_acquire(rl_status *st, uint32_t ttlMs, int64_t waitMs) {
+    int rc = redlock_lock_acquire($self, ttlMs, waitMs);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+
+  void rl_extend(rl_status *st, uint32_t ttlMs) {
+    int rc = redlock_extend($self, ttlMs);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+
+  void rl_release(rl_status *st) {
+    int rc = redlock_release($self);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+
+  /* Releases unless the C library says there is nothing to release
+   * (REDLOCK_ESTATE: never acquired, or already released), then frees the
+   * handle whatever the outcome. An expired or lost lock is still released,
+   * so close() reports REDLOCK_ELOST for it, as redlock_release does. */
+  void rl_close(rl_status *st) {
+    int rc = redlock_release($self);
+    if (rc != 0 && rc != REDLOCK_ESTATE)
+      rl_lock_fail(st, $self, rc);
+    redlock_lock_free($self);
+  }
+
+  void rl_cancel() {
+    redlock_lock_cancel($self);
+  }
+
+  void rl_cancelReset() {
+    redlock_lock_cancel_reset($self);
+  }
+
+  int64_t rl_validityMs() {
+    return redlock_lock_validity_ms($self);
+  }
+
+  bool rl_isHeld() {
+    return redlock_lock_is_held($self) != 0;
+  }
+
+  const char *rl_resource() {
+    return redlock_lock_resource($self);
+  }
+}
+
+%extend redlock_options {
+  redlock_options(rl_status *st) {
+    redlock_options *o = malloc(sizeof *o);
+    if (o)
+      redlock_options_init(o);
+    else
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+    return o;
+  }
+
+  ~redlock_options() {
+    free((char *)$self->key_prefix);
+    free($self);
+  }
+
+  /* The struct only borrows key_prefix; this proxy owns a copy (the C
+   * library copies it again when a client is created). */
+  void rl_setKeyPrefix(rl_status *st, const char *prefix) {
+    char *copy = NULL;
+    if (prefix && !(copy = rl_strdup(prefix))) {
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+      return;
+    }
+    free((char *)$self->key_prefix);
+    $self->key_prefix = copy;
+  }
+
+  const char *rl_getKeyPrefix() {
+    return $self->key_prefix;
+  }
+}

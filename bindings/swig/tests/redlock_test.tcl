@@ -1,0 +1,78 @@
+# redlock_test.tcl: loads the Tcl module SWIG built from redlock.i and uses it
+# against the harness nodes (tclsh redlock_test.tcl path/to/redlock.so).
+load [lindex $argv 0] Redlock
+
+set passed 0
+set failed 0
+# cond is an expression, evaluated in the caller.
+proc check {cond what} {
+    if {[uplevel 1 [list expr $cond]]} {
+        incr ::passed
+    } else {
+        incr ::failed
+        puts "FAIL: $what"
+    }
+}
+# Runs script, which must fail with errorCode {REDLOCK name}.
+proc expect_error {name what script} {
+    set rc [catch {uplevel 1 $script} msg]
+    check [expr {$rc == 1 && [lrange $::errorCode 0 1] eq [list REDLOCK $name]}] \
+        "$what: expected $name, got rc=$rc '$msg' errorCode=$::errorCode"
+    return $msg
+}
+
+set nodes [split $env(REDLOCK_TEST_NODES) ,]
+
+check [regexp {^\d+\.\d+\.\d+$} [Redlock_version]] "version [Redlock_version]"
+
+set a [new_Redlock $nodes NULL]
+set b [new_Redlock $nodes NULL]
+check {[$a nodeCount] == 3} "nodeCount"
+
+# Acquire on one client, contention from the other, release, then success.
+set l [$a acquire tcl-res 10000 $REDLOCK_WAIT_DEFAULT]
+check [$l isHeld] "held after acquire"
+check {[$l validityMs] > 9000} "validity [$l validityMs]"
+check {[$l resource] eq "tcl-res"} "resource"
+set msg [expect_error REDLOCK_ENOTACQUIRED "contention" {$b tryAcquire tcl-res 10000}]
+check [string match "REDLOCK_ENOTACQUIRED: *" $msg] "message starts with the error name: $msg"
+$l extend 20000
+check {[$l validityMs] > 19000} "validity after extend"
+$l release
+check {![$l isHeld]} "not held after release"
+expect_error REDLOCK_ESTATE "release twice" {$l release}
+$l close                         ;# nothing held: frees the handle
+rename $l ""                     ;# close disowned it, so this frees nothing
+
+set l2 [$b tryAcquire tcl-res 10000]
+check [$l2 isHeld] "other client acquires after release"
+$l2 close
+rename $l2 ""
+
+# Options: key prefix and retry count; the client copies them.
+set o [new_Options]
+$o configure -retryCount 0
+$o setKeyPrefix "tcl:"
+check {[$o cget -retryCount] == 0} "retryCount"
+set p [new_Redlock $nodes $o]
+delete_Options $o
+set l3 [$p acquire pre 10000 0]
+set plain [new_Redlock $nodes NULL]
+expect_error REDLOCK_ENOTACQUIRED "prefixed key taken" {$plain tryAcquire tcl:pre 10000}
+$l3 close
+rename $l3 ""
+
+# Bad arguments are Tcl errors, not crashes.
+set msg [expect_error REDLOCK_EINVAL "bad port" {new_Redlock {redis://127.0.0.1:abc} NULL}]
+check [string match "*port*" $msg] "errbuf detail: $msg"
+expect_error REDLOCK_EINVAL "duplicate node" {new_Redlock [list [lindex $nodes 0] [lindex $nodes 0]] NULL}
+expect_error REDLOCK_EINVAL "no nodes" {new_Redlock {} NULL}
+expect_error REDLOCK_ENOTSUP "rediss" {new_Redlock {rediss://127.0.0.1:1} NULL}
+expect_error REDLOCK_EINVAL "empty resource" {$a acquire "" 1000 0}
+expect_error REDLOCK_EINVAL "ttl 0" {$a acquire x 0 0}
+
+foreach c [list $a $b $p $plain] {
+    delete_Redlock $c
+}
+puts "$passed passed, $failed failed"
+exit [expr {$failed == 0 ? 0 : 1}]
