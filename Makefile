@@ -1,0 +1,62 @@
+# Entry points: 'make demo' (the main job on 5 local nodes) and 'make test'
+# (the whole suite). Both install what is missing first (Debian 12, as root).
+BUILD      ?= build
+JOBS       ?= 2
+PYTHON     ?= python3
+VENV       := $(BUILD)/venv
+HARNESS    := tests/harness/nodes.py
+SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+              TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go bench clean
+
+all: build
+
+deps:
+	@if [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null; then tools/install-deps; \
+	 else echo "not root: skipping tools/install-deps (see README for what to install)"; fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DREDLOCK_JAVA=ON
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
+
+test: build test-c test-asan test-tsan test-python test-go
+	@echo "all test suites passed"
+
+test-c: build
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure
+
+test-asan: deps
+	cmake -S . -B $(BUILD)-asan -DREDLOCK_SANITIZE=address,undefined -DREDLOCK_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-asan -j$(JOBS)
+	cd $(BUILD)-asan && $(SAN_ENV) ctest -j$(JOBS) --output-on-failure
+
+test-tsan: deps
+	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-tsan -j$(JOBS)
+	cd $(BUILD)-tsan && $(SAN_ENV) ctest -j$(JOBS) --output-on-failure -R 'threads|core_5|faults'
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+test-python: deps $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q .
+	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
+	$(VENV)/bin/python -m pytest -q tests/python
+
+test-go: build
+	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
+	cd bindings/go && go vet ./... && go test -race -count=1 ./...
+
+bench: build
+	bench/run
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
