@@ -9,7 +9,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go bench clean
+.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli bench clean
 
 all: build
 
@@ -24,9 +24,10 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
+	tools/demo-cli $(BUILD)/c/cli/redlock
 	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
-test: build test-c test-asan test-tsan test-python test-go
+test: build test-c test-asan test-tsan test-python test-go test-cli
 	@echo "all test suites passed"
 
 test-c: build
@@ -50,6 +51,10 @@ test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q .
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
+
+test-cli: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q pytest
+	REDLOCK_CLI=$(BUILD)/c/cli/redlock $(VENV)/bin/python -m pytest -q tests/cli
 
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi

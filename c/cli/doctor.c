@@ -1,0 +1,597 @@
+/* doctor.c: 'redlock doctor': inspects each node over hiredis and reports what
+ * would make Redlock unsafe there (eviction, persistence, replicas, the same
+ * server twice, clock rate, scripts, ACLs), each with a one-line fix. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "redlock.h"
+
+#define CMD "doctor"
+#define DEFAULT_TIMEOUT_MS 1000
+#define DEFAULT_PROBE_MS 1000
+#define DEFAULT_TTL_MS 30000
+
+/* Scripts with the same commands as the library's release and extension
+ * scripts, so that an ACL that would break those breaks these too. */
+static const char release_script[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+static const char extend_script[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+
+static void help(void)
+{
+    fputs("usage: redlock doctor [options]\n"
+          "\n"
+          "Connects to each node and reports what would make Redlock unsafe or unusable there,\n"
+          "each finding with a severity (info, warn, severe) and a one-line fix. It writes only\n"
+          "its own short-lived probe keys (KEY_PREFIX + \"redlock-doctor:*\"), and deletes them.\n"
+          "\n"
+          "options:\n"
+          "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
+          "      --config FILE           config file (else $REDLOCK_CONFIG)\n"
+          "      --key-prefix PREFIX     prefix of the lock keys (the ACL checks use it)\n"
+          "      --ttl DURATION          the longest lock TTL you use, for advice (default 30s)\n"
+          "      --timeout DURATION      connect and reply deadline per node (default 1s)\n"
+          "      --clock-probe DURATION  how long to compare each node's expiry clock with ours\n"
+          "                              (default 1s; 0 skips the check)\n"
+          "      --json                  print JSON instead of text\n"
+          "  -h, --help                  this help\n"
+          "\n"
+          "checks: reachable, PING/SET NX PX/EVAL/EVALSHA allowed by ACLs, scripting available,\n"
+          "maxmemory-policy noeviction, persistence, replicas and replica-of, cluster mode, the\n"
+          "same server listed twice (same run_id), clock rate vs this host, node count.\n"
+          "exit codes: 0 no severe finding; 1 at least one severe finding; 2 usage error.\n",
+          stdout);
+}
+
+enum { SEV_INFO, SEV_WARN, SEV_SEVERE };
+static const char *sev_name[] = { "info", "warn", "severe" };
+
+typedef struct finding {
+    int node;                  /* 1-based; 0 = about the whole set */
+    int severity;
+    const char *check;
+    char message[512];
+    char fix[384];
+} finding;
+
+typedef struct dnode {
+    cli_endpoint ep;
+    redisContext *ctx;
+    char error[512];           /* connect failure */
+    char run_id[64], version[48], server[16], role[16], master[300];
+    char policy[48], save[256], fsync[16];
+    int have_info, have_save, aof, replicas, cluster;
+    /* clock probe */
+    int probing;
+    char clock_key[128];
+    long long pttl0;
+    int64_t mid0_us, rtt0_us;
+} dnode;
+
+typedef struct doctor {
+    finding *f;
+    size_t n, cap;
+    int counts[3];
+} doctor;
+
+static void add(doctor *d, int node, int severity, const char *check, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void add(doctor *d, int node, int severity, const char *check, const char *fix, const char *fmt, ...)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 16;
+        finding *g = realloc(d->f, cap * sizeof *g);
+        if (!g)
+            return;
+        d->f = g;
+        d->cap = cap;
+    }
+    finding *f = &d->f[d->n++];
+    f->node = node;
+    f->severity = severity;
+    f->check = check;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+    snprintf(f->fix, sizeof f->fix, "%s", fix);
+    d->counts[severity]++;
+}
+
+/* Copies the value of "field:" from an INFO reply into out. */
+static int info_field(const char *info, const char *field, char *out, size_t size)
+{
+    size_t fl = strlen(field);
+    for (const char *p = info; p && *p;) {
+        if (!strncmp(p, field, fl) && p[fl] == ':') {
+            const char *v = p + fl + 1;
+            size_t n = strcspn(v, "\r\n");
+            snprintf(out, size, "%.*s", (int)n, v);
+            return 1;
+        }
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return 0;
+}
+
+static int is_acl_error(const redisReply *r)
+{
+    /* A command denied inside a script is reported as "ERR The user executing
+     * the script can't run this command or subcommand". */
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strstr(r->str, "NOPERM") || strstr(r->str, "no permission") || strstr(r->str, "No permission") ||
+            strstr(r->str, "can't run this command"));
+}
+
+static void random_hex(char *out, size_t nbytes)
+{
+    unsigned char b[32];
+    if (nbytes > sizeof b)
+        nbytes = sizeof b;
+    if (getrandom(b, nbytes, 0) != (ssize_t)nbytes) {
+        /* Unique enough for a probe key. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        for (size_t i = 0; i < nbytes; i++)
+            b[i] = (unsigned char)((ts.tv_nsec >> (i % 4 * 8)) ^ (getpid() >> (i % 2 * 8)) ^ i);
+    }
+    for (size_t i = 0; i < nbytes; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static void config_get(dnode *n, const char *name, char *out, size_t size, int *have)
+{
+    char err[256];
+    redisReply *r = cli_command(n->ctx, err, sizeof err, "CONFIG GET %s", name);
+    *have = 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+        snprintf(out, size, "%s", r->element[1]->str);
+        *have = 1;
+    } else if (r && r->type == REDIS_REPLY_MAP && r->elements == 2) {
+        snprintf(out, size, "%s", r->element[1]->str);
+        *have = 1;
+    }
+    freeReplyObject(r);
+}
+
+static void check_info(doctor *d, int idx, dnode *n, const char *ttl_text)
+{
+    char err[256], buf[64];
+    redisReply *r = cli_command(n->ctx, err, sizeof err, "INFO");
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        add(d, idx, SEV_WARN, "info-denied",
+            "grant the doctor's user +info (and +config|get), or run doctor as an administrator",
+            "INFO failed (%s): replication, memory and persistence were not checked",
+            r ? r->str : err);
+        freeReplyObject(r);
+        return;
+    }
+    const char *info = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB ? r->str : "";
+    n->have_info = 1;
+    info_field(info, "run_id", n->run_id, sizeof n->run_id);
+    if (info_field(info, "valkey_version", n->version, sizeof n->version))
+        snprintf(n->server, sizeof n->server, "valkey");
+    else if (info_field(info, "redis_version", n->version, sizeof n->version))
+        snprintf(n->server, sizeof n->server, "%.15s", info_field(info, "server_name", buf, sizeof buf) ? buf : "redis");
+    info_field(info, "role", n->role, sizeof n->role);
+    if (info_field(info, "connected_slaves", buf, sizeof buf))
+        n->replicas = atoi(buf);
+    if (info_field(info, "cluster_enabled", buf, sizeof buf))
+        n->cluster = atoi(buf);
+    n->aof = -1;
+    if (info_field(info, "aof_enabled", buf, sizeof buf))
+        n->aof = atoi(buf);
+    int have_policy = info_field(info, "maxmemory_policy", n->policy, sizeof n->policy);
+    if (!strcmp(n->role, "slave")) {
+        char host[256] = "?", port[16] = "?", link[16] = "";
+        info_field(info, "master_host", host, sizeof host);
+        info_field(info, "master_port", port, sizeof port);
+        info_field(info, "master_link_status", link, sizeof link);
+        snprintf(n->master, sizeof n->master, "%s:%s", host, port);
+        add(d, idx, SEV_SEVERE, "replica",
+            "list only independent primaries: run REPLICAOF NO ONE on it, or replace it with its own server",
+            "node is a replica of %s (link %s): it refuses lock writes (READONLY) or, promoted after a "
+            "failover, lacks recent locks",
+            n->master, *link ? link : "unknown");
+    } else if (n->replicas > 0) {
+        add(d, idx, SEV_WARN, "has-replicas",
+            "do not fail over lock nodes: a restarted or lost primary must stay out for longer than the TTL",
+            "node has %d replica(s): replication is asynchronous, so a failover to one can lose lock keys",
+            n->replicas);
+    }
+    if (n->cluster)
+        add(d, idx, SEV_SEVERE, "cluster-mode", "use standalone servers (cluster-enabled no) as Redlock nodes",
+            "node runs in cluster mode: lock keys of other slots are redirected (MOVED) and fail");
+    freeReplyObject(r);
+
+    int have;
+    if (!have_policy)
+        config_get(n, "maxmemory-policy", n->policy, sizeof n->policy, &have_policy);
+    if (!have_policy)
+        add(d, idx, SEV_WARN, "policy-unknown", "grant +config|get, or check maxmemory-policy by hand",
+            "could not read maxmemory-policy");
+    else if (strcmp(n->policy, "noeviction") != 0)
+        add(d, idx, SEV_SEVERE, "eviction",
+            "CONFIG SET maxmemory-policy noeviction, and set it in the server's config file",
+            "maxmemory-policy is %s: under memory pressure lock keys can be evicted, and another "
+            "client can take a lock that is still held",
+            n->policy);
+
+    config_get(n, "save", n->save, sizeof n->save, &n->have_save);
+    config_get(n, "appendfsync", n->fsync, sizeof n->fsync, &have);
+    if (!have)
+        n->fsync[0] = '\0';
+    char fix[384];
+    snprintf(fix, sizeof fix,
+             "delay restarts of this node by more than the longest lock TTL (%s), or set appendonly yes "
+             "with appendfsync always",
+             ttl_text);
+    if (n->aof == 0 && n->have_save && n->save[0] == '\0')
+        add(d, idx, SEV_WARN, "no-persistence", fix,
+            "persistence is off (appendonly no, no save points): a restarted node has forgotten the locks it "
+            "held, so a second client can get a majority");
+    else if (n->aof == 0 && n->have_save)
+        add(d, idx, SEV_WARN, "rdb-only", fix,
+            "only RDB snapshots (save \"%s\"), no AOF: after a crash the locks taken since the last snapshot "
+            "are gone",
+            n->save);
+    else if (n->aof == 0)
+        add(d, idx, SEV_WARN, "no-aof", fix,
+            "appendonly is off (save points unknown: CONFIG GET denied): after a crash recent locks are gone");
+    else if (n->aof == 1 && n->fsync[0] && strcmp(n->fsync, "always") != 0)
+        add(d, idx, SEV_INFO, "aof-fsync", fix,
+            "AOF with appendfsync %s: a power loss can drop the most recent locks", n->fsync);
+}
+
+static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
+{
+    char err[256];
+    redisReply *r = cli_command(n->ctx, err, sizeof err, "PING");
+    if (!r) {
+        add(d, idx, SEV_SEVERE, "ping", "check the node's health and network", "PING failed: %s", err);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+        add(d, idx, SEV_SEVERE, is_acl_error(r) ? "acl-ping" : "ping",
+            "grant the lock user +ping (ACL SETUSER <user> +ping)", "PING refused: %s", r->str);
+    freeReplyObject(r);
+
+    r = cli_command(n->ctx, err, sizeof err, "EVAL %s 0", "return 1");
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        if (is_acl_error(r))
+            add(d, idx, SEV_SEVERE, "acl-eval", "ACL SETUSER <user> +eval +evalsha +script|load",
+                "EVAL is denied by the ACL (%s): locks could be taken but never released or extended", r->str);
+        else
+            add(d, idx, SEV_SEVERE, "scripts", "enable Lua scripting (EVAL/EVALSHA must not be renamed or disabled)",
+                "Lua scripts are unavailable (EVAL \"return 1\": %s): release and extension need them", r->str);
+    } else if (!r) {
+        add(d, idx, SEV_SEVERE, "scripts", "check the node's health", "EVAL failed: %s", err);
+    }
+    freeReplyObject(r);
+
+    char hex[33], key[1200], val[33];
+    random_hex(hex, 16);
+    random_hex(val, 16);
+    snprintf(key, sizeof key, "%sredlock-doctor:%s", prefix ? prefix : "", hex);
+    char acl_fix[400];
+    snprintf(acl_fix, sizeof acl_fix,
+             "ACL SETUSER <user> on +ping +set +get +del +pexpire +eval +evalsha ~%s*", prefix ? prefix : "");
+
+    r = cli_command(n->ctx, err, sizeof err, "SET %s %s NX PX %d", key, val, 60000);
+    int set_ok = r && r->type == REDIS_REPLY_STATUS;
+    if (!r)
+        add(d, idx, SEV_SEVERE, "set", "check the node's health", "SET NX PX failed: %s", err);
+    else if (is_acl_error(r))
+        add(d, idx, SEV_SEVERE, "acl-set", acl_fix, "SET NX PX on lock keys is denied: %s", r->str);
+    else if (r->type == REDIS_REPLY_ERROR)
+        add(d, idx, SEV_SEVERE, "set", "the node must accept writes (not a replica, not out of memory)",
+            "SET NX PX on a lock key failed: %s", r->str);
+    freeReplyObject(r);
+    if (!set_ok)
+        return;
+
+    /* EVALSHA of an unknown script: NOSCRIPT if allowed, NOPERM if not; the
+     * ACL is checked before the script cache. */
+    r = cli_command(n->ctx, err, sizeof err, "EVALSHA %s 1 %s %s", "ffffffffffffffffffffffffffffffffffffffff", key,
+                    val);
+    if (is_acl_error(r))
+        add(d, idx, SEV_SEVERE, "acl-evalsha", acl_fix,
+            "EVALSHA is denied by the ACL (%s): every release and extension would fail", r->str);
+    freeReplyObject(r);
+
+    r = cli_command(n->ctx, err, sizeof err, "EVAL %s 1 %s %s %d", extend_script, key, val, 60000);
+    if (is_acl_error(r))
+        add(d, idx, SEV_SEVERE, "acl-extend", acl_fix, "the extension script is denied: %s", r->str);
+    else if (r && r->type == REDIS_REPLY_ERROR && !strstr(r->str, "unknown command"))
+        add(d, idx, SEV_SEVERE, "scripts", "enable Lua scripting", "the extension script failed: %s", r->str);
+    freeReplyObject(r);
+
+    r = cli_command(n->ctx, err, sizeof err, "EVAL %s 1 %s %s", release_script, key, val);
+    int released = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    if (is_acl_error(r))
+        add(d, idx, SEV_SEVERE, "acl-release", acl_fix, "the release script is denied: %s", r->str);
+    freeReplyObject(r);
+    if (!released) {
+        r = cli_command(n->ctx, err, sizeof err, "DEL %s", key);
+        freeReplyObject(r);  /* if DEL is denied too, the key expires in 60 s */
+    }
+}
+
+static void clock_start(dnode *n, const char *prefix, int64_t probe_ms)
+{
+    char err[256], hex[33];
+    random_hex(hex, 16);
+    snprintf(n->clock_key, sizeof n->clock_key, "%.60sredlock-doctor-clock:%s", prefix ? prefix : "", hex);
+    redisReply *r = cli_command(n->ctx, err, sizeof err, "SET %s 1 PX %lld", n->clock_key,
+                                (long long)(probe_ms + 60000));
+    int ok = r && r->type == REDIS_REPLY_STATUS;
+    freeReplyObject(r);
+    if (!ok)
+        return;
+    int64_t t0 = cli_now_us();
+    r = cli_command(n->ctx, err, sizeof err, "PTTL %s", n->clock_key);
+    int64_t t1 = cli_now_us();
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        n->probing = 1;
+        n->pttl0 = r->integer;
+        n->mid0_us = (t0 + t1) / 2;
+        n->rtt0_us = t1 - t0;
+    }
+    freeReplyObject(r);
+}
+
+static void clock_finish(doctor *d, int idx, dnode *n)
+{
+    if (!n->probing)
+        return;
+    char err[256];
+    int64_t t0 = cli_now_us();
+    redisReply *r = cli_command(n->ctx, err, sizeof err, "PTTL %s", n->clock_key);
+    int64_t t1 = cli_now_us();
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+        double local_ms = (double)((t0 + t1) / 2 - n->mid0_us) / 1000;
+        double remote_ms = (double)(n->pttl0 - r->integer);
+        /* PTTL has 1 ms steps at each end, and each reading may be anywhere
+         * within its round trip. */
+        double slack_ms = 2 + (double)(n->rtt0_us + (t1 - t0)) / 2000;
+        double dev = (remote_ms - local_ms) / local_ms * 100;
+        double margin = fabs(remote_ms - local_ms) - slack_ms;
+        double excess = margin > 0 ? margin / local_ms * 100 : 0;
+        const char *fix = "check time sync on the node's host (chrony/ntpd slewing or steps, VM clock source); "
+                          "expiry follows the server's clock";
+        int sev = excess > 5 ? SEV_SEVERE : excess > 1 ? SEV_WARN : SEV_INFO;
+        add(d, idx, sev, "clock-rate", sev == SEV_INFO ? "none needed" : fix,
+            "clock rate: the node's expiry clock ran %+.2f%% vs this host over %.0f ms (+/- %.2f%%)%s", dev, local_ms,
+            slack_ms / local_ms * 100,
+            sev == SEV_SEVERE ? ": TTLs there end far from when clients expect"
+            : sev == SEV_WARN ? ": more than the 1% drift allowance" : "");
+    }
+    freeReplyObject(r);
+    r = cli_command(n->ctx, err, sizeof err, "DEL %s", n->clock_key);
+    freeReplyObject(r);
+}
+
+static void print_text(const doctor *d, const dnode *nodes, size_t n, size_t quorum, int64_t probe_ms)
+{
+    char p[32];
+    printf("redlock doctor: %zu node%s, quorum %zu, clock probe %s\n", n, n == 1 ? "" : "s", quorum,
+           probe_ms ? cli_fmt_duration(probe_ms, p, sizeof p) : "off");
+    for (size_t i = 0; i <= n; i++) {
+        int idx = i < n ? (int)i + 1 : 0;
+        int any = 0;
+        for (size_t k = 0; k < d->n; k++)
+            any |= d->f[k].node == idx;
+        if (idx == 0 && !any)
+            break;
+        printf("\n");
+        if (idx) {
+            const dnode *nd = &nodes[i];
+            printf("node %d  %s", idx, nd->ep.display);
+            if (nd->ctx && nd->have_info)
+                printf("  (%s %s, %s, run_id %.12s)", nd->server[0] ? nd->server : "server", nd->version,
+                       nd->role[0] ? nd->role : "role unknown", nd->run_id);
+            printf("\n");
+        } else {
+            printf("all nodes\n");
+        }
+        if (!any)
+            printf("  ok\n");
+        for (size_t k = 0; k < d->n; k++) {
+            const finding *f = &d->f[k];
+            if (f->node != idx)
+                continue;
+            const char *tag = f->severity == SEV_SEVERE ? "SEVERE" : f->severity == SEV_WARN ? "WARN" : "info";
+            printf("  %-6s  %s [%s]\n", tag, f->message, f->check);
+            if (strcmp(f->fix, "none needed") != 0)
+                printf("          fix: %s\n", f->fix);
+        }
+    }
+    printf("\nsummary: %d severe, %d warn, %d info\n", d->counts[SEV_SEVERE], d->counts[SEV_WARN],
+           d->counts[SEV_INFO]);
+}
+
+static void print_json(const doctor *d, const dnode *nodes, size_t n, size_t quorum)
+{
+    printf("{\"quorum\":%zu,\"nodes\":[", quorum);
+    for (size_t i = 0; i < n; i++) {
+        const dnode *nd = &nodes[i];
+        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
+        cli_json_string(stdout, nd->ep.display);
+        printf(",\"reachable\":%s,\"server\":", nd->ctx ? "true" : "false");
+        cli_json_string(stdout, nd->server[0] ? nd->server : NULL);
+        printf(",\"version\":");
+        cli_json_string(stdout, nd->version[0] ? nd->version : NULL);
+        printf(",\"role\":");
+        cli_json_string(stdout, nd->role[0] ? nd->role : NULL);
+        printf(",\"run_id\":");
+        cli_json_string(stdout, nd->run_id[0] ? nd->run_id : NULL);
+        printf("}");
+    }
+    printf("],\"findings\":[");
+    for (size_t k = 0; k < d->n; k++) {
+        const finding *f = &d->f[k];
+        printf("%s{\"node\":", k ? "," : "");
+        if (f->node)
+            printf("%d", f->node);
+        else
+            printf("null");
+        printf(",\"severity\":\"%s\",\"check\":\"%s\",\"message\":", sev_name[f->severity], f->check);
+        cli_json_string(stdout, f->message);
+        printf(",\"fix\":");
+        cli_json_string(stdout, f->fix);
+        printf("}");
+    }
+    printf("],\"severe\":%d,\"warn\":%d,\"info\":%d}\n", d->counts[SEV_SEVERE], d->counts[SEV_WARN],
+           d->counts[SEV_INFO]);
+}
+
+int cli_doctor(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "nodes", required_argument, NULL, OPT_NODES },
+        { "config", required_argument, NULL, OPT_CONFIG },
+        { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+        { "ttl", required_argument, NULL, OPT_TTL },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "clock-probe", required_argument, NULL, OPT_CLOCK_PROBE },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    cli_common common;
+    cli_common_init(&common);
+    int json = 0, rc = 0;
+    int64_t timeout_ms = DEFAULT_TIMEOUT_MS, probe_ms = DEFAULT_PROBE_MS;
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        const char *bad = argv[optind - 1];
+        if (c == 'h') {
+            help();
+            cli_common_free(&common);
+            return 0;
+        } else if (c == OPT_JSON) {
+            json = 1;
+        } else if (c == OPT_TIMEOUT) {
+            if (cli_parse_duration(optarg, &timeout_ms, 0) || timeout_ms <= 0)
+                rc = cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
+        } else if (c == OPT_CLOCK_PROBE) {
+            if (cli_parse_duration(optarg, &probe_ms, 0) || probe_ms > 60000 || (probe_ms && probe_ms < 100))
+                rc = cli_usage(CMD, "--clock-probe: '%s' must be 0 (skip) or a duration from 100ms to 1m", optarg);
+        } else if (c == ':') {
+            rc = cli_usage(CMD, "option '%s' needs a value", bad);
+        } else if (c == '?' || cli_common_option(&common, CMD, c, optarg) != 1) {
+            rc = optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
+                                    : cli_usage(CMD, "unknown option '%s'", bad);
+        }
+        if (rc)
+            break;
+    }
+    if (!rc && optind < argc)
+        rc = cli_usage(CMD, "unexpected argument '%s'", argv[optind]);
+    if (!rc)
+        rc = cli_common_resolve(&common, CMD, 1);
+    size_t n = common.n_urls;
+    dnode *nodes = rc ? NULL : calloc(n, sizeof *nodes);
+    if (!rc && !nodes) {
+        cli_err(CMD, "out of memory");
+        rc = CLI_EXIT_SOFTWARE;
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        char err[512];
+        if (cli_endpoint_parse(common.urls[i], &nodes[i].ep, err, sizeof err))
+            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, nodes[i].ep.display, err);
+    }
+    if (rc) {
+        if (nodes)
+            for (size_t i = 0; i < n; i++)
+                cli_endpoint_wipe(&nodes[i].ep);
+        free(nodes);
+        cli_common_free(&common);
+        return rc;
+    }
+
+    doctor d;
+    memset(&d, 0, sizeof d);
+    char ttl_text[32];
+    cli_fmt_duration(common.ttl_ms > 0 ? common.ttl_ms : DEFAULT_TTL_MS, ttl_text, sizeof ttl_text);
+    size_t quorum = n / 2 + 1, reachable = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        dnode *nd = &nodes[i];
+        nd->ctx = cli_connect(&nd->ep, timeout_ms, nd->error, sizeof nd->error);
+        if (!nd->ctx) {
+            int auth = strstr(nd->error, "authentication") != NULL;
+            add(&d, (int)i + 1, SEV_SEVERE, auth ? "auth" : "unreachable",
+                auth ? "check the user name and password in the URL (percent-encode special characters)"
+                     : "check the URL, that the server runs, and that this host may reach it",
+                "%s", nd->error);
+            continue;
+        }
+        reachable++;
+        check_info(&d, (int)i + 1, nd, ttl_text);
+        check_commands(&d, (int)i + 1, nd, common.key_prefix);
+    }
+    /* The same server under two names (127.0.0.1 and localhost, a DNS
+     * alias, a second listener...) would count twice toward the quorum. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (nodes[i].run_id[0] && !strcmp(nodes[i].run_id, nodes[j].run_id)) {
+                add(&d, (int)i + 1, SEV_SEVERE, "duplicate",
+                    "list each server once: every node must be a separate server",
+                    "same server as node %zu (run_id %.12s...): it would count twice toward the quorum", j + 1,
+                    nodes[i].run_id);
+                break;
+            }
+
+    if (probe_ms > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].ctx)
+                clock_start(&nodes[i], common.key_prefix, probe_ms);
+        struct timespec ts = { .tv_sec = probe_ms / 1000, .tv_nsec = (long)(probe_ms % 1000) * 1000000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].ctx)
+                clock_finish(&d, (int)i + 1, &nodes[i]);
+    }
+
+    if (n < 3)
+        add(&d, 0, SEV_WARN, "few-nodes", "use 5 (or at least 3) independent nodes",
+            "%zu node%s: the lock cannot survive the failure of any node", n, n == 1 ? "" : "s");
+    else if (n % 2 == 0)
+        add(&d, 0, SEV_INFO, "even-nodes", "use an odd number of nodes",
+            "%zu nodes tolerate as many failures (%zu) as %zu would", n, n - quorum, n - 1);
+    if (reachable < quorum)
+        add(&d, 0, SEV_SEVERE, "no-quorum", "bring the unreachable nodes back",
+            "only %zu of %zu nodes answered; a lock needs %zu", reachable, n, quorum);
+
+    if (json)
+        print_json(&d, nodes, n, quorum);
+    else
+        print_text(&d, nodes, n, quorum, probe_ms);
+
+    rc = d.counts[SEV_SEVERE] ? 1 : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].ctx)
+            redisFree(nodes[i].ctx);
+        cli_endpoint_wipe(&nodes[i].ep);
+    }
+    free(nodes);
+    free(d.f);
+    cli_common_free(&common);
+    return rc;
+}

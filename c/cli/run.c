@@ -1,0 +1,766 @@
+/* run.c: 'redlock run': holds a Redlock while a command runs, extends it from
+ * a background thread, and stops the command if the lock is lost. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "redlock.h"
+
+#define CMD "run"
+#define DEFAULT_TTL_MS 30000
+#define DEFAULT_KILL_AFTER_MS 10000
+#define MIN_TTL_MS 100
+/* The library caps one acquire's wait; longer waits are done in pieces. */
+#define WAIT_PIECE_MS ((int64_t)REDLOCK_MAX_TTL_MS * 7)
+
+static void help(void)
+{
+    fputs("usage: redlock run [options] RESOURCE [--] COMMAND [ARG...]\n"
+          "\n"
+          "Acquires the Redlock on RESOURCE, runs COMMAND while holding it (extending it in the\n"
+          "background every TTL/3), then releases it. Exits with COMMAND's status.\n"
+          "\n"
+          "options:\n"
+          "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
+          "      --config FILE           config file (else $REDLOCK_CONFIG)\n"
+          "      --ttl DURATION          lock TTL, extended while COMMAND runs (default 30s)\n"
+          "  -w, --wait DURATION         wait at most this long for the lock (default: forever)\n"
+          "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
+          "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
+          "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
+          "  -s, --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"
+          "                              lost, or when redlock itself dies (default TERM)\n"
+          "  -k, --kill-after DURATION   then SIGKILL if still running after this (default 10s; 0 = never)\n"
+          "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
+          "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
+          "  -v, --verbose               log acquire, extensions and release on stderr\n"
+          "  -h, --help                  this help\n"
+          "\n"
+          "DURATION: 250ms, 30s, 5m, 1h; a bare number is seconds.\n"
+          "COMMAND sees REDLOCK_RESOURCE and REDLOCK_VALIDITY_MS (validity at start) in its environment.\n"
+          "exit codes: COMMAND's status (128+N if killed by signal N); 2 usage error; 75 lock not\n"
+          "acquired (-E); 76 lock lost while COMMAND ran; 69 nodes unavailable; 70 internal error;\n"
+          "126 COMMAND not executable; 127 COMMAND not found. Interrupted by SIGINT/TERM/HUP/QUIT\n"
+          "while waiting, or when COMMAND dies of the forwarded signal, redlock releases the lock\n"
+          "and then dies of the same signal (a shell shows 128+N).\n",
+          stdout);
+}
+
+typedef struct run_opts {
+    cli_common common;
+    const char *resource;
+    char **argv;               /* COMMAND and its arguments */
+    int nonblock;
+    int verbose;
+    long conflict_code, lost_code;
+    int lost_signal;
+    int64_t kill_after_ms;
+    const char *kill_after_arg;
+} run_opts;
+
+/* ---- state shared with the signal handler ---- */
+
+enum { PHASE_ACQUIRE, PHASE_CHILD, PHASE_DONE };
+static redlock_lock *g_lock;
+static volatile sig_atomic_t g_phase = PHASE_ACQUIRE;
+static volatile sig_atomic_t g_signal;       /* last INT/TERM/HUP/QUIT/USR* received */
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+/* Runs only while the lock is being acquired: later the signals are blocked
+ * and taken with sigwaitinfo() (see run_command). */
+static void on_signal(int sig)
+{
+    /* USR1/USR2 mean nothing to us before the command exists. */
+    if (g_phase == PHASE_ACQUIRE && sig != SIGUSR1 && sig != SIGUSR2) {
+        g_signal = sig;
+        redlock_lock_cancel(g_lock);  /* async-signal-safe and sticky */
+    }
+}
+
+static void on_sigchld(int sig)
+{
+    (void)sig;  /* a handler, so that SIGCHLD is never discarded as ignored */
+}
+
+static void vlog(const run_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vlog(const run_opts *o, const char *fmt, ...)
+{
+    if (!o->verbose)
+        return;
+    char ts[32], buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "redlock %s [%s pid %d]: %s\n", CMD, cli_timestamp(ts, sizeof ts), (int)getpid(), buf);
+}
+
+/* ---- descriptors: the command gets what we were given, not our sockets ---- */
+
+typedef struct fdset {
+    int *fds;
+    size_t n;
+} fdset;
+
+static void fds_snapshot(fdset *s)
+{
+    s->fds = NULL;
+    s->n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long fd;
+        if (cli_parse_long(e->d_name, 0, 1 << 30, &fd) || fd == dirfd(d))
+            continue;
+        int *grown = realloc(s->fds, (s->n + 1) * sizeof *grown);
+        if (!grown)
+            break;
+        s->fds = grown;
+        s->fds[s->n++] = (int)fd;
+    }
+    closedir(d);
+}
+
+/* Marks close-on-exec every descriptor opened since the snapshot: the
+ * library's node sockets must not leak into the command (see
+ * docs/threading.md, fork), while descriptors the user handed to redlock
+ * (e.g. 3>file) still reach it. */
+static void fds_cloexec_new(const fdset *before)
+{
+    fdset now;
+    fds_snapshot(&now);
+    for (size_t i = 0; i < now.n; i++) {
+        int known = 0;
+        for (size_t j = 0; j < before->n && !known; j++)
+            known = before->fds[j] == now.fds[i];
+        if (!known && now.fds[i] > 2) {
+            int fl = fcntl(now.fds[i], F_GETFD);
+            if (fl >= 0)
+                fcntl(now.fds[i], F_SETFD, fl | FD_CLOEXEC);
+        }
+    }
+    free(now.fds);
+}
+
+/* ---- the extender thread ---- */
+
+typedef struct extender {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;         /* on CLOCK_MONOTONIC */
+    int stop;                  /* set by main: the command is gone */
+    int child_done;            /* set by main before reaping: no kill() after this */
+    int lost;                  /* set by the extender */
+    pid_t pgid;
+    uint32_t ttl_ms;
+    const run_opts *o;
+} extender;
+
+static void ts_at_ms(struct timespec *ts, int64_t mono_ms)
+{
+    ts->tv_sec = mono_ms / 1000;
+    ts->tv_nsec = (long)(mono_ms % 1000) * 1000000;
+}
+
+static void ext_wait_until(extender *e, int64_t mono_ms)
+{
+    struct timespec ts;
+    ts_at_ms(&ts, mono_ms);
+    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
+static int extend_fatal(int rc)
+{
+    /* Anything else (no quorum, I/O, server errors) may pass: retry while
+     * the validity lasts. */
+    return rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED || rc == REDLOCK_ELIMIT || rc == REDLOCK_ESTATE ||
+           rc == REDLOCK_EINVAL;
+}
+
+static void *extender_main(void *arg)
+{
+    extender *e = arg;
+    const run_opts *o = e->o;
+    int64_t interval = e->ttl_ms / 3;
+    int64_t next = cli_now_ms() + interval;
+    int failures = 0;
+    char why[2200];
+
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        int64_t now = cli_now_ms();
+        int64_t validity = redlock_lock_validity_ms(g_lock);
+        if (validity <= 0) {
+            snprintf(why, sizeof why, "its validity ran out before an extension succeeded%s%s",
+                     failures ? "; last error: " : "", failures ? redlock_lock_errmsg(g_lock) : "");
+            e->lost = 1;
+            break;
+        }
+        if (now < next) {
+            int64_t until = next < now + validity ? next : now + validity;
+            ext_wait_until(e, until);
+            continue;
+        }
+        pthread_mutex_unlock(&e->mu);
+        int rc = redlock_extend(g_lock, e->ttl_ms);
+        pthread_mutex_lock(&e->mu);
+        if (rc == 0) {
+            if (failures)
+                cli_err(CMD, "extended '%s' again after %d failed attempt%s", o->resource, failures,
+                        failures == 1 ? "" : "s");
+            failures = 0;
+            vlog(o, "extended '%s' (validity %lld ms)", o->resource, (long long)redlock_lock_validity_ms(g_lock));
+            next = cli_now_ms() + interval;
+            continue;
+        }
+        if (extend_fatal(rc)) {
+            snprintf(why, sizeof why, "%s: %s", redlock_error_name(rc), redlock_lock_errmsg(g_lock));
+            e->lost = 1;
+            break;
+        }
+        if (failures++ == 0)
+            cli_err(CMD, "could not extend '%s' (will retry while its validity lasts): %s: %s", o->resource,
+                    redlock_error_name(rc), redlock_lock_errmsg(g_lock));
+        int64_t retry = interval / 4;
+        next = cli_now_ms() + (retry < 50 ? 50 : retry > 1000 ? 1000 : retry);
+    }
+    if (e->lost && !e->stop) {
+        if (!e->child_done) {
+            cli_err(CMD, "lock '%s' lost while the command ran (%s); sending %s to its process group %d",
+                    o->resource, why, cli_signal_name(o->lost_signal), (int)e->pgid);
+            kill(-e->pgid, o->lost_signal);
+        }
+        if (o->kill_after_ms > 0) {
+            int64_t deadline = cli_now_ms() + o->kill_after_ms;
+            while (!e->stop && cli_now_ms() < deadline)
+                ext_wait_until(e, deadline);
+            if (!e->stop && !e->child_done) {
+                char d[32];
+                cli_err(CMD, "command still running %s after %s; sending SIGKILL to process group %d",
+                        cli_fmt_duration(o->kill_after_ms, d, sizeof d), cli_signal_name(o->lost_signal),
+                        (int)e->pgid);
+                kill(-e->pgid, SIGKILL);
+            }
+        }
+    } else if (e->lost) {
+        cli_err(CMD, "lock '%s' was lost as the command ended: %s", o->resource, why);
+    }
+    while (!e->stop)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- arguments ---- */
+
+static int parse_args(run_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "nodes", required_argument, NULL, OPT_NODES },
+        { "config", required_argument, NULL, OPT_CONFIG },
+        { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+        { "node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT },
+        { "ttl", required_argument, NULL, OPT_TTL },
+        { "wait", required_argument, NULL, 'w' },
+        { "nonblock", no_argument, NULL, 'n' },
+        { "conflict-exit-code", required_argument, NULL, 'E' },
+        { "lost-exit-code", required_argument, NULL, OPT_LOST_EXIT },
+        { "lost-signal", required_argument, NULL, 's' },
+        { "kill-after", required_argument, NULL, 'k' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    /* Options may come before and after RESOURCE; the first word after
+     * RESOURCE that is not an option (or whatever follows "--") starts
+     * COMMAND, so COMMAND's own options are never ours. Two passes of
+     * getopt in POSIX mode ('+') do that. */
+    int pass_argc = argc;
+    char **pass_argv = argv;
+    for (int pass = 0; pass < 2; pass++) {
+        optind = 0;
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(pass_argc, pass_argv, "+:w:nE:s:k:vh", longopts, NULL)) != -1) {
+            const char *bad = pass_argv[optind - 1];
+            switch (c) {
+            case 'h':
+                help();
+                exit(0);
+            case 'w':
+                free(o->common.cli_wait);
+                o->common.cli_wait = strdup(optarg);
+                break;
+            case 'n':
+                o->nonblock = 1;
+                break;
+            case 'E':
+                if (cli_parse_long(optarg, 0, 255, &o->conflict_code))
+                    return cli_usage(CMD, "--conflict-exit-code: '%s' is not a number in 0..255", optarg);
+                break;
+            case OPT_LOST_EXIT:
+                if (cli_parse_long(optarg, 0, 255, &o->lost_code))
+                    return cli_usage(CMD, "--lost-exit-code: '%s' is not a number in 0..255", optarg);
+                break;
+            case 's':
+                o->lost_signal = cli_parse_signal(optarg);
+                if (o->lost_signal <= 0)
+                    return cli_usage(CMD, "--lost-signal: unknown signal '%s'", optarg);
+                break;
+            case 'k':
+                if (cli_parse_duration(optarg, &o->kill_after_ms, 0))
+                    return cli_usage(CMD, "--kill-after: '%s' is not a duration (e.g. 10s)", optarg);
+                break;
+            case 'v':
+                o->verbose = 1;
+                break;
+            case ':':
+                return cli_usage(CMD, "option '%s' needs a value", bad);
+            case '?':
+                if (optopt)
+                    return cli_usage(CMD, "unknown option '-%c'", optopt);
+                return cli_usage(CMD, "unknown option '%s'", bad);
+            default:
+                if (cli_common_option(&o->common, CMD, c, optarg) != 1)
+                    return cli_usage(CMD, "unknown option '%s'", bad);
+            }
+        }
+        if (pass == 0) {
+            if (optind >= pass_argc)
+                return cli_usage(CMD, "missing RESOURCE and COMMAND");
+            o->resource = pass_argv[optind];
+            /* Second pass over what follows RESOURCE, RESOURCE standing in
+             * for argv[0]. */
+            pass_argv += optind;
+            pass_argc -= optind;
+        } else {
+            if (optind >= pass_argc)
+                return cli_usage(CMD, "missing COMMAND to run under the lock");
+            o->argv = pass_argv + optind;
+        }
+    }
+    return 0;
+}
+
+/* ---- the command ---- */
+
+/* In the child, between fork and exec. The process had one thread when it
+ * forked (the extender starts later), so execvp's allocations are safe. */
+static void child_exec(const run_opts *o, int err_fd, pid_t parent, int tty_fd, const sigset_t *oldmask)
+{
+    setpgid(0, 0);
+    if (tty_fd >= 0)
+        tcsetpgrp(tty_fd, getpid());  /* SIGTTOU is blocked here */
+    /* If redlock dies (even by SIGKILL), nobody extends the lock any more:
+     * the command must stop too. */
+    prctl(PR_SET_PDEATHSIG, o->lost_signal);
+    if (getppid() != parent)
+        _exit(CLI_EXIT_LOST);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL);  /* ignored by redlock, not by the command */
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+    execvp(o->argv[0], o->argv);
+    int e = errno;
+    ssize_t w = write(err_fd, &e, sizeof e);
+    (void)w;
+    _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+}
+
+static int status_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return CLI_EXIT_SOFTWARE;
+}
+
+static void describe_status(int status, char *buf, size_t size)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, size, "was killed by %s (exit %d)", cli_signal_name(WTERMSIG(status)),
+                 128 + WTERMSIG(status));
+    else
+        snprintf(buf, size, "ended with wait status %d", status);
+}
+
+static void take_terminal(int tty_fd, pid_t pgid)
+{
+    if (tty_fd < 0)
+        return;
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(tty_fd, pgid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Runs the command with the lock held; returns the tool's exit code.
+ * *passthrough is set when that code is the command's own status, which the
+ * release may still override; *killed_by to the signal that killed it. */
+static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int *passthrough, int *killed_by)
+{
+    *passthrough = 0;
+    *killed_by = 0;
+    char validity[32];
+    snprintf(validity, sizeof validity, "%lld", (long long)redlock_lock_validity_ms(g_lock));
+    if (setenv("REDLOCK_RESOURCE", o->resource, 1) || setenv("REDLOCK_VALIDITY_MS", validity, 1)) {
+        cli_err(CMD, "out of memory");
+        return CLI_EXIT_SOFTWARE;
+    }
+
+    /* Interactive use: when redlock is a job of its own (a process group
+     * leader, as a job-control shell makes it) in the terminal's
+     * foreground, the command's process group gets the terminal, so that it
+     * can read it and Ctrl-C reaches it once; redlock takes it back
+     * afterwards. Run from a script, redlock shares the script's group and
+     * keeps the terminal, so that Ctrl-C still reaches the script. */
+    int tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty_fd >= 0 && (tcgetpgrp(tty_fd) != getpgrp() || getpgrp() != getpid())) {
+        close(tty_fd);
+        tty_fd = -1;
+    }
+
+    fds_cloexec_new(inherited);
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC)) {
+        cli_err(CMD, "pipe: %s", strerror(errno));
+        if (tty_fd >= 0)
+            close(tty_fd);
+        return CLI_EXIT_SOFTWARE;
+    }
+
+    /* While the command runs, this thread takes the forwarded signals and
+     * SIGCHLD with sigwaitinfo() rather than in a handler: they stay blocked
+     * from before the fork, so none is lost or sent to a group that does not
+     * exist yet, and waiting needs no async-signal tricks. */
+    sigset_t block, waitset, oldmask;
+    sigemptyset(&waitset);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&waitset, forwarded[i]);
+    sigaddset(&waitset, SIGCHLD);
+    block = waitset;
+    sigaddset(&block, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(o, pipefd[1], parent, tty_fd, &oldmask);
+    close(pipefd[1]);
+    if (pid < 0) {
+        cli_err(CMD, "fork: %s", strerror(errno));
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+        close(pipefd[0]);
+        if (tty_fd >= 0)
+            close(tty_fd);
+        return CLI_EXIT_SOFTWARE;
+    }
+    setpgid(pid, pid);  /* also here, so it is set whoever runs first */
+    if (tty_fd >= 0)
+        tcsetpgrp(tty_fd, pid);
+    g_phase = PHASE_CHILD;
+
+    int exec_errno = 0;
+    ssize_t got;
+    do
+        got = read(pipefd[0], &exec_errno, sizeof exec_errno);
+    while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
+    if (got == (ssize_t)sizeof exec_errno) {
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        g_phase = PHASE_DONE;
+        sigprocmask(SIG_SETMASK, &oldmask, NULL);
+        take_terminal(tty_fd, getpgrp());
+        if (tty_fd >= 0)
+            close(tty_fd);
+        cli_err(CMD, "cannot run '%s': %s", o->argv[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
+    }
+    vlog(o, "running '%s' (pid %d) under '%s'", o->argv[0], (int)pid, o->resource);
+
+    extender e = { .stop = 0, .child_done = 0, .lost = 0, .pgid = pid, .ttl_ms = ttl_ms, .o = o };
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&e.mu, NULL);
+    /* The extender blocks every signal, so that all of them come here. */
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    pthread_t th;
+    int have_thread = pthread_create(&th, NULL, extender_main, &e) == 0;
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    if (!have_thread) {
+        /* Without extensions the lock would expire under the command. */
+        cli_err(CMD, "cannot start the extender thread; stopping the command with %s",
+                cli_signal_name(o->lost_signal));
+        kill(-pid, o->lost_signal);
+        e.lost = 1;
+    }
+
+    /* Wait for the command without reaping it (WNOWAIT): until it is reaped
+     * its pid cannot be reused, so forwarding and the extender's kill() can
+     * never hit another process. */
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WSTOPPED | WNOWAIT | WNOHANG) < 0) {
+            if (errno == EINTR)
+                continue;
+            cli_err(CMD, "waitid: %s", strerror(errno));
+            break;
+        }
+        if (si.si_pid != pid) {
+            /* No change yet: wait for a signal. A SIGCHLD sent after the
+             * check above stays pending, so it is not missed. */
+            siginfo_t info;
+            int sig = sigwaitinfo(&waitset, &info);
+            if (sig > 0 && sig != SIGCHLD) {
+                g_signal = sig;
+                kill(-pid, sig);
+            }
+            continue;
+        }
+        if (si.si_code != CLD_STOPPED)
+            break;
+        siginfo_t consume;
+        memset(&consume, 0, sizeof consume);
+        waitid(P_PID, (id_t)pid, &consume, WSTOPPED);
+        if (tty_fd < 0) {
+            /* Not a job-control stop of ours to relay; say why it hangs. */
+            if (consume.si_status == SIGTTIN || consume.si_status == SIGTTOU)
+                cli_err(CMD, "the command was stopped by %s: it used the terminal from outside the "
+                             "foreground (see docs/cli.md, Signals and process groups)",
+                        consume.si_status == SIGTTIN ? "SIGTTIN" : "SIGTTOU");
+            continue;
+        }
+        /* Ctrl-Z: stop ourselves too, so that the shell sees the job
+         * stopped; the lock is not extended meanwhile (see docs/cli.md). */
+        take_terminal(tty_fd, getpgrp());
+        raise(SIGTSTP);
+        if (tcgetpgrp(tty_fd) == getpgrp())
+            take_terminal(tty_fd, pid);
+        kill(-pid, SIGCONT);
+    }
+
+    g_phase = PHASE_DONE;
+    pthread_mutex_lock(&e.mu);
+    e.child_done = 1;
+    e.stop = 1;
+    pthread_cond_broadcast(&e.cv);
+    pthread_mutex_unlock(&e.mu);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    if (have_thread)
+        pthread_join(th, NULL);
+    pthread_cond_destroy(&e.cv);
+    pthread_mutex_destroy(&e.mu);
+    take_terminal(tty_fd, getpgrp());
+    if (tty_fd >= 0)
+        close(tty_fd);
+
+    char how[96];
+    describe_status(status, how, sizeof how);
+    vlog(o, "command %s", how);
+    if (e.lost) {
+        cli_err(CMD, "the command %s after the lock was lost; exiting with %ld", how, o->lost_code);
+        return (int)o->lost_code;
+    }
+    *passthrough = 1;
+    if (WIFSIGNALED(status))
+        *killed_by = WTERMSIG(status);
+    return status_code(status);
+}
+
+int cli_run(int argc, char **argv)
+{
+    run_opts o;
+    memset(&o, 0, sizeof o);
+    cli_common_init(&o.common);
+    o.conflict_code = CLI_EXIT_CONFLICT;
+    o.lost_code = CLI_EXIT_LOST;
+    o.lost_signal = SIGTERM;
+    o.kill_after_ms = DEFAULT_KILL_AFTER_MS;
+
+    int reraise = 0;
+    int rc = parse_args(&o, argc, argv);
+    if (!rc)
+        rc = cli_common_resolve(&o.common, CMD, 1);
+    if (rc) {
+        cli_common_free(&o.common);
+        return rc;
+    }
+    int64_t ttl = o.common.ttl_ms >= 0 ? o.common.ttl_ms : DEFAULT_TTL_MS;
+    if (ttl < MIN_TTL_MS || ttl > (int64_t)REDLOCK_MAX_TTL_MS) {
+        cli_common_free(&o.common);
+        return cli_usage(CMD, "--ttl must be between 100ms and 1d");
+    }
+    int64_t wait = o.common.wait_ms == -2 ? CLI_WAIT_FOREVER : o.common.wait_ms;
+    if (o.nonblock)
+        wait = 0;
+
+    /* Our own state first: SIGCHLD must not be ignored (the command could
+     * not be waited for), SIGPIPE must be (see docs/threading.md). */
+    struct sigaction chld;
+    memset(&chld, 0, sizeof chld);
+    chld.sa_handler = on_sigchld;
+    sigemptyset(&chld.sa_mask);
+    chld.sa_flags = SA_RESTART;
+    sigaction(SIGCHLD, &chld, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    fdset inherited;
+    fds_snapshot(&inherited);
+
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.key_prefix = o.common.key_prefix;
+    if (o.common.node_timeout_ms >= 0)
+        opts.node_timeout_ms = (uint32_t)(o.common.node_timeout_ms ? o.common.node_timeout_ms : 1);
+    redlock_client *client = NULL;
+    char err[1024];
+    rc = redlock_client_open(&client, (const char *const *)o.common.urls, o.common.n_urls, &opts, err, sizeof err);
+    if (rc) {
+        cli_err(CMD, "%s", err);
+        rc = rc == REDLOCK_ENOMEM ? CLI_EXIT_SOFTWARE : CLI_EXIT_USAGE;
+        goto out;
+    }
+    rc = redlock_lock_new(&g_lock, client, o.resource);
+    if (rc) {
+        cli_err(CMD, "resource '%.100s': %s", o.resource, redlock_strerror(rc));
+        rc = rc == REDLOCK_ENOMEM ? CLI_EXIT_SOFTWARE : CLI_EXIT_USAGE;
+        goto out;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &sa, NULL);
+
+    char d1[32], d2[32];
+    vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes", o.resource, cli_fmt_duration(ttl, d1, sizeof d1),
+         wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o.common.n_urls);
+    int64_t left = wait;
+    for (;;) {
+        int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;
+        rc = redlock_lock_acquire(g_lock, (uint32_t)ttl, piece);
+        if (rc == REDLOCK_ETIMEDOUT && (wait == CLI_WAIT_FOREVER || left > piece)) {
+            if (wait != CLI_WAIT_FOREVER)
+                left -= piece;
+            continue;
+        }
+        break;
+    }
+    if (rc == 0 && g_signal) {
+        /* A signal arrived during the attempt that succeeded. */
+        redlock_release(g_lock);
+        rc = REDLOCK_ECANCELED;
+    }
+    if (rc) {
+        switch (rc) {
+        case REDLOCK_ECANCELED:
+            cli_err(CMD, "interrupted by %s while waiting for '%s'", cli_signal_name(g_signal), o.resource);
+            rc = 128 + g_signal;
+            reraise = g_signal;
+            break;
+        case REDLOCK_ENOTACQUIRED:
+            cli_err(CMD, "'%s' is locked by another owner: %s", o.resource, redlock_lock_errmsg(g_lock));
+            rc = (int)o.conflict_code;
+            break;
+        case REDLOCK_ETIMEDOUT:
+            cli_err(CMD, "gave up waiting for '%s' after %s: %s", o.resource, cli_fmt_duration(wait, d1, sizeof d1),
+                    redlock_lock_errmsg(g_lock));
+            rc = (int)o.conflict_code;
+            break;
+        case REDLOCK_EINVAL:
+            cli_err(CMD, "%s", redlock_lock_errmsg(g_lock));
+            rc = CLI_EXIT_USAGE;
+            break;
+        case REDLOCK_ENOMEM:
+            cli_err(CMD, "out of memory");
+            rc = CLI_EXIT_SOFTWARE;
+            break;
+        default:
+            cli_err(CMD, "cannot acquire '%s': %s: %s", o.resource, redlock_error_name(rc),
+                    redlock_lock_errmsg(g_lock));
+            rc = CLI_EXIT_UNAVAIL;
+        }
+        goto out;
+    }
+    vlog(&o, "acquired '%s' (validity %lld ms)", o.resource, (long long)redlock_lock_validity_ms(g_lock));
+
+    int passthrough, killed_by;
+    rc = run_command(&o, (uint32_t)ttl, &inherited, &passthrough, &killed_by);
+    int released = redlock_release(g_lock);
+    if (passthrough && killed_by && killed_by == g_signal)
+        reraise = killed_by;
+    if (passthrough) {
+        if (released == REDLOCK_ELOST) {
+            cli_err(CMD, "the lock on '%s' was not held for the whole run: %s; exiting with %ld", o.resource,
+                    redlock_lock_errmsg(g_lock), o.lost_code);
+            rc = (int)o.lost_code;
+            reraise = 0;
+        } else if (released != 0) {
+            cli_err(CMD, "release of '%s' not confirmed (it expires by itself): %s: %s", o.resource,
+                    redlock_error_name(released), redlock_lock_errmsg(g_lock));
+        } else {
+            vlog(&o, "released '%s'", o.resource);
+        }
+    } else if (released == 0) {
+        vlog(&o, "released '%s'", o.resource);
+    }
+out:
+    /* The handler does nothing from now on: the handle goes away. */
+    g_phase = PHASE_DONE;
+    redlock_lock_free(g_lock);
+    g_lock = NULL;
+    redlock_client_free(client);
+    free(inherited.fds);
+    cli_common_free(&o.common);
+    if (reraise == SIGINT || reraise == SIGTERM || reraise == SIGHUP || reraise == SIGQUIT) {
+        /* We were interrupted and the command died of it too: die of the
+         * same signal, now that the lock is released, so that a calling
+         * shell script stops as well instead of carrying on (a shell only
+         * does when its child was killed by the signal, not on exit 130). */
+        fflush(NULL);
+        signal(reraise, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, reraise);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(reraise);
+    }
+    return rc;
+}

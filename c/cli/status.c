@@ -1,0 +1,302 @@
+/* status.c: 'redlock status': who holds a resource's key on each node (GET
+ * and PTTL over hiredis), as a table or JSON; no lock is taken. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "redlock.h"
+
+#define CMD "status"
+#define DEFAULT_TIMEOUT_MS 1000
+
+static void help(void)
+{
+    fputs("usage: redlock status [options] RESOURCE\n"
+          "\n"
+          "Shows, for each node, whether RESOURCE's key is set, its value (the holder's random\n"
+          "token), and its TTL left. Reads only; takes no lock.\n"
+          "\n"
+          "options:\n"
+          "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
+          "      --config FILE           config file (else $REDLOCK_CONFIG)\n"
+          "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
+          "      --timeout DURATION      connect and reply deadline per node (default 1s)\n"
+          "      --json                  print JSON instead of a table\n"
+          "  -h, --help                  this help\n"
+          "\n"
+          "exit codes: 0 held (one value on a quorum of nodes); 1 not held; 69 fewer than a\n"
+          "quorum of nodes answered; 2 usage error.\n",
+          stdout);
+}
+
+typedef struct node_state {
+    char url[512];             /* masked */
+    enum { ST_FREE, ST_HELD, ST_ERROR } state;
+    char *value;
+    size_t value_len;
+    long long ttl_ms;          /* PTTL: -1 no expiry */
+    char error[512];
+} node_state;
+
+static void probe(const char *url, const char *key, size_t key_len, int64_t timeout_ms, node_state *ns)
+{
+    cli_endpoint ep;
+    char err[512];
+    ns->ttl_ms = -2;
+    if (cli_endpoint_parse(url, &ep, err, sizeof err)) {
+        /* Reported before probing; not reached. */
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "%s", err);
+        cli_endpoint_wipe(&ep);
+        return;
+    }
+    snprintf(ns->url, sizeof ns->url, "%s", ep.display);
+    redisContext *ctx = cli_connect(&ep, timeout_ms, err, sizeof err);
+    cli_endpoint_wipe(&ep);
+    if (!ctx) {
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "%s", err);
+        return;
+    }
+    /* GET and PTTL pipelined: one round trip, read back to back. */
+    redisAppendCommand(ctx, "GET %b", key, key_len);
+    redisAppendCommand(ctx, "PTTL %b", key, key_len);
+    redisReply *get = NULL, *pttl = NULL;
+    if (redisGetReply(ctx, (void **)&get) != REDIS_OK || redisGetReply(ctx, (void **)&pttl) != REDIS_OK) {
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "%s",
+                 strstr(ctx->errstr, "temporarily unavailable") ? "timed out" : ctx->errstr);
+    } else if (get->type == REDIS_REPLY_ERROR) {
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "GET: %.*s", (int)get->len, get->str);
+    } else if (get->type == REDIS_REPLY_NIL) {
+        ns->state = ST_FREE;
+    } else if (get->type == REDIS_REPLY_STRING) {
+        ns->state = ST_HELD;
+        ns->value = malloc(get->len + 1);
+        if (ns->value) {
+            memcpy(ns->value, get->str, get->len);
+            ns->value[get->len] = '\0';
+            ns->value_len = get->len;
+        }
+        if (pttl->type == REDIS_REPLY_INTEGER)
+            ns->ttl_ms = pttl->integer;
+        if (ns->ttl_ms == -2)  /* expired between the two commands */
+            ns->state = ST_FREE;
+    } else {
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to GET", get->type);
+    }
+    freeReplyObject(get);
+    freeReplyObject(pttl);
+    redisFree(ctx);
+}
+
+static void print_value(FILE *f, const char *v, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (ch < 0x20 || ch >= 0x7f)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+int cli_status(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "nodes", required_argument, NULL, OPT_NODES },
+        { "config", required_argument, NULL, OPT_CONFIG },
+        { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    cli_common common;
+    cli_common_init(&common);
+    int json = 0, rc = 0;
+    int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        const char *bad = argv[optind - 1];
+        if (c == 'h') {
+            help();
+            cli_common_free(&common);
+            return 0;
+        } else if (c == OPT_JSON) {
+            json = 1;
+        } else if (c == OPT_TIMEOUT) {
+            if (cli_parse_duration(optarg, &timeout_ms, 0) || timeout_ms <= 0)
+                rc = cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
+        } else if (c == ':') {
+            rc = cli_usage(CMD, "option '%s' needs a value", bad);
+        } else if (c == '?' || cli_common_option(&common, CMD, c, optarg) != 1) {
+            rc = optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
+                                    : cli_usage(CMD, "unknown option '%s'", bad);
+        }
+        if (rc)
+            break;
+    }
+    if (!rc && optind >= argc)
+        rc = cli_usage(CMD, "missing RESOURCE");
+    if (!rc && argc - optind > 1)
+        rc = cli_usage(CMD, "one RESOURCE only ('%s' is extra)", argv[optind + 1]);
+    if (!rc)
+        rc = cli_common_resolve(&common, CMD, 1);
+    const char *resource = rc ? NULL : argv[optind];
+    if (!rc && (!*resource || strlen(resource) > REDLOCK_MAX_RESOURCE_LEN))
+        rc = cli_usage(CMD, "RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
+    /* Every URL must parse before anything is contacted. */
+    for (size_t i = 0; !rc && i < common.n_urls; i++) {
+        cli_endpoint ep;
+        char err[512], masked[512];
+        if (cli_endpoint_parse(common.urls[i], &ep, err, sizeof err)) {
+            cli_mask_url(common.urls[i], masked, sizeof masked);
+            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
+        }
+        cli_endpoint_wipe(&ep);
+    }
+    if (rc) {
+        cli_common_free(&common);
+        return rc;
+    }
+
+    size_t prefix_len = common.key_prefix ? strlen(common.key_prefix) : 0, rlen = strlen(resource);
+    char *key = malloc(prefix_len + rlen + 1);
+    node_state *ns = calloc(common.n_urls, sizeof *ns);
+    if (!key || !ns) {
+        cli_err(CMD, "out of memory");
+        free(key);
+        free(ns);
+        cli_common_free(&common);
+        return CLI_EXIT_SOFTWARE;
+    }
+    if (prefix_len)
+        memcpy(key, common.key_prefix, prefix_len);
+    memcpy(key + prefix_len, resource, rlen + 1);
+
+    size_t n = common.n_urls, quorum = n / 2 + 1, answered = 0, free_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        probe(common.urls[i], key, prefix_len + rlen, timeout_ms, &ns[i]);
+        if (ns[i].state != ST_ERROR)
+            answered++;
+        if (ns[i].state == ST_FREE)
+            free_count++;
+    }
+    /* The holder is the value found on the most nodes. */
+    size_t best = n, best_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ns[i].state != ST_HELD || !ns[i].value)
+            continue;
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            if (ns[j].state == ST_HELD && ns[j].value && ns[j].value_len == ns[i].value_len &&
+                !memcmp(ns[j].value, ns[i].value, ns[i].value_len))
+                count++;
+        if (count > best_count) {
+            best_count = count;
+            best = i;
+        }
+    }
+    const char *verdict;
+    if (best_count >= quorum) {
+        verdict = "held";
+        rc = 0;
+    } else if (answered < quorum) {
+        verdict = "unknown";
+        rc = CLI_EXIT_UNAVAIL;
+    } else {
+        verdict = free_count == answered ? "free" : "not_held";
+        rc = 1;
+    }
+
+    if (json) {
+        printf("{\"resource\":");
+        cli_json_string(stdout, resource);
+        printf(",\"key\":");
+        cli_json_bytes(stdout, key, prefix_len + rlen);
+        printf(",\"quorum\":%zu,\"answered\":%zu,\"state\":\"%s\",\"holder\":", quorum, answered, verdict);
+        if (best < n)
+            cli_json_bytes(stdout, ns[best].value, ns[best].value_len);
+        else
+            printf("null");
+        printf(",\"holder_nodes\":%zu,\"nodes\":[", best_count);
+        for (size_t i = 0; i < n; i++) {
+            static const char *names[] = { "free", "held", "error" };
+            printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
+            cli_json_string(stdout, ns[i].url);
+            printf(",\"state\":\"%s\",\"value\":", names[ns[i].state]);
+            if (ns[i].state == ST_HELD && ns[i].value)
+                cli_json_bytes(stdout, ns[i].value, ns[i].value_len);
+            else
+                printf("null");
+            if (ns[i].state == ST_HELD)
+                printf(",\"ttl_ms\":%lld", ns[i].ttl_ms);
+            else
+                printf(",\"ttl_ms\":null");
+            printf(",\"error\":");
+            cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
+            printf("}");
+        }
+        printf("]}\n");
+    } else {
+        int w = 4;
+        for (size_t i = 0; i < n; i++)
+            if ((int)strlen(ns[i].url) > w)
+                w = (int)strlen(ns[i].url);
+        printf("resource '%s' (key '", resource);
+        print_value(stdout, key, prefix_len + rlen);
+        printf("') on %zu nodes, quorum %zu\n", n, quorum);
+        printf("  #  %-*s  %-5s  %-9s  %s\n", w, "NODE", "STATE", "TTL", "VALUE");
+        for (size_t i = 0; i < n; i++) {
+            char d[32];
+            const char *st = ns[i].state == ST_HELD ? "held" : ns[i].state == ST_FREE ? "free" : "error";
+            const char *ttl = ns[i].state != ST_HELD ? "-"
+                              : ns[i].ttl_ms == -1   ? "no expiry"
+                                                     : cli_fmt_duration(ns[i].ttl_ms, d, sizeof d);
+            printf("%3zu  %-*s  %-5s  %-9s  ", i + 1, w, ns[i].url, st, ttl);
+            if (ns[i].state == ST_HELD && ns[i].value) {
+                print_value(stdout, ns[i].value, ns[i].value_len);
+                if (best < n && (ns[i].value_len != ns[best].value_len ||
+                                 memcmp(ns[i].value, ns[best].value, ns[best].value_len)))
+                    printf("  (another value)");
+            } else if (ns[i].state == ST_ERROR) {
+                printf("%s", ns[i].error);
+            } else {
+                printf("-");
+            }
+            printf("\n");
+        }
+        if (rc == 0) {
+            printf("held: value ");
+            print_value(stdout, ns[best].value, ns[best].value_len);
+            printf(" is on %zu of %zu nodes (quorum %zu)\n", best_count, n, quorum);
+        } else if (rc == 1) {
+            if (free_count == answered)
+                printf("free: no node that answered has the key (%zu of %zu answered)\n", answered, n);
+            else
+                printf("not held: no value is on a quorum (most: %zu of %zu nodes, quorum %zu)\n", best_count, n,
+                       quorum);
+        } else {
+            printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", answered, n, quorum);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (ns[i].state == ST_HELD && ns[i].ttl_ms == -1) {
+                printf("warning: the key has no expiry on some nodes: it was not set by Redlock, or was "
+                       "changed since; it will never be released by expiry\n");
+                break;
+            }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ns[i].value);
+    free(ns);
+    free(key);
+    cli_common_free(&common);
+    return rc;
+}

@@ -1,0 +1,750 @@
+/* util.c: helpers of the redlock tool: settings from the command line, the
+ * environment and the config file; durations, signals, URLs, hiredis, JSON. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* ---- messages ---- */
+
+static void vmsg(const char *cmd, const char *fmt, va_list ap)
+{
+    char buf[2048];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    /* One line per error, whatever a server or the library said. */
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    if (cmd)
+        fprintf(stderr, "redlock %s: %s\n", cmd, buf);
+    else
+        fprintf(stderr, "redlock: %s\n", buf);
+}
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(cmd, fmt, ap);
+    va_end(ap);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (cmd)
+        cli_err(cmd, "%s (see 'redlock %s --help')", buf, cmd);
+    else
+        cli_err(NULL, "%s (see 'redlock --help')", buf);
+    return CLI_EXIT_USAGE;
+}
+
+/* ---- numbers, durations, signals, clocks ---- */
+
+int cli_parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_duration(const char *s, int64_t *out_ms, int allow_forever)
+{
+    if (!s)
+        return -1;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (allow_forever && (!strcasecmp(s, "forever") || !strcasecmp(s, "inf") || !strcasecmp(s, "infinity"))) {
+        *out_ms = CLI_WAIT_FOREVER;
+        return 0;
+    }
+    if (!isdigit((unsigned char)*s) && *s != '.')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -1;
+    double mult;
+    if (!*end || !strcmp(end, "s"))
+        mult = 1000;
+    else if (!strcmp(end, "ms"))
+        mult = 1;
+    else if (!strcmp(end, "m"))
+        mult = 60000;
+    else if (!strcmp(end, "h"))
+        mult = 3600000;
+    else if (!strcmp(end, "d"))
+        mult = 86400000;
+    else
+        return -1;
+    double ms = v * mult;
+    if (ms > 365.0 * 86400000)  /* a year: anything longer is a typo */
+        return -1;
+    *out_ms = (int64_t)llround(ms);
+    return 0;
+}
+
+const char *cli_fmt_duration(int64_t ms, char *buf, size_t size)
+{
+    if (ms < 0)
+        snprintf(buf, size, "-%s", cli_fmt_duration(-ms, (char[32]){0}, 32));
+    else if (ms < 1000)
+        snprintf(buf, size, "%lldms", (long long)ms);
+    else if (ms < 60000 && ms % 1000 == 0)
+        snprintf(buf, size, "%llds", (long long)(ms / 1000));
+    else if (ms < 60000)
+        snprintf(buf, size, "%.1fs", (double)ms / 1000);
+    else if (ms < 3600000)
+        snprintf(buf, size, "%lldm%llds", (long long)(ms / 60000), (long long)(ms % 60000 / 1000));
+    else
+        snprintf(buf, size, "%lldh%lldm", (long long)(ms / 3600000), (long long)(ms % 3600000 / 60000));
+    return buf;
+}
+
+static const struct { const char *name; int sig; } signames[] = {
+    { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+    { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+    { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "ABRT", SIGABRT }, { "PIPE", SIGPIPE },
+};
+
+int cli_parse_signal(const char *s)
+{
+    long n;
+    if (!s || !*s)
+        return -1;
+    if (cli_parse_long(s, 1, 64, &n) == 0)
+        return (int)n;
+    if (!strncasecmp(s, "SIG", 3))
+        s += 3;
+    for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
+        if (!strcasecmp(s, signames[i].name))
+            return signames[i].sig;
+    return -1;
+}
+
+const char *cli_signal_name(int sig)
+{
+    static const char *full[] = { [SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGQUIT] = "SIGQUIT",
+                                  [SIGKILL] = "SIGKILL", [SIGUSR1] = "SIGUSR1", [SIGUSR2] = "SIGUSR2",
+                                  [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM", [SIGCONT] = "SIGCONT",
+                                  [SIGSTOP] = "SIGSTOP", [SIGABRT] = "SIGABRT", [SIGPIPE] = "SIGPIPE",
+                                  [SIGSEGV] = "SIGSEGV", [SIGBUS] = "SIGBUS", [SIGFPE] = "SIGFPE",
+                                  [SIGILL] = "SIGILL", [SIGTSTP] = "SIGTSTP" };
+    if (sig > 0 && (size_t)sig < sizeof full / sizeof full[0] && full[sig])
+        return full[sig];
+    return "signal";
+}
+
+int64_t cli_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t cli_now_ms(void)
+{
+    return cli_now_us() / 1000;
+}
+
+const char *cli_timestamp(char *buf, size_t size)
+{
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    localtime_r(&tv.tv_sec, &tm);
+    snprintf(buf, size, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000));
+    return buf;
+}
+
+/* ---- settings ---- */
+
+void cli_common_init(cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->ttl_ms = -1;
+    c->wait_ms = -2;
+    c->node_timeout_ms = -1;
+}
+
+static void free_urls(cli_common *c)
+{
+    for (size_t i = 0; i < c->n_urls; i++) {
+        /* URLs may hold passwords: don't leave them in freed memory. */
+        explicit_bzero(c->urls[i], strlen(c->urls[i]));
+        free(c->urls[i]);
+    }
+    free(c->urls);
+    c->urls = NULL;
+    c->n_urls = 0;
+}
+
+static void free_secret(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+void cli_common_free(cli_common *c)
+{
+    free_urls(c);
+    free(c->key_prefix);
+    free_secret(c->cli_nodes);
+    free(c->cli_ttl);
+    free(c->cli_wait);
+    free(c->cli_prefix);
+    free(c->cli_node_timeout);
+    memset(c, 0, sizeof *c);
+}
+
+static char *append_list(char *list, const char *more)
+{
+    if (!list)
+        return strdup(more);
+    size_t a = strlen(list), b = strlen(more);
+    char *n = malloc(a + b + 2);
+    if (!n)
+        return NULL;
+    memcpy(n, list, a);
+    n[a] = ',';
+    memcpy(n + a + 1, more, b + 1);
+    free_secret(list);
+    return n;
+}
+
+int cli_common_add_nodes(cli_common *c, const char *arg)
+{
+    char *n = append_list(c->cli_nodes, arg);
+    if (!n)
+        return -1;
+    c->cli_nodes = n;
+    return 0;
+}
+
+static int set_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = strdup(v);
+    return *dst ? 0 : -1;
+}
+
+int cli_common_option(cli_common *c, const char *cmd, int opt, const char *arg)
+{
+    int rc = 0;
+    switch (opt) {
+    case OPT_NODES:
+        rc = cli_common_add_nodes(c, arg);
+        break;
+    case OPT_CONFIG:
+        c->config_path = arg;
+        break;
+    case OPT_KEY_PREFIX:
+        rc = set_str(&c->cli_prefix, arg);
+        break;
+    case OPT_NODE_TIMEOUT:
+        rc = set_str(&c->cli_node_timeout, arg);
+        break;
+    case OPT_TTL:
+        rc = set_str(&c->cli_ttl, arg);
+        break;
+    default:
+        return 0;
+    }
+    if (rc) {
+        cli_err(cmd, "out of memory");
+        exit(CLI_EXIT_SOFTWARE);
+    }
+    return 1;
+}
+
+/* Splits a comma-separated URL list into c->urls. */
+static int split_nodes(cli_common *c, const char *cmd, const char *list, const char *source)
+{
+    free_urls(c);
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && isspace((unsigned char)*p))
+            p++, len--;
+        while (len && isspace((unsigned char)p[len - 1]))
+            len--;
+        if (len == 0)
+            return cli_usage(cmd, "empty node URL in %s", source);
+        char **grown = realloc(c->urls, (c->n_urls + 1) * sizeof *grown);
+        if (!grown)
+            return cli_usage(cmd, "out of memory");
+        c->urls = grown;
+        c->urls[c->n_urls] = strndup(p, len);
+        if (!c->urls[c->n_urls])
+            return cli_usage(cmd, "out of memory");
+        c->n_urls++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+typedef struct conf_value {
+    char *value;
+    int line;
+} conf_value;
+
+typedef struct conf_file {
+    conf_value nodes, ttl, wait, key_prefix, node_timeout;
+} conf_file;
+
+static void conf_free(conf_file *f)
+{
+    free_secret(f->nodes.value);
+    free(f->ttl.value);
+    free(f->wait.value);
+    free(f->key_prefix.value);
+    free(f->node_timeout.value);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* The format is documented in docs/cli.md: "key = value" lines, '#' starts
+ * a comment line, a value may be "double-quoted" to keep spaces. */
+static int conf_load(const char *cmd, const char *path, conf_file *f)
+{
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return cli_usage(cmd, "cannot read config file '%s': %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+    while (getline(&line, &cap, fp) >= 0) {
+        lineno++;
+        char *s = trim(line);
+        if (!*s || *s == '#' || *s == ';')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = cli_usage(cmd, "%s:%d: expected 'key = value'", path, lineno);
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s), *val = trim(eq + 1);
+        size_t vl = strlen(val);
+        if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
+            val[vl - 1] = '\0';
+            val++;
+        }
+        conf_value *slot = NULL;
+        if (!strcmp(key, "nodes"))
+            slot = &f->nodes;
+        else if (!strcmp(key, "ttl"))
+            slot = &f->ttl;
+        else if (!strcmp(key, "wait"))
+            slot = &f->wait;
+        else if (!strcmp(key, "key_prefix"))
+            slot = &f->key_prefix;
+        else if (!strcmp(key, "node_timeout"))
+            slot = &f->node_timeout;
+        if (!slot) {
+            rc = cli_usage(cmd, "%s:%d: unknown key '%s' (known: nodes, ttl, wait, key_prefix, node_timeout)",
+                           path, lineno, key);
+            break;
+        }
+        /* Several "nodes =" lines add up; any other key: the last one wins. */
+        char *v = slot == &f->nodes && slot->value ? append_list(slot->value, val) : strdup(val);
+        if (!v) {
+            rc = cli_usage(cmd, "out of memory");
+            break;
+        }
+        if (slot != &f->nodes || !slot->value)
+            free(slot->value);
+        slot->value = v;
+        slot->line = lineno;
+    }
+    if (line) {
+        explicit_bzero(line, cap);
+        free(line);
+    }
+    fclose(fp);
+    return rc;
+}
+
+static int parse_dur_setting(const char *cmd, const char *cli_val, const char *cli_name, const conf_value *cv,
+                             const char *conf_key, const char *path, int allow_forever, int64_t *out)
+{
+    if (cli_val) {
+        if (cli_parse_duration(cli_val, out, allow_forever))
+            return cli_usage(cmd, "%s: '%s' is not a duration (e.g. 250ms, 30s, 5m, 1h)", cli_name, cli_val);
+    } else if (cv->value) {
+        if (cli_parse_duration(cv->value, out, allow_forever))
+            return cli_usage(cmd, "%s:%d: %s: '%s' is not a duration (e.g. 250ms, 30s, 5m, 1h)", path, cv->line,
+                             conf_key, cv->value);
+    }
+    return 0;
+}
+
+int cli_common_resolve(cli_common *c, const char *cmd, int need_nodes)
+{
+    conf_file f;
+    memset(&f, 0, sizeof f);
+    const char *path = c->config_path;
+    if (!path) {
+        const char *env = getenv("REDLOCK_CONFIG");
+        if (env && *env)
+            path = env;
+    }
+    int rc = 0;
+    if (path && (rc = conf_load(cmd, path, &f)) != 0)
+        goto out;
+
+    const char *env_nodes = getenv("REDLOCK_NODES");
+    if (c->cli_nodes)
+        rc = split_nodes(c, cmd, c->cli_nodes, "--nodes");
+    else if (env_nodes && *env_nodes)
+        rc = split_nodes(c, cmd, env_nodes, "$REDLOCK_NODES");
+    else if (f.nodes.value) {
+        char src[300];
+        snprintf(src, sizeof src, "%.250s:%d", path, f.nodes.line);
+        rc = split_nodes(c, cmd, f.nodes.value, src);
+    }
+    if (rc)
+        goto out;
+    if (need_nodes && c->n_urls == 0) {
+        rc = cli_usage(cmd, "no nodes: give --nodes URL,URL,..., set REDLOCK_NODES, or 'nodes = ...' in a "
+                            "config file (--config or $REDLOCK_CONFIG)");
+        goto out;
+    }
+
+    if ((rc = parse_dur_setting(cmd, c->cli_ttl, "--ttl", &f.ttl, "ttl", path, 0, &c->ttl_ms)) ||
+        (rc = parse_dur_setting(cmd, c->cli_wait, "--wait", &f.wait, "wait", path, 1, &c->wait_ms)) ||
+        (rc = parse_dur_setting(cmd, c->cli_node_timeout, "--node-timeout", &f.node_timeout, "node_timeout", path, 0,
+                                &c->node_timeout_ms)))
+        goto out;
+    const char *prefix = c->cli_prefix ? c->cli_prefix : f.key_prefix.value;
+    if (prefix && *prefix && !(c->key_prefix = strdup(prefix)))
+        rc = cli_usage(cmd, "out of memory");
+out:
+    conf_free(&f);
+    return rc;
+}
+
+/* ---- URLs ---- */
+
+void cli_mask_url(const char *url, char *out, size_t size)
+{
+    const char *sep = strstr(url, "://");
+    if (!sep) {
+        snprintf(out, size, "%s", url);
+        return;
+    }
+    const char *auth = sep + 3;
+    /* As in the library: for unix:// the userinfo ends at the '@' before the
+     * path; for redis:// at the last '@'. */
+    const char *at = NULL;
+    if (!strncmp(url, "unix:", 5)) {
+        const char *slash = strchr(auth, '/');
+        if (slash && slash > auth && slash[-1] == '@')
+            at = slash - 1;
+    } else {
+        at = strrchr(auth, '@');
+    }
+    if (!at) {
+        snprintf(out, size, "%s", url);
+        return;
+    }
+    const char *colon = memchr(auth, ':', (size_t)(at - auth));
+    if (!colon) {
+        snprintf(out, size, "%s", url);
+        return;
+    }
+    snprintf(out, size, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+static int hexv(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int pct_decode(const char *s, size_t n, char *out, size_t size)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '%') {
+            int hi = i + 1 < n ? hexv((unsigned char)s[i + 1]) : -1;
+            int lo = i + 2 < n ? hexv((unsigned char)s[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi | lo) == 0)
+                return -1;
+            ch = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        if (o + 1 >= size)
+            return -1;
+        out[o++] = ch;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static int parse_userinfo(cli_endpoint *ep, const char *s, size_t n, char *err, size_t errsize)
+{
+    const char *colon = memchr(s, ':', n);
+    if (!colon) {
+        snprintf(err, errsize, "user name without a password (use user:password@ or :password@)");
+        return -1;
+    }
+    if (pct_decode(s, (size_t)(colon - s), ep->user, sizeof ep->user) ||
+        pct_decode(colon + 1, n - (size_t)(colon + 1 - s), ep->password, sizeof ep->password)) {
+        snprintf(err, errsize, "bad percent-escape or too long user name or password");
+        return -1;
+    }
+    ep->has_password = 1;
+    return 0;
+}
+
+int cli_endpoint_parse(const char *url, cli_endpoint *ep, char *err, size_t errsize)
+{
+    memset(ep, 0, sizeof *ep);
+    cli_mask_url(url, ep->display, sizeof ep->display);
+    long v;
+    if (!strncmp(url, "unix://", 7)) {
+        const char *rest = url + 7, *slash = strchr(rest, '/');
+        if (!slash) {
+            snprintf(err, errsize, "unix URL needs an absolute socket path (unix:///path)");
+            return -1;
+        }
+        if (slash > rest) {
+            if (slash[-1] != '@') {
+                snprintf(err, errsize, "unix URL: expected unix:///path or unix://:password@/path");
+                return -1;
+            }
+            if (parse_userinfo(ep, rest, (size_t)(slash - 1 - rest), err, errsize))
+                return -1;
+        }
+        const char *q = strchr(slash, '?');
+        size_t plen = q ? (size_t)(q - slash) : strlen(slash);
+        if (plen <= 1 || plen >= sizeof ep->path) {
+            snprintf(err, errsize, "empty or too long unix socket path");
+            return -1;
+        }
+        memcpy(ep->path, slash, plen);
+        if (q) {
+            if (strncmp(q, "?db=", 4) || cli_parse_long(q + 4, 0, 65535, &v)) {
+                snprintf(err, errsize, "unix URL: the only query parameter is db=N");
+                return -1;
+            }
+            ep->db = (int)v;
+        }
+        return 0;
+    }
+    if (!strncmp(url, "rediss://", 9)) {
+        snprintf(err, errsize, "rediss:// (TLS) is not supported");
+        return -1;
+    }
+    if (strncmp(url, "redis://", 8)) {
+        snprintf(err, errsize, "URL must start with redis:// or unix://");
+        return -1;
+    }
+    const char *rest = url + 8, *h = rest, *at = strrchr(rest, '@');
+    if (at) {
+        if (parse_userinfo(ep, rest, (size_t)(at - rest), err, errsize))
+            return -1;
+        h = at + 1;
+    }
+    const char *p;
+    size_t hl;
+    if (*h == '[') {
+        const char *close = strchr(h, ']');
+        if (!close) {
+            snprintf(err, errsize, "unterminated [IPv6] address");
+            return -1;
+        }
+        hl = (size_t)(close - h - 1);
+        h++;
+        p = close + 1;
+    } else {
+        hl = strcspn(h, ":/?#");
+        p = h + hl;
+    }
+    if (hl == 0 || hl >= sizeof ep->host) {
+        snprintf(err, errsize, "empty or too long host name");
+        return -1;
+    }
+    memcpy(ep->host, h, hl);
+    ep->port = 6379;
+    if (*p == ':') {
+        char num[16];
+        size_t n = strcspn(p + 1, "/?#");
+        if (n == 0 || n >= sizeof num) {
+            snprintf(err, errsize, "port is not a number");
+            return -1;
+        }
+        memcpy(num, p + 1, n);
+        num[n] = '\0';
+        if (cli_parse_long(num, 1, 65535, &v)) {
+            snprintf(err, errsize, "port is not a number in 1..65535");
+            return -1;
+        }
+        ep->port = (int)v;
+        p += 1 + n;
+    }
+    if (*p == '/') {
+        char num[16];
+        size_t n = strcspn(p + 1, "?#");
+        if (n) {
+            if (n >= sizeof num) {
+                snprintf(err, errsize, "database number is not a number in 0..65535");
+                return -1;
+            }
+            memcpy(num, p + 1, n);
+            num[n] = '\0';
+            if (cli_parse_long(num, 0, 65535, &v)) {
+                snprintf(err, errsize, "database number is not a number in 0..65535");
+                return -1;
+            }
+            ep->db = (int)v;
+        }
+        p += 1 + n;
+    }
+    if (*p) {
+        snprintf(err, errsize, "unexpected query or fragment in URL");
+        return -1;
+    }
+    return 0;
+}
+
+void cli_endpoint_wipe(cli_endpoint *ep)
+{
+    explicit_bzero(ep, sizeof *ep);
+}
+
+static void reply_error_text(redisReply *r, char *err, size_t errsize)
+{
+    snprintf(err, errsize, "%.*s", (int)r->len, r->str);
+}
+
+redisContext *cli_connect(const cli_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize)
+{
+    struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+    redisContext *ctx = ep->path[0] ? redisConnectUnixWithTimeout(ep->path, tv)
+                                    : redisConnectWithTimeout(ep->host, ep->port, tv);
+    if (!ctx) {
+        snprintf(err, errsize, "out of memory");
+        return NULL;
+    }
+    if (ctx->err) {
+        snprintf(err, errsize, "cannot connect: %s", ctx->errstr);
+        redisFree(ctx);
+        return NULL;
+    }
+    redisSetTimeout(ctx, tv);
+    redisReply *r = NULL;
+    if (ep->has_password) {
+        r = ep->user[0] ? redisCommand(ctx, "AUTH %s %s", ep->user, ep->password)
+                        : redisCommand(ctx, "AUTH %s", ep->password);
+        if (!r) {
+            snprintf(err, errsize, "AUTH: %s", ctx->errstr);
+            goto fail;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            char why[256];
+            reply_error_text(r, why, sizeof why);
+            snprintf(err, errsize, "authentication failed: %s", why);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    if (ep->db) {
+        r = redisCommand(ctx, "SELECT %d", ep->db);
+        if (!r) {
+            snprintf(err, errsize, "SELECT: %s", ctx->errstr);
+            goto fail;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            char why[256];
+            reply_error_text(r, why, sizeof why);
+            snprintf(err, errsize, "SELECT %d: %s", ep->db, why);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    return ctx;
+fail:
+    freeReplyObject(r);
+    redisFree(ctx);
+    return NULL;
+}
+
+redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(ctx, fmt, ap);
+    va_end(ap);
+    if (!r)
+        /* hiredis reports a read timeout as EAGAIN's text. */
+        snprintf(err, errsize, "%s",
+                 strstr(ctx->errstr, "temporarily unavailable") || strstr(ctx->errstr, "timed out") ? "timed out"
+                                                                                                    : ctx->errstr);
+    return r;
+}
+
+/* ---- JSON ---- */
+
+void cli_json_bytes(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch < 0x20 || ch >= 0x7f)
+            /* Non-ASCII bytes as U+00XX: always valid JSON, if lossy for UTF-8. */
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    if (!s)
+        fputs("null", f);
+    else
+        cli_json_bytes(f, s, strlen(s));
+}
