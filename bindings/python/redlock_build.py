@@ -41,6 +41,7 @@ typedef struct redlock_client redlock_client;
 typedef struct redlock_lock redlock_lock;
 
 #define REDLOCK_OPTIONS_VERSION ...
+#define REDLOCK_OPT_FUNCTIONS ...
 
 typedef struct redlock_options {
     unsigned int version;
@@ -56,9 +57,16 @@ typedef struct redlock_options {
     uint32_t max_extensions;
     uint32_t max_hold_ms;
     uint32_t flags;
+    const char *tls_ca_file;
+    const char *tls_ca_dir;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_server_name;
+    uint32_t tls_insecure_skip_verify;
     ...;
 } redlock_options;
 
+int redlock_options_init_version(redlock_options *opts, unsigned int version);
 void redlock_options_init(redlock_options *opts);
 
 int redlock_client_new(redlock_client **out, const char *const *node_urls,
@@ -68,6 +76,7 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls,
                         char *errbuf, size_t errbuf_size);
 void redlock_client_free(redlock_client *client);
 size_t redlock_client_node_count(const redlock_client *client);
+int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size);
 
 int redlock_acquire(redlock_client *client, const char *resource,
                     uint32_t ttl_ms, redlock_lock **out);
@@ -107,7 +116,8 @@ def pkg_config(*args: str) -> list[str]:
     except subprocess.CalledProcessError as err:
         sys.exit(
             f"redlock: `{' '.join(cmd)}` failed: {err.stderr.strip()}\n"
-            "Install the development packages (Debian: apt-get install libhiredis-dev libssl-dev),"
+            "Install the development packages (Debian: apt-get install libhiredis-dev libssl-dev;"
+            " hiredis_ssl comes with libhiredis-dev),"
             " or for REDLOCK_USE_SYSTEM_LIB=1 install libredlock with its redlock.pc."
         )
     return shlex.split(out)
@@ -165,7 +175,7 @@ def make_ffibuilder() -> FFI:
         sources = sorted(rel(p) for p in glob.glob(os.path.join(C_SRC, "*.c")))
         if not sources:
             sys.exit(f"redlock: no C sources found under {C_SRC}")
-        kw = split_flags(pkg_config("--cflags", "--libs", "hiredis", "libcrypto"))
+        kw = split_flags(pkg_config("--cflags", "--libs", "hiredis", "hiredis_ssl", "libssl", "libcrypto"))
         kw["include_dirs"][:0] = [rel(C_INCLUDE), rel(C_SRC)]
         kw["define_macros"][:0] = [("REDLOCK_BUILDING", None), ("_GNU_SOURCE", None)]
         kw["extra_compile_args"][:0] = ["-fvisibility=hidden", "-std=gnu11"]

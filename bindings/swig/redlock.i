@@ -40,6 +40,17 @@ static void rl_fail(rl_status *st, int code, const char *detail) {
     st->detail = (detail && *detail) ? rl_strdup(detail) : NULL;
 }
 
+/* Replaces an owned string field of the options with a copy of value (NULL unsets). */
+static void rl_set_owned(rl_status *st, const char **field, const char *value) {
+    char *copy = NULL;
+    if (value && !(copy = rl_strdup(value))) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    free((char *)*field);
+    *field = copy;
+}
+
 /* redlock_lock_new has no detail channel; its only EINVAL cases are these. */
 #define RL_BAD_RESOURCE "the resource name is null, empty or longer than 4096 bytes"
 
@@ -500,8 +511,8 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
   /**
    * A client over the given node URLs (redis://[user[:password]@]host[:port][/db]
    * or unix:///path[?db=N]) with options (null = the defaults). No connection is
-   * made yet. A malformed or duplicate URL throws InvalidArgumentException, a
-   * rediss:// URL NotSupportedException.
+   * made yet. A malformed or duplicate URL throws InvalidArgumentException; a
+   * TLS file that cannot be loaded, TLSException.
    */
   public";
 %javamethodmodifiers redlock_client::rl_newLock "
@@ -509,6 +520,14 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
   public synchronized";
 %javamethodmodifiers redlock_client::rl_nodeCount "
   /** How many nodes this client uses. */
+  public synchronized";
+%javamethodmodifiers redlock_client::rl_loadFunctions "
+  /**
+   * Loads (FUNCTION LOAD REPLACE) the \"redlock\" function library on every node, for
+   * clients whose Options have setUseFunctions(true). An administrator runs it once
+   * per node, with URLs whose user may run FUNCTION LOAD. Throws the commonest
+   * failure, with every node's answer, if any node did not load it.
+   */
   public synchronized";
 %javamethodmodifiers redlock_client::rl_version "
   /** The version of the C library actually loaded, \"MAJOR.MINOR.PATCH\". */
@@ -555,6 +574,12 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
 %ignore REDLOCK_EXTERN;
 %ignore redlock_options::version;
 %ignore redlock_options::key_prefix; /* owned copy below */
+%ignore redlock_options::tls_ca_file;  /* owned copies below, like key_prefix */
+%ignore redlock_options::tls_ca_dir;
+%ignore redlock_options::tls_cert_file;
+%ignore redlock_options::tls_key_file;
+%ignore redlock_options::tls_server_name;
+%ignore redlock_options::tls_insecure_skip_verify; /* a boolean below */
 
 %rename(Redlock) redlock_client;
 %rename(Lock) redlock_lock;
@@ -634,6 +659,13 @@ struct redlock_lock {};
   }
 #endif
 
+  void rl_loadFunctions(rl_status *st) {
+    char err[4096] = "";
+    int rc = redlock_client_load_functions($self, err, sizeof err);
+    if (rc != 0)
+      rl_fail(st, rc, err);
+  }
+
   size_t rl_nodeCount() {
     return redlock_client_node_count($self);
   }
@@ -710,6 +742,11 @@ struct redlock_lock {};
 
   ~redlock_options() {
     free((char *)$self->key_prefix);
+    free((char *)$self->tls_ca_file);
+    free((char *)$self->tls_ca_dir);
+    free((char *)$self->tls_cert_file);
+    free((char *)$self->tls_key_file);
+    free((char *)$self->tls_server_name);
     free($self);
   }
 
@@ -728,4 +765,29 @@ struct redlock_lock {};
   const char *rl_getKeyPrefix() {
     return $self->key_prefix;
   }
+
+  /* TLS for rediss:// nodes (see docs/security.md); null unsets. Paths are
+   * read when a client is created. */
+  void rl_setTlsCaFile(rl_status *st, const char *path) { rl_set_owned(st, &$self->tls_ca_file, path); }
+  const char *rl_getTlsCaFile() { return $self->tls_ca_file; }
+  void rl_setTlsCaDir(rl_status *st, const char *path) { rl_set_owned(st, &$self->tls_ca_dir, path); }
+  const char *rl_getTlsCaDir() { return $self->tls_ca_dir; }
+  void rl_setTlsCertFile(rl_status *st, const char *path) { rl_set_owned(st, &$self->tls_cert_file, path); }
+  const char *rl_getTlsCertFile() { return $self->tls_cert_file; }
+  void rl_setTlsKeyFile(rl_status *st, const char *path) { rl_set_owned(st, &$self->tls_key_file, path); }
+  const char *rl_getTlsKeyFile() { return $self->tls_key_file; }
+  void rl_setTlsServerName(rl_status *st, const char *name) { rl_set_owned(st, &$self->tls_server_name, name); }
+  const char *rl_getTlsServerName() { return $self->tls_server_name; }
+  /* Accepts any server certificate: no protection against interception. Tests only. */
+  void rl_setTlsInsecureSkipVerify(bool insecure) { $self->tls_insecure_skip_verify = insecure ? 1 : 0; }
+  bool rl_getTlsInsecureSkipVerify() { return $self->tls_insecure_skip_verify != 0; }
+
+  /* REDLOCK_OPT_FUNCTIONS: release and extend with FCALL (Redlock.loadFunctions). */
+  void rl_setUseFunctions(bool use) {
+    if (use)
+      $self->flags |= REDLOCK_OPT_FUNCTIONS;
+    else
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_FUNCTIONS;
+  }
+  bool rl_getUseFunctions() { return ($self->flags & REDLOCK_OPT_FUNCTIONS) != 0; }
 }

@@ -38,7 +38,7 @@ typedef enum redlock_error_code {
     REDLOCK_ESERVER      = -9,  /* server error reply (NOPERM, READONLY, OOM...) */
     REDLOCK_EAUTH        = -10, /* authentication failed */
     REDLOCK_ETLS         = -11, /* TLS failure */
-    REDLOCK_ENOTSUP      = -12, /* not supported (for example rediss:// URLs) */
+    REDLOCK_ENOTSUP      = -12, /* not supported */
     REDLOCK_ECANCELED    = -13, /* cancelled by redlock_lock_cancel() or a signal */
     REDLOCK_ELIMIT       = -14, /* extension bound reached (max_extensions, max_hold_ms) */
     REDLOCK_ESTATE       = -15  /* the call does not fit the lock's state (e.g. release of a lock not held) */
@@ -55,9 +55,15 @@ typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one t
 
 /* Client options. Initialise with redlock_options_init() (or
  * REDLOCK_OPTIONS_INIT), then change fields. The version field comes first
- * and fields are only ever appended, so a program built against an older
- * header keeps working. */
-#define REDLOCK_OPTIONS_VERSION 1
+ * and fields are only ever appended: the library reads a caller's struct by
+ * its version, so a program built against an older header keeps working.
+ * Version 1 ends with flags; version 2 adds TLS. */
+#define REDLOCK_OPTIONS_VERSION 2
+
+/* Bits of redlock_options.flags */
+#define REDLOCK_OPT_FUNCTIONS 0x1u   /* release and extend with FCALL on the "redlock"
+                                      * function library (redlock_client_load_functions)
+                                      * instead of EVALSHA/EVAL: lock users need no EVAL */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
@@ -72,20 +78,44 @@ typedef struct redlock_options {
     const char *key_prefix;      /* prepended to every resource; copied; NULL = "" */
     uint32_t max_extensions;     /* extensions per acquisition, 0 = unbounded (0) */
     uint32_t max_hold_ms;        /* total hold time reachable by extending, 0 = unbounded (0) */
-    uint32_t flags;              /* reserved for future options; must be 0 */
+    uint32_t flags;              /* REDLOCK_OPT_* bits (0) */
+    /* Version 2: TLS for rediss:// nodes. Strings are copied; NULL = unset. Server
+     * certificates are always verified (chain and name) unless
+     * tls_insecure_skip_verify is set. Setting any of these with a redis:// TCP
+     * node is refused, so a typo cannot silently send the lock in plain text. */
+    const char *tls_ca_file;     /* PEM file of CAs to trust; with tls_ca_dir NULL too, the system's CAs */
+    const char *tls_ca_dir;      /* directory of hashed CA certificates (openssl rehash) */
+    const char *tls_cert_file;   /* client certificate chain (PEM) for mutual TLS; needs tls_key_file */
+    const char *tls_key_file;    /* its private key (PEM, not encrypted) */
+    const char *tls_server_name; /* name or IP every server's certificate must carry, also sent as
+                                  * SNI; NULL = each node URL's own host */
+    uint32_t tls_insecure_skip_verify; /* 1 = accept ANY server certificate: no protection against a
+                                        * man in the middle. For tests only (0) */
 } redlock_options;
 
-#define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0 }
+#define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
+                               NULL, NULL, NULL, NULL, NULL, 0 }
 
+/* Fills *opts with the defaults of options version `version` (1 up to
+ * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.
+ * 0, or REDLOCK_EINVAL for NULL or an unknown version. */
+REDLOCK_EXTERN int redlock_options_init_version(redlock_options *opts, unsigned int version);
+/* Fills *opts with the defaults, the same as REDLOCK_OPTIONS_INIT; NULL is
+ * ignored. A macro, so that the call records the struct size this header
+ * declares; the exported function of the same name (for programs built
+ * against version 1) fills a version 1 struct. */
 REDLOCK_EXTERN void redlock_options_init(redlock_options *opts);
+#define redlock_options_init(opts) ((void)redlock_options_init_version((opts), REDLOCK_OPTIONS_VERSION))
 
 /* Creates a client over n_nodes node URLs:
  *   redis://[user[:password]@]host[:port][/db]   host may be [IPv6]
+ *   rediss://[user[:password]@]host[:port][/db]  TLS (see the tls_* options)
  *   unix:///path/to/redis.sock[?db=N]            (password: unix://:pw@/path)
- * rediss:// gives REDLOCK_ENOTSUP. The same server given twice (after
- * resolving names) gives REDLOCK_EINVAL. No connection is made here; nodes
- * are connected on first use and reconnected with backoff. opts may be NULL.
- * errbuf, if not NULL, receives a NUL-terminated description of a failure. */
+ * The same server given twice (after resolving names) gives REDLOCK_EINVAL.
+ * TLS files that cannot be loaded give REDLOCK_ETLS. No connection is made
+ * here; nodes are connected on first use and reconnected with backoff. opts
+ * may be NULL. errbuf, if not NULL, receives a NUL-terminated description of
+ * a failure. */
 REDLOCK_EXTERN int redlock_client_new(redlock_client **out, const char *const *node_urls,
                                       size_t n_nodes, const redlock_options *opts);
 REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *node_urls,
@@ -95,6 +125,15 @@ REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *
  * until they are freed; connections close with the last reference. Accepts NULL. */
 REDLOCK_EXTERN void redlock_client_free(redlock_client *client);
 REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
+
+/* Loads (FUNCTION LOAD REPLACE) the "redlock" function library that
+ * REDLOCK_OPT_FUNCTIONS calls, on every node (Redis 7+ or Valkey 7.2+). An
+ * administrator runs it once per node, and again after a node lost its data,
+ * through a client whose URLs carry a user allowed FUNCTION LOAD; lock users
+ * then need FCALL, not EVAL. 0 if every node loaded it, else the commonest
+ * failure (REDLOCK_EAUTH, REDLOCK_ESERVER, REDLOCK_ETLS, REDLOCK_ENOQUORUM)
+ * with each node's answer in errbuf. */
+REDLOCK_EXTERN int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size);
 
 /* Shorthands: a new lock on resource, acquired for ttl_ms. On success *out
  * is the held lock (caller frees it); on failure *out is NULL. redlock_acquire

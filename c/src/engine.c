@@ -1,18 +1,30 @@
 /* engine.c: per-node connection pools and one multiplexed round: a command
  * is sent to every node at once over non-blocking hiredis contexts, and one
- * poll() loop reads the replies until the outcome is decided. */
+ * poll() loop reads the replies until the outcome is decided. TLS
+ * connections do their handshake inside that loop too. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <hiredis/hiredis.h>
+#include <hiredis/hiredis_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "internal.h"
+
+/* hiredis_ssl.h declares this; some compatibility builds of it (hiredict's
+ * hiredis shims) only define the name. An identical redeclaration is valid C. */
+int redisInitiateSSL(redisContext *c, struct ssl_st *ssl);
 
 /* Every reply a connection still owes, in order. Replies owed to a round
  * that was decided without them are dropped by the connection's next user;
@@ -34,6 +46,9 @@ typedef struct rl_expect {
 struct rl_conn {
     redisContext *ctx;
     int connecting;         /* non-blocking connect not yet confirmed */
+    int handshaking;        /* TLS handshake under way (driven here, not by hiredis) */
+    short tls_want;         /* POLLIN or POLLOUT: what the handshake waits for */
+    SSL *ssl;               /* owned by ctx once handed over; NULL for plain connections */
     int head, len;          /* FIFO of owed replies */
     rl_expect q[RL_PIPE_MAX];
 };
@@ -44,7 +59,7 @@ typedef struct slot {
     int retried;     /* a stale pooled connection was replaced once */
     int wpending;    /* output not fully written */
     int got_reply;
-    int eval_sent;   /* NOSCRIPT fallback already used for our command */
+    int eval_sent;   /* our script command went as EVAL: NOSCRIPT cannot follow */
     int broken;      /* never return to the pool */
     int suspect;     /* the node timed out lately */
     int64_t deadline;
@@ -91,6 +106,19 @@ const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 char rl_sha_release[41];
 char rl_sha_extend[41];
+
+/* The same two scripts as a Redis 7 function library, for REDLOCK_OPT_FUNCTIONS:
+ * loaded once by an administrator, so lock users need FCALL but not EVAL. */
+const char rl_function_library[] =
+    "#!lua name=redlock\n"
+    "redis.register_function('redlock_release', function(keys, args)\n"
+    "  if redis.call('get', keys[1]) == args[1] then return redis.call('del', keys[1]) end\n"
+    "  return 0\n"
+    "end)\n"
+    "redis.register_function('redlock_extend', function(keys, args)\n"
+    "  if redis.call('get', keys[1]) == args[1] then return redis.call('pexpire', keys[1], args[2]) end\n"
+    "  return 0\n"
+    "end)\n";
 
 static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
 static void scripts_init_once(void)
@@ -185,6 +213,238 @@ static void node_healthy(rl_node *node)
     }
 }
 
+/* ---- TLS ----
+ * hiredis's redisInitiateSSL sets up an SSL object on a context and starts
+ * the handshake; on a non-blocking context it returns as soon as the
+ * handshake waits for the server, and hiredis would then finish it inside
+ * SSL_read/SSL_write, which cannot say whether the socket must become
+ * readable or writable: polling for "writable" while the handshake waits
+ * for the server spins. So the poll loop drives the rest of the handshake
+ * itself (SSL_do_handshake, polling for what it wants), and hands the
+ * connection to hiredis's reads and writes only once it is complete.
+ * redisInitiateSSL cannot take an SSL that is already connected: it resets
+ * the SSL's state (SSL_set_connect_state). Released hiredis checks neither
+ * the certificate's name nor, without a CA, the chain: the client's own
+ * SSL_CTX (VERIFY_PEER) and SSL_set1_host / X509_VERIFY_PARAM_set1_ip_asc
+ * per connection do. */
+
+/* An encrypted private key would make OpenSSL prompt on the terminal. */
+static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
+{
+    (void)buf; (void)size; (void)rwflag; (void)userdata;
+    return 0;
+}
+
+/* The reason of the most recent OpenSSL error, or NULL if none is queued. */
+static const char *tls_reason(unsigned long *code)
+{
+    unsigned long e = ERR_peek_last_error();
+    if (code)
+        *code = e;
+    if (!e)
+        return NULL;
+    const char *why = ERR_reason_error_string(e);
+    return why ? why : "unknown OpenSSL error";
+}
+
+/* OpenSSL says "system lib" for a missing file: check files first, for a useful message. */
+static int unreadable(char *err, size_t errsize, const char *what, const char *path)
+{
+    struct stat st;
+    int bad = stat(path, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (!bad) {
+        FILE *f = fopen(path, "r");
+        if (!f)
+            bad = errno;
+        else
+            fclose(f);
+    }
+    if (bad)
+        rl_fmt(err, errsize, "%s '%.200s': %s", what, path, strerror(bad));
+    return bad != 0;
+}
+
+static int tls_setup_error(char *err, size_t errsize, const char *what, const char *path)
+{
+    const char *why = tls_reason(NULL);
+    rl_fmt(err, errsize, "%s '%.200s': %s", what, path, why ? why : "cannot be loaded");
+    ERR_clear_error();
+    return REDLOCK_ETLS;
+}
+
+int rl_tls_client_init(redlock_client *c, const redlock_options *o, char *err, size_t errsize)
+{
+    int any = 0;
+    for (size_t i = 0; i < c->n; i++)
+        any |= c->nodes[i].ep.tls;
+    if (o->tls_server_name) {
+        c->tls_server_name = strdup(o->tls_server_name);
+        if (!c->tls_server_name) {
+            rl_fmt(err, errsize, "out of memory");
+            return REDLOCK_ENOMEM;
+        }
+    }
+    if (!any)
+        return 0;
+
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        rl_fmt(err, errsize, "TLS: cannot create an SSL_CTX: %s", tls_reason(NULL) ? tls_reason(NULL) : "?");
+        ERR_clear_error();
+        return REDLOCK_ETLS;
+    }
+    c->tls_ctx = ctx;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* A server that closes without close_notify (killed, restarted) then
+     * reads as a plain EOF, handled like one on a plain connection. RESP
+     * replies carry their own lengths, so truncation cannot go unnoticed. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    if (o->tls_ca_file || o->tls_ca_dir) {
+        struct stat st;
+        /* OpenSSL reads the directory lazily: check it now, not at the first handshake. */
+        if (o->tls_ca_dir && (stat(o->tls_ca_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            rl_fmt(err, errsize, "tls_ca_dir '%.200s': %s", o->tls_ca_dir,
+                   stat(o->tls_ca_dir, &st) != 0 ? strerror(errno) : "not a directory");
+            return REDLOCK_ETLS;
+        }
+        if (o->tls_ca_file && unreadable(err, errsize, "tls_ca_file", o->tls_ca_file))
+            return REDLOCK_ETLS;
+        if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1)
+            return tls_setup_error(err, errsize, o->tls_ca_file ? "tls_ca_file" : "tls_ca_dir",
+                                   o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir);
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        return tls_setup_error(err, errsize, "the system's CA store", "default");
+    }
+    if (o->tls_cert_file) {
+        if (unreadable(err, errsize, "tls_cert_file", o->tls_cert_file) ||
+            unreadable(err, errsize, "tls_key_file", o->tls_key_file))
+            return REDLOCK_ETLS;
+        if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1)
+            return tls_setup_error(err, errsize, "tls_cert_file", o->tls_cert_file);
+        if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1)
+            return tls_setup_error(err, errsize, "tls_key_file (unencrypted PEM)", o->tls_key_file);
+        if (SSL_CTX_check_private_key(ctx) != 1)
+            return tls_setup_error(err, errsize, "tls_key_file does not match tls_cert_file", o->tls_key_file);
+    }
+    SSL_CTX_set_verify(ctx, o->tls_insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    ERR_clear_error();
+    return 0;
+}
+
+void rl_tls_client_free(redlock_client *c)
+{
+    SSL_CTX_free(c->tls_ctx);
+    c->tls_ctx = NULL;
+    free(c->tls_server_name);
+    c->tls_server_name = NULL;
+}
+
+/* What went wrong in a failed SSL call, into msg. */
+static void tls_describe(SSL *ssl, int sslerr, const char *what, const char *expected, char *msg, size_t msgsize)
+{
+    unsigned long code = 0;
+    const char *why = tls_reason(&code);
+    int saved = errno;
+    if (sslerr == SSL_ERROR_SSL && why) {
+        long vr = SSL_get_verify_result(ssl);
+        if (ERR_GET_REASON(code) == SSL_R_CERTIFICATE_VERIFY_FAILED && vr != X509_V_OK) {
+            int name = vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH;
+            rl_fmt(msg, msgsize, "%s: certificate verify failed: %s%s%.60s%s", what,
+                   X509_verify_cert_error_string(vr), name ? " (expected " : "", name && expected ? expected : "",
+                   name ? ")" : "");
+        } else {
+            int plain = ERR_GET_REASON(code) == SSL_R_WRONG_VERSION_NUMBER ||
+                        ERR_GET_REASON(code) == SSL_R_PACKET_LENGTH_TOO_LONG;
+            rl_fmt(msg, msgsize, "%s: %s%s", what, why, plain ? " (the port does not speak TLS?)" : "");
+        }
+    } else if (sslerr == SSL_ERROR_SYSCALL && saved) {
+        rl_fmt(msg, msgsize, "%s: %s", what, strerror(saved));
+    } else {
+        rl_fmt(msg, msgsize, "%s: connection closed by the server", what);
+    }
+    ERR_clear_error();
+}
+
+static int is_ip_literal(const char *name)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
+}
+
+/* Continues the handshake: 0 done, 1 waiting (c->tls_want says for what),
+ * -1 failed (reason in msg). */
+static int tls_step(const redlock_client *cl, const rl_node *node, rl_conn *c, char *msg, size_t msgsize)
+{
+    ERR_clear_error();
+    int rv = SSL_do_handshake(c->ssl);
+    if (rv == 1) {
+        c->handshaking = 0;
+        return 0;
+    }
+    int e = SSL_get_error(c->ssl, rv);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        c->tls_want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        return 1;
+    }
+    tls_describe(c->ssl, e, "TLS handshake", cl->tls_server_name ? cl->tls_server_name : node->ep.host,
+                 msg, msgsize);
+    return -1;
+}
+
+/* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
+static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, char *msg, size_t msgsize)
+{
+    const char *name = cl->tls_server_name ? cl->tls_server_name : node->ep.host;
+    char addr[INET6_ADDRSTRLEN + 1];
+    /* An IPv6 literal may carry a zone ("fe80::1%eth0"); certificates don't. */
+    size_t n = strcspn(name, "%");
+    int ip = 0;
+    if (n < sizeof addr) {
+        memcpy(addr, name, n);
+        addr[n] = '\0';
+        ip = is_ip_literal(addr);
+    }
+    ERR_clear_error();
+    SSL *ssl = SSL_new(cl->tls_ctx);
+    int ok = ssl != NULL;
+    /* SNI carries host names only (RFC 6066). */
+    if (ok && !ip)
+        ok = SSL_set_tlsext_host_name(ssl, name) == 1;
+    if (ok && !cl->opts.tls_insecure_skip_verify) {
+        if (ip) {
+            ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), addr) == 1;
+        } else {
+            SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+            ok = SSL_set1_host(ssl, name) == 1;
+        }
+    }
+    if (!ok) {
+        const char *why = tls_reason(NULL);
+        rl_fmt(msg, msgsize, "TLS setup for '%.60s': %s", name, why ? why : "out of memory");
+        ERR_clear_error();
+        SSL_free(ssl);
+        return -1;
+    }
+    if (redisInitiateSSL(c->ctx, ssl) != REDIS_OK) {
+        /* Its first SSL_connect may already have met the server's answer.
+         * hiredis keeps only the error's reason; OpenSSL still has it all. */
+        if (tls_reason(NULL))
+            tls_describe(ssl, SSL_ERROR_SSL, "TLS handshake", name, msg, msgsize);
+        else
+            rl_fmt(msg, msgsize, "TLS: %s", c->ctx->errstr[0] ? c->ctx->errstr : "cannot start the handshake");
+        ERR_clear_error();
+        SSL_free(ssl);  /* on failure the SSL object stays ours */
+        return -1;
+    }
+    c->ssl = ssl;
+    c->handshaking = 1;
+    return tls_step(cl, node, c, msg, msgsize) < 0 ? -1 : 0;
+}
+
 static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
 {
     redisOptions o;
@@ -221,7 +481,10 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
     return 0;
 }
 
-static int append_cmd(redisContext *ctx, rl_cmd cmd, int use_eval, const char *key, size_t key_len,
+/* How release and extend reach the scripts. */
+enum { VIA_EVALSHA, VIA_EVAL, VIA_FCALL };
+
+static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, size_t key_len,
                       const char *value, uint32_t ttl_ms)
 {
     int rc;
@@ -230,24 +493,40 @@ static int append_cmd(redisContext *ctx, rl_cmd cmd, int use_eval, const char *k
         rc = redisAppendCommand(ctx, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
         break;
     case RL_CMD_EXTEND:
-        rc = use_eval
+        rc = via == VIA_FCALL
+            ? redisAppendCommand(ctx, "FCALL redlock_extend 1 %b %s %u", key, key_len, value, ttl_ms)
+            : via == VIA_EVAL
             ? redisAppendCommand(ctx, "EVAL %s 1 %b %s %u", rl_script_extend, key, key_len, value, ttl_ms)
             : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s %u", rl_sha_extend, key, key_len, value, ttl_ms);
         break;
-    default:
-        rc = use_eval
+    case RL_CMD_RELEASE:
+        rc = via == VIA_FCALL
+            ? redisAppendCommand(ctx, "FCALL redlock_release 1 %b %s", key, key_len, value)
+            : via == VIA_EVAL
             ? redisAppendCommand(ctx, "EVAL %s 1 %b %s", rl_script_release, key, key_len, value)
             : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s", rl_sha_release, key, key_len, value);
+        break;
+    default:
+        rc = redisAppendCommand(ctx, "FUNCTION LOAD REPLACE %s", rl_function_library);
         break;
     }
     return rc == REDIS_OK ? 0 : -1;
 }
 
+/* 1 for the commands that run a script by EVALSHA/EVAL (and may meet NOSCRIPT). */
+static int is_script_cmd(const rl_round *r)
+{
+    return (r->cmd == RL_CMD_EXTEND || r->cmd == RL_CMD_RELEASE) && !r->via_fcall;
+}
+
 static int append_main(rl_round *r, slot *s, int use_eval)
 {
+    int via = r->via_fcall ? VIA_FCALL : use_eval ? VIA_EVAL : VIA_EVALSHA;
     if (!q_push(s->c, EXP_MAIN) ||
-        append_cmd(s->c->ctx, r->cmd, use_eval, r->key, r->key_len, r->value, r->ttl_ms) != 0)
+        append_cmd(s->c->ctx, r->cmd, via, r->key, r->key_len, r->value, r->ttl_ms) != 0)
         return -1;
+    if (via == VIA_EVAL && is_script_cmd(r))
+        s->eval_sent = 1;
     s->wpending = 1;
     return 0;
 }
@@ -267,14 +546,14 @@ static int queue_cmds(const rl_node *node, rl_round *r, slot *s, int fresh)
             if (redisAppendCommand(ctx, "SELECT %d", node->ep.db) != REDIS_OK || !q_push(s->c, EXP_SELECT))
                 return -1;
         }
-        /* Load both scripts with the first command, so that EVALSHA finds
-         * them even on a node whose replies this round won't wait for. A
-         * failure (an ACL without SCRIPT) is dropped: EVAL covers it. */
-        if (redisAppendCommand(ctx, "SCRIPT LOAD %s", rl_script_release) != REDIS_OK || !q_push(s->c, EXP_DROP) ||
-            redisAppendCommand(ctx, "SCRIPT LOAD %s", rl_script_extend) != REDIS_OK || !q_push(s->c, EXP_DROP))
-            return -1;
     }
-    return append_main(r, s, 0);
+    /* No SCRIPT LOAD: a lock user needs no SCRIPT permission, and no denied
+     * command lands in the server's ACL LOG. Instead, a script command goes
+     * as EVAL (which caches the script) where a NOSCRIPT could not be
+     * answered in this round: on a new connection, whose server may never
+     * have seen the script, and in a send-and-forget round. Elsewhere
+     * EVALSHA, with EVAL again after a NOSCRIPT. */
+    return append_main(r, s, fresh || r->no_wait);
 }
 
 static void finish(rl_round *r, size_t i, slot *s, rl_outcome out, int64_t now)
@@ -288,8 +567,10 @@ static void finish(rl_round *r, size_t i, slot *s, rl_outcome out, int64_t now)
 static int flush_out(slot *s)
 {
     int done = 0;
-    if (s->c->connecting || !s->wpending)
+    if (s->c->connecting || s->c->handshaking || !s->wpending)
         return 0;
+    if (s->c->ssl)
+        ERR_clear_error();  /* what is queued after a failure is this write's */
     if (redisBufferWrite(s->c->ctx, &done) == REDIS_ERR)
         return -1;
     s->wpending = !done;
@@ -376,8 +657,24 @@ static void io_fail(redlock_client *cl, rl_round *r, size_t i, slot *s, const ch
         start_fresh(cl, r, i, s, now);
         return;
     }
+    if (s->c->ssl && !tls_reason(NULL) && !s->got_reply) {
+        /* A server that rejects the client after the handshake (no client
+         * certificate, TLS 1.3) sends an alert and resets the connection;
+         * the alert may still wait to be read. */
+        char sink[256];
+        SSL_read(s->c->ssl, sink, sizeof sink);
+    }
+    if (s->c->ssl && tls_reason(NULL)) {
+        /* hiredis reports a failed SSL_read/SSL_write without the reason,
+         * e.g. the alert of a server that refused our client certificate. */
+        tls_describe(s->c->ssl, SSL_ERROR_SSL, what, NULL, r->msg[i], RL_NODE_MSG_MAX);
+        finish(r, i, s, RL_ERR_TLS, now);
+        return;
+    }
     rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s: %s", what,
            s->c->ctx->errstr[0] ? s->c->ctx->errstr : "connection error");
+    if (!s->reused && !s->got_reply && !s->c->ssl && !cl->nodes[i].ep.path)
+        rl_append(r->msg[i], RL_NODE_MSG_MAX, " (closed before any reply; a TLS port needs rediss://)");
     finish(r, i, s, RL_ERR_IO, now);
 }
 
@@ -410,7 +707,7 @@ static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t no
             rl_expect saved = *e;
             e->key = NULL;
             q_pop(c);
-            if (append_cmd(c->ctx, saved.cmd, 1, saved.key, saved.key_len, saved.value, saved.ttl_ms) != 0 ||
+            if (append_cmd(c->ctx, saved.cmd, VIA_EVAL, saved.key, saved.key_len, saved.value, saved.ttl_ms) != 0 ||
                 !q_push(c, EXP_DROP))
                 s->broken = 1;
             else
@@ -437,17 +734,23 @@ static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t no
 
     q_pop(c); /* EXP_MAIN */
     if (is_err) {
-        if (noscript && r->cmd != RL_CMD_SET && !s->eval_sent) {
+        if (noscript && is_script_cmd(r) && !s->eval_sent) {
             /* Script cache flushed or server restarted: send the body once. */
-            s->eval_sent = 1;
             if (append_main(r, s, 1) != 0 || flush_out(s) != 0) {
                 rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "EVAL after NOSCRIPT failed");
                 finish(r, i, s, RL_ERR_IO, now);
             }
             return;
         }
-        rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%.150s", rep->str);
+        if (r->via_fcall && strstr(rep->str, "Function not found"))
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%.80s (load it with redlock_client_load_functions)", rep->str);
+        else
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%.150s", rep->str);
         finish(r, i, s, is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, now);
+        return;
+    }
+    if (r->cmd == RL_CMD_LOAD_FUNCTIONS) {
+        finish(r, i, s, RL_YES, now);
         return;
     }
     if (r->cmd == RL_CMD_SET) {
@@ -481,7 +784,7 @@ static int hand_over(rl_round *r, slot *s)
     rl_conn *c = s->c;
     for (int k = 0; k < c->len; k++) {
         rl_expect *e = &c->q[(c->head + k) % RL_PIPE_MAX];
-        if (e->kind == EXP_MAIN && r->cmd != RL_CMD_SET && !s->eval_sent) {
+        if (e->kind == EXP_MAIN && is_script_cmd(r) && !s->eval_sent) {
             e->key = malloc(r->key_len ? r->key_len : 1);
             if (!e->key)
                 return -1;
@@ -515,7 +818,25 @@ static void handle_events(redlock_client *cl, rl_round *r, size_t i, slot *s, sh
             return;
         }
         s->c->connecting = 0;
+        if (cl->nodes[i].ep.tls) {
+            if (tls_begin(cl, &cl->nodes[i], s->c, r->msg[i], RL_NODE_MSG_MAX) != 0) {
+                finish(r, i, s, RL_ERR_TLS, now);
+                return;
+            }
+            if (s->c->handshaking)
+                return;
+            revents = 0;
+        }
         revents |= POLLOUT;
+    } else if (s->c->handshaking) {
+        int st = tls_step(cl, &cl->nodes[i], s->c, r->msg[i], RL_NODE_MSG_MAX);
+        if (st < 0) {
+            finish(r, i, s, RL_ERR_TLS, now);
+            return;
+        }
+        if (st > 0)
+            return;
+        revents = POLLOUT;  /* handshake done: send what is queued */
     }
     if (s->wpending && (revents & (POLLOUT | POLLERR | POLLHUP))) {
         if (flush_out(s) != 0) {
@@ -525,20 +846,27 @@ static void handle_events(redlock_client *cl, rl_round *r, size_t i, slot *s, sh
     }
     if (!(revents & (POLLIN | POLLERR | POLLHUP)))
         return;
-    if (redisBufferRead(ctx) == REDIS_ERR) {
-        io_fail(cl, r, i, s, "read", now);
-        return;
-    }
-    while (r->out[i] == RL_PENDING) {
-        void *rep = NULL;
-        if (redisGetReply(ctx, &rep) == REDIS_ERR) {
-            io_fail(cl, r, i, s, "protocol", now);
+    for (;;) {
+        if (s->c->ssl)
+            ERR_clear_error();
+        if (redisBufferRead(ctx) == REDIS_ERR) {
+            io_fail(cl, r, i, s, "read", now);
             return;
         }
-        if (!rep)
+        while (r->out[i] == RL_PENDING) {
+            void *rep = NULL;
+            if (redisGetReply(ctx, &rep) == REDIS_ERR) {
+                io_fail(cl, r, i, s, "protocol", now);
+                return;
+            }
+            if (!rep)
+                break;
+            on_reply(r, i, s, rep, now);
+            freeReplyObject(rep);
+        }
+        /* Decrypted bytes that OpenSSL holds are invisible to poll(). */
+        if (!s->c->ssl || r->out[i] != RL_PENDING || SSL_pending(s->c->ssl) <= 0)
             break;
-        on_reply(r, i, s, rep, now);
-        freeReplyObject(rep);
     }
 }
 
@@ -576,6 +904,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     int64_t now = rl_now_us();
 
     rl_scripts_init();
+    r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
     memset(S, 0, sizeof(slot) * r->n);
     for (size_t i = 0; i < r->n; i++) {
         r->out[i] = RL_PENDING;
@@ -615,6 +944,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             pfd[nfds].events = detached ? POLLOUT : POLLIN;
             if (s->c->connecting || s->wpending)
                 pfd[nfds].events |= POLLOUT;
+            if (s->c->handshaking)
+                pfd[nfds].events = s->c->tls_want;
             pfd[nfds].revents = 0;
             map[nfds++] = i;
             int64_t d = s->deadline;
@@ -653,9 +984,12 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             int detached = r->no_wait || (grace_until && s->suspect);
             if (detached && !s->c->connecting && !s->wpending)
                 continue;  /* sent: handed over at the end */
-            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no reply within %lld ms",
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, s->c->handshaking ? "TLS handshake not finished within %lld ms"
+                                                                 : "no reply within %lld ms",
                    (long long)((now - r->start_us) / 1000));
-            finish(r, i, s, RL_ERR_TIMEOUT, now);
+            /* A command still behind the handshake was never sent: nothing to
+             * clean up there, unlike after a timeout that may hide a reply. */
+            finish(r, i, s, s->c->handshaking ? RL_ERR_IO : RL_ERR_TIMEOUT, now);
             atomic_store(&cl->nodes[i].suspect, 1);
         }
     }

@@ -36,6 +36,7 @@ typedef struct rl_endpoint {
     char *user;        /* NULL if none */
     char *password;    /* NULL if none; never printed */
     int db;
+    int tls;           /* rediss:// */
     char *display;     /* URL with the password masked, for messages */
 } rl_endpoint;
 
@@ -70,10 +71,11 @@ typedef enum rl_outcome {
     RL_ERR_IO,       /* connect failed, reset, EOF, protocol error */
     RL_ERR_TIMEOUT,  /* no reply before the node's deadline */
     RL_ERR_DOWN,     /* skipped: node in reconnect backoff */
+    RL_ERR_TLS,      /* TLS handshake or certificate failure */
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
 
-typedef enum rl_cmd { RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE } rl_cmd;
+typedef enum rl_cmd { RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS } rl_cmd;
 
 typedef struct rl_round {
     rl_cmd cmd;
@@ -85,6 +87,7 @@ typedef struct rl_round {
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int quorum;              /* stop as soon as the result can't change */
     int no_wait;             /* send and return without waiting for replies */
+    int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
     rl_conn **pinned;        /* per node, or NULL: connections that still owe
@@ -99,10 +102,18 @@ struct redlock_client {
     size_t n;
     int quorum;
     rl_node *nodes;
-    redlock_options opts;    /* key_prefix points to prefix below */
+    redlock_options opts;    /* key_prefix points to prefix below; the tls_* strings
+                              * are NULL (read once, into tls_ctx) except tls_server_name */
     char *prefix;
     size_t prefix_len;
+    struct ssl_ctx_st *tls_ctx;  /* shared by the TLS connections; NULL if no node uses TLS */
+    char *tls_server_name;   /* owned copy, or NULL */
 };
+
+/* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
+ * reason if a file cannot be loaded), and frees it. */
+int rl_tls_client_init(redlock_client *c, const redlock_options *opts, char *err, size_t errsize);
+void rl_tls_client_free(redlock_client *c);
 
 void rl_node_init(rl_node *node);
 void rl_node_destroy(rl_node *node);
@@ -115,6 +126,7 @@ extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
 extern const char rl_script_release[];
 extern const char rl_script_extend[];
+extern const char rl_function_library[];
 void rl_scripts_init(void);
 
 #endif

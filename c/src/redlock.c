@@ -31,19 +31,43 @@ struct redlock_lock {
     rl_conn **pinned;         /* see rl_round.pinned */
 };
 
-void redlock_options_init(redlock_options *opts)
+/* The size of each version of redlock_options: a caller's struct is read
+ * and written only that far. Version 1 ended with flags. */
+static size_t options_size(unsigned int version)
+{
+    switch (version) {
+    case 1: return offsetof(redlock_options, tls_ca_file);
+    case 2: return sizeof(redlock_options);
+    default: return 0;
+    }
+}
+
+int redlock_options_init_version(redlock_options *opts, unsigned int version)
 {
     static const redlock_options defaults = REDLOCK_OPTIONS_INIT;
-    if (opts)
-        *opts = defaults;
+    size_t size = options_size(version);
+    if (!opts || !size)
+        return REDLOCK_EINVAL;
+    memcpy(opts, &defaults, size);
+    opts->version = version;
+    return 0;
+}
+
+/* Programs built against the version 1 header call this (the header now
+ * makes the name a macro): their struct has only the version 1 fields. */
+void (redlock_options_init)(redlock_options *opts)
+{
+    redlock_options_init_version(opts, 1);
+}
+
+static int any_tls_option(const redlock_options *o)
+{
+    return o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file || o->tls_key_file || o->tls_server_name ||
+           o->tls_insecure_skip_verify;
 }
 
 static int check_options(const redlock_options *o, char *err, size_t errsize)
 {
-    if (o->version < 1 || o->version > REDLOCK_OPTIONS_VERSION) {
-        rl_fmt(err, errsize, "options version %u unknown: initialise with redlock_options_init()", o->version);
-        return REDLOCK_EINVAL;
-    }
     if (!(o->drift_factor >= 0.0 && o->drift_factor < 0.5)) {
         rl_fmt(err, errsize, "drift_factor must be in [0, 0.5)");
         return REDLOCK_EINVAL;
@@ -69,8 +93,21 @@ static int check_options(const redlock_options *o, char *err, size_t errsize)
         rl_fmt(err, errsize, "key_prefix longer than %d bytes", REDLOCK_MAX_PREFIX_LEN);
         return REDLOCK_EINVAL;
     }
-    if (o->flags != 0) {
-        rl_fmt(err, errsize, "flags must be 0 (no flags are defined yet)");
+    if (o->flags & ~(uint32_t)REDLOCK_OPT_FUNCTIONS) {
+        rl_fmt(err, errsize, "flags has unknown bits 0x%x (the only flag is REDLOCK_OPT_FUNCTIONS)",
+               o->flags & ~(uint32_t)REDLOCK_OPT_FUNCTIONS);
+        return REDLOCK_EINVAL;
+    }
+    if (o->tls_insecure_skip_verify > 1) {
+        rl_fmt(err, errsize, "tls_insecure_skip_verify must be 0 or 1");
+        return REDLOCK_EINVAL;
+    }
+    if (!o->tls_cert_file != !o->tls_key_file) {
+        rl_fmt(err, errsize, "tls_cert_file and tls_key_file go together: give both or neither");
+        return REDLOCK_EINVAL;
+    }
+    if (o->tls_server_name && (!*o->tls_server_name || strlen(o->tls_server_name) > 253)) {
+        rl_fmt(err, errsize, "tls_server_name must be 1 to 253 bytes");
         return REDLOCK_EINVAL;
     }
     return 0;
@@ -96,6 +133,7 @@ static void client_destroy(redlock_client *c)
             rl_node_destroy(&c->nodes[i]);
         free(c->nodes);
     }
+    rl_tls_client_free(c);
     free(c->prefix);
     free(c);
 }
@@ -103,7 +141,7 @@ static void client_destroy(redlock_client *c)
 int redlock_client_open(redlock_client **out, const char *const *node_urls, size_t n_nodes,
                         const redlock_options *opts, char *errbuf, size_t errbuf_size)
 {
-    redlock_options defaults;
+    redlock_options full;
     redlock_client *c;
     int rc;
 
@@ -122,10 +160,19 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         rl_fmt(errbuf, errbuf_size, "%zu nodes given, at most %d supported", n_nodes, REDLOCK_MAX_NODES);
         return REDLOCK_EINVAL;
     }
-    if (!opts) {
-        redlock_options_init(&defaults);
-        opts = &defaults;
+    redlock_options_init_version(&full, REDLOCK_OPTIONS_VERSION);
+    if (opts) {
+        /* Read the caller's struct only as far as its version goes; the
+         * fields it does not have keep their defaults. */
+        size_t size = options_size(opts->version);
+        if (!size) {
+            rl_fmt(errbuf, errbuf_size, "options version %u unknown: initialise with redlock_options_init()",
+                   opts->version);
+            return REDLOCK_EINVAL;
+        }
+        memcpy(&full, opts, size);
     }
+    opts = &full;
     if ((rc = check_options(opts, errbuf, errbuf_size)) != 0)
         return rc;
 
@@ -137,6 +184,9 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
     }
     c->opts = *opts;
     c->opts.version = REDLOCK_OPTIONS_VERSION;
+    /* Caller's memory is not kept: the TLS files are read below, the name copied. */
+    c->opts.tls_ca_file = c->opts.tls_ca_dir = c->opts.tls_cert_file = c->opts.tls_key_file = NULL;
+    c->opts.tls_server_name = NULL;
     for (size_t i = 0; i < n_nodes; i++) {
         char why[256], shown[300];
         if (!node_urls[i]) {
@@ -162,6 +212,20 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
             }
         }
     }
+    if (any_tls_option(opts)) {
+        /* TLS settings next to a plain TCP URL are most likely a typo in the
+         * scheme: refuse rather than send credentials and locks in the clear. */
+        for (size_t i = 0; i < c->n; i++) {
+            if (!c->nodes[i].ep.tls && !c->nodes[i].ep.path) {
+                rl_fmt(errbuf, errbuf_size, "node %zu (%s) is plain TCP but tls_* options are set: use rediss://",
+                       i, c->nodes[i].ep.display);
+                rc = REDLOCK_EINVAL;
+                goto fail;
+            }
+        }
+    }
+    if ((rc = rl_tls_client_init(c, opts, errbuf, errbuf_size)) != 0)
+        goto fail;
     c->prefix = strdup(opts->key_prefix ? opts->key_prefix : "");
     if (!c->prefix) {
         rl_fmt(errbuf, errbuf_size, "out of memory");
@@ -295,26 +359,30 @@ static const char *outcome_word(rl_outcome o)
     case RL_ERR_IO: return "I/O error";
     case RL_ERR_TIMEOUT: return "timeout";
     case RL_ERR_DOWN: return "down";
+    case RL_ERR_TLS: return "TLS error";
     case RL_UNSENT: return "skipped";
     default: return "pending";
     }
 }
 
-/* Appends "; node i (url): what" for every node to the lock's message. */
-static void describe_nodes(redlock_lock *lock, const rl_round *r)
+/* Appends "; node i (url): what" for every node to buf. */
+static void describe_round(char *buf, size_t size, const redlock_client *c, const rl_round *r)
 {
-    const redlock_client *c = lock->client;
     for (size_t i = 0; i < r->n; i++) {
         if (r->out[i] == RL_YES)
-            rl_append(lock->errmsg, sizeof lock->errmsg, "; %s: OK in %.1f ms", c->nodes[i].ep.display,
-                      (double)r->rtt_us[i] / 1000.0);
+            rl_append(buf, size, "; %s: OK in %.1f ms", c->nodes[i].ep.display, (double)r->rtt_us[i] / 1000.0);
         else
-            rl_append(lock->errmsg, sizeof lock->errmsg, "; %s: %s%s%s", c->nodes[i].ep.display,
-                      outcome_word(r->out[i]), r->msg[i][0] ? ": " : "", r->msg[i]);
+            rl_append(buf, size, "; %s: %s%s%s", c->nodes[i].ep.display, outcome_word(r->out[i]),
+                      r->msg[i][0] ? ": " : "", r->msg[i]);
     }
 }
 
-typedef struct tally { int yes, no, auth, server, io, unsent; } tally;
+static void describe_nodes(redlock_lock *lock, const rl_round *r)
+{
+    describe_round(lock->errmsg, sizeof lock->errmsg, lock->client, r);
+}
+
+typedef struct tally { int yes, no, auth, server, io, tls, unsent; } tally;
 
 static tally count(const rl_round *r)
 {
@@ -325,6 +393,7 @@ static tally count(const rl_round *r)
         case RL_NO: t.no++; break;
         case RL_ERR_AUTH: t.auth++; break;
         case RL_ERR_SERVER: t.server++; break;
+        case RL_ERR_TLS: t.tls++; break;
         case RL_UNSENT: t.unsent++; break;
         default: t.io++; break;
         }
@@ -335,9 +404,11 @@ static tally count(const rl_round *r)
 /* The code for "too many nodes failed to answer": the commonest cause. */
 static int failure_code(const tally *t)
 {
-    if (t->auth > t->server && t->auth > t->io)
+    if (t->tls > t->auth && t->tls > t->server && t->tls > t->io)
+        return REDLOCK_ETLS;
+    if (t->auth > t->server && t->auth > t->io && t->auth > t->tls)
         return REDLOCK_EAUTH;
-    if (t->server > t->auth && t->server > t->io)
+    if (t->server > t->auth && t->server > t->io && t->server > t->tls)
         return REDLOCK_ESERVER;
     return REDLOCK_ENOQUORUM;
 }
@@ -383,7 +454,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms)
     }
 
     int code;
-    int hard = t.auth + t.server + t.io;
+    int hard = t.auth + t.server + t.io + t.tls;
     if (t.yes >= c->quorum) {
         code = set_err(lock, REDLOCK_EEXPIRED,
                        "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
@@ -681,4 +752,31 @@ const char *redlock_lock_errmsg(const redlock_lock *lock)
 int redlock_lock_errcode(const redlock_lock *lock)
 {
     return lock ? lock->errcode : REDLOCK_EINVAL;
+}
+
+int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size)
+{
+    if (errbuf && errbuf_size)
+        errbuf[0] = '\0';
+    if (!client) {
+        rl_fmt(errbuf, errbuf_size, "client is NULL");
+        return REDLOCK_EINVAL;
+    }
+    rl_round r;
+    memset(&r, 0, offsetof(rl_round, out));
+    r.cmd = RL_CMD_LOAD_FUNCTIONS;
+    r.key = "";
+    r.value = "";
+    r.start_us = rl_now_us();
+    r.n = client->n;
+    r.quorum = (int)client->n;  /* every node, not a majority */
+    rl_round_run(client, &r);
+    tally t = count(&r);
+    if (t.yes == (int)r.n)
+        return 0;
+    int code = failure_code(&t);
+    rl_fmt(errbuf, errbuf_size, "the redlock function library was loaded on %d of %zu nodes", t.yes, r.n);
+    if (errbuf && errbuf_size)
+        describe_round(errbuf, errbuf_size, client, &r);
+    return code;
 }

@@ -1,4 +1,4 @@
-/* url.c: parses node URLs (redis://, unix://) and decides whether two
+/* url.c: parses node URLs (redis://, rediss://, unix://) and decides whether two
  * endpoints are the same server, which would corrupt the quorum count. */
 #include <ctype.h>
 #include <errno.h>
@@ -261,10 +261,12 @@ int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsiz
         scheme = "unix";
         rc = parse_unix(ep, url + 7, err, errsize);
     } else if (strncasecmp(url, "rediss://", 9) == 0) {
-        return fail(ep, REDLOCK_ENOTSUP, err, errsize, "rediss:// (TLS) is not supported in this version");
+        scheme = "rediss";
+        ep->tls = 1;
+        rc = parse_tcp(ep, url + 9, err, errsize);
     } else {
         return fail(ep, REDLOCK_EINVAL, err, errsize,
-                    "unknown scheme: expected redis://host[:port][/db] or unix:///path");
+                    "unknown scheme: expected redis://host[:port][/db], rediss://host[:port][/db] or unix:///path");
     }
     if (rc)
         return rc;

@@ -110,7 +110,7 @@ def read_reply(f):
 
 
 def _connect(addr, timeout):
-    """addr: ("tcp", host, port) or ("unix", path)."""
+    """addr: ("tcp", host, port), ("unix", path) or ("tls", host, port, ssl_context, server_name)."""
     if addr[0] == "unix":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         target = addr[1]
@@ -121,6 +121,8 @@ def _connect(addr, timeout):
     s.settimeout(timeout)
     try:
         s.connect(target)
+        if addr[0] == "tls":
+            s = addr[3].wrap_socket(s, server_hostname=addr[4])
     except BaseException:
         s.close()
         raise
@@ -148,7 +150,7 @@ def _addr_str(addr):
     if addr[0] == "unix":
         return "unix://" + addr[1]
     h = addr[1]
-    return "redis://%s:%d" % ("[%s]" % h if ":" in h else h, addr[2])
+    return "%s://%s:%d" % ("rediss" if addr[0] == "tls" else "redis", "[%s]" % h if ":" in h else h, addr[2])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,7 +404,12 @@ class Cluster:
     killed and cleaned up on exit (also at interpreter exit and on SIGTERM)."""
 
     def __init__(self, count=3, kind="redis", unix=False, persistence=None, conf=None,
-                 base_dir=None, ipv6=False):
+                 base_dir=None, ipv6=False, tls=None):
+        """tls: None, or a dict that makes every node listen only on a TLS port (--port 0
+        --tls-port P) with urls rediss://HOST:P. Keys: "cert", "key", "ca" (PEM paths, required),
+        "auth_clients" (False, True or "optional"; default False), "client_cert" and "client_key"
+        (what the harness's own connections present, needed once clients must authenticate),
+        "host" (in the URLs and sent as SNI; default 127.0.0.1)."""
         import tempfile
         if count < 1:
             raise ValueError("count must be >= 1")
@@ -412,6 +419,17 @@ class Cluster:
             raise ValueError("persistence must be None or 'aof-always'")
         if unix and ipv6:
             raise ValueError("unix and ipv6 are mutually exclusive")
+        if tls is not None:
+            if unix:
+                raise ValueError("tls and unix are mutually exclusive")
+            missing = [k for k in ("cert", "key", "ca") if not tls.get(k)]
+            if missing:
+                raise ValueError("tls needs %s" % ", ".join(repr(k) for k in missing))
+            if tls.get("auth_clients", False) not in (False, True, "optional"):
+                raise ValueError("tls auth_clients must be False, True or 'optional'")
+            tls = dict(tls)
+        self.tls = tls
+        self._ssl_ctx = None
         self.count = count
         self.unix = unix
         self.ipv6 = ipv6
@@ -459,13 +477,34 @@ class Cluster:
     def _url(self, n):
         if n.sock_path:
             return "unix://" + n.sock_path
+        if self.tls is not None:
+            host = self.tls.get("host") or ("::1" if self.ipv6 else "127.0.0.1")
+            return "rediss://%s:%d" % ("[%s]" % host if ":" in host else host, n.port)
         host = "[::1]" if self.ipv6 else "127.0.0.1"
         return "redis://%s:%d" % (host, n.port)
 
     def _addr(self, n):
         if n.sock_path:
             return ("unix", n.sock_path)
-        return ("tcp", "::1" if self.ipv6 else "127.0.0.1", n.port)
+        ip = "::1" if self.ipv6 else "127.0.0.1"
+        if self.tls is not None:
+            return ("tls", ip, n.port, self._tls_context(), self.tls.get("host") or ip)
+        return ("tcp", ip, n.port)
+
+    def _tls_context(self):
+        """The harness's own client side of TLS. It does not verify the servers: it started them
+        itself, and a test may give them a bad certificate on purpose (expired, wrong name) and
+        must still reach them to put the good one back. It presents the client certificate, if
+        any, so that it keeps working when a test turns tls-auth-clients on."""
+        if self._ssl_ctx is None:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            if self.tls.get("client_cert"):
+                ctx.load_cert_chain(self.tls["client_cert"], self.tls.get("client_key"))
+            self._ssl_ctx = ctx
+        return self._ssl_ctx
 
     def _n(self, i) -> _Node:
         if not isinstance(i, int) or not 0 <= i < self.count:
@@ -534,6 +573,14 @@ class Cluster:
             opts["port"] = "0"
             opts["unixsocket"] = n.sock_path
             opts["unixsocketperm"] = "700"
+        if self.tls is not None:
+            auth = self.tls.get("auth_clients", False)
+            opts["port"] = "0"
+            opts["tls-port"] = str(n.port)
+            opts["tls-cert-file"] = self.tls["cert"]
+            opts["tls-key-file"] = self.tls["key"]
+            opts["tls-ca-cert-file"] = self.tls["ca"]
+            opts["tls-auth-clients"] = auth if auth == "optional" else ("yes" if auth else "no")
         if self.persistence == "aof-always":
             opts["appendonly"] = "yes"
             opts["appendfsync"] = "always"
@@ -985,6 +1032,7 @@ USAGE = """\
 usage:
   nodes.py exec [--count N] [--kind redis|valkey|mixed] [--unix] [--ipv6]
                 [--persistence aof-always] [--conf KEY=VALUE ...] [--base-dir DIR] [--keep] [-v]
+                [--tls-dir DIR [--tls-auth-clients no|yes|optional] [--tls-host HOST]]
                 -- PROGRAM [ARGS...]
   nodes.py ctl kill I | pause I | resume I | stop I | start I | restart I [--delay S]
                | cmd [--timeout S] I ARGS... | url I | pid I | kind I | running I | urls
@@ -1083,6 +1131,10 @@ def _main_exec(argv):
     p.add_argument("--base-dir", default=None)
     p.add_argument("--keep", action="store_true", help="keep node dirs/logs")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--tls-dir", default=None,
+                   help="TLS only: DIR/server.crt, server.key, ca.crt (and client.crt/.key if present)")
+    p.add_argument("--tls-auth-clients", choices=("no", "yes", "optional"), default="no")
+    p.add_argument("--tls-host", default=None, help="host in the rediss:// URLs (default 127.0.0.1)")
     try:
         a = p.parse_args(opts)
     except SystemExit as e:
@@ -1097,6 +1149,19 @@ def _main_exec(argv):
         conf[k] = v
     if a.keep:
         os.environ[ENV_KEEP] = "1"
+    tls = None
+    if a.tls_dir:
+        d = os.path.abspath(a.tls_dir)
+        tls = {"cert": os.path.join(d, "server.crt"), "key": os.path.join(d, "server.key"),
+               "ca": os.path.join(d, "ca.crt"),
+               "auth_clients": {"no": False, "yes": True}.get(a.tls_auth_clients, "optional")}
+        if os.path.exists(os.path.join(d, "client.crt")):
+            tls["client_cert"] = os.path.join(d, "client.crt")
+            tls["client_key"] = os.path.join(d, "client.key")
+        if a.tls_host:
+            tls["host"] = a.tls_host
+    elif a.tls_host or a.tls_auth_clients != "no":
+        return _usage("--tls-host and --tls-auth-clients need --tls-dir")
 
     ctl_dir = tempfile.mkdtemp(prefix="redlock-ctl-")
     ctl_path = os.path.join(ctl_dir, "ctl.sock")
@@ -1128,7 +1193,7 @@ def _main_exec(argv):
     try:
         try:
             cluster = Cluster(count=a.count, kind=a.kind, unix=a.unix, persistence=a.persistence,
-                              conf=conf, base_dir=a.base_dir, ipv6=a.ipv6)
+                              conf=conf, base_dir=a.base_dir, ipv6=a.ipv6, tls=tls)
             cluster.start()
             srv = _serve_control(cluster, ctl_path)
         except (HarnessError, ValueError, OSError) as e:

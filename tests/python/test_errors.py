@@ -118,10 +118,11 @@ def test_too_many_nodes():
         Redlock([f"redis://127.0.0.1:{7000 + i}" for i in range(lib.REDLOCK_MAX_NODES + 1)])
 
 
-def test_rediss_is_not_supported():
-    with pytest.raises(NotSupported) as info:
-        Redlock(["rediss://127.0.0.1:6379"])
-    assert isinstance(info.value, RedlockError)
+def test_rediss_is_accepted_and_tls_options_need_it():
+    Redlock(["rediss://127.0.0.1:6379"]).close()  # no connection yet; TLS tests: test_tls.py
+    with pytest.raises(InvalidArgument) as info:
+        Redlock(["redis://127.0.0.1:6379"], tls_server_name="localhost")
+    assert isinstance(info.value, RedlockError) and "rediss://" in str(info.value)
 
 
 URLS = ["redis://127.0.0.1:7000", "redis://127.0.0.1:7001", "redis://127.0.0.1:7002"]

@@ -7,6 +7,7 @@ import contextlib
 import datetime
 import math
 import numbers
+import os
 import threading
 import time
 from types import TracebackType
@@ -20,6 +21,7 @@ __all__ = ["Redlock", "Lock", "redlock"]
 
 Seconds = Union[float, int, datetime.timedelta]
 Name = Union[str, bytes]
+Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 _U32_MAX = 2**32 - 1
 _I64_MAX = 2**63 - 1
@@ -92,6 +94,25 @@ def _cstr(value: Any, what: str) -> bytes:
     return data
 
 
+def _cpath(value: Any, what: str) -> Any:
+    """An optional file system path as a C string (NULL for None); the caller keeps it alive."""
+    if value is None:
+        return ffi.NULL
+    try:
+        data = os.fsencode(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), not {type(value).__name__}") from None
+    if b"\0" in data:
+        raise _invalid(f"{what} {value!r} contains a NUL character")
+    return ffi.new("char[]", data)
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return value
+
+
 def _wait_ms(wait: Any, blocking: Optional[bool]) -> int:
     """The C wait_ms argument for Python's (wait, blocking) pair."""
     if blocking is not None and not isinstance(blocking, bool):
@@ -145,6 +166,14 @@ class Redlock:
     here: nodes are connected on first use. ``wait`` (None: no deadline) bounds
     how long an acquire with the default policy retries; ``max_hold`` (None:
     unbounded) bounds the total hold time reachable by extending.
+
+    TLS (``rediss://`` nodes): ``tls_ca_file`` / ``tls_ca_dir`` (None for both: the
+    system's CAs), ``tls_cert_file`` + ``tls_key_file`` for mutual TLS,
+    ``tls_server_name`` (the name every certificate must carry instead of the URL's
+    host). Certificates are always verified unless ``tls_insecure_skip_verify=True``
+    (tests only). ``use_functions=True`` releases and extends with FCALL on the
+    library that :meth:`load_functions` installs, so that lock users need no EVAL.
+    See docs/security.md.
     """
 
     def __init__(self, nodes: Iterable[Name], *, retry_count: int = 3, retry_delay: Seconds = 0.0,
@@ -152,7 +181,11 @@ class Redlock:
                  drift_factor: float = 0.01, drift_min: Seconds = 0.002,
                  node_timeout: Seconds = 0.05, connect_timeout: Seconds = 0.2,
                  key_prefix: Name = "", max_extensions: int = 0,
-                 max_hold: Optional[Seconds] = None) -> None:
+                 max_hold: Optional[Seconds] = None,
+                 tls_ca_file: Optional[Path] = None, tls_ca_dir: Optional[Path] = None,
+                 tls_cert_file: Optional[Path] = None, tls_key_file: Optional[Path] = None,
+                 tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
+                 use_functions: bool = False) -> None:
         self._ptr: Any = None
         self._mutex = threading.Lock()
         if isinstance(nodes, (str, bytes, bytearray)):
@@ -182,6 +215,15 @@ class Redlock:
         self.key_prefix = ffi.string(prefix).decode("utf-8", "replace")
         opts.max_extensions = _count(max_extensions, "max_extensions")
         opts.max_hold_ms = 0 if max_hold is None else _ms(max_hold, "max_hold")
+        # Kept alive until the call returns; the C library copies what it keeps.
+        tls = [_cpath(tls_ca_file, "tls_ca_file"), _cpath(tls_ca_dir, "tls_ca_dir"),
+               _cpath(tls_cert_file, "tls_cert_file"), _cpath(tls_key_file, "tls_key_file"),
+               ffi.NULL if tls_server_name is None
+               else ffi.new("char[]", _cstr(tls_server_name, "tls_server_name"))]
+        (opts.tls_ca_file, opts.tls_ca_dir, opts.tls_cert_file, opts.tls_key_file,
+         opts.tls_server_name) = tls
+        opts.tls_insecure_skip_verify = int(_flag(tls_insecure_skip_verify, "tls_insecure_skip_verify"))
+        opts.flags = lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0
 
         c_urls = [ffi.new("char[]", u) for u in urls]  # kept alive through the call
         url_array = ffi.new("const char *[]", c_urls) if c_urls else ffi.NULL
@@ -221,6 +263,19 @@ class Redlock:
             if self._ptr is None:
                 return 0
             return int(lib.redlock_client_node_count(self._ptr))
+
+    def load_functions(self) -> None:
+        """Loads (FUNCTION LOAD REPLACE) the "redlock" function library that clients made with
+        ``use_functions=True`` call, on every node. An administrator runs it once per node, with
+        a client whose URLs carry a user allowed FUNCTION LOAD. Raises the commonest failure
+        (AuthError, ServerError, TLSError, QuorumError) with every node's answer if any node
+        did not load it."""
+        errbuf = ffi.new("char[]", 4096)
+        with self._mutex:  # close() must not free the client under the call
+            if self._ptr is None:
+                raise LockStateError("the Redlock client is closed", detail="client is closed")
+            rc = lib.redlock_client_load_functions(self._ptr, errbuf, 4096)
+        check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
 
     def _new_lock(self, name: bytes, display: Optional[str]) -> Any:
         out = ffi.new("redlock_lock **")

@@ -67,7 +67,12 @@ set msg [expect_error REDLOCK_EINVAL "bad port" {new_Redlock {redis://127.0.0.1:
 check [string match "*port*" $msg] "errbuf detail: $msg"
 expect_error REDLOCK_EINVAL "duplicate node" {new_Redlock [list [lindex $nodes 0] [lindex $nodes 0]] NULL}
 expect_error REDLOCK_EINVAL "no nodes" {new_Redlock {} NULL}
-expect_error REDLOCK_ENOTSUP "rediss" {new_Redlock {rediss://127.0.0.1:1} NULL}
+# TLS settings next to a plain redis:// URL are refused (nothing goes out in clear text).
+set t [new_Options]
+$t setTlsServerName localhost
+check {[$t getTlsServerName] eq "localhost"} "tlsServerName round trip"
+expect_error REDLOCK_EINVAL "TLS options with redis://" {new_Redlock $nodes $t}
+delete_Options $t
 expect_error REDLOCK_EINVAL "empty resource" {$a acquire "" 1000 0}
 expect_error REDLOCK_EINVAL "ttl 0" {$a acquire x 0 0}
 

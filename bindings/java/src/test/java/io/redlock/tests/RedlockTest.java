@@ -26,7 +26,7 @@ public final class RedlockTest {
 
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
-      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|threads|no_nodes");
+      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|threads|tls|no_nodes");
       System.exit(2);
     }
     switch (args[0]) {
@@ -38,6 +38,7 @@ public final class RedlockTest {
       case "arguments": arguments(); break;
       case "options": options(); break;
       case "threads": threads(); break;
+      case "tls": tls(); break;
       case "no_nodes": noNodes(); break;
       default:
         System.err.println("unknown group " + args[0]);
@@ -485,8 +486,11 @@ public final class RedlockTest {
         () -> new Redlock(new String[] {urls[0], urls[1], urls[0]}));
     expect(InvalidArgumentException.class, "NUL inside a URL",
         () -> new Redlock(new String[] {urls[0] + "\0x"}));
-    expect(NotSupportedException.class, "rediss:// URL",
-        () -> new Redlock(new String[] {"rediss://127.0.0.1:6380"}));
+    expect(InvalidArgumentException.class, "TLS options with a plain redis:// URL", () -> {
+      Options tlsOpts = new Options();
+      tlsOpts.setTlsServerName("localhost");
+      new Redlock(urls, tlsOpts);
+    });
 
     try (Redlock client = new Redlock(urls)) {
       expect(InvalidArgumentException.class, "null resource", () -> client.acquire(null, 1_000));
@@ -554,6 +558,46 @@ public final class RedlockTest {
     opts.setKeyPrefix(null);
     checkEq(null, opts.getKeyPrefix(), "keyPrefix cleared");
     opts.free();
+  }
+
+  // Nodes on TLS ports (nodes.py exec --tls-dir), certificates in $REDLOCK_TEST_CERTS.
+  static void tls() throws Exception {
+    String certs = System.getenv("REDLOCK_TEST_CERTS");
+    check(certs != null && nodes()[0].startsWith("rediss://"), "run under make-test-certs.sh and exec --tls-dir");
+    Options opts = new Options();
+    opts.setTlsCaFile(certs + "/ca.crt");
+    opts.setNodeTimeoutMs(2_000);
+    checkEq(certs + "/ca.crt", opts.getTlsCaFile(), "tlsCaFile round trip");
+    check(!opts.getTlsInsecureSkipVerify() && !opts.getUseFunctions(), "verification and EVAL by default");
+    try (Redlock client = new Redlock(nodes(), opts)) {
+      try (Lock lock = client.acquire("tls", 10_000)) {
+        check(lock.isHeld(), "acquired over verified TLS");
+        lock.extend(10_000);
+      }
+      client.loadFunctions(); // the harness's nodes let the default user load functions
+    }
+    opts.setUseFunctions(true);
+    try (Redlock client = new Redlock(nodes(), opts); Lock lock = client.acquire("tls-fcall", 10_000)) {
+      lock.extend(10_000);
+    }
+
+    Options wrongCa = new Options();
+    wrongCa.setTlsCaFile(certs + "/other-ca.crt");
+    wrongCa.setRetryCount(0);
+    wrongCa.setNodeTimeoutMs(2_000);
+    try (Redlock client = new Redlock(nodes(), wrongCa)) {
+      TLSException e = expect(TLSException.class, "a CA that did not sign the servers' certificates",
+          () -> client.tryAcquire("tls-wrong-ca", 10_000));
+      if (e != null)
+        check(e.getMessage().contains("certificate verify failed"), "the reason: " + e.getMessage());
+    }
+    expect(TLSException.class, "a CA file that does not exist", () -> {
+      Options missing = new Options();
+      missing.setTlsCaFile(certs + "/no-such-ca.crt");
+      new Redlock(nodes(), missing);
+    });
+    opts.free();
+    wrongCa.free();
   }
 
   static void threads() throws Exception {
