@@ -1,0 +1,25 @@
+// Package redlock is the Go binding of libredlock: a Redlock distributed lock
+// over N independent Redis or Valkey nodes, with the algorithm in C.
+//
+// A Client holds the node set and the retry settings; a Mutex is one named
+// lock made by Client.NewMutex. The binding is deliberately thin: attempts,
+// retries, quorum and validity are decided by the C library, and Go only
+// turns its results into errors, contexts and times.
+//
+//	client, err := redlock.NewClient([]string{"redis://a:6379", "redis://b:6379", "redis://c:6379"},
+//		redlock.WithTries(5), redlock.WithRetryDelay(100*time.Millisecond))
+//	if err != nil { ... }
+//	defer client.Close()
+//	m := client.NewMutex("invoices", redlock.WithExpiry(30*time.Second))
+//	if err := m.LockContext(ctx); err != nil { ... }
+//	defer m.Unlock()
+//
+// Errors are *Error values that match the sentinel errors (ErrNotAcquired,
+// ErrNoQuorum, ErrLost, ...) with errors.Is, and carry the C library's
+// per-node detail in their text.
+//
+// The package needs cgo. By default it compiles the C sources of the
+// repository into itself (needs the hiredis, hiredis_ssl and OpenSSL
+// development files); with -tags redlock_system it links an installed libredlock found by
+// pkg-config instead. See docs/go.md.
+package redlock

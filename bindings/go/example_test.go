@@ -1,0 +1,81 @@
+// Examples for the package documentation (compiled by go test, not run:
+// they need real nodes).
+
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"log"
+	"time"
+
+	redlock "github.com/redlock-project/redlock/bindings/go"
+)
+
+func Example() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"},
+		redlock.WithTries(5), redlock.WithRetryDelay(100*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := client.NewMutex("invoices", redlock.WithExpiry(30*time.Second))
+	if err := m.LockContext(ctx); err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrTimeout), redlock.ErrNoQuorum, ...
+	}
+	defer func() {
+		if err := m.Unlock(); errors.Is(err, redlock.ErrLost) {
+			log.Print("the lock expired before we were done: another process may have overlapped")
+		}
+	}()
+	// ... the critical section; m.Until() is when the lock stops being valid.
+}
+
+func ExampleMutex_LockedContext() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	m := client.NewMutex("reports", redlock.WithExpiry(10*time.Second))
+	if err := m.Lock(); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock()
+
+	// Work under a context that ends when the lock's validity does; Extend
+	// pushes that out.
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	for step := 0; step < 10; step++ {
+		if ctx.Err() != nil {
+			log.Printf("stopping: %v", context.Cause(ctx))
+			return
+		}
+		// ... one step of work ...
+		if ok, err := m.Extend(); !ok {
+			log.Printf("could not extend: %v", err)
+			return
+		}
+	}
+}
+
+func ExampleMutex_TryLock() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	m := client.NewMutex("nightly-job")
+	switch err := m.TryLock(); {
+	case errors.Is(err, redlock.ErrNotAcquired):
+		return // another instance runs it
+	case err != nil:
+		log.Fatal(err)
+	}
+	defer m.Unlock()
+	// ... run the job ...
+}

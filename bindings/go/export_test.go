@@ -1,0 +1,12 @@
+// Exposes internals that the external tests check (the handle registry).
+
+//go:build cgo
+
+package redlock
+
+// LiveHandles is the number of C lock handles the client has not freed.
+func LiveHandles(c *Client) int {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	return len(c.reg)
+}

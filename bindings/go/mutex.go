@@ -1,0 +1,435 @@
+// Mutex: one named lock on a Client, backed by one reusable C lock handle;
+// Lock/Extend/Unlock map one-to-one onto C calls.
+
+//go:build cgo
+
+package redlock
+
+// #include <stdlib.h>
+// #include "redlock.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Mutex is a distributed lock on one name. Lock it, do the work, Unlock
+// it; it can be locked again afterwards. A Mutex is meant for one goroutine
+// at a time: its methods take turns on an internal mutex, so overlapping
+// calls wait for each other (and Lock on a Mutex already held fails with
+// ErrState) rather than corrupt anything. Until is the exception: it never
+// waits. Two Mutexes on the same name are two contenders for one lock.
+type Mutex struct {
+	name   string
+	client *Client
+	h      *handle // nil when err != nil
+	ttlMs  uint32
+	err    error // why this Mutex cannot work (bad name or option); every operation returns it
+
+	mu    sync.Mutex // serialises calls on the C handle, which is single-threaded
+	until atomic.Pointer[time.Time]
+
+	ctxMu sync.Mutex
+	ctxs  map[*heldCtx]struct{}
+}
+
+// NewMutex makes a Mutex for name; it does no I/O and never fails. A bad
+// name (empty, longer than 4096 bytes) or option makes every operation on
+// the Mutex return the error (matching ErrInvalid). Client-level options
+// given here (WithTries, WithRetryDelay, ...) give this Mutex its own C
+// client and connections; WithExpiry is the usual mutex option.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{name: name, client: c}
+	cfg := c.cfg
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if cfg.err != nil {
+		e := *cfg.err.(*Error)
+		e.Resource = name
+		m.err = &e
+		return m
+	}
+	ttl := (cfg.expiry + time.Millisecond - 1) / time.Millisecond
+	if ttl > math.MaxUint32 {
+		m.err = &Error{Op: "new mutex", Resource: name, Code: int(C.REDLOCK_EINVAL),
+			Detail: fmt.Sprintf("expiry %v is too long", cfg.expiry)}
+		return m
+	}
+	m.ttlMs = uint32(ttl)                // 0 and > 1 day are left for C to refuse at Lock
+	if strings.IndexByte(name, 0) >= 0 { // C would see a shorter name
+		m.err = &Error{Op: "new mutex", Resource: name, Code: int(C.REDLOCK_EINVAL),
+			Detail: "name contains a NUL byte"}
+		return m
+	}
+
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closing.Load() {
+		m.err = closedErr("new mutex", name)
+		return m
+	}
+	cp := c.p
+	if s := cfg.s.effective(); s != c.cfg.s {
+		own, err := openC(c.urls, s)
+		if err != nil {
+			e := *err.(*Error)
+			e.Resource = name
+			m.err = &e
+			return m
+		}
+		// The lock handle takes its own reference; ours goes right away,
+		// so the private client lives exactly as long as the handle.
+		defer C.redlock_client_free(own)
+		cp = own
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var p *C.redlock_lock
+	if rc := C.redlock_lock_new(&p, cp, cname); rc != 0 {
+		// C has no detail channel for lock_new; the size is what's usually wrong.
+		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
+			Detail: fmt.Sprintf("name of %d bytes", len(name))}
+		return m
+	}
+	m.h = &handle{p: p}
+	c.register(m.h)
+	// Memory only: a lock still held is left to expire on the nodes.
+	runtime.SetFinalizer(m, (*Mutex).finalize)
+	return m
+}
+
+func (m *Mutex) finalize() { m.client.unregister(m.h) }
+
+// Name is the mutex's name (the key on the nodes, after the client's prefix).
+func (m *Mutex) Name() string { return m.name }
+
+// Until is when the current acquisition stops being valid: the expiry
+// minus the time the acquisition took and the drift allowance, moved on by
+// each Extend. It is the zero Time before the first Lock; after Unlock, or
+// once an operation finds the lock no longer held, it is no later than that
+// moment. It reads the last known value and never waits.
+func (m *Mutex) Until() time.Time {
+	if u := m.until.Load(); u != nil {
+		return *u
+	}
+	return time.Time{}
+}
+
+// Lock acquires the lock, retrying per the client's WithTries,
+// WithRetryDelay and WithRetryJitter. It fails with ErrNotAcquired (held
+// elsewhere), ErrNoQuorum (too few nodes answered) or another *Error.
+func (m *Mutex) Lock() error { return m.acquire(nil, C.REDLOCK_WAIT_DEFAULT, false) }
+
+// TryLock makes exactly one attempt; ErrNotAcquired if the lock is held elsewhere.
+func (m *Mutex) TryLock() error { return m.acquire(nil, C.REDLOCK_WAIT_NONE, false) }
+
+// TryLockContext is TryLock that gives up early if ctx is done.
+func (m *Mutex) TryLockContext(ctx context.Context) error {
+	return m.lockCtx(ctx, C.REDLOCK_WAIT_NONE)
+}
+
+// LockContext acquires the lock, honouring ctx. With a deadline it keeps
+// retrying (with the client's delay and jitter) until the deadline, then
+// fails with an error matching both ErrTimeout and context.DeadlineExceeded;
+// without one it retries per the client's WithTries. When ctx is cancelled
+// the wait stops within the attempt in flight, with an error matching both
+// ErrCanceled and context.Canceled.
+func (m *Mutex) LockContext(ctx context.Context) error {
+	return m.lockCtx(ctx, C.REDLOCK_WAIT_DEFAULT)
+}
+
+func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return m.ctxErr(ctx, nil)
+	}
+	if dl, ok := ctx.Deadline(); ok && wait != C.REDLOCK_WAIT_NONE {
+		// C's wait_ms is the deadline, rounded up so C does not give up
+		// before ctx does; >= 1 because 0 means "one attempt".
+		left := time.Until(dl)
+		wait = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
+		if wait <= maxWaitMs {
+			return m.acquire(ctx, wait, true)
+		}
+		wait = maxWaitMs
+	}
+	return m.acquire(ctx, wait, false)
+}
+
+// maxWaitMs is the longest wait_ms C accepts (seven times its longest
+// TTL); a later deadline waits this long.
+const maxWaitMs = 7 * int64(C.REDLOCK_MAX_TTL_MS)
+
+// acquire runs C's acquire; waitIsCtx says wait is ctx's deadline, so that
+// C's ETIMEDOUT is ctx's DeadlineExceeded.
+func (m *Mutex) acquire(ctx context.Context, wait int64, waitIsCtx bool) error {
+	p, err := m.enter("lock")
+	if err != nil {
+		return err
+	}
+	defer m.leave()
+
+	// C's cancel is sticky until reset: clear whatever an earlier call left,
+	// then look at closing again (Close sets it before cancelling, so a
+	// Close that our reset raced with is seen here or cancels us after),
+	// and only then arm the ctx watcher, which cancels once.
+	C.redlock_lock_cancel_reset(p)
+	if m.client.closing.Load() {
+		return closedErr("lock", m.name)
+	}
+	var stop func() bool
+	var stopped chan struct{}
+	if ctx != nil && ctx.Done() != nil {
+		stopped = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			defer close(stopped)
+			C.redlock_lock_cancel(p)
+		})
+	}
+	rc := C.redlock_lock_acquire(p, C.uint32_t(m.ttlMs), C.int64_t(wait))
+	// Disarm, and wait out a watcher already running: it must be done with
+	// p before anything (Close, a finalizer) may free it.
+	if stop != nil && !stop() {
+		<-stopped
+	}
+	runtime.KeepAlive(m)
+
+	if rc == 0 {
+		m.observe(p, nil)
+		return nil
+	}
+	err = m.fail("lock", rc, p)
+	if ctx != nil && (rc == C.REDLOCK_ECANCELED && ctx.Err() != nil || rc == C.REDLOCK_ETIMEDOUT && waitIsCtx) {
+		err = m.ctxErr(ctx, err.(*Error))
+	} else if rc == C.REDLOCK_ECANCELED && m.client.closing.Load() {
+		err.(*Error).also = []error{ErrClosed}
+	}
+	m.observe(p, err)
+	return err
+}
+
+// Extend pushes the expiry of the held lock out to the mutex's expiry from
+// now, on a majority of nodes and within the current validity. It returns
+// true on success; on failure false and an *Error (ErrExpired, ErrLost,
+// ErrNoQuorum, ErrLimit...). An expired lock is never re-created.
+func (m *Mutex) Extend() (bool, error) { return m.ExtendContext(context.Background()) }
+
+// ExtendContext is Extend that does nothing if ctx is already done. Extend
+// is a single round bounded by the client's node timeout, so ctx is not
+// consulted during it.
+func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
+	if ctx != nil && ctx.Err() != nil {
+		return false, m.ctxErr(ctx, nil)
+	}
+	p, err := m.enter("extend")
+	if err != nil {
+		return false, err
+	}
+	defer m.leave()
+	rc := C.redlock_extend(p, C.uint32_t(m.ttlMs))
+	runtime.KeepAlive(m)
+	if rc != 0 {
+		err := m.fail("extend", rc, p)
+		m.observe(p, err)
+		return false, err
+	}
+	m.observe(p, nil)
+	return true, nil
+}
+
+// Unlock releases the lock on every node. It returns nil when the lock was
+// still ours on a majority; an error matching ErrLost when it was not (it
+// had expired, or another owner took it: the critical section may have
+// overlapped with theirs); ErrState when the Mutex is not locked.
+func (m *Mutex) Unlock() error { return m.UnlockContext(context.Background()) }
+
+// UnlockContext is Unlock that does nothing if ctx is already done (the
+// release is a single round bounded by the node timeout).
+func (m *Mutex) UnlockContext(ctx context.Context) error {
+	if ctx != nil && ctx.Err() != nil {
+		return m.ctxErr(ctx, nil)
+	}
+	p, err := m.enter("unlock")
+	if err != nil {
+		return err
+	}
+	defer m.leave()
+	rc := C.redlock_release(p)
+	runtime.KeepAlive(m)
+	if rc != 0 {
+		err = m.fail("unlock", rc, p)
+	}
+	m.observe(p, errUnlocked(err))
+	return err
+}
+
+// Locker adapts m to sync.Locker for code that wants one. Its Lock and
+// Unlock panic with the *Error when Mutex.Lock or Mutex.Unlock fails,
+// including an Unlock that finds the lock lost (ErrLost): sync.Locker has
+// no way to report failure, and carrying on would be wrong.
+func (m *Mutex) Locker() sync.Locker { return locker{m} }
+
+type locker struct{ m *Mutex }
+
+func (l locker) Lock() {
+	if err := l.m.Lock(); err != nil {
+		panic(err)
+	}
+}
+
+func (l locker) Unlock() {
+	if err := l.m.Unlock(); err != nil {
+		panic(err)
+	}
+}
+
+// enter takes the Mutex and the client's read side, in that order (Close
+// takes only the client's write side, so this order cannot deadlock).
+func (m *Mutex) enter(op string) (*C.redlock_lock, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	m.mu.Lock()
+	m.client.mu.RLock()
+	if m.client.closing.Load() || m.h.p == nil {
+		m.client.mu.RUnlock()
+		m.mu.Unlock()
+		return nil, closedErr(op, m.name)
+	}
+	return m.h.p, nil
+}
+
+func (m *Mutex) leave() {
+	m.client.mu.RUnlock()
+	m.mu.Unlock()
+}
+
+func (m *Mutex) fail(op string, rc C.int, p *C.redlock_lock) error {
+	return &Error{Op: op, Resource: m.name, Code: int(rc), Detail: C.GoString(C.redlock_lock_errmsg(p))}
+}
+
+// ctxErr reports a LockContext ended by its context. base is C's error, or
+// nil if the context was done before C was called. The code says what the
+// caller asked for (a deadline is a timeout, a cancel a cancel) whichever
+// of the two C happened to see first.
+func (m *Mutex) ctxErr(ctx context.Context, base *Error) error {
+	e := &Error{Op: "lock", Resource: m.name, Code: int(C.REDLOCK_ECANCELED)}
+	if base != nil {
+		e = base
+	}
+	cerr := ctx.Err()
+	if cerr == nil {
+		// C's wait, which is ctx's deadline, ran out a moment before ctx's timer.
+		cerr = context.DeadlineExceeded
+	}
+	if errors.Is(cerr, context.DeadlineExceeded) {
+		e.Code = int(C.REDLOCK_ETIMEDOUT)
+	} else {
+		e.Code = int(C.REDLOCK_ECANCELED)
+	}
+	e.also = []error{cerr}
+	if cause := context.Cause(ctx); cause != nil && cause != cerr {
+		e.also = append(e.also, cause)
+	}
+	return e
+}
+
+func closedErr(op, name string) error {
+	if name == "" {
+		return fmt.Errorf("redlock: %s: %w", op, ErrClosed)
+	}
+	return fmt.Errorf("redlock: %s %s: %w", op, quoteShort(name), ErrClosed)
+}
+
+// errUnlocked is the cause given to LockedContext contexts by Unlock.
+func errUnlocked(err error) error {
+	if err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
+// observe records the handle's validity after a call (C owns it; Go only
+// turns it into a time) and moves or ends the contexts from LockedContext.
+// cause is why they end if the lock is not held any more.
+func (m *Mutex) observe(p *C.redlock_lock, cause error) {
+	now := time.Now() // before reading the validity, so Until errs early
+	v := int64(C.redlock_lock_validity_ms(p))
+	m.ctxMu.Lock()
+	defer m.ctxMu.Unlock()
+	if v > 0 {
+		u := now.Add(time.Duration(v) * time.Millisecond)
+		m.until.Store(&u)
+		for hc := range m.ctxs {
+			hc.timer.Reset(time.Until(u))
+		}
+		return
+	}
+	if old := m.until.Load(); old != nil && old.After(now) {
+		m.until.Store(&now)
+	}
+	if cause == nil {
+		cause = ErrExpired
+	}
+	for hc := range m.ctxs {
+		hc.timer.Stop()
+		hc.cancel(cause)
+		delete(m.ctxs, hc)
+	}
+}
+
+type heldCtx struct {
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// LockedContext returns a context derived from parent that is done when
+// the current acquisition's validity (Until) runs out, following Extend;
+// when Unlock or another operation finds the lock gone; or with parent.
+// context.Cause tells which: ErrExpired when the validity ran out, the
+// operation's *Error when one found the lock lost, context.Canceled after
+// Unlock. It tracks validity as known to this process, not loss found on
+// the nodes by someone else; call cancel when done. If the Mutex is not
+// held the context is done at once with cause ErrExpired.
+func (m *Mutex) LockedContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	m.ctxMu.Lock()
+	defer m.ctxMu.Unlock()
+	u := m.until.Load()
+	if u == nil || !time.Now().Before(*u) {
+		cancel(ErrExpired)
+		return ctx, func() { cancel(context.Canceled) }
+	}
+	hc := &heldCtx{cancel: cancel}
+	hc.timer = time.AfterFunc(time.Until(*u), func() {
+		cancel(ErrExpired)
+		m.dropCtx(hc)
+	})
+	if m.ctxs == nil {
+		m.ctxs = map[*heldCtx]struct{}{}
+	}
+	m.ctxs[hc] = struct{}{}
+	return ctx, func() {
+		hc.timer.Stop()
+		cancel(context.Canceled)
+		m.dropCtx(hc)
+	}
+}
+
+func (m *Mutex) dropCtx(hc *heldCtx) {
+	m.ctxMu.Lock()
+	delete(m.ctxs, hc)
+	m.ctxMu.Unlock()
+}
