@@ -49,6 +49,7 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_RESOURCE_LEN  4096
 #define REDLOCK_MAX_PREFIX_LEN    1024
 #define REDLOCK_MAX_TTL_MS        86400000u   /* one day */
+#define REDLOCK_MAX_WAIT_MS       604800000   /* seven days: wait_ms arguments and options */
 
 typedef struct redlock_client redlock_client; /* N nodes + settings; thread-safe */
 typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one thread at a time */
@@ -108,8 +109,8 @@ REDLOCK_EXTERN void redlock_options_init(redlock_options *opts);
 #define redlock_options_init(opts) ((void)redlock_options_init_version((opts), REDLOCK_OPTIONS_VERSION))
 
 /* Creates a client over n_nodes node URLs:
- *   redis://[user[:password]@]host[:port][/db]   host may be [IPv6]
- *   rediss://[user[:password]@]host[:port][/db]  TLS (see the tls_* options)
+ *   redis://[[user]:password@]host[:port][/db]   host may be [IPv6]
+ *   rediss://[[user]:password@]host[:port][/db]  TLS (see the tls_* options)
  *   unix:///path/to/redis.sock[?db=N]            (password: unix://:pw@/path)
  * The same server given twice (after resolving names) gives REDLOCK_EINVAL.
  * TLS files that cannot be loaded give REDLOCK_ETLS. No connection is made
@@ -169,8 +170,9 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
 REDLOCK_EXTERN int redlock_release(redlock_lock *lock);
 
 /* Cancels acquisition on this lock: an acquire running in another thread
- * returns REDLOCK_ECANCELED after at most the round in flight, and so does
- * every later one until redlock_lock_cancel_reset(). Because the state is
+ * stops retrying and returns REDLOCK_ECANCELED once the round in flight is
+ * over (or 0, if that round acquired the lock), and every later acquire
+ * returns REDLOCK_ECANCELED at once until redlock_lock_cancel_reset(). Because the state is
  * sticky, a cancel issued just before an acquire starts is never lost.
  * Thread-safe and async-signal-safe. */
 REDLOCK_EXTERN void redlock_lock_cancel(redlock_lock *lock);

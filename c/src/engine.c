@@ -4,6 +4,8 @@
  * connections do their handshake inside that loop too. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -50,6 +52,7 @@ struct rl_conn {
     short tls_want;         /* POLLIN or POLLOUT: what the handshake waits for */
     SSL *ssl;               /* owned by ctx once handed over; NULL for plain connections */
     int head, len;          /* FIFO of owed replies */
+    pid_t pid;              /* process that opened it: a forked child must not share it */
     rl_expect q[RL_PIPE_MAX];
 };
 
@@ -476,6 +479,10 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
         /* Each round is one small write per node; Nagle would hold it back. */
         setsockopt(c->ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
+    /* hiredis doesn't set close-on-exec: a program this process runs must
+     * not inherit the node connections. */
+    fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
+    c->pid = getpid();
     c->connecting = 1;
     *out = c;
     return 0;
@@ -620,7 +627,12 @@ static void start_slot(redlock_client *cl, rl_round *r, size_t i, slot *s, int64
     } else {
         s->c = checkout(node);
     }
-    if (s->c && s->c->len > RL_PIPE_MAX - 4) {
+    if (s->c && s->c->pid != getpid()) {
+        /* Inherited across fork(): the parent still uses this socket, and a
+         * reply meant for it could be read here. Drop our copy only. */
+        conn_free(s->c);
+        s->c = NULL;
+    } else if (s->c && s->c->len > RL_PIPE_MAX - 4) {
         /* Owes many replies (a node that stopped answering): start over. */
         conn_free(s->c);
         s->c = NULL;
@@ -922,8 +934,10 @@ void rl_round_run(redlock_client *cl, rl_round *r)
      * only get a short grace (twice what the decision took, at least
      * 200 us): a paused node costs one timeout, then holds nobody up. */
     int64_t grace_until = 0;
+    r->decided_us = 0;
     for (;;) {
         if (!grace_until && decided(r)) {
+            r->decided_us = now;
             if (r->cmd == RL_CMD_SET)
                 break;
             int64_t took = now - r->start_us;
@@ -940,6 +954,12 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             int detached = r->no_wait || (grace_until && now >= grace_until && s->suspect);
             if (detached && !s->c->connecting && !s->wpending)
                 continue;
+            if (detached && s->suspect && (s->c->connecting || s->c->handshaking)) {
+                /* A node that stopped answering may also stop accepting
+                 * (its listen backlog full): don't wait on the connect. */
+                s->broken = 1;
+                continue;
+            }
             pfd[nfds].fd = s->c->ctx->fd;
             pfd[nfds].events = detached ? POLLOUT : POLLIN;
             if (s->c->connecting || s->wpending)
@@ -979,7 +999,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         }
         for (size_t i = 0; i < r->n; i++) {
             slot *s = &S[i];
-            if (r->out[i] != RL_PENDING || s->deadline > now)
+            if (r->out[i] != RL_PENDING || s->deadline > now || s->broken)
                 continue;
             int detached = r->no_wait || (grace_until && s->suspect);
             if (detached && !s->c->connecting && !s->wpending)
@@ -989,6 +1009,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
                    (long long)((now - r->start_us) / 1000));
             /* A command still behind the handshake was never sent: nothing to
              * clean up there, unlike after a timeout that may hide a reply. */
+            if (s->c->connecting)
+                node_backoff(&cl->nodes[i], now);  /* not even accepting connections */
             finish(r, i, s, s->c->handshaking ? RL_ERR_IO : RL_ERR_TIMEOUT, now);
             atomic_store(&cl->nodes[i].suspect, 1);
         }
@@ -1022,6 +1044,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         }
         s->c = NULL;
     }
+    if (!r->decided_us)
+        r->decided_us = now;
 }
 
 void rl_unpin(redlock_client *cl, rl_conn **pinned)

@@ -85,6 +85,7 @@ typedef struct rl_round {
     uint32_t ttl_ms;
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
+    int64_t decided_us;      /* out: when the outcome was known (stragglers may follow) */
     int quorum;              /* stop as soon as the result can't change */
     int no_wait;             /* send and return without waiting for replies */
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */

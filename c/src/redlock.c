@@ -81,7 +81,7 @@ static int check_options(const redlock_options *o, char *err, size_t errsize)
         return REDLOCK_EINVAL;
     }
     if (o->retry_delay_ms > REDLOCK_MAX_TTL_MS || o->retry_jitter_ms > REDLOCK_MAX_TTL_MS ||
-        o->wait_ms > REDLOCK_MAX_TTL_MS * 7u) {
+        o->wait_ms > (uint32_t)REDLOCK_MAX_WAIT_MS) {
         rl_fmt(err, errsize, "retry_delay_ms, retry_jitter_ms or wait_ms is absurdly large");
         return REDLOCK_EINVAL;
     }
@@ -470,16 +470,17 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms)
     }
     describe_nodes(lock, &r);
 
-    /* Release wherever our SET may have landed: nodes that said OK, and
-     * those whose answer we did not wait for or did not get. Nodes that
-     * refused or failed to connect cannot hold our value. */
+    /* Release wherever our SET may have landed: every node but those that
+     * refused it (another owner's key is there) and those skipped while
+     * down. An error is no proof: a pipelined SET runs after a failed AUTH
+     * on a server without a password, or before a connection breaks. */
     rl_round rel;
     init_round(&rel, lock, RL_CMD_RELEASE, 0);
     rel.no_wait = 1;
     int any = 0;
     for (size_t i = 0; i < r.n; i++) {
         rl_outcome o = r.out[i];
-        rel.skip[i] = !(o == RL_YES || o == RL_UNSENT || o == RL_ERR_TIMEOUT);
+        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN;
         any |= !rel.skip[i];
     }
     if (any)
@@ -533,7 +534,7 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     int rc = check_ttl(lock, ttl_ms);
     if (rc)
         return rc;
-    if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_TTL_MS * 7)
+    if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
         return set_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
     if (lock->state == LOCK_HELD && lock->valid_until_us > rl_now_us())
         return set_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
@@ -577,8 +578,8 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         if (nap(lock, delay) != 0) {
             char last[RL_MSG_MAX];
             memcpy(last, lock->errmsg, sizeof last);
-            return set_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempts; last attempt: %.1900s",
-                           (unsigned long long)n, last);
+            return set_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempt%s; last attempt: %.1900s",
+                           (unsigned long long)n, n == 1 ? "" : "s", last);
         }
     }
 }
@@ -673,7 +674,9 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
     now = rl_now_us();
     tally t = count(&r);
     int unknown = (int)r.n - t.yes - t.no;
-    if (t.yes >= c->quorum && now < lock->valid_until_us) {
+    /* Within validity means when the quorum confirmed, not when the last
+     * straggler was read. */
+    if (t.yes >= c->quorum && r.decided_us < lock->valid_until_us) {
         lock->valid_until_us = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
         lock->n_ext++;
         return set_ok(lock);

@@ -2,6 +2,8 @@
  * recovery against the real nodes the harness started (any count). */
 #include "testutil.h"
 
+#include <fcntl.h>
+
 static size_t N;
 
 static void test_acquire_release(void)
@@ -224,6 +226,10 @@ static void test_key_prefix(void)
     char v[64];
     ctl(v, sizeof v, "cmd 0 %s", cmd);
     CHECK(strncmp(v, "other-owner", 11) == 0);  /* and we did not delete theirs */
+    for (size_t i = 0; i < N; i++) {
+        snprintf(cmd, sizeof cmd, "cmd %zu DEL redlock:%s", i, res);
+        ctl(NULL, 0, "%s", cmd);
+    }
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -238,6 +244,50 @@ static void test_client_freed_first(void)
     CHECK_RC(redlock_extend(l, 5000), 0);
     CHECK_RC(redlock_release(l), 0);
     redlock_lock_free(l);
+}
+
+/* Node sockets are close-on-exec, and a forked child that goes on using
+ * an inherited client gets connections of its own. */
+static void test_fork_and_exec(void)
+{
+    redlock_client *c = make_client(N, NULL);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("fork-a"), 10000, &l), 0);  /* pooled connections now */
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+
+    int sockets = 0, cloexec = 0;
+    for (int fd = 3; fd < 1024; fd++) {
+        char link[64], target[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strncmp(target, "socket:", 7) != 0)
+            continue;
+        sockets++;
+        cloexec += (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0;
+    }
+    CHECK(sockets >= (int)N);
+    CHECK(cloexec == sockets);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the child's own acquire/release on the inherited client */
+        redlock_lock *m;
+        int ok = redlock_try_acquire(c, "fork-child", 10000, &m) == 0 && redlock_release(m) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* and the parent's pooled connections are intact */
+    CHECK_RC(redlock_try_acquire(c, uniq("fork-b"), 10000, &l), 0);
+    CHECK_RC(redlock_release(l), 0);
+    redlock_lock_free(l);
+    CHECK_RC(keys_on(N), 0);
+    redlock_client_free(c);
 }
 
 int main(void)
@@ -255,5 +305,6 @@ int main(void)
     run_test("script_flush", test_script_flush);
     run_test("key_prefix", test_key_prefix);
     run_test("client_freed_first", test_client_freed_first);
+    run_test("fork_and_exec", test_fork_and_exec);
     return finish_tests();
 }

@@ -97,6 +97,28 @@ static void test_noperm_and_auth(void)
     redlock_client_free(c);
 }
 
+/* A password sent to a server that has none fails AUTH, but the SET that
+ * follows in the pipeline still runs: the failed attempt must clean it up. */
+static void test_auth_failure_leaves_no_key(void)
+{
+    const char *urls[3];
+    for (int i = 0; i < 3; i++)
+        urls[i] = with_auth(t_urls[i], ":no-such-password");
+    redlock_client *c = client_for(urls, 3);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("authleak")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 60000, REDLOCK_WAIT_NONE), REDLOCK_EAUTH);
+    long long left = -1;
+    for (int k = 0; k < 20 && left != 0; k++) {  /* the cleanup is not waited for */
+        left = keys_on(3);
+        if (left)
+            msleep(50);
+    }
+    CHECK(left == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
 static void test_readonly_and_oom(void)
 {
     redlock_client *c = client_for((const char *const *)t_urls, 3);
@@ -147,6 +169,7 @@ int main(void)
         fprintf(stderr, "test_errors needs 3 nodes\n");
         return 2;
     }
+    run_test("auth_failure_leaves_no_key", test_auth_failure_leaves_no_key);
     run_test("readonly_and_oom", test_readonly_and_oom);
     run_test("unreachable", test_unreachable);
     run_test("noperm_and_auth", test_noperm_and_auth);  /* last: leaves requirepass set */
