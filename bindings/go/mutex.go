@@ -170,7 +170,7 @@ func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
 
 // maxWaitMs is the longest wait_ms C accepts (seven times its longest
 // TTL); a later deadline waits this long.
-const maxWaitMs = 7 * int64(C.REDLOCK_MAX_TTL_MS)
+const maxWaitMs = int64(C.REDLOCK_MAX_WAIT_MS)
 
 // acquire runs C's acquire; waitIsCtx says wait is ctx's deadline, so that
 // C's ETIMEDOUT is ctx's DeadlineExceeded.
