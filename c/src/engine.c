@@ -491,32 +491,38 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
 /* How release and extend reach the scripts. */
 enum { VIA_EVALSHA, VIA_EVAL, VIA_FCALL };
 
+/* Formats one command in RESP; returns its length, or -1. Free *out with
+ * redisFreeCommand. */
+static long long format_cmd(char **out, rl_cmd cmd, int via, const char *key, size_t key_len,
+                            const char *value, uint32_t ttl_ms)
+{
+    switch (cmd) {
+    case RL_CMD_SET:
+        return redisFormatCommand(out, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
+    case RL_CMD_EXTEND:
+        return via == VIA_FCALL
+            ? redisFormatCommand(out, "FCALL redlock_extend 1 %b %s %u", key, key_len, value, ttl_ms)
+            : via == VIA_EVAL
+            ? redisFormatCommand(out, "EVAL %s 1 %b %s %u", rl_script_extend, key, key_len, value, ttl_ms)
+            : redisFormatCommand(out, "EVALSHA %s 1 %b %s %u", rl_sha_extend, key, key_len, value, ttl_ms);
+    case RL_CMD_RELEASE:
+        return via == VIA_FCALL
+            ? redisFormatCommand(out, "FCALL redlock_release 1 %b %s", key, key_len, value)
+            : via == VIA_EVAL
+            ? redisFormatCommand(out, "EVAL %s 1 %b %s", rl_script_release, key, key_len, value)
+            : redisFormatCommand(out, "EVALSHA %s 1 %b %s", rl_sha_release, key, key_len, value);
+    default:
+        return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
+    }
+}
+
 static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, size_t key_len,
                       const char *value, uint32_t ttl_ms)
 {
-    int rc;
-    switch (cmd) {
-    case RL_CMD_SET:
-        rc = redisAppendCommand(ctx, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
-        break;
-    case RL_CMD_EXTEND:
-        rc = via == VIA_FCALL
-            ? redisAppendCommand(ctx, "FCALL redlock_extend 1 %b %s %u", key, key_len, value, ttl_ms)
-            : via == VIA_EVAL
-            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s %u", rl_script_extend, key, key_len, value, ttl_ms)
-            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s %u", rl_sha_extend, key, key_len, value, ttl_ms);
-        break;
-    case RL_CMD_RELEASE:
-        rc = via == VIA_FCALL
-            ? redisAppendCommand(ctx, "FCALL redlock_release 1 %b %s", key, key_len, value)
-            : via == VIA_EVAL
-            ? redisAppendCommand(ctx, "EVAL %s 1 %b %s", rl_script_release, key, key_len, value)
-            : redisAppendCommand(ctx, "EVALSHA %s 1 %b %s", rl_sha_release, key, key_len, value);
-        break;
-    default:
-        rc = redisAppendCommand(ctx, "FUNCTION LOAD REPLACE %s", rl_function_library);
-        break;
-    }
+    char *buf = NULL;
+    long long len = format_cmd(&buf, cmd, via, key, key_len, value, ttl_ms);
+    int rc = len < 0 ? REDIS_ERR : redisAppendFormattedCommand(ctx, buf, (size_t)len);
+    redisFreeCommand(buf);
     return rc == REDIS_OK ? 0 : -1;
 }
 
@@ -529,8 +535,16 @@ static int is_script_cmd(const rl_round *r)
 static int append_main(rl_round *r, slot *s, int use_eval)
 {
     int via = r->via_fcall ? VIA_FCALL : use_eval ? VIA_EVAL : VIA_EVALSHA;
+    /* Every node gets the same bytes: format once per round, not per node
+     * (formatting was most of the library's own CPU time). */
+    if (!r->fmt[via]) {
+        long long len = format_cmd(&r->fmt[via], r->cmd, via, r->key, r->key_len, r->value, r->ttl_ms);
+        if (len < 0)
+            return -1;
+        r->fmt_len[via] = (size_t)len;
+    }
     if (!q_push(s->c, EXP_MAIN) ||
-        append_cmd(s->c->ctx, r->cmd, via, r->key, r->key_len, r->value, r->ttl_ms) != 0)
+        redisAppendFormattedCommand(s->c->ctx, r->fmt[via], r->fmt_len[via]) != REDIS_OK)
         return -1;
     if (via == VIA_EVAL && is_script_cmd(r))
         s->eval_sent = 1;
@@ -917,6 +931,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
 
     rl_scripts_init();
     r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
+    memset(r->fmt, 0, sizeof r->fmt);
     memset(S, 0, sizeof(slot) * r->n);
     for (size_t i = 0; i < r->n; i++) {
         r->out[i] = RL_PENDING;
@@ -931,8 +946,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     /* Once a release or extension is decided, the nodes that have been
      * answering are still waited for (up to their deadline), so that they
      * complete too, NOSCRIPT fallback included. Nodes that timed out lately
-     * only get a short grace (twice what the decision took, at least
-     * 200 us): a paused node costs one timeout, then holds nobody up. */
+     * ("suspect") are not: a paused node costs one timeout, then holds
+     * nobody up; what it owes is settled later on the same connection. */
     int64_t grace_until = 0;
     r->decided_us = 0;
     for (;;) {
@@ -940,8 +955,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             r->decided_us = now;
             if (r->cmd == RL_CMD_SET)
                 break;
-            int64_t took = now - r->start_us;
-            grace_until = now + (took * 2 > 200 ? took * 2 : 200);
+            grace_until = now;
         }
         nfds_t nfds = 0;
         int64_t next = INT64_MAX;
@@ -1019,7 +1033,9 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     for (size_t i = 0; i < r->n; i++) {
         slot *s = &S[i];
         rl_node *node = &cl->nodes[i];
-        if (s->got_reply && !s->broken)
+        /* Only an answer to this round's command proves the node is back: a
+         * reply owed from before a pause may still sit in the buffer. */
+        if (r->out[i] == RL_YES || r->out[i] == RL_NO || r->out[i] == RL_ERR_SERVER)
             node_healthy(node);
         if (!s->c)
             continue;
@@ -1046,6 +1062,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     }
     if (!r->decided_us)
         r->decided_us = now;
+    for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
+        redisFreeCommand(r->fmt[k]);
 }
 
 void rl_unpin(redlock_client *cl, rl_conn **pinned)

@@ -86,6 +86,8 @@ typedef struct rl_round {
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known (stragglers may follow) */
+    char *fmt[3];            /* the command, formatted once per round, per way of sending */
+    size_t fmt_len[3];
     int quorum;              /* stop as soon as the result can't change */
     int no_wait;             /* send and return without waiting for replies */
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
