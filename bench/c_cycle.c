@@ -1,0 +1,872 @@
+/* c_cycle.c: times the library's acquire+release cycle on 1, 3, 5, 7 and 9
+ * local nodes against the raw-hiredis protocol floor (floor.c), plus thread
+ * scaling and one paused node. Run it through bench/run-c (see README.md). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "bench.h"
+#include "redlock.h"
+
+#ifndef BENCH_BUILD_TYPE
+#define BENCH_BUILD_TYPE "unknown"
+#endif
+
+#define TTL_MS 10000u
+#define KEYS 256            /* distinct keys per variant, used round-robin */
+#define PAUSED_NODE 4       /* the node paused in the "one paused" case */
+#define MT_NODES 5
+
+enum { V_FLOOR, V_TRY, V_HANDLE, NV };
+static const char *const vname[NV] = { "floor", "try+release", "handle" };
+
+static struct {
+    long iterations;        /* timed cycles per variant and node count */
+    long warmup;            /* untimed cycles per variant first */
+    int block;              /* cycles per block; variants alternate by block */
+    double mt_seconds;      /* measuring time per thread count */
+    const char *csv;
+    unsigned node_mask;     /* bit n set: run the cycle table on n nodes */
+    int only;               /* -1, or the one variant to run (profiling) */
+    long node_timeout_ms;   /* 0 = the library's default */
+    int sections;           /* SEC_* bits; 0 = decided after parsing */
+} cfg = { 4000, -1, 50, -1.0, NULL, (1u << 1) | (1u << 3) | (1u << 5) | (1u << 7) | (1u << 9), -1, 0, 0 };
+
+enum { SEC_CYCLE = 1, SEC_THREADS = 2, SEC_PAUSED = 4 };
+
+static FILE *csv;
+static int failures;       /* cycles that failed where none should */
+
+/* ---- samples and statistics ---- */
+
+typedef struct samples {
+    int64_t *cycle;         /* ns, whole acquire+release */
+    int64_t *acq;           /* ns, the acquire half */
+    size_t n, cap;
+    int64_t wall_ns;        /* time spent in timed blocks */
+    int64_t cpu_ns;         /* this thread's CPU time (user+sys) in them */
+    long errors;
+    char first_err[512];
+} samples;
+
+static void samples_push(samples *s, int64_t cycle, int64_t acq)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4096;
+        s->cycle = realloc(s->cycle, s->cap * sizeof *s->cycle);
+        s->acq = realloc(s->acq, s->cap * sizeof *s->acq);
+        if (!s->cycle || !s->acq) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
+    }
+    s->cycle[s->n] = cycle;
+    s->acq[s->n++] = acq;
+}
+
+static void samples_error(samples *s, const char *what, int rc, const char *detail)
+{
+    if (s->errors++ == 0)
+        snprintf(s->first_err, sizeof s->first_err, "%s: %s%s%s", what, redlock_error_name(rc),
+                 detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+static void samples_free(samples *s)
+{
+    free(s->cycle);
+    free(s->acq);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct stats { double p50, p99, mean, max, acq_p50, per_s, cpu_us; size_t n; long errors; } stats;
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Nearest-rank percentile of a sorted array, in microseconds. */
+static double pct_us(const int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    size_t k = (size_t)(p * (double)n + 0.999999);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return (double)v[k - 1] / 1000.0;
+}
+
+static stats summarize(samples *s)
+{
+    stats st = { 0 };
+    st.n = s->n;
+    st.errors = s->errors;
+    if (s->n == 0)
+        return st;
+    qsort(s->cycle, s->n, sizeof *s->cycle, cmp_i64);
+    qsort(s->acq, s->n, sizeof *s->acq, cmp_i64);
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++)
+        sum += (double)s->cycle[i];
+    st.p50 = pct_us(s->cycle, s->n, 0.50);
+    st.p99 = pct_us(s->cycle, s->n, 0.99);
+    st.max = (double)s->cycle[s->n - 1] / 1000.0;
+    st.mean = sum / (double)s->n / 1000.0;
+    st.acq_p50 = pct_us(s->acq, s->n, 0.50);
+    st.per_s = s->wall_ns > 0 ? (double)s->n * 1e9 / (double)s->wall_ns : 0.0;
+    st.cpu_us = (double)s->cpu_ns / (double)s->n / 1000.0;
+    return st;
+}
+
+static void csv_row(const char *section, size_t nodes, const char *variant, int threads, const stats *st,
+                    double r50, double r99)
+{
+    if (!csv)
+        return;
+    fprintf(csv, "%s,%zu,%s,%d,%zu,%ld,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.2f,", section, nodes, variant, threads,
+            st->n, st->errors, st->p50, st->p99, st->mean, st->max, st->acq_p50, st->per_s, st->cpu_us);
+    if (r50 > 0)
+        fprintf(csv, "%.3f,%.3f\n", r50, r99);
+    else
+        fprintf(csv, ",\n");
+}
+
+/* ---- one set of nodes: our client, lock handles, the floor ---- */
+
+static int open_client(redlock_client **out, const char *const *urls, size_t n)
+{
+    char err[512];
+    redlock_options o;
+    redlock_options_init(&o);
+    if (cfg.node_timeout_ms > 0)
+        o.node_timeout_ms = (uint32_t)cfg.node_timeout_ms;
+    int rc = redlock_client_open(out, urls, n, &o, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "redlock_client_open(%zu nodes): %s: %s\n", n, redlock_error_name(rc), err);
+    return rc;
+}
+
+typedef struct bench_set {
+    size_t n;
+    redlock_client *client;
+    bench_floor *floor;
+    int floor_broken;
+    char *keys[NV][KEYS];
+    size_t key_len[NV][KEYS];
+    redlock_lock *handles[KEYS];
+    size_t next[NV];
+    uint64_t rng;
+} bench_set;
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* A 40-hex-digit value, the size of the library's random values. */
+static void floor_value(uint64_t *s, char out[41])
+{
+    static const char hx[] = "0123456789abcdef";
+    for (int i = 0; i < 40; i += 16) {
+        uint64_t x = xorshift(s);
+        for (int j = 0; j < 16 && i + j < 40; j++, x >>= 4)
+            out[i + j] = hx[x & 15];
+    }
+    out[40] = '\0';
+}
+
+static int set_open(bench_set *b, const char *const *urls, size_t n, const char *tag, int with_floor)
+{
+    char err[512];
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)bench_now_ns();
+    int rc = open_client(&b->client, urls, n);
+    if (rc)
+        return -1;
+    /* Distinct key spaces per variant: the floor's own connections can never
+     * race a release of ours still in flight on the same key. */
+    for (int v = 0; v < NV; v++) {
+        for (int i = 0; i < KEYS; i++) {
+            char k[96];
+            int len = snprintf(k, sizeof k, "bench:%s:%zu:%s:%d", tag, n, vname[v], i);
+            b->keys[v][i] = strdup(k);
+            b->key_len[v][i] = (size_t)len;
+            if (!b->keys[v][i])
+                return -1;
+        }
+    }
+    for (int i = 0; i < KEYS; i++) {
+        rc = redlock_lock_new(&b->handles[i], b->client, b->keys[V_HANDLE][i]);
+        if (rc) {
+            fprintf(stderr, "redlock_lock_new: %s\n", redlock_error_name(rc));
+            return -1;
+        }
+    }
+    if (with_floor && bench_floor_open(&b->floor, urls, n, err, sizeof err) != 0) {
+        fprintf(stderr, "floor on %zu nodes: %s\n", n, err);
+        return -1;
+    }
+    return 0;
+}
+
+static void set_close(bench_set *b)
+{
+    for (int i = 0; i < KEYS; i++)
+        redlock_lock_free(b->handles[i]);
+    redlock_client_free(b->client);
+    bench_floor_close(b->floor);
+    for (int v = 0; v < NV; v++)
+        for (int i = 0; i < KEYS; i++)
+            free(b->keys[v][i]);
+    memset(b, 0, sizeof *b);
+}
+
+/* Runs count cycles of variant v; records them in s when s is not NULL. */
+static void run_block(bench_set *b, int v, long count, samples *s)
+{
+    samples scratch = { 0 };
+    samples *into = s ? s : &scratch;
+    int64_t w0 = bench_now_ns(), c0 = thread_cpu_ns();
+    for (long k = 0; k < count; k++) {
+        size_t idx = b->next[v]++ % KEYS;
+        const char *key = b->keys[v][idx];
+        int64_t t0, t1, t2;
+        int rc = 0;
+        if (v == V_FLOOR) {
+            char value[41], err[256];
+            if (b->floor_broken)
+                return;
+            floor_value(&b->rng, value);
+            t0 = bench_now_ns();
+            if (bench_floor_cycle(b->floor, key, b->key_len[v][idx], value, TTL_MS, &t1, err, sizeof err) != 0) {
+                /* Replies may now be misaligned on the floor's connections. */
+                b->floor_broken = 1;
+                into->errors++;
+                snprintf(into->first_err, sizeof into->first_err, "floor: %s", err);
+                continue;
+            }
+            t2 = bench_now_ns();
+        } else if (v == V_TRY) {
+            redlock_lock *l = NULL;
+            t0 = bench_now_ns();
+            rc = redlock_try_acquire(b->client, key, TTL_MS, &l);
+            t1 = bench_now_ns();
+            if (rc) {
+                samples_error(into, "redlock_try_acquire", rc, NULL);
+                continue;
+            }
+            rc = redlock_release(l);
+            if (rc)
+                samples_error(into, "redlock_release", rc, redlock_lock_errmsg(l));
+            redlock_lock_free(l);
+            t2 = bench_now_ns();
+        } else {
+            redlock_lock *h = b->handles[idx];
+            t0 = bench_now_ns();
+            rc = redlock_lock_acquire(h, TTL_MS, REDLOCK_WAIT_NONE);
+            t1 = bench_now_ns();
+            if (rc) {
+                samples_error(into, "redlock_lock_acquire", rc, redlock_lock_errmsg(h));
+                continue;
+            }
+            rc = redlock_release(h);
+            t2 = bench_now_ns();
+            if (rc)
+                samples_error(into, "redlock_release", rc, redlock_lock_errmsg(h));
+        }
+        if (rc == 0)
+            samples_push(into, t2 - t0, t1 - t0);
+    }
+    into->wall_ns += bench_now_ns() - w0;
+    into->cpu_ns += thread_cpu_ns() - c0;
+    if (!s) {
+        if (scratch.errors)
+            fprintf(stderr, "warm-up %s on %zu nodes: %ld errors, first: %s\n", vname[v], b->n, scratch.errors,
+                    scratch.first_err);
+        samples_free(&scratch);
+    }
+}
+
+/* Timed blocks of every variant in vs[], alternating, first one rotating
+ * each round so that no variant always follows the same one. */
+static void run_interleaved(bench_set *b, const int *vs, int nv, samples *out)
+{
+    long warm = cfg.warmup;
+    for (long done = 0; done < warm; done += cfg.block)
+        for (int j = 0; j < nv; j++)
+            run_block(b, vs[j], warm - done < cfg.block ? warm - done : cfg.block, NULL);
+    long round = 0;
+    for (long done = 0; done < cfg.iterations; done += cfg.block, round++) {
+        long cnt = cfg.iterations - done < cfg.block ? cfg.iterations - done : cfg.block;
+        for (int j = 0; j < nv; j++) {
+            int v = vs[(j + round) % nv];
+            run_block(b, v, cnt, &out[v]);
+        }
+    }
+}
+
+static void print_err(const char *ctx, size_t n, const char *variant, const samples *s)
+{
+    if (s->errors)
+        fprintf(stderr, "%s, %zu nodes, %s: %ld failed cycles; first: %s\n", ctx, n, variant, s->errors,
+                s->first_err);
+}
+
+/* ---- section 1: cycle latency per node count ---- */
+
+static double ratio_5[NV];
+
+static void section_cycle(const char *const *urls, size_t n_urls)
+{
+    static const int all[NV] = { V_FLOOR, V_TRY, V_HANDLE };
+    int nv = cfg.only >= 0 ? 1 : NV;
+    const int *vs = cfg.only >= 0 ? &all[cfg.only] : all;
+
+    printf("\nAcquire+release cycle, one thread, uncontended (%ld cycles per row; latency in microseconds)\n",
+           cfg.iterations);
+    printf("%5s  %-12s %9s %9s %9s %10s %9s %9s %9s\n", "nodes", "variant", "p50", "p99", "acq p50", "cycles/s",
+           "cpu/cycle", "p50/floor", "p99/floor");
+    for (size_t n = 1; n < 32; n++) {
+        if (!(cfg.node_mask & (1u << n)))
+            continue;
+        if (n > n_urls) {
+            printf("%5zu  (skipped: only %zu node URLs given)\n", n, n_urls);
+            continue;
+        }
+        bench_set b;
+        if (set_open(&b, urls, n, "c", 1) != 0) {
+            failures++;
+            set_close(&b);
+            continue;
+        }
+        samples s[NV] = { { 0 } };
+        run_interleaved(&b, vs, nv, s);
+        stats st[NV];
+        for (int v = 0; v < NV; v++) {
+            st[v] = summarize(&s[v]);
+            print_err("cycle", n, vname[v], &s[v]);
+            failures += s[v].errors > 0;
+        }
+        for (int v = 0; v < NV; v++) {
+            double r50 = 0, r99 = 0;
+            if (st[v].n == 0 && cfg.only >= 0 && v != cfg.only)
+                continue;
+            if (v != V_FLOOR && st[V_FLOOR].n && st[v].n) {
+                r50 = st[v].p50 / st[V_FLOOR].p50;
+                r99 = st[v].p99 / st[V_FLOOR].p99;
+            }
+            if (n == 5)
+                ratio_5[v] = r50;
+            printf("%5zu  %-12s %9.1f %9.1f %9.1f %10.0f %9.1f", n, vname[v], st[v].p50, st[v].p99, st[v].acq_p50,
+                   st[v].per_s, st[v].cpu_us);
+            if (r50 > 0)
+                printf(" %8.2fx %8.2fx", r50, r99);
+            printf("\n");
+            csv_row("cycle", n, vname[v], 1, &st[v], r50, r99);
+        }
+        fflush(stdout);
+        for (int v = 0; v < NV; v++)
+            samples_free(&s[v]);
+        set_close(&b);
+    }
+    if (ratio_5[V_TRY] > 0)
+        printf("At 5 nodes our p50 is %.2fx the floor's (try+release) and %.2fx (reused handle); aim: <= 1.15x\n",
+               ratio_5[V_TRY], ratio_5[V_HANDLE]);
+}
+
+/* ---- section 2: threads sharing one client ---- */
+
+/* Busy and total jiffies of all CPUs from /proc/stat, to show how close to
+ * saturation the machine ran (servers included). */
+static void cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+    unsigned long long v[8] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    *busy = *total = 0;
+    if (!f)
+        return;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &v[6], &v[7]) == 8) {
+        for (int i = 0; i < 8; i++)
+            *total += v[i];
+        *busy = *total - v[3] - v[4]; /* minus idle and iowait */
+    }
+    fclose(f);
+}
+
+static int64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+typedef struct mt_arg {
+    redlock_client *client;
+    int id;
+    pthread_barrier_t *barrier;
+    atomic_int *stop;
+    long warm;
+    samples s;
+} mt_arg;
+
+static void *mt_thread(void *p)
+{
+    mt_arg *a = p;
+    char keys[KEYS][64];
+    for (int i = 0; i < KEYS; i++)
+        snprintf(keys[i], sizeof keys[i], "bench:mt:t%d:%d", a->id, i);
+    for (long k = 0;; k++) {
+        if (k == a->warm)
+            pthread_barrier_wait(a->barrier);
+        if (k >= a->warm && atomic_load_explicit(a->stop, memory_order_relaxed))
+            break;
+        redlock_lock *l = NULL;
+        int64_t t0 = bench_now_ns();
+        int rc = redlock_try_acquire(a->client, keys[k % KEYS], TTL_MS, &l);
+        int64_t t1 = bench_now_ns();
+        if (rc) {
+            samples_error(&a->s, "redlock_try_acquire", rc, NULL);
+            continue;
+        }
+        rc = redlock_release(l);
+        if (rc)
+            samples_error(&a->s, "redlock_release", rc, redlock_lock_errmsg(l));
+        redlock_lock_free(l);
+        if (rc == 0 && k >= a->warm)
+            samples_push(&a->s, bench_now_ns() - t0, t1 - t0);
+    }
+    return NULL;
+}
+
+static void section_threads(const char *const *urls, size_t n_urls)
+{
+    static const int tcounts[] = { 1, 2, 4, 8 };
+    if (n_urls < MT_NODES) {
+        printf("\nThread scaling: skipped (needs %d nodes)\n", MT_NODES);
+        return;
+    }
+    redlock_client *client;
+    if (open_client(&client, urls, MT_NODES) != 0) {
+        failures++;
+        return;
+    }
+    printf("\nThreads sharing one client, %d nodes, try+release on distinct keys per thread, %.1f s each\n",
+           MT_NODES, cfg.mt_seconds);
+    printf("%7s %10s %9s %9s %12s %10s %9s\n", "threads", "cycles/s", "p50", "p99", "vs 1 thread", "cpu/cycle",
+           "CPUs busy");
+    double base = 0, at8 = 0;
+    for (size_t t = 0; t < sizeof tcounts / sizeof tcounts[0]; t++) {
+        int nt = tcounts[t];
+        pthread_t th[8];
+        mt_arg args[8];
+        pthread_barrier_t bar;
+        atomic_int stop;
+        atomic_init(&stop, 0);
+        pthread_barrier_init(&bar, NULL, (unsigned)nt + 1);
+        for (int i = 0; i < nt; i++) {
+            memset(&args[i], 0, sizeof args[i]);
+            args[i].client = client;
+            args[i].id = i;
+            args[i].barrier = &bar;
+            args[i].stop = &stop;
+            args[i].warm = cfg.warmup > 50 ? cfg.warmup / 4 : 50;
+            pthread_create(&th[i], NULL, mt_thread, &args[i]);
+        }
+        pthread_barrier_wait(&bar);
+        unsigned long long busy0, total0, busy1, total1;
+        cpu_jiffies(&busy0, &total0);
+        int64_t t0 = bench_now_ns(), c0 = process_cpu_ns();
+        struct timespec ts = { (time_t)cfg.mt_seconds, (long)((cfg.mt_seconds - (double)(time_t)cfg.mt_seconds) * 1e9) };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        atomic_store(&stop, 1);
+        cpu_jiffies(&busy1, &total1);
+        samples all = { 0 };
+        for (int i = 0; i < nt; i++) {
+            pthread_join(th[i], NULL);
+            for (size_t k = 0; k < args[i].s.n; k++)
+                samples_push(&all, args[i].s.cycle[k], args[i].s.acq[k]);
+            all.errors += args[i].s.errors;
+            if (args[i].s.errors && !all.first_err[0])
+                memcpy(all.first_err, args[i].s.first_err, sizeof all.first_err);
+            samples_free(&args[i].s);
+        }
+        all.wall_ns = bench_now_ns() - t0;
+        all.cpu_ns = process_cpu_ns() - c0;
+        pthread_barrier_destroy(&bar);
+        stats st = summarize(&all);
+        print_err("threads", MT_NODES, "try+release", &all);
+        failures += all.errors > 0;
+        if (nt == 1)
+            base = st.per_s;
+        if (nt == 8)
+            at8 = st.per_s;
+        printf("%7d %10.0f %9.1f %9.1f %11.2fx %10.1f %8.0f%%\n", nt, st.per_s, st.p50, st.p99,
+               base > 0 ? st.per_s / base : 0.0, st.cpu_us,
+               total1 > total0 ? 100.0 * (double)(busy1 - busy0) / (double)(total1 - total0) : 0.0);
+        csv_row("threads", MT_NODES, "try+release", nt, &st, 0, 0);
+        fflush(stdout);
+        samples_free(&all);
+    }
+    redlock_client_free(client);
+    if (base > 0)
+        printf("8-thread / 1-thread throughput on one shared client at %d nodes: %.2fx (%ld CPUs on this machine)\n",
+               MT_NODES, at8 / base, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/* ---- section 3: one node paused ---- */
+
+/* The harness's control socket speaks RESP, so hiredis drives it directly:
+ * cheaper than starting `nodes.py ctl` for each pause and resume. */
+static redisContext *ctl;
+
+static int ctl_call(const char *op, int node)
+{
+    redisReply *r = redisCommand(ctl, "%s %d", op, node);
+    int ok = r && r->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        fprintf(stderr, "harness %s %d: %s\n", op, node, r ? r->str : ctl->errstr);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+static void section_paused(const char *const *urls, size_t n_urls)
+{
+    static const int ours[] = { V_TRY, V_HANDLE };
+    const char *path = getenv("REDLOCK_HARNESS");
+    if (n_urls < 5 || !path) {
+        printf("\nOne node paused: skipped (needs 5 nodes and $REDLOCK_HARNESS, i.e. nodes.py exec)\n");
+        return;
+    }
+    ctl = redisConnectUnix(path);
+    if (!ctl || ctl->err) {
+        fprintf(stderr, "harness control socket %s: %s\n", path, ctl ? ctl->errstr : "out of memory");
+        failures++;
+        redisFree(ctl);
+        ctl = NULL;
+        return;
+    }
+    bench_set b;
+    if (set_open(&b, urls, 5, "p", 0) != 0) {
+        failures++;
+        set_close(&b);
+        redisFree(ctl);
+        return;
+    }
+    /* Blocks alternate between healthy and paused so both see the same
+     * machine noise; the floor waits for every node, so it cannot run here. */
+    samples s[2][NV] = { { { 0 } } };
+    for (int st = 0; st < 2; st++) {
+        if (st == 1 && ctl_call("PAUSE", PAUSED_NODE) != 0)
+            goto out;
+        for (int j = 0; j < 2; j++)
+            run_block(&b, ours[j], cfg.warmup, NULL);
+        if (st == 1 && ctl_call("RESUME", PAUSED_NODE) != 0)
+            goto out;
+    }
+    /* Phases of a quarter of the run: every pause may cost the library one
+     * node timeout before it stops waiting for that node, and much shorter
+     * phases would make that one-off cost look like the steady state. */
+    long phase = cfg.iterations / 4 > cfg.block ? cfg.iterations / 4 : cfg.block;
+    long round = 0;
+    for (long done = 0; done < cfg.iterations; done += phase) {
+        long pcnt = cfg.iterations - done < phase ? cfg.iterations - done : phase;
+        for (int k = 0; k < 2; k++) {
+            int paused = (int)((k + done / phase) % 2);
+            if (paused && ctl_call("PAUSE", PAUSED_NODE) != 0)
+                goto out;
+            for (long pd = 0; pd < pcnt; pd += cfg.block, round++) {
+                long cnt = pcnt - pd < cfg.block ? pcnt - pd : cfg.block;
+                for (int j = 0; j < 2; j++) {
+                    int v = ours[(j + round) % 2];
+                    run_block(&b, v, cnt, &s[paused][v]);
+                }
+            }
+            if (paused && ctl_call("RESUME", PAUSED_NODE) != 0)
+                goto out;
+        }
+    }
+    printf("\n5 nodes, node %d paused (SIGSTOP) vs healthy, alternating every %ld cycles (%ld per row)\n",
+           PAUSED_NODE, phase, cfg.iterations);
+    printf("%-8s %-12s %9s %9s %9s %10s %12s\n", "state", "variant", "p50", "p99", "acq p50", "cycles/s",
+           "p50/healthy");
+    for (int j = 0; j < 2; j++) {
+        int v = ours[j];
+        stats h = summarize(&s[0][v]), p = summarize(&s[1][v]);
+        print_err("healthy", 5, vname[v], &s[0][v]);
+        print_err("one paused", 5, vname[v], &s[1][v]);
+        failures += (s[0][v].errors > 0) + (s[1][v].errors > 0);
+        printf("%-8s %-12s %9.1f %9.1f %9.1f %10.0f\n", "healthy", vname[v], h.p50, h.p99, h.acq_p50, h.per_s);
+        printf("%-8s %-12s %9.1f %9.1f %9.1f %10.0f %11.2fx\n", "paused", vname[v], p.p50, p.p99, p.acq_p50,
+               p.per_s, h.p50 > 0 ? p.p50 / h.p50 : 0.0);
+        csv_row("healthy", 5, vname[v], 1, &h, 0, 0);
+        csv_row("one_paused", 5, vname[v], 1, &p, h.p50 > 0 ? p.p50 / h.p50 : 0, h.p99 > 0 ? p.p99 / h.p99 : 0);
+    }
+out:
+    for (int st = 0; st < 2; st++)
+        for (int v = 0; v < NV; v++)
+            samples_free(&s[st][v]);
+    set_close(&b);
+    redisFree(ctl);
+    ctl = NULL;
+}
+
+/* ---- header ---- */
+
+static void cpu_model(char *out, size_t size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(out, size, "unknown CPU");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c += 1 + (c[1] == ' ');
+                c[strcspn(c, "\n")] = '\0';
+                snprintf(out, size, "%s", c);
+            }
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+/* "redis 7.0.15" or "valkey 8.0.1" from INFO server; blocking, header only. */
+static void server_version(const char *url, char *out, size_t size)
+{
+    char host[256];
+    int port;
+    redisContext *c = NULL;
+    struct timeval tv = { 2, 0 };
+    snprintf(out, size, "?");
+    if (strncmp(url, "unix://", 7) == 0)
+        c = redisConnectUnixWithTimeout(url + 7, tv);
+    else if (sscanf(url, "redis://%255[^:/]:%d", host, &port) == 2)
+        c = redisConnectWithTimeout(host, port, tv);
+    if (!c || c->err) {
+        redisFree(c);
+        return;
+    }
+    redisReply *r = redisCommand(c, "INFO server");
+    if (r && r->type == REDIS_REPLY_STRING) {
+        const char *v = strstr(r->str, "valkey_version:");
+        const char *name = "valkey";
+        if (v)
+            v += 15;
+        else if ((v = strstr(r->str, "redis_version:")) != NULL) {
+            v += 14;
+            name = "redis";
+        }
+        if (v)
+            snprintf(out, size, "%s %.*s", name, (int)strcspn(v, "\r\n"), v);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static void print_header(const char *const *urls, size_t n)
+{
+    char cpu[256], load[64] = "?", ver[64], nt_note[64] = "";
+    if (cfg.node_timeout_ms > 0)
+        snprintf(nt_note, sizeof nt_note, " but node_timeout_ms %ld", cfg.node_timeout_ms);
+    struct utsname u;
+    cpu_model(cpu, sizeof cpu);
+    uname(&u);
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fgets(load, sizeof load, f))
+            load[strcspn(load, " ")] = '\0';
+        fclose(f);
+    }
+    printf("redlock C core benchmark: acquire+release vs the raw hiredis protocol floor\n");
+    printf("machine: %ld CPUs, %s, %s %s %s, 1-min load %s\n", sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname,
+           u.release, u.machine, load);
+    printf("nodes:  ");
+    /* Count each distinct version: "redis 7.0.15 x5, valkey 8.0.1 x4". */
+    char seen[8][64];
+    int cnt[8] = { 0 }, kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        server_version(urls[i], ver, sizeof ver);
+        int k = 0;
+        while (k < kinds && strcmp(seen[k], ver) != 0)
+            k++;
+        if (k == kinds && kinds < 8)
+            snprintf(seen[kinds++], sizeof seen[0], "%s", ver);
+        if (k < kinds)
+            cnt[k]++;
+    }
+    for (int k = 0; k < kinds; k++)
+        printf("%s %s x%d", k ? "," : "", seen[k], cnt[k]);
+    printf(" (%s)\n", n && strncmp(urls[0], "unix://", 7) == 0 ? "unix sockets" : "TCP loopback");
+    printf("library: libredlock %s (%s build), hiredis API %d.%d.%d\n", redlock_version(), BENCH_BUILD_TYPE,
+           HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+    printf("method: per variant and node count %ld warm-up cycles, then %ld timed cycles in blocks of %d,\n"
+           "        variants alternating block by block; ttl %u ms; %d distinct keys per variant;\n"
+           "        client options: defaults%s\n",
+           cfg.warmup, cfg.iterations, cfg.block, TTL_MS, KEYS, nt_note);
+    printf("floor:  one non-blocking hiredis context per node; SET NX PX to all, wait for ALL replies, then\n"
+           "        EVALSHA compare-and-delete to all, wait for ALL (the library may stop at quorum)\n");
+    fflush(stdout);
+    if (csv) {
+        fprintf(csv, "# redlock C core benchmark; %ld CPUs, %s, %s %s, 1-min load %s; libredlock %s (%s)\n",
+                sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname, u.release, load, redlock_version(), BENCH_BUILD_TYPE);
+        fprintf(csv, "section,nodes,variant,threads,cycles,errors,p50_us,p99_us,mean_us,max_us,acquire_p50_us,"
+                     "cycles_per_s,client_cpu_us_per_cycle,p50_vs_ref,p99_vs_ref\n");
+    }
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: redlock_bench [--smoke | --iterations K] [--csv FILE] [--nodes LIST] [--only V] [--block B]\n"
+            "                     [--sections L] [--warmup W] [--mt-seconds S] [--node-timeout-ms T]\n"
+            "  Node URLs come from $REDLOCK_TEST_NODES (comma-separated; 9 wanted); the paused-node case\n"
+            "  needs $REDLOCK_HARNESS. Run it through bench/run-c, which starts the nodes.\n"
+            "  --smoke        = --iterations 200 (a few seconds, for CI)\n"
+            "  --iterations K timed cycles per variant and node count (4000)\n"
+            "  --block B      cycles per block; variants alternate by block (50)\n"
+            "  --warmup W     untimed cycles per variant first (iterations/10, 20..1000)\n"
+            "  --mt-seconds S measuring time per thread count (2.0; 0.25 when K < 2000)\n"
+            "  --csv FILE     also write the results as CSV\n"
+            "  --node-timeout-ms T  client node_timeout_ms (library default 50); CI smoke runs on a\n"
+            "                 loaded machine use a large one so that timings never fail the run\n"
+            "  --nodes LIST   node counts for the cycle table (1,3,5,7,9)\n"
+            "  --only V       run only variant V (floor, try+release or handle) in the cycle table and\n"
+            "                 skip the other sections: for profiling with perf or callgrind\n"
+            "  --sections L   which sections to run: cycle,threads,paused (all)\n");
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--smoke") == 0) {
+            cfg.iterations = 200;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (val && strcmp(a, "--iterations") == 0) {
+            cfg.iterations = atol(val), i++;
+        } else if (val && strcmp(a, "--block") == 0) {
+            cfg.block = atoi(val), i++;
+        } else if (val && strcmp(a, "--warmup") == 0) {
+            cfg.warmup = atol(val), i++;
+        } else if (val && strcmp(a, "--mt-seconds") == 0) {
+            cfg.mt_seconds = atof(val), i++;
+        } else if (val && strcmp(a, "--node-timeout-ms") == 0) {
+            cfg.node_timeout_ms = atol(val), i++;
+        } else if (val && strcmp(a, "--csv") == 0) {
+            cfg.csv = val, i++;
+        } else if (val && strcmp(a, "--nodes") == 0) {
+            char *end;
+            cfg.node_mask = 0;
+            for (const char *p = val; *p; p = *end ? end + 1 : end) {
+                long n = strtol(p, &end, 10);
+                if (end == p || n < 1 || n > 31 || (*end && *end != ',')) {
+                    fprintf(stderr, "redlock_bench: --nodes wants a list like 1,3,5\n");
+                    return 2;
+                }
+                cfg.node_mask |= 1u << n;
+            }
+            i++;
+        } else if (val && strcmp(a, "--sections") == 0) {
+            char *copy = strdup(val), *save2 = NULL;
+            for (char *t = strtok_r(copy, ",", &save2); t; t = strtok_r(NULL, ",", &save2)) {
+                if (strcmp(t, "cycle") == 0)
+                    cfg.sections |= SEC_CYCLE;
+                else if (strcmp(t, "threads") == 0)
+                    cfg.sections |= SEC_THREADS;
+                else if (strcmp(t, "paused") == 0)
+                    cfg.sections |= SEC_PAUSED;
+                else {
+                    fprintf(stderr, "redlock_bench: --sections wants a list of cycle, threads, paused\n");
+                    return 2;
+                }
+            }
+            free(copy);
+            i++;
+        } else if (val && strcmp(a, "--only") == 0) {
+            for (int v = 0; v < NV; v++)
+                if (strcmp(val, vname[v]) == 0 || (v == V_TRY && strcmp(val, "try") == 0))
+                    cfg.only = v;
+            if (cfg.only < 0) {
+                fprintf(stderr, "redlock_bench: --only wants floor, try+release or handle\n");
+                return 2;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "redlock_bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (cfg.iterations < 1 || cfg.block < 1) {
+        fprintf(stderr, "redlock_bench: --iterations and --block must be positive\n");
+        return 2;
+    }
+    if (cfg.warmup < 0)
+        cfg.warmup = cfg.iterations / 10 < 20 ? 20 : cfg.iterations / 10 > 1000 ? 1000 : cfg.iterations / 10;
+    if (cfg.sections == 0)
+        cfg.sections = cfg.only >= 0 ? SEC_CYCLE : SEC_CYCLE | SEC_THREADS | SEC_PAUSED;
+    if (cfg.mt_seconds <= 0)
+        cfg.mt_seconds = cfg.iterations >= 2000 ? 2.0 : 0.25;
+
+    const char *env = getenv("REDLOCK_TEST_NODES");
+    if (!env || !*env) {
+        fprintf(stderr, "redlock_bench: $REDLOCK_TEST_NODES is not set; run it through bench/run-c\n");
+        return 2;
+    }
+    char *list = strdup(env), *save = NULL;
+    const char *urls[BENCH_MAX_NODES];
+    size_t n_urls = 0;
+    for (char *t = strtok_r(list, ",", &save); t && n_urls < BENCH_MAX_NODES; t = strtok_r(NULL, ",", &save))
+        urls[n_urls++] = t;
+    if (cfg.csv && !(csv = fopen(cfg.csv, "w"))) {
+        fprintf(stderr, "redlock_bench: cannot write %s: %s\n", cfg.csv, strerror(errno));
+        return 2;
+    }
+
+    int64_t t0 = bench_now_ns();
+    print_header(urls, n_urls);
+    if (cfg.sections & SEC_CYCLE)
+        section_cycle(urls, n_urls);
+    if (cfg.sections & SEC_THREADS)
+        section_threads(urls, n_urls);
+    if (cfg.sections & SEC_PAUSED)
+        section_paused(urls, n_urls);
+    printf("\ntotal %.1f s; %s\n", (double)(bench_now_ns() - t0) / 1e9,
+           failures ? "SOME CYCLES FAILED (see stderr)" : "no failed cycles");
+    if (csv)
+        fclose(csv);
+    free(list);
+    return failures ? 1 : 0;
+}
