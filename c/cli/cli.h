@@ -9,6 +9,8 @@
 
 #include <hiredis.h>
 
+#include "internal.h"  /* the library's URL parser: the CLI links it statically */
+
 /* Exit codes of the tool; documented in docs/cli.md. */
 #define CLI_EXIT_USAGE     2    /* bad option, argument, URL or config file */
 #define CLI_EXIT_SOFTWARE  70   /* internal failure: out of memory, fork, threads */
@@ -65,27 +67,17 @@ int64_t cli_now_us(void);
 const char *cli_timestamp(char *buf, size_t size);
 
 /* The URL with any password replaced by "***". */
-void cli_mask_url(const char *url, char *out, size_t size);
 
 /* A node URL parsed for a direct hiredis connection (status, doctor). The
  * grammar is the library's: redis://[user[:password]@]host[:port][/db],
  * unix://[[user]:password@]/path[?db=N]. */
-typedef struct cli_endpoint {
-    char host[256];
-    int port;
-    char path[108];
-    char user[256];
-    char password[512];
-    int has_password;
-    int db;
-    char display[512];        /* masked URL */
-} cli_endpoint;
-
-int cli_endpoint_parse(const char *url, cli_endpoint *ep, char *err, size_t errsize);
-void cli_endpoint_wipe(cli_endpoint *ep);
+/* Node URLs are parsed by the library's own parser (c/src/url.c): one
+ * grammar, one masking of passwords. status and doctor connect with
+ * blocking hiredis contexts, without TLS. */
+int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize);
 /* Connects, authenticates and selects the db, each step bounded by
  * timeout_ms. NULL with a reason in err on failure. */
-redisContext *cli_connect(const cli_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize);
+redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize);
 /* A command's reply, or NULL with the reason (I/O error) in err. */
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...);
 

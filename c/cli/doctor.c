@@ -65,7 +65,7 @@ typedef struct finding {
 } finding;
 
 typedef struct dnode {
-    cli_endpoint ep;
+    rl_endpoint ep;
     redisContext *ctx;
     char error[512];           /* connect failure */
     char run_id[64], version[48], server[16], role[16], master[300];
@@ -511,14 +511,16 @@ int cli_doctor(int argc, char **argv)
         rc = CLI_EXIT_SOFTWARE;
     }
     for (size_t i = 0; !rc && i < n; i++) {
-        char err[512];
-        if (cli_endpoint_parse(common.urls[i], &nodes[i].ep, err, sizeof err))
-            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, nodes[i].ep.display, err);
+        char err[512], masked[512];
+        if (cli_endpoint_parse(common.urls[i], &nodes[i].ep, err, sizeof err)) {
+            rl_mask_url(masked, sizeof masked, common.urls[i]);
+            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
+        }
     }
     if (rc) {
         if (nodes)
             for (size_t i = 0; i < n; i++)
-                cli_endpoint_wipe(&nodes[i].ep);
+                rl_endpoint_clear(&nodes[i].ep);
         free(nodes);
         cli_common_free(&common);
         return rc;
@@ -588,7 +590,7 @@ int cli_doctor(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].ctx)
             redisFree(nodes[i].ctx);
-        cli_endpoint_wipe(&nodes[i].ep);
+        rl_endpoint_clear(&nodes[i].ep);
     }
     free(nodes);
     free(d.f);

@@ -42,19 +42,19 @@ typedef struct node_state {
 
 static void probe(const char *url, const char *key, size_t key_len, int64_t timeout_ms, node_state *ns)
 {
-    cli_endpoint ep;
+    rl_endpoint ep;
     char err[512];
     ns->ttl_ms = -2;
     if (cli_endpoint_parse(url, &ep, err, sizeof err)) {
         /* Reported before probing; not reached. */
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "%s", err);
-        cli_endpoint_wipe(&ep);
+        rl_endpoint_clear(&ep);
         return;
     }
     snprintf(ns->url, sizeof ns->url, "%s", ep.display);
     redisContext *ctx = cli_connect(&ep, timeout_ms, err, sizeof err);
-    cli_endpoint_wipe(&ep);
+    rl_endpoint_clear(&ep);
     if (!ctx) {
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "%s", err);
@@ -154,13 +154,13 @@ int cli_status(int argc, char **argv)
         rc = cli_usage(CMD, "RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
     /* Every URL must parse before anything is contacted. */
     for (size_t i = 0; !rc && i < common.n_urls; i++) {
-        cli_endpoint ep;
+        rl_endpoint ep;
         char err[512], masked[512];
         if (cli_endpoint_parse(common.urls[i], &ep, err, sizeof err)) {
-            cli_mask_url(common.urls[i], masked, sizeof masked);
+            rl_mask_url(masked, sizeof masked, common.urls[i]);
             rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
         }
-        cli_endpoint_wipe(&ep);
+        rl_endpoint_clear(&ep);
     }
     if (rc) {
         cli_common_free(&common);

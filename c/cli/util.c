@@ -459,195 +459,15 @@ out:
 
 /* ---- URLs ---- */
 
-void cli_mask_url(const char *url, char *out, size_t size)
+int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize)
 {
-    const char *sep = strstr(url, "://");
-    if (!sep) {
-        snprintf(out, size, "%s", url);
-        return;
+    int rc = rl_endpoint_parse(ep, url, err, errsize);
+    if (rc == 0 && ep->tls) {
+        rl_endpoint_clear(ep);
+        snprintf(err, errsize, "rediss:// nodes are not supported by status and doctor yet");
+        return REDLOCK_ENOTSUP;
     }
-    const char *auth = sep + 3;
-    /* As in the library: for unix:// the userinfo ends at the '@' before the
-     * path; for redis:// at the last '@'. */
-    const char *at = NULL;
-    if (!strncmp(url, "unix:", 5)) {
-        const char *slash = strchr(auth, '/');
-        if (slash && slash > auth && slash[-1] == '@')
-            at = slash - 1;
-    } else {
-        at = strrchr(auth, '@');
-    }
-    if (!at) {
-        snprintf(out, size, "%s", url);
-        return;
-    }
-    const char *colon = memchr(auth, ':', (size_t)(at - auth));
-    if (!colon) {
-        snprintf(out, size, "%s", url);
-        return;
-    }
-    snprintf(out, size, "%.*s:***%s", (int)(colon - url), url, at);
-}
-
-static int hexv(int c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static int pct_decode(const char *s, size_t n, char *out, size_t size)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (ch == '%') {
-            int hi = i + 1 < n ? hexv((unsigned char)s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexv((unsigned char)s[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi | lo) == 0)
-                return -1;
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (o + 1 >= size)
-            return -1;
-        out[o++] = ch;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
-static int parse_userinfo(cli_endpoint *ep, const char *s, size_t n, char *err, size_t errsize)
-{
-    const char *colon = memchr(s, ':', n);
-    if (!colon) {
-        snprintf(err, errsize, "user name without a password (use user:password@ or :password@)");
-        return -1;
-    }
-    if (pct_decode(s, (size_t)(colon - s), ep->user, sizeof ep->user) ||
-        pct_decode(colon + 1, n - (size_t)(colon + 1 - s), ep->password, sizeof ep->password)) {
-        snprintf(err, errsize, "bad percent-escape or too long user name or password");
-        return -1;
-    }
-    ep->has_password = 1;
-    return 0;
-}
-
-int cli_endpoint_parse(const char *url, cli_endpoint *ep, char *err, size_t errsize)
-{
-    memset(ep, 0, sizeof *ep);
-    cli_mask_url(url, ep->display, sizeof ep->display);
-    long v;
-    if (!strncmp(url, "unix://", 7)) {
-        const char *rest = url + 7, *slash = strchr(rest, '/');
-        if (!slash) {
-            snprintf(err, errsize, "unix URL needs an absolute socket path (unix:///path)");
-            return -1;
-        }
-        if (slash > rest) {
-            if (slash[-1] != '@') {
-                snprintf(err, errsize, "unix URL: expected unix:///path or unix://:password@/path");
-                return -1;
-            }
-            if (parse_userinfo(ep, rest, (size_t)(slash - 1 - rest), err, errsize))
-                return -1;
-        }
-        const char *q = strchr(slash, '?');
-        size_t plen = q ? (size_t)(q - slash) : strlen(slash);
-        if (plen <= 1 || plen >= sizeof ep->path) {
-            snprintf(err, errsize, "empty or too long unix socket path");
-            return -1;
-        }
-        memcpy(ep->path, slash, plen);
-        if (q) {
-            if (strncmp(q, "?db=", 4) || cli_parse_long(q + 4, 0, 65535, &v)) {
-                snprintf(err, errsize, "unix URL: the only query parameter is db=N");
-                return -1;
-            }
-            ep->db = (int)v;
-        }
-        return 0;
-    }
-    if (!strncmp(url, "rediss://", 9)) {
-        snprintf(err, errsize, "rediss:// (TLS) is not supported");
-        return -1;
-    }
-    if (strncmp(url, "redis://", 8)) {
-        snprintf(err, errsize, "URL must start with redis:// or unix://");
-        return -1;
-    }
-    const char *rest = url + 8, *h = rest, *at = strrchr(rest, '@');
-    if (at) {
-        if (parse_userinfo(ep, rest, (size_t)(at - rest), err, errsize))
-            return -1;
-        h = at + 1;
-    }
-    const char *p;
-    size_t hl;
-    if (*h == '[') {
-        const char *close = strchr(h, ']');
-        if (!close) {
-            snprintf(err, errsize, "unterminated [IPv6] address");
-            return -1;
-        }
-        hl = (size_t)(close - h - 1);
-        h++;
-        p = close + 1;
-    } else {
-        hl = strcspn(h, ":/?#");
-        p = h + hl;
-    }
-    if (hl == 0 || hl >= sizeof ep->host) {
-        snprintf(err, errsize, "empty or too long host name");
-        return -1;
-    }
-    memcpy(ep->host, h, hl);
-    ep->port = 6379;
-    if (*p == ':') {
-        char num[16];
-        size_t n = strcspn(p + 1, "/?#");
-        if (n == 0 || n >= sizeof num) {
-            snprintf(err, errsize, "port is not a number");
-            return -1;
-        }
-        memcpy(num, p + 1, n);
-        num[n] = '\0';
-        if (cli_parse_long(num, 1, 65535, &v)) {
-            snprintf(err, errsize, "port is not a number in 1..65535");
-            return -1;
-        }
-        ep->port = (int)v;
-        p += 1 + n;
-    }
-    if (*p == '/') {
-        char num[16];
-        size_t n = strcspn(p + 1, "?#");
-        if (n) {
-            if (n >= sizeof num) {
-                snprintf(err, errsize, "database number is not a number in 0..65535");
-                return -1;
-            }
-            memcpy(num, p + 1, n);
-            num[n] = '\0';
-            if (cli_parse_long(num, 0, 65535, &v)) {
-                snprintf(err, errsize, "database number is not a number in 0..65535");
-                return -1;
-            }
-            ep->db = (int)v;
-        }
-        p += 1 + n;
-    }
-    if (*p) {
-        snprintf(err, errsize, "unexpected query or fragment in URL");
-        return -1;
-    }
-    return 0;
-}
-
-void cli_endpoint_wipe(cli_endpoint *ep)
-{
-    explicit_bzero(ep, sizeof *ep);
+    return rc;
 }
 
 static void reply_error_text(redisReply *r, char *err, size_t errsize)
@@ -655,11 +475,11 @@ static void reply_error_text(redisReply *r, char *err, size_t errsize)
     snprintf(err, errsize, "%.*s", (int)r->len, r->str);
 }
 
-redisContext *cli_connect(const cli_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize)
+redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize)
 {
     struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-    redisContext *ctx = ep->path[0] ? redisConnectUnixWithTimeout(ep->path, tv)
-                                    : redisConnectWithTimeout(ep->host, ep->port, tv);
+    redisContext *ctx = ep->path ? redisConnectUnixWithTimeout(ep->path, tv)
+                                 : redisConnectWithTimeout(ep->host, ep->port, tv);
     if (!ctx) {
         snprintf(err, errsize, "out of memory");
         return NULL;
@@ -671,9 +491,9 @@ redisContext *cli_connect(const cli_endpoint *ep, int64_t timeout_ms, char *err,
     }
     redisSetTimeout(ctx, tv);
     redisReply *r = NULL;
-    if (ep->has_password) {
-        r = ep->user[0] ? redisCommand(ctx, "AUTH %s %s", ep->user, ep->password)
-                        : redisCommand(ctx, "AUTH %s", ep->password);
+    if (ep->password) {
+        r = ep->user ? redisCommand(ctx, "AUTH %s %s", ep->user, ep->password)
+                     : redisCommand(ctx, "AUTH %s", ep->password);
         if (!r) {
             snprintf(err, errsize, "AUTH: %s", ctx->errstr);
             goto fail;

@@ -44,6 +44,9 @@ typedef struct rl_endpoint {
  * and writes a reason into err. */
 int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsize);
 void rl_endpoint_clear(rl_endpoint *ep);
+/* url for a message, with any userinfo (which may hold a password) hidden;
+ * works on URLs that don't parse. */
+void rl_mask_url(char *out, size_t size, const char *url);
 /* 1 if a and b are the same server after resolving names. */
 int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b);
 

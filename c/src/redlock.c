@@ -113,17 +113,6 @@ static int check_options(const redlock_options *o, char *err, size_t errsize)
     return 0;
 }
 
-/* A URL for an error message, with any userinfo hidden: it may hold a password. */
-static void masked_url(char *out, size_t size, const char *url)
-{
-    const char *scheme_end = strstr(url, "://");
-    const char *at = strrchr(url, '@');
-    if (scheme_end && at && at > scheme_end)
-        rl_fmt(out, size, "%.*s://***@%.200s", (int)(scheme_end - url), url, at + 1);
-    else
-        rl_fmt(out, size, "%.240s", url);
-}
-
 static void client_destroy(redlock_client *c)
 {
     if (!c)
@@ -198,7 +187,7 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         c->n = i + 1;
         rc = rl_endpoint_parse(&c->nodes[i].ep, node_urls[i], why, sizeof why);
         if (rc) {
-            masked_url(shown, sizeof shown, node_urls[i]);
+            rl_mask_url(shown, sizeof shown, node_urls[i]);
             rl_fmt(errbuf, errbuf_size, "node %zu '%s': %s", i, shown, why);
             goto fail;
         }

@@ -322,3 +322,13 @@ int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b)
         freeaddrinfo(rb);
     return same;
 }
+
+void rl_mask_url(char *out, size_t size, const char *url)
+{
+    const char *scheme_end = strstr(url, "://");
+    const char *at = strrchr(url, '@');
+    if (scheme_end && at && at > scheme_end)
+        rl_fmt(out, size, "%.*s://***@%.200s", (int)(scheme_end - url), url, at + 1);
+    else
+        rl_fmt(out, size, "%.240s", url);
+}
