@@ -9,7 +9,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/c/tsan.supp
 
-.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli bench clean
+.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-fuzz test-bench bench clean
 
 all: build
 
@@ -27,7 +27,7 @@ demo: build
 	tools/demo-cli $(BUILD)/c/cli/redlock
 	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
-test: build test-c test-asan test-tsan test-python test-go test-cli
+test: build test-c test-asan test-tsan test-python test-go test-cli test-fuzz test-bench
 	@echo "all test suites passed"
 
 test-c: build
@@ -60,8 +60,15 @@ test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
 
+test-fuzz: deps
+	tests/fuzz/run 20
+
+# The benchmark's smoke run keeps it from rotting; it asserts no timing.
+test-bench: build
+	bench/run --smoke --build-dir $(BUILD)
+
 bench: build
-	bench/run
+	bench/run --build-dir $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

@@ -78,6 +78,22 @@ typedef enum rl_outcome {
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
 
+/* ---- redlock.c ---- */
+/* Validates a caller's options (read up to their version); reason in err. */
+int rl_check_options(const redlock_options *o, char *err, size_t errsize);
+
+/* ---- decide.c: the decisions, pure functions of the outcomes ---- */
+typedef struct rl_tally { int yes, no, auth, server, io, tls, unsent; } rl_tally;
+rl_tally rl_tally_of(const rl_outcome *out, size_t n);
+/* The code for "too many nodes failed to answer": the commonest cause. */
+int rl_failure_code(const rl_tally *t);
+/* 0 when held: a quorum said OK and the validity end is still ahead. */
+int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid_until_us, int64_t now_us);
+/* 0 when a quorum confirmed before the old validity ended. */
+int rl_decide_extend(const rl_outcome *out, size_t n, int quorum, int64_t decided_us, int64_t valid_until_us);
+/* 0 when still ours on a quorum; REDLOCK_ELOST when certainly not. */
+int rl_decide_release(const rl_outcome *out, size_t n, int quorum);
+
 typedef enum rl_cmd { RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS } rl_cmd;
 
 typedef struct rl_round {

@@ -66,7 +66,7 @@ static int any_tls_option(const redlock_options *o)
            o->tls_insecure_skip_verify;
 }
 
-static int check_options(const redlock_options *o, char *err, size_t errsize)
+int rl_check_options(const redlock_options *o, char *err, size_t errsize)
 {
     if (!(o->drift_factor >= 0.0 && o->drift_factor < 0.5)) {
         rl_fmt(err, errsize, "drift_factor must be in [0, 0.5)");
@@ -162,7 +162,7 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         memcpy(&full, opts, size);
     }
     opts = &full;
-    if ((rc = check_options(opts, errbuf, errbuf_size)) != 0)
+    if ((rc = rl_check_options(opts, errbuf, errbuf_size)) != 0)
         return rc;
 
     c = calloc(1, sizeof *c);
@@ -371,37 +371,6 @@ static void describe_nodes(redlock_lock *lock, const rl_round *r)
     describe_round(lock->errmsg, sizeof lock->errmsg, lock->client, r);
 }
 
-typedef struct tally { int yes, no, auth, server, io, tls, unsent; } tally;
-
-static tally count(const rl_round *r)
-{
-    tally t = { 0 };
-    for (size_t i = 0; i < r->n; i++) {
-        switch (r->out[i]) {
-        case RL_YES: t.yes++; break;
-        case RL_NO: t.no++; break;
-        case RL_ERR_AUTH: t.auth++; break;
-        case RL_ERR_SERVER: t.server++; break;
-        case RL_ERR_TLS: t.tls++; break;
-        case RL_UNSENT: t.unsent++; break;
-        default: t.io++; break;
-        }
-    }
-    return t;
-}
-
-/* The code for "too many nodes failed to answer": the commonest cause. */
-static int failure_code(const tally *t)
-{
-    if (t->tls > t->auth && t->tls > t->server && t->tls > t->io)
-        return REDLOCK_ETLS;
-    if (t->auth > t->server && t->auth > t->io && t->auth > t->tls)
-        return REDLOCK_EAUTH;
-    if (t->server > t->auth && t->server > t->io && t->server > t->tls)
-        return REDLOCK_ESERVER;
-    return REDLOCK_ENOQUORUM;
-}
-
 static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
 {
     r->cmd = cmd;
@@ -432,9 +401,10 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms)
     rl_round_run(c, &r);
     int64_t now = rl_now_us();
 
-    tally t = count(&r);
+    rl_tally t = rl_tally_of(r.out, r.n);
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
-    if (t.yes >= c->quorum && valid_until > now) {
+    int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
+    if (code == 0) {
         lock->state = LOCK_HELD;
         lock->valid_until_us = valid_until;
         lock->acquired_us = r.start_us;
@@ -442,21 +412,15 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms)
         return set_ok(lock);
     }
 
-    int code;
     int hard = t.auth + t.server + t.io + t.tls;
-    if (t.yes >= c->quorum) {
-        code = set_err(lock, REDLOCK_EEXPIRED,
-                       "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
-                       t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms,
-                       (long long)(drift_us(c, ttl_ms) / 1000));
-    } else if (hard > (int)r.n - c->quorum) {
-        code = failure_code(&t);
+    if (code == REDLOCK_EEXPIRED)
+        set_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
+                t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms, (long long)(drift_us(c, ttl_ms) / 1000));
+    else if (code == REDLOCK_ENOTACQUIRED)
+        set_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
+    else
         set_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
                 code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
-    } else {
-        code = set_err(lock, REDLOCK_ENOTACQUIRED, "not acquired: %d of %zu nodes granted, %d needed",
-                       t.yes, r.n, c->quorum);
-    }
     describe_nodes(lock, &r);
 
     /* Release wherever our SET may have landed: every node but those that
@@ -661,24 +625,23 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
     r.cap_us = lock->valid_until_us;
     rl_round_run(c, &r);
     now = rl_now_us();
-    tally t = count(&r);
+    rl_tally t = rl_tally_of(r.out, r.n);
     int unknown = (int)r.n - t.yes - t.no;
     /* Within validity means when the quorum confirmed, not when the last
      * straggler was read. */
-    if (t.yes >= c->quorum && r.decided_us < lock->valid_until_us) {
+    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, lock->valid_until_us);
+    if (code == 0) {
         lock->valid_until_us = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
         lock->n_ext++;
         return set_ok(lock);
     }
-    if (t.yes + unknown < c->quorum) {
+    if (code == REDLOCK_ELOST) {
         lock->state = LOCK_LOST;
-        set_err(lock, REDLOCK_ELOST, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource,
+        set_err(lock, code, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource,
                 t.yes, r.n, c->quorum);
-    } else if (t.yes >= c->quorum) {
-        set_err(lock, REDLOCK_EEXPIRED, "extension of '%s' confirmed only after its validity ran out",
-                lock->resource);
+    } else if (code == REDLOCK_EEXPIRED) {
+        set_err(lock, code, "extension of '%s' confirmed only after its validity ran out", lock->resource);
     } else {
-        int code = failure_code(&t);
         set_err(lock, code, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
                 lock->resource, t.yes, r.n, c->quorum, unknown);
     }
@@ -699,17 +662,17 @@ int redlock_release(redlock_lock *lock)
     rl_round_run(c, &r);
     lock->state = LOCK_IDLE;
     lock->valid_until_us = 0;
-    tally t = count(&r);
+    rl_tally t = rl_tally_of(r.out, r.n);
     int unknown = (int)r.n - t.yes - t.no;
-    if (t.yes >= c->quorum)
+    int code = rl_decide_release(r.out, r.n, c->quorum);
+    if (code == 0)
         return set_ok(lock);
-    if (t.yes + unknown < c->quorum) {
-        set_err(lock, REDLOCK_ELOST,
+    if (code == REDLOCK_ELOST) {
+        set_err(lock, code,
                 "lock '%s' was no longer ours on a majority when released (%d of %zu nodes, %d needed): "
                 "it expired or was taken over, so the critical section may have overlapped another owner",
                 lock->resource, t.yes, r.n, c->quorum);
     } else {
-        int code = failure_code(&t);
         set_err(lock, code, "release of '%s' not confirmed: %d of %zu nodes confirmed, %d needed, %d could not answer",
                 lock->resource, t.yes, r.n, c->quorum, unknown);
     }
@@ -763,10 +726,10 @@ int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t e
     r.n = client->n;
     r.quorum = (int)client->n;  /* every node, not a majority */
     rl_round_run(client, &r);
-    tally t = count(&r);
+    rl_tally t = rl_tally_of(r.out, r.n);
     if (t.yes == (int)r.n)
         return 0;
-    int code = failure_code(&t);
+    int code = rl_failure_code(&t);
     rl_fmt(errbuf, errbuf_size, "the redlock function library was loaded on %d of %zu nodes", t.yes, r.n);
     if (errbuf && errbuf_size)
         describe_round(errbuf, errbuf_size, client, &r);

@@ -1,0 +1,67 @@
+/* decide.c: the Redlock decisions as pure functions of what each node said
+ * and when, kept apart from the I/O so they can be read, tested and fuzzed
+ * on their own (tests/fuzz/fuzz_decide.c). */
+#include "internal.h"
+
+rl_tally rl_tally_of(const rl_outcome *out, size_t n)
+{
+    rl_tally t = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        switch (out[i]) {
+        case RL_YES: t.yes++; break;
+        case RL_NO: t.no++; break;
+        case RL_ERR_AUTH: t.auth++; break;
+        case RL_ERR_SERVER: t.server++; break;
+        case RL_ERR_TLS: t.tls++; break;
+        case RL_UNSENT: t.unsent++; break;
+        default: t.io++; break;
+        }
+    }
+    return t;
+}
+
+int rl_failure_code(const rl_tally *t)
+{
+    if (t->tls > t->auth && t->tls > t->server && t->tls > t->io)
+        return REDLOCK_ETLS;
+    if (t->auth > t->server && t->auth > t->io && t->auth > t->tls)
+        return REDLOCK_EAUTH;
+    if (t->server > t->auth && t->server > t->io && t->server > t->tls)
+        return REDLOCK_ESERVER;
+    return REDLOCK_ENOQUORUM;
+}
+
+int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid_until_us, int64_t now_us)
+{
+    rl_tally t = rl_tally_of(out, n);
+    if (t.yes >= quorum)
+        return valid_until_us > now_us ? 0 : REDLOCK_EEXPIRED;
+    /* Refusals mean contention. Only when the nodes that could not answer
+     * would have prevented a quorum on their own is it a quorum failure. */
+    int hard = t.auth + t.server + t.io + t.tls;
+    if (hard > (int)n - quorum)
+        return rl_failure_code(&t);
+    return REDLOCK_ENOTACQUIRED;
+}
+
+int rl_decide_extend(const rl_outcome *out, size_t n, int quorum, int64_t decided_us, int64_t valid_until_us)
+{
+    rl_tally t = rl_tally_of(out, n);
+    int unknown = (int)n - t.yes - t.no;
+    if (t.yes >= quorum)
+        return decided_us < valid_until_us ? 0 : REDLOCK_EEXPIRED;
+    if (t.yes + unknown < quorum)
+        return REDLOCK_ELOST;   /* certain: too many nodes said "not ours" */
+    return rl_failure_code(&t);
+}
+
+int rl_decide_release(const rl_outcome *out, size_t n, int quorum)
+{
+    rl_tally t = rl_tally_of(out, n);
+    int unknown = (int)n - t.yes - t.no;
+    if (t.yes >= quorum)
+        return 0;
+    if (t.yes + unknown < quorum)
+        return REDLOCK_ELOST;
+    return rl_failure_code(&t);
+}
