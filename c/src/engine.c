@@ -141,6 +141,15 @@ static void conn_free(rl_conn *c)
         return;
     while (c->len)
         q_pop(c);
+    if (c->ctx && c->ctx->fd >= 0 && !c->connecting && c->pid == getpid()) {
+        /* Closing a socket with unread data sends RST instead of FIN, and a
+         * server that gets RST may drop commands it has not run yet, such as
+         * the release just written. Drop what has arrived first: whatever
+         * arrives later answers a command the server has already run. */
+        char sink[4096];
+        while (recv(c->ctx->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+        }
+    }
     redisFree(c->ctx);
     free(c);
 }
@@ -153,6 +162,35 @@ void rl_node_init(rl_node *node)
     atomic_init(&node->backoff_ms, 0);
     atomic_init(&node->suspect, 0);
     atomic_init(&node->rtt_ewma_us, 0);
+}
+
+/* Reads the replies a pooled connection still owes, until deadline_us.
+ * Commands already written are then known to have run before the close;
+ * closing with replies unread could abort them (see conn_free). */
+static void conn_settle(rl_conn *c, int64_t deadline_us)
+{
+    while (c->len > 0 && !c->connecting && c->pid == getpid()) {
+        void *rep = NULL;
+        if (redisGetReply(c->ctx, &rep) != REDIS_OK)
+            return;
+        if (rep) {
+            freeReplyObject(rep);
+            q_pop(c);
+            continue;
+        }
+        int64_t left = deadline_us - rl_now_us();
+        if (left <= 0)
+            return;
+        struct pollfd p = { .fd = c->ctx->fd, .events = POLLIN, .revents = 0 };
+        if (poll(&p, 1, (int)((left + 999) / 1000)) <= 0 || redisBufferRead(c->ctx) != REDIS_OK)
+            return;
+    }
+}
+
+void rl_node_settle(rl_node *node, int64_t deadline_us)
+{
+    for (int i = 0; i < node->n_idle; i++)
+        conn_settle(node->idle[i], deadline_us);
 }
 
 void rl_node_destroy(rl_node *node)

@@ -140,6 +140,8 @@ void rl_tls_client_free(redlock_client *c);
 
 void rl_node_init(rl_node *node);
 void rl_node_destroy(rl_node *node);
+/* Reads replies the node's pooled connections still owe, until deadline_us. */
+void rl_node_settle(rl_node *node, int64_t deadline_us);
 /* Runs one round over every node of client; fills r->out/msg/rtt. */
 void rl_round_run(redlock_client *client, rl_round *r);
 /* Gives pinned connections back to their nodes' pools; no network I/O. */

@@ -241,7 +241,18 @@ int redlock_client_new(redlock_client **out, const char *const *node_urls, size_
 
 void redlock_client_free(redlock_client *client)
 {
-    if (client && atomic_fetch_sub(&client->refs, 1) == 1)
+    if (!client)
+        return;
+    if (atomic_load(&client->refs) == 1) {
+        /* The last reference, so no other user: before closing, read what
+         * pooled connections still owe (a release written but not yet
+         * answered), at most one node timeout in all. A lock that outlives
+         * its client frees it without this: lock_free does no I/O. */
+        int64_t deadline = rl_now_us() + (int64_t)client->opts.node_timeout_ms * 1000;
+        for (size_t i = 0; i < client->n; i++)
+            rl_node_settle(&client->nodes[i], deadline);
+    }
+    if (atomic_fetch_sub(&client->refs, 1) == 1)
         client_destroy(client);
 }
 

@@ -78,7 +78,17 @@ static void expect_fail(redlock_client *c, int want, const char *needle)
     CHECK(!redlock_lock_is_held(l));
     CHECK(redlock_lock_validity_ms(l) <= 0);
     redlock_lock_free(l);
-    CHECK(keys_on(3) == 0);
+    long long left = keys_on(3);
+    CHECK(left == 0);
+    for (size_t i = 0; left && i < 3; i++) {
+        char out[1024], ttl[64];
+        ctl(out, sizeof out, "cmd %zu KEYS '*'", i);
+        out[strcspn(out, "\n")] = 0;
+        if (out[0]) {
+            ctl(ttl, sizeof ttl, "cmd %zu PTTL %s", i, out);
+            fprintf(stderr, "node %zu still holds: %s pttl %s", i, out, ttl);
+        }
+    }
 }
 
 static void all_nodes(const char *command)
@@ -327,8 +337,10 @@ static void test_threads(void)
     for (int k = 0; k < 4; k++)
         pthread_join(th[k], NULL);
     CHECK(thread_failures == 0);
-    CHECK(keys_on(3) == 0);
+    /* Freeing the client reads the replies its connections still owe, so
+     * every release written has run before the check. */
     redlock_client_free(shared);
+    CHECK(keys_on(3) == 0);
 }
 
 /* A caller built against the version 1 header has a smaller struct: only its
