@@ -123,7 +123,10 @@ REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *
                                        size_t n_nodes, const redlock_options *opts,
                                        char *errbuf, size_t errbuf_size);
 /* Drops the caller's reference. Locks still alive keep the client's memory
- * until they are freed; connections close with the last reference. Accepts NULL. */
+ * until they are freed; connections close with the last reference. When
+ * this call drops the last one, it first reads the replies its connections
+ * still owe (a release just sent), for at most node_timeout_ms, so that no
+ * command is aborted by the close. Accepts NULL. */
 REDLOCK_EXTERN void redlock_client_free(redlock_client *client);
 REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
 
