@@ -12,7 +12,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/c/tsan.supp
 
-.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-fuzz test-bench bench clean
+.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench bench clean
 
 all: build
 
@@ -30,7 +30,7 @@ demo: build
 	tools/demo-cli $(BUILD)/c/cli/redlock
 	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
-test: build test-c test-asan test-tsan test-python test-go test-cli test-fuzz test-bench
+test: build test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench
 	@echo "all test suites passed"
 
 test-c: build
@@ -58,6 +58,11 @@ test-python: deps $(VENV)/bin/python
 test-cli: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_CLI=$(BUILD)/c/cli/redlock $(VENV)/bin/python -m pytest -q tests/cli
+
+# The fault matrix and a short soak (docs/safety.md); about 2 minutes.
+test-safety: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q pytest
+	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi

@@ -1,0 +1,284 @@
+/* client.c: one lock client of the safety checker (tests/safety). It loops:
+ * acquire, lock-guarded read-modify-write of a counter file, release, and logs
+ * every step with CLOCK_MONOTONIC times so that check.py can verify mutual
+ * exclusion across processes. Log format: see check.py. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redlock.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleeps the whole duration even across signals (SIGSTOP/SIGCONT of this
+ * process must not shorten a critical section), unless a stop was requested. */
+static void sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stop_requested)
+        ;
+}
+
+static int log_fd = -1;
+
+/* One write(2) per line on an O_APPEND file: a line is never torn, and is on
+ * disk (in the page cache) even if this process is SIGKILLed right after. */
+static void logline(const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(log_fd, buf, (size_t)n);
+    (void)w;
+}
+
+/* The counter is a decimal number in the first 32 bytes of a plain file,
+ * protected by nothing but the lock. */
+static long long read_counter(int fd)
+{
+    char b[33] = {0};
+    ssize_t r = pread(fd, b, 32, 0);
+    if (r <= 0)
+        return 0;
+    return atoll(b);
+}
+
+static int write_counter(int fd, long long v)
+{
+    char b[33];
+    snprintf(b, sizeof b, "%-31lld\n", v);
+    return pwrite(fd, b, 32, 0) == 32 ? 0 : -1;
+}
+
+/* Error messages go on the end of a log line: keep them on one line. */
+static const char *oneline(const char *s, char *out, size_t size)
+{
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < size; i++)
+        out[i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+    out[i] = 0;
+    return out;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: safety_client --id N --log FILE --counter FILE [options] [NODE_URL...]\n"
+            "  nodes: the URLs, or $REDLOCK_TEST_NODES (comma-separated)\n"
+            "  --resource R        lock name (safety:r)\n"
+            "  --ttl MS            lock TTL (1000)\n"
+            "  --hold MS           critical section length, between read and write (20)\n"
+            "  --margin MS         write only if validity > MS after the hold (ttl/10)\n"
+            "  --gap MS            max random pause between iterations (10)\n"
+            "  --wait MS           acquire wait_ms: -1 default retries, 0 one attempt (-1)\n"
+            "  --attempt-gap MS    max random pause after a failed acquire (0)\n"
+            "  --duration S        stop after S seconds (10); 0 = until --iterations/SIGTERM\n"
+            "  --iterations N      stop after N successful acquisitions (0 = no limit)\n"
+            "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
+            "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *resource = "safety:r", *log_path = NULL, *counter_path = NULL;
+    long id = -1, ttl = 1000, hold = 20, margin = -1, gap = 10, attempt_gap = 0;
+    long long wait = REDLOCK_WAIT_DEFAULT, iterations = 0;
+    double duration = 10;
+    redlock_options o;
+    redlock_options_init(&o);
+
+    enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
+           O_ATTEMPT_GAP };
+    static const struct option lopts[] = {
+        {"id", required_argument, 0, 'i'},
+        {"log", required_argument, 0, 'l'},
+        {"counter", required_argument, 0, 'c'},
+        {"resource", required_argument, 0, 'r'},
+        {"ttl", required_argument, 0, 't'},
+        {"hold", required_argument, 0, 'h'},
+        {"margin", required_argument, 0, 'm'},
+        {"gap", required_argument, 0, 'g'},
+        {"wait", required_argument, 0, 'w'},
+        {"duration", required_argument, 0, 'd'},
+        {"iterations", required_argument, 0, 'n'},
+        {"attempt-gap", required_argument, 0, O_ATTEMPT_GAP},
+        {"node-timeout", required_argument, 0, O_NODE_TIMEOUT},
+        {"connect-timeout", required_argument, 0, O_CONNECT_TIMEOUT},
+        {"retry-count", required_argument, 0, O_RETRY_COUNT},
+        {"retry-delay", required_argument, 0, O_RETRY_DELAY},
+        {"retry-jitter", required_argument, 0, O_RETRY_JITTER},
+        {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+        switch (ch) {
+        case 'i': id = atol(optarg); break;
+        case 'l': log_path = optarg; break;
+        case 'c': counter_path = optarg; break;
+        case 'r': resource = optarg; break;
+        case 't': ttl = atol(optarg); break;
+        case 'h': hold = atol(optarg); break;
+        case 'm': margin = atol(optarg); break;
+        case 'g': gap = atol(optarg); break;
+        case 'w': wait = atoll(optarg); break;
+        case 'd': duration = atof(optarg); break;
+        case 'n': iterations = atoll(optarg); break;
+        case O_ATTEMPT_GAP: attempt_gap = atol(optarg); break;
+        case O_NODE_TIMEOUT: o.node_timeout_ms = (uint32_t)atol(optarg); break;
+        case O_CONNECT_TIMEOUT: o.connect_timeout_ms = (uint32_t)atol(optarg); break;
+        case O_RETRY_COUNT: o.retry_count = (uint32_t)atol(optarg); break;
+        case O_RETRY_DELAY: o.retry_delay_ms = (uint32_t)atol(optarg); break;
+        case O_RETRY_JITTER: o.retry_jitter_ms = (uint32_t)atol(optarg); break;
+        default: usage(); return 2;
+        }
+    }
+    if (id < 0 || !log_path || !counter_path || ttl <= 0) {
+        usage();
+        return 2;
+    }
+    if (margin < 0)
+        margin = ttl / 10;
+
+    /* Node URLs: arguments, else the harness's environment variable. */
+    const char *urls[REDLOCK_MAX_NODES];
+    size_t n = 0;
+    char *envcopy = NULL;
+    for (int i = optind; i < argc && n < REDLOCK_MAX_NODES; i++)
+        urls[n++] = argv[i];
+    if (n == 0 && getenv("REDLOCK_TEST_NODES")) {
+        envcopy = strdup(getenv("REDLOCK_TEST_NODES"));
+        for (char *save = NULL, *u = strtok_r(envcopy, ",", &save); u && n < REDLOCK_MAX_NODES;
+             u = strtok_r(NULL, ",", &save))
+            urls[n++] = u;
+    }
+    if (n == 0) {
+        usage();
+        return 2;
+    }
+
+    log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int cfd = open(counter_path, O_RDWR | O_CLOEXEC);
+    if (log_fd < 0 || cfd < 0) {
+        perror(log_fd < 0 ? log_path : counter_path);
+        return 1;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    /* SIGPIPE stays at its default: a write to a connection the node (or the
+     * proxy) reset must not kill us, and the library promises it won't
+     * (docs/threading.md). The reset and truncate rows test that. */
+
+    redlock_client *client;
+    char err[1024];
+    int rc = redlock_client_open(&client, urls, n, &o, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "client %ld: %s\n", id, err);
+        return 1;
+    }
+    redlock_lock *lock;
+    rc = redlock_lock_new(&lock, client, resource);
+    if (rc != 0) {
+        fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
+        return 1;
+    }
+
+    /* The drift the library subtracts, so the checker can verify that the
+     * reported validity never exceeds ttl - drift from before the call. */
+    double drift_ms = (double)ttl * o.drift_factor + o.drift_min_ms;
+    logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu",
+            id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n);
+
+    unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
+    int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
+    long long seq = 0, acquired = 0;
+    char msg[1024];
+    while (!stop_requested && now_ns() < end && (iterations == 0 || acquired < iterations)) {
+        seq++;
+        int64_t t_call = now_ns();
+        rc = redlock_lock_acquire(lock, (uint32_t)ttl, wait);
+        int64_t t_ret = now_ns();
+        if (rc != 0) {
+            logline("FAIL %ld %lld %lld %lld %d %s %s", id, seq, (long long)t_call,
+                    (long long)t_ret, rc, redlock_error_name(rc),
+                    oneline(redlock_lock_errmsg(lock), msg, sizeof msg));
+            /* Random, like the library's retry jitter: a fixed pause keeps clients in step
+             * and can split the votes forever when a node is unreachable. */
+            if (attempt_gap > 0)
+                sleep_ms(rand_r(&seed) % (attempt_gap + 1));
+            continue;
+        }
+        acquired++;
+        /* The safe window starts when acquire returned and ends at what the
+         * library says is left of the validity, measured at the same moment. */
+        int64_t validity = redlock_lock_validity_ms(lock);
+        int64_t valid_until = t_ret + validity * 1000000;
+        logline("ACQ %ld %lld %lld %lld %lld", id, seq, (long long)t_call, (long long)t_ret,
+                (long long)valid_until);
+
+        long long v = read_counter(cfd);
+        logline("CS %ld %lld %lld %lld", id, seq, (long long)now_ns(), v);
+        sleep_ms(hold);
+        int64_t t_check = now_ns();
+        int64_t left = redlock_lock_validity_ms(lock);
+        if (left > margin) {
+            if (write_counter(cfd, v + 1) != 0) {
+                perror("pwrite");
+                return 1;
+            }
+            logline("WRITE %ld %lld %lld %lld %lld %lld", id, seq, (long long)t_check,
+                    (long long)now_ns(), v, v + 1);
+        } else {
+            logline("SKIP %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
+        }
+
+        int64_t t_rel = now_ns();
+        rc = redlock_release(lock);
+        int64_t t_rel_ret = now_ns();
+        logline("REL %ld %lld %lld %lld %d %s %s", id, seq, (long long)t_rel, (long long)t_rel_ret,
+                rc, rc ? redlock_error_name(rc) : "OK",
+                rc ? oneline(redlock_lock_errmsg(lock), msg, sizeof msg) : "");
+        if (gap > 0)
+            sleep_ms(rand_r(&seed) % (gap + 1));
+    }
+    logline("END %ld %lld acquired=%lld", id, (long long)now_ns(), acquired);
+    redlock_lock_free(lock);
+    redlock_client_free(client);
+    close(cfd);
+    close(log_fd);
+    free(envcopy);
+    return 0;
+}
