@@ -36,12 +36,12 @@ int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid
     rl_tally t = rl_tally_of(out, n);
     if (t.yes >= quorum)
         return valid_until_us > now_us ? 0 : REDLOCK_EEXPIRED;
-    /* Refusals mean contention. Only when the nodes that could not answer
-     * would have prevented a quorum on their own is it a quorum failure. */
-    int hard = t.auth + t.server + t.io + t.tls;
-    if (hard > (int)n - quorum)
-        return rl_failure_code(&t);
-    return REDLOCK_ENOTACQUIRED;
+    /* Contention only when the refusals alone rule a quorum out: otherwise
+     * the nodes that failed (or were never heard) made the difference, and
+     * calling that "held by another owner" would hide an outage. */
+    if (t.no > (int)n - quorum)
+        return REDLOCK_ENOTACQUIRED;
+    return rl_failure_code(&t);
 }
 
 int rl_decide_extend(const rl_outcome *out, size_t n, int quorum, int64_t decided_us, int64_t valid_until_us)

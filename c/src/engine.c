@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include <hiredis/hiredis.h>
 #include <hiredis/hiredis_ssl.h>
+#include <hiredis/sds.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -65,6 +67,8 @@ typedef struct slot {
     int eval_sent;   /* our script command went as EVAL: NOSCRIPT cannot follow */
     int broken;      /* never return to the pool */
     int suspect;     /* the node timed out lately */
+    int kept;        /* timed out with the command written: the connection
+                      * is kept for what may still come (see rl_round_run) */
     int64_t deadline;
 } slot;
 
@@ -486,6 +490,40 @@ static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, 
     return tls_step(cl, node, c, msg, msgsize) < 0 ? -1 : 0;
 }
 
+/* hiredis writes with send(fd, ..., 0): a node that closed its end makes
+ * that raise SIGPIPE, which kills a program that does not ignore it. Plain
+ * connections (TCP and unix) write through this instead; TLS ones through
+ * OpenSSL, with SIGPIPE blocked for the round (see rl_round_run). */
+static ssize_t nosignal_write(redisContext *c)
+{
+    ssize_t n = send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return 0;
+    c->err = REDIS_ERR_IO;
+    snprintf(c->errstr, sizeof c->errstr, "%s", strerror(errno));
+    return -1;
+}
+
+static pthread_mutex_t plain_funcs_mu = PTHREAD_MUTEX_INITIALIZER;
+static redisContextFuncs plain_funcs;
+static int plain_funcs_ready;
+
+/* Every plain context gets hiredis's one table of functions: copy it once,
+ * with our write in it. */
+static void use_nosignal_write(redisContext *ctx)
+{
+    pthread_mutex_lock(&plain_funcs_mu);
+    if (!plain_funcs_ready) {
+        plain_funcs = *ctx->funcs;
+        plain_funcs.write = nosignal_write;
+        plain_funcs_ready = 1;
+    }
+    pthread_mutex_unlock(&plain_funcs_mu);
+    ctx->funcs = &plain_funcs;
+}
+
 static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
 {
     redisOptions o;
@@ -520,6 +558,7 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
     /* hiredis doesn't set close-on-exec: a program this process runs must
      * not inherit the node connections. */
     fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
+    use_nosignal_write(c->ctx);
     c->pid = getpid();
     c->connecting = 1;
     *out = c;
@@ -689,11 +728,11 @@ static void start_slot(redlock_client *cl, rl_round *r, size_t i, slot *s, int64
          * reply meant for it could be read here. Drop our copy only. */
         conn_free(s->c);
         s->c = NULL;
-    } else if (s->c && !pinned && s->c->len > RL_PIPE_MAX / 2) {
+    } else if (s->c && (pinned ? s->c->len > RL_PIPE_MAX - 4 : s->c->len > RL_PIPE_MAX / 2)) {
         /* Owes many replies (a node that stopped answering): start over.
-         * Never for a pinned connection: a new one could overtake this
-         * lock's SET still queued on it. Half the queue is left for the
-         * lock's own commands. */
+         * A pinned connection is kept much longer, because a new one could
+         * overtake this lock's commands still queued on it (at worst a key
+         * then lives out its TTL); half the queue is left for them. */
         conn_free(s->c);
         s->c = NULL;
     }
@@ -959,10 +998,12 @@ static int decided(const rl_round *r)
     if (yes >= r->quorum || pending == 0)
         return 1;
     if (yes + pending < r->quorum) {
-        /* Acquisition has failed. For extend and release, wait for the rest
-         * unless "not ours" is already certain, so that the caller can tell
-         * "lost" from "could not reach enough nodes". */
-        if (r->cmd == RL_CMD_SET || no > n - r->quorum)
+        /* The round has failed. Wait for the rest until the reason is
+         * certain too: refusals alone rule a quorum out ("held by another
+         * owner", "lost"), or, for an acquisition, failures alone do ("no
+         * quorum"). Otherwise the caller could not tell the two apart. */
+        int failed = n - yes - no - pending;
+        if (no > n - r->quorum || (r->cmd == RL_CMD_SET && failed > n - r->quorum))
             return 1;
     }
     return 0;
@@ -976,6 +1017,19 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     int64_t now = rl_now_us();
 
     rl_scripts_init();
+    /* OpenSSL writes with write(2): a TLS node that closed its end would
+     * raise SIGPIPE. Keep it blocked for the round and take back one that
+     * this round raised (plain connections use MSG_NOSIGNAL instead). */
+    sigset_t pipe_set, old_mask;
+    int masked = 0, pipe_was_pending = 0;
+    if (cl->tls_ctx) {
+        sigset_t pend;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        sigpending(&pend);
+        pipe_was_pending = sigismember(&pend, SIGPIPE);
+        masked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask) == 0;
+    }
     r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
     memset(r->fmt, 0, sizeof r->fmt);
     memset(S, 0, sizeof(slot) * r->n);
@@ -1074,6 +1128,15 @@ void rl_round_run(redlock_client *cl, rl_round *r)
                 node_backoff(&cl->nodes[i], now);  /* not even accepting connections */
             finish(r, i, s, s->c->handshaking ? RL_ERR_IO : RL_ERR_TIMEOUT, now);
             atomic_store(&cl->nodes[i].suspect, 1);
+            if (!s->c->connecting && !s->c->handshaking && !s->wpending) {
+                /* The command went out and may still run (a slow or paused
+                 * node). Keep the connection rather than close it: what
+                 * follows for this lock (the clean-up release after a
+                 * failed attempt) then goes behind it on the same
+                 * connection, so it is written at once and runs after it. */
+                s->broken = 0;
+                s->kept = 1;
+            }
         }
     }
 
@@ -1101,6 +1164,11 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             }
             r->out[i] = RL_UNSENT;
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
+        } else if (s->kept && hand_over(r, s) == 0) {
+            if (r->pinned)
+                r->pinned[i] = s->c;
+            else
+                checkin(node, s->c);
         } else if (!s->broken && !s->wpending && !q_has_mine(s->c)) {
             checkin(node, s->c);
         } else {
@@ -1112,6 +1180,14 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->decided_us = now;
     for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
         redisFreeCommand(r->fmt[k]);
+    if (masked) {
+        sigset_t pend;
+        if (!pipe_was_pending && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
+            struct timespec zero = { 0, 0 };
+            sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    }
 }
 
 void rl_unpin(redlock_client *cl, rl_conn **pinned)
