@@ -44,7 +44,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
-	cd $(BUILD)-tsan && $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure -R 'threads|core_5|faults'
+	cd $(BUILD)-tsan && $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure -R 'threads|core_5|faults|autoextend|report|fencing'
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

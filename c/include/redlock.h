@@ -52,19 +52,73 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_WAIT_MS       604800000   /* seven days: wait_ms arguments and options */
 
 typedef struct redlock_client redlock_client; /* N nodes + settings; thread-safe */
-typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one thread at a time */
+typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one thread at a time
+                                               * (besides the client's auto-extend thread) */
+
+/* ---- Events: the metrics hook (redlock_options.on_event) ---- */
+typedef enum redlock_event_type {
+    REDLOCK_EVENT_ACQUIRED       = 1, /* an acquire attempt got the lock */
+    REDLOCK_EVENT_ACQUIRE_FAILED = 2, /* an attempt failed (code); a retry may follow */
+    REDLOCK_EVENT_EXTENDED       = 3, /* by redlock_extend or by auto-extend (auto = 1) */
+    REDLOCK_EVENT_EXTEND_FAILED  = 4, /* not extended, not (yet) known lost, e.g. no quorum */
+    REDLOCK_EVENT_LOST           = 5, /* no longer held: not ours on a majority, or its
+                                       * validity ran out without an extension */
+    REDLOCK_EVENT_RELEASED       = 6, /* released while still ours on a majority */
+    REDLOCK_EVENT_RELEASE_FAILED = 7, /* release not confirmed by a majority (code) */
+    REDLOCK_EVENT_NODE_ERROR     = 8  /* one node failed in a round: node, node_outcome, message */
+} redlock_event_type;
+
+/* What one node did in a lock's last round (redlock_lock_node_result, events). */
+typedef enum redlock_node_outcome {
+    REDLOCK_NODE_NONE       = 0, /* not contacted: no round yet, or skipped */
+    REDLOCK_NODE_OK         = 1, /* granted / confirmed */
+    REDLOCK_NODE_REFUSED    = 2, /* held by another owner, or no longer ours */
+    REDLOCK_NODE_ERROR      = 3, /* error reply, I/O, auth or TLS failure: see the code and message */
+    REDLOCK_NODE_TIMEOUT    = 4, /* no reply before the node's deadline */
+    REDLOCK_NODE_DOWN       = 5, /* skipped: in reconnect backoff after failing to connect */
+    REDLOCK_NODE_NOT_WAITED = 6  /* sent, but the round was decided without its reply */
+} redlock_node_outcome;
+
+/* Passed to on_event; library-owned, valid during the call only. Fields are
+ * only ever appended. */
+typedef struct redlock_event {
+    int type;                  /* redlock_event_type */
+    int code;                  /* 0, or the REDLOCK_E* code of the failure or loss */
+    const redlock_lock *lock;  /* the lock concerned: read-only calls only */
+    const char *resource;
+    const char *message;       /* detail; "" when none; never NULL */
+    uint32_t attempt;          /* ACQUIRED/ACQUIRE_FAILED: 1 for a call's first attempt, then 2... */
+    int automatic;             /* 1 when the auto-extend thread did it */
+    int nodes_ok;              /* nodes that said OK in the round */
+    int quorum;                /* nodes needed */
+    size_t n_nodes;
+    int64_t elapsed_us;        /* the round's duration (for ACQUIRED, the whole attempt) */
+    int64_t validity_ms;       /* ACQUIRED/EXTENDED: the validity then left */
+    uint64_t fencing_token;    /* ACQUIRED with REDLOCK_OPT_FENCING: the token, else 0 */
+    size_t node;               /* NODE_ERROR: the node's index in the client's URL list */
+    int node_outcome;          /* NODE_ERROR: redlock_node_outcome */
+    int64_t node_rtt_us;       /* NODE_ERROR: time from the round's start to the failure */
+} redlock_event;
+
+/* Called synchronously on the thread that ran the round: the caller's, or the
+ * client's auto-extend thread. It must be thread-safe and quick, and must
+ * not call functions that change the lock (acquire, extend, release, free). */
+typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
 
 /* Client options. Initialise with redlock_options_init() (or
  * REDLOCK_OPTIONS_INIT), then change fields. The version field comes first
  * and fields are only ever appended: the library reads a caller's struct by
  * its version, so a program built against an older header keeps working.
- * Version 1 ends with flags; version 2 adds TLS. */
-#define REDLOCK_OPTIONS_VERSION 2
+ * Version 1 ends with flags; version 2 adds TLS; version 3 adds on_event. */
+#define REDLOCK_OPTIONS_VERSION 3
 
 /* Bits of redlock_options.flags */
 #define REDLOCK_OPT_FUNCTIONS 0x1u   /* release and extend with FCALL on the "redlock"
                                       * function library (redlock_client_load_functions)
                                       * instead of EVALSHA/EVAL: lock users need no EVAL */
+#define REDLOCK_OPT_FENCING   0x2u   /* every acquisition mints a fencing token
+                                      * (redlock_lock_fencing_token, docs/fencing.md): one
+                                      * more round trip per acquisition; nothing without it */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
@@ -92,10 +146,14 @@ typedef struct redlock_options {
                                   * SNI; NULL = each node URL's own host */
     uint32_t tls_insecure_skip_verify; /* 1 = accept ANY server certificate: no protection against a
                                         * man in the middle. For tests only (0) */
+    /* Version 3 */
+    redlock_event_fn on_event;   /* the metrics hook: every acquire attempt, extension, loss,
+                                  * release and node failure of this client's locks (NULL) */
+    void *on_event_userdata;     /* passed to on_event (NULL) */
 } redlock_options;
 
 #define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
-                               NULL, NULL, NULL, NULL, NULL, 0 }
+                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL }
 
 /* Fills *opts with the defaults of options version `version` (1 up to
  * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.
@@ -129,6 +187,9 @@ REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *
  * command is aborted by the close. Accepts NULL. */
 REDLOCK_EXTERN void redlock_client_free(redlock_client *client);
 REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
+/* The URL of node i as given, with any password masked; "" if out of range.
+ * Borrowed, valid until the client is freed. */
+REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, size_t i);
 
 /* Loads (FUNCTION LOAD REPLACE) the "redlock" function library that
  * REDLOCK_OPT_FUNCTIONS calls, on every node (Redis 7+ or Valkey 7.2+). An
@@ -186,6 +247,52 @@ REDLOCK_EXTERN void redlock_lock_cancel_reset(redlock_lock *lock);
 /* Frees memory only, never network I/O: a held lock is left to expire.
  * Accepts NULL. */
 REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
+
+/* ---- Fencing tokens (REDLOCK_OPT_FENCING; docs/fencing.md) ----
+ * The token of the current acquisition, >= 1, or 0 when the lock is not held
+ * or the client does not mint tokens. Under the assumptions in
+ * docs/fencing.md, the tokens of successive holders of a resource strictly
+ * increase: a storage service that remembers the highest token it has seen
+ * can refuse the writes of a holder whose lease ran out. */
+REDLOCK_EXTERN uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
+
+/* ---- Auto-extension ---- */
+/* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours
+ * on a majority), REDLOCK_EEXPIRED (its validity ran out before an
+ * extension succeeded; message says what failed) or REDLOCK_ELIMIT (the hold
+ * bound was reached and the validity then ran out). Runs on the client's
+ * auto-extend thread; it may read the lock and call redlock_release, but
+ * must not free it, and should be quick: other locks wait meanwhile. */
+typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
+
+/* Default bound of redlock_lock_auto_extend: one hour of holding. */
+#define REDLOCK_AUTO_EXTEND_MAX_HOLD_MS 3600000u
+
+/* Keeps a held lock alive: the client's one background thread extends it to
+ * its acquisition TTL every TTL/3 (sooner again after a failed try), until
+ * it is released or freed, redlock_lock_auto_extend_stop, a loss, or the
+ * bound: max_hold_ms of holding in all (0 = REDLOCK_AUTO_EXTEND_MAX_HOLD_MS;
+ * the client's max_hold_ms and max_extensions apply too). on_lost may be
+ * NULL; loss is also seen by redlock_lock_is_held returning 0. Returns
+ * REDLOCK_ESTATE when the lock is not held. Calls on the lock from its owner
+ * stay allowed meanwhile: they wait for an extension under way. */
+REDLOCK_EXTERN int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
+                                            redlock_lost_fn on_lost, void *userdata);
+/* Stops auto-extension (waiting for one under way); the lock stays held
+ * until its validity runs out. 0, or REDLOCK_ESTATE if it was not on. */
+REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
+
+/* ---- The last round's per-node report ----
+ * What node i did in the lock's last round (the last attempt of an acquire,
+ * its token round with fencing, an extension by anyone, or a release):
+ * returns a redlock_node_outcome, or REDLOCK_EINVAL for a NULL lock or i out
+ * of range. Optional outputs: *code_out the REDLOCK_E* code of an error
+ * (REDLOCK_ESERVER, REDLOCK_EIO, REDLOCK_EAUTH, REDLOCK_ETLS, REDLOCK_ETIMEDOUT),
+ * else 0; *rtt_us_out the time from the round's start to the node's answer
+ * (or failure), else 0; msgbuf the node's detail ("" when none), truncated to
+ * msgbuf_size. Thread-safe against the auto-extend thread. */
+REDLOCK_EXTERN int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
+                                            int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
 
 /* Remaining validity on CLOCK_MONOTONIC; <= 0 means expired or not held. */
 REDLOCK_EXTERN int64_t redlock_lock_validity_ms(const redlock_lock *lock);

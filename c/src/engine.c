@@ -111,8 +111,22 @@ const char rl_script_release[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+/* Fencing (docs/fencing.md). KEYS[2] is the counter. Acquire: SET NX PX and,
+ * if it was set, the counter in the same step (0 when the key is missing).
+ * Commit: raise the counter to ARGV[2] if the lock is still ours. Counters
+ * are compared as decimal strings, since Lua numbers are doubles. */
+const char rl_script_acquire_fenced[] =
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+    "return redis.call('get', KEYS[2]) or '0' end return false";
+const char rl_script_fence_commit[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local c = redis.call('get', KEYS[2]) "
+    "if not c or #c < #ARGV[2] or (#c == #ARGV[2] and c < ARGV[2]) then redis.call('set', KEYS[2], ARGV[2]) end "
+    "return 1";
 char rl_sha_release[41];
 char rl_sha_extend[41];
+char rl_sha_acquire_fenced[41];
+char rl_sha_fence_commit[41];
 
 /* The same two scripts as a Redis 7 function library, for REDLOCK_OPT_FUNCTIONS:
  * loaded once by an administrator, so lock users need FCALL but not EVAL. */
@@ -125,6 +139,18 @@ const char rl_function_library[] =
     "redis.register_function('redlock_extend', function(keys, args)\n"
     "  if redis.call('get', keys[1]) == args[1] then return redis.call('pexpire', keys[1], args[2]) end\n"
     "  return 0\n"
+    "end)\n"
+    "redis.register_function('redlock_acquire_fenced', function(keys, args)\n"
+    "  if redis.call('set', keys[1], args[1], 'NX', 'PX', args[2]) then\n"
+    "    return redis.call('get', keys[2]) or '0'\n"
+    "  end\n"
+    "  return false\n"
+    "end)\n"
+    "redis.register_function('redlock_fence_commit', function(keys, args)\n"
+    "  if redis.call('get', keys[1]) ~= args[1] then return 0 end\n"
+    "  local c = redis.call('get', keys[2])\n"
+    "  if not c or #c < #args[2] or (#c == #args[2] and c < args[2]) then redis.call('set', keys[2], args[2]) end\n"
+    "  return 1\n"
     "end)\n";
 
 static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
@@ -132,6 +158,8 @@ static void scripts_init_once(void)
 {
     rl_sha1_hex(rl_script_release, rl_sha_release);
     rl_sha1_hex(rl_script_extend, rl_sha_extend);
+    rl_sha1_hex(rl_script_acquire_fenced, rl_sha_acquire_fenced);
+    rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
 }
 void rl_scripts_init(void)
 {
@@ -571,9 +599,28 @@ enum { VIA_EVALSHA, VIA_EVAL, VIA_FCALL };
 /* Formats one command in RESP; returns its length, or -1. Free *out with
  * redisFreeCommand. */
 static long long format_cmd(char **out, rl_cmd cmd, int via, const char *key, size_t key_len,
-                            const char *value, uint32_t ttl_ms)
+                            const char *value, uint32_t ttl_ms, const char *fkey, size_t fkey_len,
+                            const char *token)
 {
     switch (cmd) {
+    case RL_CMD_SET_FENCED:
+        return via == VIA_FCALL
+            ? redisFormatCommand(out, "FCALL redlock_acquire_fenced 2 %b %b %s %u", key, key_len, fkey, fkey_len,
+                                 value, ttl_ms)
+            : via == VIA_EVAL
+            ? redisFormatCommand(out, "EVAL %s 2 %b %b %s %u", rl_script_acquire_fenced, key, key_len, fkey,
+                                 fkey_len, value, ttl_ms)
+            : redisFormatCommand(out, "EVALSHA %s 2 %b %b %s %u", rl_sha_acquire_fenced, key, key_len, fkey,
+                                 fkey_len, value, ttl_ms);
+    case RL_CMD_FENCE_COMMIT:
+        return via == VIA_FCALL
+            ? redisFormatCommand(out, "FCALL redlock_fence_commit 2 %b %b %s %s", key, key_len, fkey, fkey_len,
+                                 value, token)
+            : via == VIA_EVAL
+            ? redisFormatCommand(out, "EVAL %s 2 %b %b %s %s", rl_script_fence_commit, key, key_len, fkey,
+                                 fkey_len, value, token)
+            : redisFormatCommand(out, "EVALSHA %s 2 %b %b %s %s", rl_sha_fence_commit, key, key_len, fkey,
+                                 fkey_len, value, token);
     case RL_CMD_SET:
         return redisFormatCommand(out, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
     case RL_CMD_EXTEND:
@@ -597,7 +644,7 @@ static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, s
                       const char *value, uint32_t ttl_ms)
 {
     char *buf = NULL;
-    long long len = format_cmd(&buf, cmd, via, key, key_len, value, ttl_ms);
+    long long len = format_cmd(&buf, cmd, via, key, key_len, value, ttl_ms, NULL, 0, NULL);
     int rc = len < 0 ? REDIS_ERR : redisAppendFormattedCommand(ctx, buf, (size_t)len);
     redisFreeCommand(buf);
     return rc == REDIS_OK ? 0 : -1;
@@ -606,7 +653,19 @@ static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, s
 /* 1 for the commands that run a script by EVALSHA/EVAL (and may meet NOSCRIPT). */
 static int is_script_cmd(const rl_round *r)
 {
+    return r->cmd != RL_CMD_SET && r->cmd != RL_CMD_LOAD_FUNCTIONS && !r->via_fcall;
+}
+
+/* 1 for the script commands still worth running when their round is over:
+ * a late release or extension; never a late acquisition or token commit. */
+static int resend_late(const rl_round *r)
+{
     return (r->cmd == RL_CMD_EXTEND || r->cmd == RL_CMD_RELEASE) && !r->via_fcall;
+}
+
+static int is_acquire(const rl_round *r)
+{
+    return r->cmd == RL_CMD_SET || r->cmd == RL_CMD_SET_FENCED;
 }
 
 static int append_main(rl_round *r, slot *s, int use_eval)
@@ -615,7 +674,8 @@ static int append_main(rl_round *r, slot *s, int use_eval)
     /* Every node gets the same bytes: format once per round, not per node
      * (formatting was most of the library's own CPU time). */
     if (!r->fmt[via]) {
-        long long len = format_cmd(&r->fmt[via], r->cmd, via, r->key, r->key_len, r->value, r->ttl_ms);
+        long long len = format_cmd(&r->fmt[via], r->cmd, via, r->key, r->key_len, r->value, r->ttl_ms,
+                                   r->fkey, r->fkey_len, r->token);
         if (len < 0)
             return -1;
         r->fmt_len[via] = (size_t)len;
@@ -864,6 +924,29 @@ static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t no
         finish(r, i, s, RL_YES, now);
         return;
     }
+    if (r->cmd == RL_CMD_SET_FENCED) {
+        if (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS) {
+            /* The key was set; the counter must be a plain decimal number. */
+            char *end = NULL;
+            errno = 0;
+            unsigned long long v = rep->len > 0 && rep->len <= 20 && rep->str[0] >= '0' && rep->str[0] <= '9'
+                                       ? strtoull(rep->str, &end, 10) : 0;
+            if (!end || *end || errno) {
+                rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "fencing counter '%.*s' is not a number", (int)r->fkey_len, r->fkey);
+                finish(r, i, s, RL_ERR_SERVER, now);
+            } else {
+                r->counter[i] = v;
+                finish(r, i, s, RL_YES, now);
+            }
+        } else if (rep->type == REDIS_REPLY_NIL) {
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "held by another owner");
+            finish(r, i, s, RL_NO, now);
+        } else {
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "unexpected reply type %d to the fenced acquire", rep->type);
+            finish(r, i, s, RL_ERR_SERVER, now);
+        }
+        return;
+    }
     if (r->cmd == RL_CMD_SET) {
         if (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0) {
             finish(r, i, s, RL_YES, now);
@@ -895,7 +978,7 @@ static int hand_over(rl_round *r, slot *s)
     rl_conn *c = s->c;
     for (int k = 0; k < c->len; k++) {
         rl_expect *e = &c->q[(c->head + k) % RL_PIPE_MAX];
-        if (e->kind == EXP_MAIN && is_script_cmd(r) && !s->eval_sent) {
+        if (e->kind == EXP_MAIN && resend_late(r) && !s->eval_sent) {
             e->key = malloc(r->key_len ? r->key_len : 1);
             if (!e->key)
                 return -1;
@@ -1003,7 +1086,7 @@ static int decided(const rl_round *r)
          * owner", "lost"), or, for an acquisition, failures alone do ("no
          * quorum"). Otherwise the caller could not tell the two apart. */
         int failed = n - yes - no - pending;
-        if (no > n - r->quorum || (r->cmd == RL_CMD_SET && failed > n - r->quorum))
+        if (no > n - r->quorum || (is_acquire(r) && failed > n - r->quorum))
             return 1;
     }
     return 0;
@@ -1037,6 +1120,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->out[i] = RL_PENDING;
         r->msg[i][0] = '\0';
         r->rtt_us[i] = 0;
+        r->sent[i] = 0;
+        r->counter[i] = 0;
     }
     /* Nodes this round won't wait for once decided: those that timed out lately. */
     for (size_t i = 0; i < r->n; i++) {
@@ -1054,7 +1139,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     for (;;) {
         if (!grace_until && decided(r)) {
             r->decided_us = now;
-            if (r->cmd == RL_CMD_SET)
+            if (is_acquire(r))
                 break;
             grace_until = now;
         }
@@ -1163,6 +1248,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
                 conn_free(s->c);
             }
             r->out[i] = RL_UNSENT;
+            r->sent[i] = 1;
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
         } else if (s->kept && hand_over(r, s) == 0) {
             if (r->pinned)

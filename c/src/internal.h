@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "redlock.h"
 
@@ -94,7 +95,14 @@ int rl_decide_extend(const rl_outcome *out, size_t n, int quorum, int64_t decide
 /* 0 when still ours on a quorum; REDLOCK_ELOST when certainly not. */
 int rl_decide_release(const rl_outcome *out, size_t n, int quorum);
 
-typedef enum rl_cmd { RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS } rl_cmd;
+typedef enum rl_cmd {
+    RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS,
+    RL_CMD_SET_FENCED,    /* SET NX PX, and on success the node's fencing counter */
+    RL_CMD_FENCE_COMMIT   /* raise the counter to the token if the key is still ours */
+} rl_cmd;
+
+#define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
+#define RL_FENCE_SUFFIX_LEN 8
 
 typedef struct rl_round {
     rl_cmd cmd;
@@ -102,6 +110,9 @@ typedef struct rl_round {
     size_t key_len;
     const char *value;
     uint32_t ttl_ms;
+    const char *fkey;        /* fencing counter key (SET_FENCED, FENCE_COMMIT) */
+    size_t fkey_len;
+    const char *token;       /* FENCE_COMMIT: the token, in decimal */
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known (stragglers may follow) */
@@ -115,9 +126,23 @@ typedef struct rl_round {
     rl_conn **pinned;        /* per node, or NULL: connections that still owe
                               * this lock a reply; used first, refilled at the end */
     rl_outcome out[REDLOCK_MAX_NODES];
+    unsigned char sent[REDLOCK_MAX_NODES];   /* RL_UNSENT: 1 if sent but not waited for */
+    uint64_t counter[REDLOCK_MAX_NODES];     /* SET_FENCED, RL_YES: the node's counter */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
 } rl_round;
+
+/* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */
+typedef struct rl_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;        /* the thread: a lock was added, or stop */
+    pthread_cond_t idle;        /* waiters: the thread finished with `current` */
+    pthread_t thread;
+    int started, stop;
+    pid_t pid;                  /* the process that started the thread */
+    struct redlock_lock *head;  /* locks being extended (lock->ae_next) */
+    struct redlock_lock *current; /* the lock the thread works on, or NULL */
+} rl_watch;
 
 struct redlock_client {
     atomic_int refs;
@@ -130,7 +155,66 @@ struct redlock_client {
     size_t prefix_len;
     struct ssl_ctx_st *tls_ctx;  /* shared by the TLS connections; NULL if no node uses TLS */
     char *tls_server_name;   /* owned copy, or NULL */
+    char **urls;             /* node URLs as given, password masked */
+    rl_watch watch;
 };
+
+enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
+
+typedef struct rl_report {
+    unsigned char outcome;   /* redlock_node_outcome */
+    int code;
+    int64_t rtt_us;
+    char msg[RL_NODE_MSG_MAX];
+} rl_report;
+
+struct redlock_lock {
+    redlock_client *client;   /* counted reference */
+    char *resource;
+    char *key;                /* prefix + resource, then RL_FENCE_SUFFIX: the
+                               * counter's key is key with fkey_len bytes */
+    size_t key_len, fkey_len;
+    char value[RL_VALUE_HEX + 1];
+    pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
+                               * thread's extensions take it */
+    _Atomic int state;
+    _Atomic int64_t valid_until_us;
+    _Atomic uint64_t token;   /* fencing token while held, else 0 */
+    int64_t acquired_us;
+    uint32_t ttl_ms;          /* of the current acquisition */
+    uint32_t n_ext;
+    int errcode;
+    char errmsg[RL_MSG_MAX];
+    atomic_int cancel;
+    atomic_int wake_fd;       /* eventfd, made on the first wait */
+    rl_conn **pinned;         /* see rl_round.pinned */
+    rl_report *report;        /* per node: the last round */
+    int lost_code;            /* why state became LOCK_LOST */
+    char lost_msg[RL_MSG_MAX];
+    /* auto-extension: guarded by client->watch.mu */
+    int ae_on;
+    struct redlock_lock *ae_next, *ae_prev;
+    int64_t ae_due_us;
+    int64_t ae_until_us;      /* hold bound (absolute) */
+    int ae_limited;           /* bound reached: no more extensions */
+    char ae_msg[RL_MSG_MAX];  /* the last failed extension (thread only) */
+    redlock_lost_fn ae_fn;
+    void *ae_userdata;
+};
+
+/* redlock.c, for watch.c: one extension by the auto-extend thread, with the
+ * lock's mutex held; the outcome's message goes to msg. */
+int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
+/* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */
+void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic);
+int64_t rl_drift_us(const redlock_client *c, uint32_t ttl_ms);
+
+void rl_watch_init(rl_watch *w);
+void rl_watch_destroy(rl_watch *w);
+int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata);
+/* Takes the lock off the thread's list, waiting for work under way on it
+ * (unless called from the thread itself). 1 if it was on. */
+int rl_watch_remove(redlock_lock *lock);
 
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */
@@ -150,6 +234,10 @@ extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
 extern const char rl_script_release[];
 extern const char rl_script_extend[];
+extern char rl_sha_acquire_fenced[41];
+extern char rl_sha_fence_commit[41];
+extern const char rl_script_acquire_fenced[];
+extern const char rl_script_fence_commit[];
 extern const char rl_function_library[];
 void rl_scripts_init(void);
 

@@ -12,32 +12,14 @@
 
 #include "internal.h"
 
-enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
-
-struct redlock_lock {
-    redlock_client *client;   /* counted reference */
-    char *resource;
-    char *key;
-    size_t key_len;
-    char value[RL_VALUE_HEX + 1];
-    int state;
-    int64_t valid_until_us;
-    int64_t acquired_us;
-    uint32_t n_ext;
-    int errcode;
-    char errmsg[RL_MSG_MAX];
-    atomic_int cancel;
-    atomic_int wake_fd;       /* eventfd, made on the first wait */
-    rl_conn **pinned;         /* see rl_round.pinned */
-};
-
 /* The size of each version of redlock_options: a caller's struct is read
  * and written only that far. Version 1 ended with flags. */
 static size_t options_size(unsigned int version)
 {
     switch (version) {
     case 1: return offsetof(redlock_options, tls_ca_file);
-    case 2: return sizeof(redlock_options);
+    case 2: return offsetof(redlock_options, on_event);
+    case 3: return sizeof(redlock_options);
     default: return 0;
     }
 }
@@ -93,9 +75,10 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
         rl_fmt(err, errsize, "key_prefix longer than %d bytes", REDLOCK_MAX_PREFIX_LEN);
         return REDLOCK_EINVAL;
     }
-    if (o->flags & ~(uint32_t)REDLOCK_OPT_FUNCTIONS) {
-        rl_fmt(err, errsize, "flags has unknown bits 0x%x (the only flag is REDLOCK_OPT_FUNCTIONS)",
-               o->flags & ~(uint32_t)REDLOCK_OPT_FUNCTIONS);
+    const uint32_t known = REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_FENCING;
+    if (o->flags & ~known) {
+        rl_fmt(err, errsize, "flags has unknown bits 0x%x (the flags are REDLOCK_OPT_FUNCTIONS and REDLOCK_OPT_FENCING)",
+               o->flags & ~known);
         return REDLOCK_EINVAL;
     }
     if (o->tls_insecure_skip_verify > 1) {
@@ -117,10 +100,16 @@ static void client_destroy(redlock_client *c)
 {
     if (!c)
         return;
+    rl_watch_destroy(&c->watch);
     if (c->nodes) {
         for (size_t i = 0; i < c->n; i++)
             rl_node_destroy(&c->nodes[i]);
         free(c->nodes);
+    }
+    if (c->urls) {
+        for (size_t i = 0; i < c->n; i++)
+            free(c->urls[i]);
+        free(c->urls);
     }
     rl_tls_client_free(c);
     free(c->prefix);
@@ -166,11 +155,14 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         return rc;
 
     c = calloc(1, sizeof *c);
-    if (!c || !(c->nodes = calloc(n_nodes, sizeof *c->nodes))) {
+    if (!c || !(c->nodes = calloc(n_nodes, sizeof *c->nodes)) || !(c->urls = calloc(n_nodes, sizeof *c->urls))) {
+        if (c)
+            free(c->nodes);
         free(c);
         rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
+    rl_watch_init(&c->watch);
     c->opts = *opts;
     c->opts.version = REDLOCK_OPTIONS_VERSION;
     /* Caller's memory is not kept: the TLS files are read below, the name copied. */
@@ -186,9 +178,14 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         rl_node_init(&c->nodes[i]);
         c->n = i + 1;
         rc = rl_endpoint_parse(&c->nodes[i].ep, node_urls[i], why, sizeof why);
+        rl_mask_url(shown, sizeof shown, node_urls[i]);
         if (rc) {
-            rl_mask_url(shown, sizeof shown, node_urls[i]);
             rl_fmt(errbuf, errbuf_size, "node %zu '%s': %s", i, shown, why);
+            goto fail;
+        }
+        if (!(c->urls[i] = strdup(shown))) {
+            rl_fmt(errbuf, errbuf_size, "out of memory");
+            rc = REDLOCK_ENOMEM;
             goto fail;
         }
         for (size_t j = 0; j < i; j++) {
@@ -261,6 +258,11 @@ size_t redlock_client_node_count(const redlock_client *client)
     return client ? client->n : 0;
 }
 
+const char *redlock_client_node_url(const redlock_client *client, size_t i)
+{
+    return client && i < client->n ? client->urls[i] : "";
+}
+
 /* ---- lock handles ---- */
 
 static int set_err(redlock_lock *lock, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -291,22 +293,39 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     size_t rlen = strlen(resource);
     if (rlen == 0 || rlen > REDLOCK_MAX_RESOURCE_LEN)
         return REDLOCK_EINVAL;
+    /* With fencing, "<key>:fencing" is the counter: a lock on it would never
+     * be granted. */
+    if ((client->opts.flags & REDLOCK_OPT_FENCING) && rlen >= RL_FENCE_SUFFIX_LEN &&
+        memcmp(resource + rlen - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0)
+        return REDLOCK_EINVAL;
     redlock_lock *l = calloc(1, sizeof *l);
     if (!l)
         return REDLOCK_ENOMEM;
     l->resource = strdup(resource);
     l->key_len = client->prefix_len + rlen;
-    l->key = malloc(l->key_len + 1);
+    l->fkey_len = l->key_len + RL_FENCE_SUFFIX_LEN;
+    l->key = malloc(l->fkey_len + 1);
     l->pinned = calloc(client->n, sizeof *l->pinned);
-    if (!l->resource || !l->key || !l->pinned) {
+    l->report = calloc(client->n, sizeof *l->report);
+    if (!l->resource || !l->key || !l->pinned || !l->report) {
         free(l->resource);
         free(l->key);
         free(l->pinned);
+        free(l->report);
         free(l);
         return REDLOCK_ENOMEM;
     }
     memcpy(l->key, client->prefix, client->prefix_len);
-    memcpy(l->key + client->prefix_len, resource, rlen + 1);
+    memcpy(l->key + client->prefix_len, resource, rlen);
+    memcpy(l->key + l->key_len, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN + 1);
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&l->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    atomic_init(&l->state, LOCK_IDLE);
+    atomic_init(&l->valid_until_us, 0);
+    atomic_init(&l->token, 0);
     atomic_init(&l->cancel, 0);
     atomic_init(&l->wake_fd, -1);
     atomic_fetch_add(&client->refs, 1);
@@ -319,33 +338,43 @@ void redlock_lock_free(redlock_lock *lock)
 {
     if (!lock)
         return;
+    rl_watch_remove(lock);
     int fd = atomic_load(&lock->wake_fd);
     if (fd >= 0)
         close(fd);
     rl_unpin(lock->client, lock->pinned);
     free(lock->pinned);
+    free(lock->report);
+    pthread_mutex_destroy(&lock->mu);
     redlock_client_free(lock->client);
     free(lock->resource);
     free(lock->key);
     free(lock);
 }
 
-static int64_t drift_us(const redlock_client *c, uint32_t ttl_ms)
+int64_t rl_drift_us(const redlock_client *c, uint32_t ttl_ms)
 {
     return (int64_t)((double)ttl_ms * c->opts.drift_factor * 1000.0) + (int64_t)c->opts.drift_min_ms * 1000;
 }
 
-static int check_ttl(redlock_lock *lock, uint32_t ttl_ms)
+/* "" or the reason ttl_ms cannot be used, in msg; 0 or REDLOCK_EINVAL. */
+static int ttl_problem(const redlock_client *c, uint32_t ttl_ms, char *msg, size_t size)
 {
-    if (ttl_ms == 0)
-        return set_err(lock, REDLOCK_EINVAL, "ttl_ms must be greater than 0");
-    if (ttl_ms > REDLOCK_MAX_TTL_MS)
-        return set_err(lock, REDLOCK_EINVAL, "ttl_ms %u is over the limit of %u (one day); use extend for longer holds",
-                       ttl_ms, REDLOCK_MAX_TTL_MS);
-    int64_t d = drift_us(lock->client, ttl_ms);
-    if (d >= (int64_t)ttl_ms * 1000)
-        return set_err(lock, REDLOCK_EINVAL, "ttl_ms %u is too small: the clock-drift allowance (%lld ms) leaves no validity",
-                       ttl_ms, (long long)(d / 1000));
+    if (ttl_ms == 0) {
+        rl_fmt(msg, size, "ttl_ms must be greater than 0");
+        return REDLOCK_EINVAL;
+    }
+    if (ttl_ms > REDLOCK_MAX_TTL_MS) {
+        rl_fmt(msg, size, "ttl_ms %u is over the limit of %u (one day); use extend for longer holds", ttl_ms,
+               REDLOCK_MAX_TTL_MS);
+        return REDLOCK_EINVAL;
+    }
+    int64_t d = rl_drift_us(c, ttl_ms);
+    if (d >= (int64_t)ttl_ms * 1000) {
+        rl_fmt(msg, size, "ttl_ms %u is too small: the clock-drift allowance (%lld ms) leaves no validity", ttl_ms,
+               (long long)(d / 1000));
+        return REDLOCK_EINVAL;
+    }
     return 0;
 }
 
@@ -377,9 +406,83 @@ static void describe_round(char *buf, size_t size, const redlock_client *c, cons
     }
 }
 
-static void describe_nodes(redlock_lock *lock, const rl_round *r)
+/* A node's part of a round as the public report has it. */
+static int node_outcome(const rl_round *r, size_t i, int *code)
 {
-    describe_round(lock->errmsg, sizeof lock->errmsg, lock->client, r);
+    *code = 0;
+    switch (r->out[i]) {
+    case RL_YES: return REDLOCK_NODE_OK;
+    case RL_NO: return REDLOCK_NODE_REFUSED;
+    case RL_ERR_SERVER: *code = REDLOCK_ESERVER; return REDLOCK_NODE_ERROR;
+    case RL_ERR_AUTH: *code = REDLOCK_EAUTH; return REDLOCK_NODE_ERROR;
+    case RL_ERR_IO: *code = REDLOCK_EIO; return REDLOCK_NODE_ERROR;
+    case RL_ERR_TLS: *code = REDLOCK_ETLS; return REDLOCK_NODE_ERROR;
+    case RL_ERR_TIMEOUT: *code = REDLOCK_ETIMEDOUT; return REDLOCK_NODE_TIMEOUT;
+    case RL_ERR_DOWN: *code = REDLOCK_EIO; return REDLOCK_NODE_DOWN;
+    case RL_UNSENT: return r->sent[i] ? REDLOCK_NODE_NOT_WAITED : REDLOCK_NODE_NONE;
+    default: return REDLOCK_NODE_NONE;
+    }
+}
+
+/* Keeps the round as the lock's last (mutex held), and tells on_event about
+ * each node that failed in it. */
+static void record_round(redlock_lock *lock, const rl_round *r, int automatic)
+{
+    redlock_client *c = lock->client;
+    for (size_t i = 0; i < r->n; i++) {
+        rl_report *rep = &lock->report[i];
+        rep->outcome = (unsigned char)node_outcome(r, i, &rep->code);
+        rep->rtt_us = r->out[i] == RL_UNSENT || r->out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
+        memcpy(rep->msg, r->msg[i], sizeof rep->msg);
+    }
+    if (!c->opts.on_event)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        const rl_report *rep = &lock->report[i];
+        if (rep->code == 0)
+            continue;
+        redlock_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = REDLOCK_EVENT_NODE_ERROR;
+        ev.code = rep->code;
+        ev.lock = lock;
+        ev.resource = lock->resource;
+        ev.message = rep->msg;
+        ev.automatic = automatic;
+        ev.quorum = c->quorum;
+        ev.n_nodes = c->n;
+        ev.elapsed_us = r->decided_us - r->start_us;
+        ev.node = i;
+        ev.node_outcome = rep->outcome;
+        ev.node_rtt_us = rep->rtt_us;
+        c->opts.on_event(&ev, c->opts.on_event_userdata);
+    }
+}
+
+static void emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
+                 uint32_t attempt, int64_t elapsed_us)
+{
+    redlock_client *c = lock->client;
+    if (!c->opts.on_event)
+        return;
+    redlock_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.code = code;
+    ev.lock = lock;
+    ev.resource = lock->resource;
+    ev.message = msg ? msg : "";
+    ev.attempt = attempt;
+    ev.automatic = automatic;
+    ev.nodes_ok = r ? rl_tally_of(r->out, r->n).yes : 0;
+    ev.quorum = c->quorum;
+    ev.n_nodes = c->n;
+    ev.elapsed_us = elapsed_us;
+    if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED)
+        ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
+    if (type == REDLOCK_EVENT_ACQUIRED)
+        ev.fencing_token = atomic_load(&lock->token);
+    c->opts.on_event(&ev, c->opts.on_event_userdata);
 }
 
 static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
@@ -387,6 +490,9 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
     r->cmd = cmd;
     r->key = lock->key;
     r->key_len = lock->key_len;
+    r->fkey = lock->key;
+    r->fkey_len = lock->fkey_len;
+    r->token = NULL;
     r->value = lock->value;
     r->ttl_ms = ttl_ms;
     r->start_us = rl_now_us();
@@ -398,41 +504,103 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
     memset(r->skip, 0, r->n);
 }
 
-/* One acquisition attempt. On failure every node that may hold our value
- * gets a release before returning. */
-static int attempt(redlock_lock *lock, uint32_t ttl_ms)
+void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)
+{
+    lock->lost_code = code;
+    rl_fmt(lock->lost_msg, sizeof lock->lost_msg, "%s", msg);
+    atomic_store(&lock->state, LOCK_LOST);
+    atomic_store(&lock->token, 0);
+    emit(lock, REDLOCK_EVENT_LOST, code, msg, NULL, automatic, 0, 0);
+}
+
+/* With fencing, after a granted SET round: the token is one more than the
+ * highest counter the granting nodes hold, and it counts only once a
+ * majority has it (docs/fencing.md). 0, or a failure code with the reason in
+ * the lock's message. */
+static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_until, uint64_t *token)
 {
     redlock_client *c = lock->client;
+    uint64_t max = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->out[i] == RL_YES && set->counter[i] > max)
+            max = set->counter[i];
+    if (max == UINT64_MAX)
+        return set_err(lock, REDLOCK_ESERVER, "the fencing counter of '%s' is at its maximum", lock->resource);
+    *token = max + 1;
+    char digits[24];
+    snprintf(digits, sizeof digits, "%llu", (unsigned long long)*token);
+
+    rl_round r;
+    init_round(&r, lock, RL_CMD_FENCE_COMMIT, 0);
+    r.token = digits;
+    r.cap_us = valid_until;
+    for (size_t i = 0; i < set->n; i++)
+        r.skip[i] = set->out[i] == RL_NO || set->out[i] == RL_ERR_DOWN;
+    rl_round_run(c, &r);
+    record_round(lock, &r, 0);
+    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
+    if (code == 0)
+        return 0;
+    rl_tally t = rl_tally_of(r.out, r.n);
+    if (code == REDLOCK_ELOST)
+        code = REDLOCK_ENOQUORUM;  /* the key vanished from nodes in between: no acquisition */
+    if (code == REDLOCK_EEXPIRED)
+        set_err(lock, code, "token %s of '%s' recorded on a majority only after the validity ran out",
+                digits, lock->resource);
+    else
+        set_err(lock, code, "acquired, but token %s was recorded on %d of %zu nodes, %d needed", digits, t.yes, r.n,
+                c->quorum);
+    describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    return code;
+}
+
+/* One acquisition attempt. On failure every node that may hold our value
+ * gets a release before returning. */
+static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
+{
+    redlock_client *c = lock->client;
+    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0;
     rl_round r;
 
     if (rl_random_hex(lock->value, RL_VALUE_BYTES) != 0)
         return set_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    init_round(&r, lock, RL_CMD_SET, ttl_ms);
+    init_round(&r, lock, fencing ? RL_CMD_SET_FENCED : RL_CMD_SET, ttl_ms);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
     rl_round_run(c, &r);
+    record_round(lock, &r, 0);
     int64_t now = rl_now_us();
 
     rl_tally t = rl_tally_of(r.out, r.n);
-    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
+    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(c, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
+    uint64_t token = 0;
+    if (code == 0 && fencing)
+        code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {
-        lock->state = LOCK_HELD;
-        lock->valid_until_us = valid_until;
+        atomic_store(&lock->token, token);
+        atomic_store(&lock->valid_until_us, valid_until);
+        atomic_store(&lock->state, LOCK_HELD);
         lock->acquired_us = r.start_us;
+        lock->ttl_ms = ttl_ms;
         lock->n_ext = 0;
-        return set_ok(lock);
+        set_ok(lock);
+        emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
+        return 0;
     }
 
-    int hard = t.auth + t.server + t.io + t.tls;
-    if (code == REDLOCK_EEXPIRED)
-        set_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
-                t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms, (long long)(drift_us(c, ttl_ms) / 1000));
-    else if (code == REDLOCK_ENOTACQUIRED)
-        set_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
-    else
-        set_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
-                code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
-    describe_nodes(lock, &r);
+    if (lock->errcode != code || !lock->errmsg[0]) {
+        int hard = t.auth + t.server + t.io + t.tls;
+        if (code == REDLOCK_EEXPIRED)
+            set_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
+                    t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms,
+                    (long long)(rl_drift_us(c, ttl_ms) / 1000));
+        else if (code == REDLOCK_ENOTACQUIRED)
+            set_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
+        else
+            set_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
+                    code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
+        describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    }
 
     /* Release wherever our SET may have landed: every node but those that
      * refused it (another owner's key is there) and those skipped while
@@ -449,7 +617,8 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms)
     }
     if (any)
         rl_round_run(c, &rel);
-    lock->state = LOCK_IDLE;
+    atomic_store(&lock->state, LOCK_IDLE);
+    emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, lock->errmsg, &r, 0, number, rl_now_us() - r.start_us);
     return code;
 }
 
@@ -491,16 +660,14 @@ static int nap(redlock_lock *lock, int64_t delay_us)
     }
 }
 
-int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
-    if (!lock)
-        return REDLOCK_EINVAL;
-    int rc = check_ttl(lock, ttl_ms);
+    int rc = ttl_problem(lock->client, ttl_ms, lock->errmsg, sizeof lock->errmsg);
     if (rc)
-        return rc;
+        return lock->errcode = rc;
     if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
         return set_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
-    if (lock->state == LOCK_HELD && lock->valid_until_us > rl_now_us())
+    if (redlock_lock_is_held(lock))
         return set_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
 
     const redlock_options *o = &lock->client->opts;
@@ -521,7 +688,7 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
 
     for (uint64_t n = 1;; n++) {
-        rc = attempt(lock, ttl_ms);
+        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
         if (rc == 0 || !retryable(rc))
             return rc;
         if (n >= max_attempts) {
@@ -546,6 +713,21 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
                            (unsigned long long)n, n == 1 ? "" : "s", last);
         }
     }
+}
+
+int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    /* A new acquisition: the auto-extension of the last one (lost or
+     * expired) is over. Not under the mutex: the thread may be working on
+     * this lock and need it. */
+    if (!redlock_lock_is_held(lock))
+        rl_watch_remove(lock);
+    pthread_mutex_lock(&lock->mu);
+    int rc = acquire_locked(lock, ttl_ms, wait_ms);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
 }
 
 void redlock_lock_cancel(redlock_lock *lock)
@@ -603,81 +785,110 @@ int redlock_try_acquire(redlock_client *client, const char *resource, uint32_t t
     return acquire_new(client, resource, ttl_ms, REDLOCK_WAIT_NONE, out);
 }
 
-int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
+/* An extension, by the owner or by the auto-extend thread (automatic), with
+ * the lock's mutex held; the reason of a failure goes to m. */
+int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
 {
-    if (!lock)
-        return REDLOCK_EINVAL;
-    int rc = check_ttl(lock, ttl_ms);
+    m[0] = '\0';
+    int rc = ttl_problem(lock->client, ttl_ms, m, msize);
     if (rc)
         return rc;
-    if (lock->state == LOCK_LOST)
-        return set_err(lock, REDLOCK_ELOST, "lock '%s' was already lost", lock->resource);
-    if (lock->state != LOCK_HELD)
-        return set_err(lock, REDLOCK_ESTATE, "lock '%s' is not held", lock->resource);
+    int state = atomic_load(&lock->state);
+    if (state == LOCK_LOST) {
+        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg);
+        return lock->lost_code == REDLOCK_ELOST ? REDLOCK_ELOST : REDLOCK_EEXPIRED;
+    }
+    if (state != LOCK_HELD) {
+        rl_fmt(m, msize, "lock '%s' is not held", lock->resource);
+        return REDLOCK_ESTATE;
+    }
 
     redlock_client *c = lock->client;
     int64_t now = rl_now_us();
-    if (lock->valid_until_us <= now)
-        return set_err(lock, REDLOCK_EEXPIRED,
-                       "lock '%s' expired %lld ms ago; an expired lock is never extended", lock->resource,
-                       (long long)((now - lock->valid_until_us) / 1000));
-    if (c->opts.max_extensions && lock->n_ext >= c->opts.max_extensions)
-        return set_err(lock, REDLOCK_ELIMIT, "lock '%s' was extended %u times, the limit (max_extensions)",
-                       lock->resource, lock->n_ext);
+    int64_t valid_until = atomic_load(&lock->valid_until_us);
+    if (valid_until <= now) {
+        rl_fmt(m, msize, "lock '%s' expired %lld ms ago; an expired lock is never extended", lock->resource,
+               (long long)((now - valid_until) / 1000));
+        return REDLOCK_EEXPIRED;
+    }
+    if (c->opts.max_extensions && lock->n_ext >= c->opts.max_extensions) {
+        rl_fmt(m, msize, "lock '%s' was extended %u times, the limit (max_extensions)", lock->resource, lock->n_ext);
+        return REDLOCK_ELIMIT;
+    }
     if (c->opts.max_hold_ms &&
-        now + (int64_t)ttl_ms * 1000 - lock->acquired_us > (int64_t)c->opts.max_hold_ms * 1000)
-        return set_err(lock, REDLOCK_ELIMIT, "extending '%s' by %u ms would hold it past max_hold_ms (%u)",
-                       lock->resource, ttl_ms, c->opts.max_hold_ms);
+        now + (int64_t)ttl_ms * 1000 - lock->acquired_us > (int64_t)c->opts.max_hold_ms * 1000) {
+        rl_fmt(m, msize, "extending '%s' by %u ms would hold it past max_hold_ms (%u)", lock->resource, ttl_ms,
+               c->opts.max_hold_ms);
+        return REDLOCK_ELIMIT;
+    }
 
     rl_round r;
     init_round(&r, lock, RL_CMD_EXTEND, ttl_ms);
     /* Replies after the current validity are useless: the lock may have
      * changed hands in between. */
-    r.cap_us = lock->valid_until_us;
+    r.cap_us = valid_until;
     rl_round_run(c, &r);
-    now = rl_now_us();
+    record_round(lock, &r, automatic);
     rl_tally t = rl_tally_of(r.out, r.n);
     int unknown = (int)r.n - t.yes - t.no;
     /* Within validity means when the quorum confirmed, not when the last
      * straggler was read. */
-    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, lock->valid_until_us);
+    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
     if (code == 0) {
-        lock->valid_until_us = r.start_us + (int64_t)ttl_ms * 1000 - drift_us(c, ttl_ms);
+        atomic_store(&lock->valid_until_us, r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(c, ttl_ms));
         lock->n_ext++;
-        return set_ok(lock);
+        emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, &r, automatic, 0, r.decided_us - r.start_us);
+        return 0;
     }
-    if (code == REDLOCK_ELOST) {
-        lock->state = LOCK_LOST;
-        set_err(lock, code, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource,
-                t.yes, r.n, c->quorum);
-    } else if (code == REDLOCK_EEXPIRED) {
-        set_err(lock, code, "extension of '%s' confirmed only after its validity ran out", lock->resource);
-    } else {
-        set_err(lock, code, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
-                lock->resource, t.yes, r.n, c->quorum, unknown);
-    }
-    describe_nodes(lock, &r);
-    return lock->errcode;
+    if (code == REDLOCK_ELOST)
+        rl_fmt(m, msize, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource, t.yes, r.n,
+               c->quorum);
+    else if (code == REDLOCK_EEXPIRED)
+        rl_fmt(m, msize, "extension of '%s' confirmed only after its validity ran out", lock->resource);
+    else
+        rl_fmt(m, msize, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
+               lock->resource, t.yes, r.n, c->quorum, unknown);
+    describe_round(m, msize, c, &r);
+    if (code == REDLOCK_ELOST)
+        rl_mark_lost(lock, code, m, automatic);
+    else
+        emit(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, &r, automatic, 0, r.decided_us - r.start_us);
+    return code;
 }
 
-int redlock_release(redlock_lock *lock)
+int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
 {
     if (!lock)
         return REDLOCK_EINVAL;
-    if (lock->state == LOCK_IDLE)
+    pthread_mutex_lock(&lock->mu);
+    int rc = rl_extend_locked(lock, ttl_ms, 0, lock->errmsg, sizeof lock->errmsg);
+    lock->errcode = rc;
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+static int release_locked(redlock_lock *lock)
+{
+    if (atomic_load(&lock->state) == LOCK_IDLE)
         return set_err(lock, REDLOCK_ESTATE, "lock '%s' is not held", lock->resource);
 
     redlock_client *c = lock->client;
     rl_round r;
     init_round(&r, lock, RL_CMD_RELEASE, 0);
     rl_round_run(c, &r);
-    lock->state = LOCK_IDLE;
-    lock->valid_until_us = 0;
+    record_round(lock, &r, 0);
+    atomic_store(&lock->state, LOCK_IDLE);
+    atomic_store(&lock->valid_until_us, 0);
+    atomic_store(&lock->token, 0);
     rl_tally t = rl_tally_of(r.out, r.n);
     int unknown = (int)r.n - t.yes - t.no;
     int code = rl_decide_release(r.out, r.n, c->quorum);
-    if (code == 0)
-        return set_ok(lock);
+    int64_t took = r.decided_us - r.start_us;
+    if (code == 0) {
+        set_ok(lock);
+        emit(lock, REDLOCK_EVENT_RELEASED, 0, NULL, &r, 0, 0, took);
+        return 0;
+    }
     if (code == REDLOCK_ELOST) {
         set_err(lock, code,
                 "lock '%s' was no longer ours on a majority when released (%d of %zu nodes, %d needed): "
@@ -687,22 +898,84 @@ int redlock_release(redlock_lock *lock)
         set_err(lock, code, "release of '%s' not confirmed: %d of %zu nodes confirmed, %d needed, %d could not answer",
                 lock->resource, t.yes, r.n, c->quorum, unknown);
     }
-    describe_nodes(lock, &r);
+    describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, lock->errmsg, &r, 0, 0,
+         took);
     return lock->errcode;
+}
+
+int redlock_release(redlock_lock *lock)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    rl_watch_remove(lock);
+    pthread_mutex_lock(&lock->mu);
+    int rc = release_locked(lock);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
 }
 
 int64_t redlock_lock_validity_ms(const redlock_lock *lock)
 {
-    if (!lock || lock->state != LOCK_HELD)
+    if (!lock || atomic_load(&lock->state) != LOCK_HELD)
         return 0;
-    int64_t left = lock->valid_until_us - rl_now_us();
+    int64_t left = atomic_load(&lock->valid_until_us) - rl_now_us();
     /* Round toward minus infinity so that 0 never hides an expired lock. */
     return left >= 0 ? left / 1000 : -((-left + 999) / 1000);
 }
 
 int redlock_lock_is_held(const redlock_lock *lock)
 {
-    return lock && lock->state == LOCK_HELD && lock->valid_until_us > rl_now_us();
+    return lock && atomic_load(&lock->state) == LOCK_HELD && atomic_load(&lock->valid_until_us) > rl_now_us();
+}
+
+uint64_t redlock_lock_fencing_token(const redlock_lock *lock)
+{
+    return redlock_lock_is_held(lock) ? atomic_load(&lock->token) : 0;
+}
+
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    pthread_mutex_lock(&lock->mu);
+    int rc;
+    if (!redlock_lock_is_held(lock))
+        rc = set_err(lock, REDLOCK_ESTATE, "lock '%s' is not held: nothing to extend", lock->resource);
+    else if ((rc = rl_watch_add(lock, max_hold_ms, on_lost, userdata)) != 0)
+        set_err(lock, rc, "%s", rc == REDLOCK_ENOTSUP
+                ? "the client's auto-extend thread runs in the parent process: make a new client after fork"
+                : "cannot start the auto-extend thread");
+    else
+        set_ok(lock);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int redlock_lock_auto_extend_stop(redlock_lock *lock)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    return rl_watch_remove(lock) ? 0 : REDLOCK_ESTATE;
+}
+
+int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out, int64_t *rtt_us_out, char *msgbuf,
+                             size_t msgbuf_size)
+{
+    if (!lock || i >= lock->client->n)
+        return REDLOCK_EINVAL;
+    redlock_lock *l = (redlock_lock *)lock;  /* the mutex only */
+    pthread_mutex_lock(&l->mu);
+    const rl_report *rep = &l->report[i];
+    int outcome = rep->outcome;
+    if (code_out)
+        *code_out = rep->code;
+    if (rtt_us_out)
+        *rtt_us_out = rep->rtt_us;
+    if (msgbuf && msgbuf_size)
+        rl_fmt(msgbuf, msgbuf_size, "%s", rep->msg);
+    pthread_mutex_unlock(&l->mu);
+    return outcome;
 }
 
 const char *redlock_lock_resource(const redlock_lock *lock)

@@ -371,9 +371,16 @@ static void test_options_versions(void)
     CHECK_RC(redlock_options_init_version(NULL, 1), REDLOCK_EINVAL);
     redlock_options_init(&o);
     redlock_options init = REDLOCK_OPTIONS_INIT;
-    CHECK(o.version == 2 && o.tls_ca_file == NULL && o.tls_insecure_skip_verify == 0);
-    CHECK(init.version == 2 && init.tls_ca_file == NULL && init.tls_server_name == NULL &&
-          init.tls_insecure_skip_verify == 0 && init.flags == 0 && init.retry_count == 3);
+    CHECK(o.version == 3 && o.tls_ca_file == NULL && o.tls_insecure_skip_verify == 0 && o.on_event == NULL);
+    CHECK(init.version == 3 && init.tls_ca_file == NULL && init.tls_server_name == NULL &&
+          init.tls_insecure_skip_verify == 0 && init.flags == 0 && init.retry_count == 3 &&
+          init.on_event == NULL && init.on_event_userdata == NULL);
+    /* a version 2 struct: its fields are read, on_event past its end is not */
+    memset(&o, 0xA5, sizeof o);
+    CHECK_RC(redlock_options_init_version(&o, 2), 0);
+    CHECK(o.version == 2 && o.tls_insecure_skip_verify == 0 && bytes[sizeof o - 1] == 0xA5);
+    CHECK_RC(redlock_client_open(&c, (const char *const *)t_urls, 3, &o, err, sizeof err), 0);
+    redlock_client_free(c);
 }
 
 int main(void)

@@ -1,0 +1,255 @@
+/* test_autoextend.c: redlock_lock_auto_extend on real nodes: a short-TTL lock
+ * stays held for many TTLs; loss (key deleted behind the lock's back,
+ * majority down) and the hold bound are reported through the callback and
+ * is_held; a thousand locks on one thread; the owner's calls meanwhile; a
+ * callback that releases; clean shutdown. */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct lost_box {
+    atomic_int fired;
+    atomic_int code;
+    atomic_int held_in_cb;
+    char msg[512];
+    int release_in_cb;
+    int release_rc;
+} lost_box;
+
+static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    lost_box *b = userdata;
+    snprintf(b->msg, sizeof b->msg, "%s", message);
+    atomic_store(&b->held_in_cb, redlock_lock_is_held(lock));
+    if (b->release_in_cb)
+        b->release_rc = redlock_release(lock);
+    atomic_store(&b->code, code);
+    atomic_fetch_add(&b->fired, 1);
+}
+
+static atomic_int n_auto_ext;
+static void count_events(const redlock_event *ev, void *userdata)
+{
+    (void)userdata;
+    if (ev->type == REDLOCK_EVENT_EXTENDED && ev->automatic)
+        atomic_fetch_add(&n_auto_ext, 1);
+}
+
+static redlock_client *client(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 300;   /* well under the TTLs used here */
+    o.on_event = count_events;
+    return make_client(t_nurls, &o);
+}
+
+/* Waits up to ms for the callback. */
+static int wait_fired(lost_box *b, int ms)
+{
+    for (int i = 0; i < ms / 10 && !atomic_load(&b->fired); i++)
+        msleep(10);
+    return atomic_load(&b->fired);
+}
+
+static void test_keeps_alive(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    CHECK_RC(redlock_lock_new(&l, c, uniq("alive")), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), REDLOCK_ESTATE);  /* not held */
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
+    int before = atomic_load(&n_auto_ext);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    /* Four TTLs: without extensions it would have expired three times over. */
+    for (int i = 0; i < 12; i++) {
+        msleep(200);
+        CHECK(redlock_lock_is_held(l));
+    }
+    CHECK(atomic_load(&n_auto_ext) - before >= 4);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);   /* stops auto-extension too */
+    int after = atomic_load(&n_auto_ext);
+    msleep(700);
+    CHECK(atomic_load(&n_auto_ext) == after);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_RC(redlock_lock_auto_extend_stop(l), REDLOCK_ESTATE);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void delete_everywhere(const char *key)
+{
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(ctl(NULL, 0, "cmd %zu DEL %s", i, key) == 0);
+}
+
+static void test_lost_key_deleted(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    const char *res = uniq("lost");
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    delete_everywhere(res);
+    CHECK(wait_fired(&b, 5000) == 1);
+    CHECK(atomic_load(&b.code) == REDLOCK_ELOST);
+    CHECK(atomic_load(&b.held_in_cb) == 0);
+    CHECK(strstr(b.msg, "lost") != NULL);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(redlock_lock_validity_ms(l) <= 0);
+    CHECK_LOCK_RC(l, redlock_extend(l, 900), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    /* the handle can be acquired again, and auto-extended again */
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
+    lost_box b2 = { 0 };
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b2), 0);
+    msleep(1200);
+    CHECK(redlock_lock_is_held(l) && atomic_load(&b2.fired) == 0);
+    redlock_lock_free(l);   /* held and auto-extended: free stops it and does no I/O */
+    redlock_client_free(c);
+}
+
+/* The callback may release the lock it is told about. */
+static void test_release_in_callback(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    b.release_in_cb = 1;
+    const char *res = uniq("cbrel");
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    delete_everywhere(res);
+    CHECK(wait_fired(&b, 5000) == 1);
+    CHECK(b.release_rc == REDLOCK_ELOST);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_bound(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    CHECK_RC(redlock_lock_new(&l, c, uniq("bound")), 0);
+    double t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 1500, on_lost, &b), 0);
+    msleep(800);
+    CHECK(redlock_lock_is_held(l));             /* past the TTL: extended */
+    CHECK(wait_fired(&b, 6000) == 1);
+    CHECK(atomic_load(&b.code) == REDLOCK_ELIMIT);
+    /* told only once the validity ran out, and never held past the bound */
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(now_ms() - t0 >= 1500 - 600);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+static void test_majority_down(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    CHECK_RC(redlock_lock_new(&l, c, uniq("down")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1500, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    size_t quorum = t_nurls / 2 + 1;
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "kill %zu", i) == 0);
+    CHECK(wait_fired(&b, 8000) == 1);
+    CHECK(atomic_load(&b.code) == REDLOCK_EEXPIRED);
+    CHECK(strstr(b.msg, "ran out") != NULL);
+    CHECK(!redlock_lock_is_held(l));
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "restart %zu", i) == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+#define MANY 1000
+static void test_many_locks(void)
+{
+    redlock_client *c = client();
+    static redlock_lock *locks[MANY];
+    lost_box b = { 0 };
+    int before = atomic_load(&n_auto_ext);
+    for (int i = 0; i < MANY; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", uniq("many"), i);
+        CHECK_RC(redlock_lock_new(&locks[i], c, name), 0);
+        CHECK_LOCK_RC(locks[i], redlock_lock_acquire(locks[i], 6000, 2000), 0);
+        CHECK_RC(redlock_lock_auto_extend(locks[i], 0, on_lost, &b), 0);
+    }
+    /* Every lock gets extended (at TTL/3 = 2 s) by the one thread. */
+    for (int w = 0; w < 100 && atomic_load(&n_auto_ext) - before < MANY; w++)
+        msleep(100);
+    CHECK(atomic_load(&n_auto_ext) - before >= MANY);
+    int held = 0;
+    for (int i = 0; i < MANY; i++)
+        held += redlock_lock_is_held(locks[i]);
+    CHECK(held == MANY);
+    CHECK(atomic_load(&b.fired) == 0);
+    for (int i = 0; i < MANY; i++) {
+        CHECK_RC(redlock_release(locks[i]), 0);
+        redlock_lock_free(locks[i]);
+    }
+    redlock_client_free(c);
+}
+
+/* The owner extends and reads while the thread extends too. */
+typedef struct { redlock_lock *l; atomic_int stop; int fails; } owner_arg;
+static void *owner_thread(void *p)
+{
+    owner_arg *a = p;
+    while (!atomic_load(&a->stop)) {
+        if (redlock_extend(a->l, 600) != 0 || !redlock_lock_is_held(a->l))
+            a->fails++;
+        int code;
+        int64_t rtt;
+        char m[64];
+        (void)redlock_lock_node_result(a->l, 0, &code, &rtt, m, sizeof m);
+        msleep(5);
+    }
+    return NULL;
+}
+
+static void test_owner_concurrent(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    lost_box b = { 0 };
+    CHECK_RC(redlock_lock_new(&l, c, uniq("owner")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    owner_arg a = { .l = l };
+    pthread_t t;
+    pthread_create(&t, NULL, owner_thread, &a);
+    msleep(1500);
+    atomic_store(&a.stop, 1);
+    pthread_join(t, NULL);
+    CHECK(a.fails == 0);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+int main(void)
+{
+    load_nodes();
+    run_test("keeps_alive", test_keeps_alive);
+    run_test("lost_key_deleted", test_lost_key_deleted);
+    run_test("release_in_callback", test_release_in_callback);
+    run_test("bound", test_bound);
+    run_test("owner_concurrent", test_owner_concurrent);
+    run_test("many_locks", test_many_locks);
+    run_test("majority_down", test_majority_down);
+    return finish_tests();
+}
