@@ -278,8 +278,10 @@ typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *messag
  * stay allowed meanwhile: they wait for an extension under way. */
 REDLOCK_EXTERN int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
                                             redlock_lost_fn on_lost, void *userdata);
-/* Stops auto-extension (waiting for one under way); the lock stays held
- * until its validity runs out. 0, or REDLOCK_ESTATE if it was not on. */
+/* Stops auto-extension (waiting for one under way, or its on_lost); the lock
+ * stays held until its validity runs out. 0, or REDLOCK_ESTATE if it was not
+ * on. Calling redlock_lock_auto_extend again replaces the callback, after
+ * waiting for a running one. */
 REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
 
 /* ---- The last round's per-node report ----
@@ -294,7 +296,9 @@ REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
 REDLOCK_EXTERN int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
                                             int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
 
-/* Remaining validity on CLOCK_MONOTONIC; <= 0 means expired or not held. */
+/* Remaining validity on CLOCK_MONOTONIC; <= 0 means expired or not held.
+ * This, redlock_lock_is_held and redlock_lock_fencing_token may be called
+ * from any thread, even while another call on the lock is under way. */
 REDLOCK_EXTERN int64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* 1 if the lock is held by this handle and its validity has not run out. */
 REDLOCK_EXTERN int redlock_lock_is_held(const redlock_lock *lock);

@@ -207,6 +207,10 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
         errno = ECHILD;
         return REDLOCK_ENOTSUP;   /* a client inherited across fork: make a new one */
     }
+    /* A callback for this lock may be running: the caller may free its old
+     * userdata once this returns. */
+    while (w->current == l && !pthread_equal(pthread_self(), w->thread))
+        pthread_cond_wait(&w->idle, &w->mu);
     l->ae_fn = fn;
     l->ae_userdata = userdata;
     l->ae_until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
