@@ -12,9 +12,11 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"runtime/cgo"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -29,8 +31,10 @@ type Client struct {
 	closing   atomic.Bool       // set first thing in Close; new operations stop
 	closeOnce sync.Once
 
-	urls []string
-	cfg  config // effective settings, and the default expiry for mutexes
+	urls  []string
+	shown []string   // the URLs as C shows them (password masked), for reports and events
+	cfg   config     // effective settings, and the default expiry for mutexes
+	hook  cgo.Handle // the event handler's, for the C client; 0 without WithEventHandler
 
 	// Every live C lock handle of this client's mutexes, so Close can
 	// cancel their waits and free them. Holds handles, not Mutexes, so
@@ -39,8 +43,50 @@ type Client struct {
 	reg   map[*handle]struct{}
 }
 
-// handle is the C lock owned by one Mutex; p is nil once freed.
-type handle struct{ p *C.redlock_lock }
+// handle is the C lock owned by one Mutex; p is nil once freed. It points
+// at the Mutex's tracker, not at the Mutex, so that holding handles (the
+// client's registry does) keeps no Mutex alive.
+type handle struct {
+	p *C.redlock_lock
+	// guard lets Until and Token read C's atomic fields without taking
+	// the Mutex: they read under the read side, free holds the write side.
+	guard sync.RWMutex
+	lost  cgo.Handle // the auto-extension's loss callback target; 0 when none
+	hook  cgo.Handle // the event hook of a private C client that only this lock holds; 0 if none
+	t     *tracker
+}
+
+// free frees the C lock and what C may call back into. The caller holds
+// regMu, and either the client's write side or the last reference to the
+// Mutex, so no call on the lock is in progress.
+func (h *handle) free() {
+	if h.p == nil {
+		return
+	}
+	// Stop the auto-extension first, without the guard: an extension under
+	// way may be calling the event handler, which may call Until or Token.
+	autoOn := C.redlock_lock_auto_extend_stop(h.p) == 0
+	now := time.Now()
+	v := int64(C.redlock_lock_validity_ms(h.p))
+	h.guard.Lock()
+	C.redlock_lock_free(h.p) // drops the last reference to a private client
+	h.p = nil
+	h.guard.Unlock()
+	if h.lost != 0 {
+		h.lost.Delete()
+		h.lost = 0
+	}
+	if h.hook != 0 {
+		h.hook.Delete()
+		h.hook = 0
+	}
+	if autoOn {
+		// Contexts waiting on the auto-extension now end with the validity
+		// the lock was left with.
+		h.t.stopAuto()
+		h.t.settle(now, v, nil)
+	}
+}
 
 // NewClient makes a client over the given node URLs:
 //
@@ -61,18 +107,21 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	cfg.s = cfg.s.effective()
-	p, err := openC(urls, cfg.s)
+	p, hook, err := openC(urls, cfg.s)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{p: p, urls: append([]string(nil), urls...), cfg: cfg, reg: map[*handle]struct{}{}}
+	c := &Client{p: p, urls: append([]string(nil), urls...), shown: shownURLs(p), cfg: cfg, hook: hook,
+		reg: map[*handle]struct{}{}}
 	// Memory only: the C client closes its connections when freed.
 	runtime.SetFinalizer(c, (*Client).finalize)
 	return c, nil
 }
 
 // openC makes a C client; the detail of a failure comes from C's errbuf.
-func openC(urls []string, s settings) (*C.redlock_client, error) {
+// With an event handler it also returns the cgo.Handle C calls it through,
+// which the caller deletes once the C client and all its locks are freed.
+func openC(urls []string, s settings) (*C.redlock_client, cgo.Handle, error) {
 	curls := make([]*C.char, len(urls))
 	defer func() {
 		for _, u := range curls {
@@ -81,7 +130,7 @@ func openC(urls []string, s settings) (*C.redlock_client, error) {
 	}()
 	for i, u := range urls {
 		if strings.IndexByte(u, 0) >= 0 { // C would see a shorter string
-			return nil, &Error{Op: "open", Code: int(C.REDLOCK_EINVAL),
+			return nil, 0, &Error{Op: "open", Code: int(C.REDLOCK_EINVAL),
 				Detail: fmt.Sprintf("node %d: URL contains a NUL byte", i)}
 		}
 		curls[i] = C.CString(u)
@@ -92,18 +141,49 @@ func openC(urls []string, s settings) (*C.redlock_client, error) {
 	}
 	o := s.cOptions()
 	defer freeCOptions(&o)
+	var hook cgo.Handle
+	var target *hookTarget
+	if s.hook != nil {
+		target = &hookTarget{fn: s.hook.fn}
+		hook = cgo.NewHandle(target)
+		setHook(&o, hook)
+	}
 	var errbuf [1024]C.char
 	var p *C.redlock_client
 	rc := C.redlock_client_open(&p, first, C.size_t(len(curls)), &o, &errbuf[0], C.size_t(len(errbuf)))
 	if rc != 0 {
-		return nil, &Error{Op: "open", Code: int(rc), Detail: C.GoString(&errbuf[0])}
+		if hook != 0 {
+			hook.Delete()
+		}
+		return nil, 0, &Error{Op: "open", Code: int(rc), Detail: C.GoString(&errbuf[0])}
 	}
-	return p, nil
+	if target != nil {
+		// Before any lock exists, so before any event (a cgo call orders it
+		// before the callbacks, for the race detector too).
+		target.urls = shownURLs(p)
+	}
+	return p, hook, nil
 }
 
+// shownURLs are the client's node URLs as C shows them, password masked.
+func shownURLs(p *C.redlock_client) []string {
+	n := int(C.redlock_client_node_count(p))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = C.GoString(C.redlock_client_node_url(p, C.size_t(i)))
+	}
+	return out
+}
+
+// finalize runs once the Client is unreachable, so are its Mutexes, whose
+// finalizers (a Mutex points at its Client) have freed their locks: no
+// event can follow the client's free.
 func (c *Client) finalize() {
 	C.redlock_client_free(c.p)
 	c.p = nil
+	if c.hook != 0 {
+		c.hook.Delete()
+	}
 }
 
 // Close frees the client and the C locks of all its mutexes. Waits in
@@ -122,13 +202,16 @@ func (c *Client) Close() error {
 		c.mu.Lock()
 		c.regMu.Lock()
 		for h := range c.reg {
-			C.redlock_lock_free(h.p)
-			h.p = nil
+			h.free()
 		}
 		c.reg = nil
 		c.regMu.Unlock()
 		C.redlock_client_free(c.p)
 		c.p = nil
+		if c.hook != 0 {
+			c.hook.Delete()
+			c.hook = 0
+		}
 		runtime.SetFinalizer(c, nil)
 		c.mu.Unlock()
 	})
@@ -152,10 +235,7 @@ func (c *Client) register(h *handle) {
 // unregister frees h unless Close already did.
 func (c *Client) unregister(h *handle) {
 	c.regMu.Lock()
-	if h.p != nil {
-		C.redlock_lock_free(h.p)
-		h.p = nil
-	}
+	h.free()
 	delete(c.reg, h)
 	c.regMu.Unlock()
 }

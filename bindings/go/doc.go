@@ -14,6 +14,13 @@
 //	if err := m.LockContext(ctx); err != nil { ... }
 //	defer m.Unlock()
 //
+// Mutex.AutoExtend keeps a held lock alive from the C library's background
+// thread, and Mutex.LockedContext gives a context that ends if it is lost.
+// WithFencing makes each acquisition mint a fencing token (Mutex.Token);
+// Mutex.Nodes reports what each node did in the last round; and
+// WithEventHandler is a metrics hook called for every attempt, extension,
+// loss, release and node failure.
+//
 // Errors are *Error values that match the sentinel errors (ErrNotAcquired,
 // ErrNoQuorum, ErrLost, ...) with errors.Is, and carry the C library's
 // per-node detail in their text.

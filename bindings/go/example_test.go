@@ -79,3 +79,65 @@ func ExampleMutex_TryLock() {
 	defer m.Unlock()
 	// ... run the job ...
 }
+
+func ExampleMutex_AutoExtend() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"},
+		redlock.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	m := client.NewMutex("rebuild-index", redlock.WithExpiry(10*time.Second))
+	if err := m.Lock(); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock()
+	// Kept alive in the background for as long as the work takes (up to an
+	// hour); ctx ends if the lock is lost meanwhile.
+	if err := m.AutoExtend(0); err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	token := m.Token() // pass it to the storage, which refuses tokens lower than one it has seen
+	_ = token
+	<-ctx.Done() // stands for work that honours ctx
+	if cause := context.Cause(ctx); errors.Is(cause, redlock.ErrLost) || errors.Is(cause, redlock.ErrExpired) {
+		log.Printf("lock lost while working: %v", cause)
+	}
+}
+
+func ExampleWithEventHandler() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"},
+		redlock.WithEventHandler(func(e redlock.Event) {
+			// Runs during the lock call or on the auto-extension's thread: keep it quick.
+			switch e.Type {
+			case redlock.EventAcquired:
+				log.Printf("acquired %s in %v (attempt %d)", e.Resource, e.Elapsed, e.Attempt)
+			case redlock.EventLost:
+				log.Printf("lost %s: %v", e.Resource, e.Err)
+			case redlock.EventNodeError:
+				log.Printf("node %s: %v: %s", e.NodeURL, e.NodeOutcome, e.Message)
+			}
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+}
+
+func ExampleMutex_Nodes() {
+	client, err := redlock.NewClient([]string{"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	m := client.NewMutex("nightly-job")
+	err = m.TryLock()
+	for _, r := range m.Nodes() { // what each node did in that attempt
+		log.Printf("%s: %v in %v %s", r.URL, r.Outcome, r.RTT, r.Message)
+	}
+	if err == nil {
+		m.Unlock()
+	}
+}

@@ -1,5 +1,6 @@
 // Mutex: one named lock on a Client, backed by one reusable C lock handle;
-// Lock/Extend/Unlock map one-to-one onto C calls.
+// Lock/Extend/Unlock map one-to-one onto C calls. The tracker keeps what the
+// auto-extension's loss callback updates too (autoextend.go).
 
 //go:build cgo
 
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/cgo"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,8 +28,9 @@ import (
 // it; it can be locked again afterwards. A Mutex is meant for one goroutine
 // at a time: its methods take turns on an internal mutex, so overlapping
 // calls wait for each other (and Lock on a Mutex already held fails with
-// ErrState) rather than corrupt anything. Until is the exception: it never
-// waits. Two Mutexes on the same name are two contenders for one lock.
+// ErrState) rather than corrupt anything. Until, Token and LockedContext are
+// the exceptions: they never wait for a call in progress. Two Mutexes on the
+// same name are two contenders for one lock.
 type Mutex struct {
 	name   string
 	client *Client
@@ -35,11 +38,22 @@ type Mutex struct {
 	ttlMs  uint32
 	err    error // why this Mutex cannot work (bad name or option); every operation returns it
 
-	mu    sync.Mutex // serialises calls on the C handle, which is single-threaded
-	until atomic.Pointer[time.Time]
+	mu sync.Mutex // serialises calls on the C handle, which is single-threaded
+	t  *tracker
+}
 
-	ctxMu sync.Mutex
-	ctxs  map[*heldCtx]struct{}
+// tracker is what is known about the Mutex's current acquisition, kept
+// apart from the Mutex because the auto-extension's loss callback updates it
+// too: it never points back at the Mutex, so a Mutex dropped while
+// auto-extended can still be collected (its finalizer stops the extension).
+type tracker struct {
+	until atomic.Pointer[time.Time] // validity deadline as of the last call; nil before the first Lock
+
+	mu      sync.Mutex // never held across a C call or user code
+	ctxs    map[*heldCtx]struct{}
+	autoGen uint64 // the running auto-extension's number; 0 when none runs
+	gens    uint64 // numbers handed out so far
+	lost    error  // why the auto-extension found the acquisition lost; nil once a new one is made
 }
 
 // NewMutex makes a Mutex for name; it does no I/O and never fails. A bad
@@ -48,7 +62,7 @@ type Mutex struct {
 // given here (WithTries, WithRetryDelay, ...) give this Mutex its own C
 // client and connections; WithExpiry is the usual mutex option.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
-	m := &Mutex{name: name, client: c}
+	m := &Mutex{name: name, client: c, t: &tracker{}}
 	cfg := c.cfg
 	for _, o := range opts {
 		o.apply(&cfg)
@@ -79,8 +93,9 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		return m
 	}
 	cp := c.p
+	var ownHook cgo.Handle
 	if s := cfg.s.effective(); s != c.cfg.s {
-		own, err := openC(c.urls, s)
+		own, hook, err := openC(c.urls, s)
 		if err != nil {
 			e := *err.(*Error)
 			e.Resource = name
@@ -88,20 +103,25 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 			return m
 		}
 		// The lock handle takes its own reference; ours goes right away,
-		// so the private client lives exactly as long as the handle.
+		// so the private client lives exactly as long as the handle, and
+		// so does its event hook (deleted when the handle is freed).
 		defer C.redlock_client_free(own)
-		cp = own
+		cp, ownHook = own, hook
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var p *C.redlock_lock
 	if rc := C.redlock_lock_new(&p, cp, cname); rc != 0 {
+		if ownHook != 0 {
+			// Freed by the deferred redlock_client_free before any event.
+			defer ownHook.Delete()
+		}
 		// C has no detail channel for lock_new; the size is what's usually wrong.
 		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
 			Detail: fmt.Sprintf("name of %d bytes", len(name))}
 		return m
 	}
-	m.h = &handle{p: p}
+	m.h = &handle{p: p, hook: ownHook, t: m.t}
 	c.register(m.h)
 	// Memory only: a lock still held is left to expire on the nodes.
 	runtime.SetFinalizer(m, (*Mutex).finalize)
@@ -115,15 +135,38 @@ func (m *Mutex) Name() string { return m.name }
 
 // Until is when the current acquisition stops being valid: the expiry
 // minus the time the acquisition took and the drift allowance, moved on by
-// each Extend. It is the zero Time before the first Lock; after Unlock, or
-// once an operation finds the lock no longer held, it is no later than that
-// moment. It reads the last known value and never waits.
+// each Extend, and while AutoExtend runs, by each of its extensions. It is
+// the zero Time before the first Lock; after Unlock, or once an operation
+// or the auto-extension finds the lock no longer held, it is no later than
+// that moment. It never waits for a call in progress.
 func (m *Mutex) Until() time.Time {
-	if u := m.until.Load(); u != nil {
-		return *u
+	m.t.mu.Lock()
+	auto, lost := m.t.autoGen != 0, m.t.lost != nil
+	m.t.mu.Unlock()
+	now := time.Now() // before reading the validity, so Until errs early
+	if auto {
+		if v := m.h.validityMs(); v > 0 {
+			return now.Add(time.Duration(v) * time.Millisecond)
+		}
 	}
-	return time.Time{}
+	u := m.t.until.Load()
+	switch {
+	case u == nil:
+		return time.Time{}
+	case (auto || lost) && u.After(now): // the auto-extended lock is gone (or going: the loss callback is due)
+		return now
+	}
+	return *u
 }
+
+// Token is the fencing token of the current acquisition: at least 1 while
+// the lock is held by a client made with WithFencing, and 0 when the lock
+// is not held (before Lock, after Unlock, once found lost) or the client
+// does not mint tokens. Successive holders of a name get strictly
+// increasing tokens, so a storage service that remembers the highest token
+// it has seen can refuse a late write from a holder whose lock ran out (see
+// docs/fencing.md). It never waits for a call in progress.
+func (m *Mutex) Token() uint64 { return m.h.token() }
 
 // Lock acquires the lock, retrying per the client's WithTries,
 // WithRetryDelay and WithRetryJitter. It fails with ErrNotAcquired (held
@@ -207,6 +250,7 @@ func (m *Mutex) acquire(ctx context.Context, wait int64, waitIsCtx bool) error {
 	runtime.KeepAlive(m)
 
 	if rc == 0 {
+		m.t.newHold()
 		m.observe(p, nil)
 		return nil
 	}
@@ -266,8 +310,9 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		return err
 	}
 	defer m.leave()
-	rc := C.redlock_release(p)
+	rc := C.redlock_release(p) // stops an auto-extension, waiting for one under way
 	runtime.KeepAlive(m)
+	m.h.dropLost()
 	if rc != 0 {
 		err = m.fail("unlock", rc, p)
 	}
@@ -320,6 +365,33 @@ func (m *Mutex) fail(op string, rc C.int, p *C.redlock_lock) error {
 	return &Error{Op: op, Resource: m.name, Code: int(rc), Detail: C.GoString(C.redlock_lock_errmsg(p))}
 }
 
+// validityMs is C's validity of the handle's lock (an atomic read, safe
+// beside calls in progress), or 0 once the handle is freed.
+func (h *handle) validityMs() int64 {
+	if h == nil {
+		return 0
+	}
+	h.guard.RLock()
+	defer h.guard.RUnlock()
+	if h.p == nil {
+		return 0
+	}
+	return int64(C.redlock_lock_validity_ms(h.p))
+}
+
+// token is C's fencing token of the handle's lock (an atomic read), or 0.
+func (h *handle) token() uint64 {
+	if h == nil {
+		return 0
+	}
+	h.guard.RLock()
+	defer h.guard.RUnlock()
+	if h.p == nil {
+		return 0
+	}
+	return uint64(C.redlock_lock_fencing_token(h.p))
+}
+
 // ctxErr reports a LockContext ended by its context. base is C's error, or
 // nil if the context was done before C was called. The code says what the
 // caller asked for (a deadline is a timeout, a cancel a cancel) whichever
@@ -366,70 +438,107 @@ func errUnlocked(err error) error {
 // cause is why they end if the lock is not held any more.
 func (m *Mutex) observe(p *C.redlock_lock, cause error) {
 	now := time.Now() // before reading the validity, so Until errs early
-	v := int64(C.redlock_lock_validity_ms(p))
-	m.ctxMu.Lock()
-	defer m.ctxMu.Unlock()
+	m.t.settle(now, int64(C.redlock_lock_validity_ms(p)), cause)
+}
+
+// settle is observe's bookkeeping, given the validity v (ms) read at now.
+func (t *tracker) settle(now time.Time, v int64, cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if v > 0 {
 		u := now.Add(time.Duration(v) * time.Millisecond)
-		m.until.Store(&u)
-		for hc := range m.ctxs {
-			hc.timer.Reset(time.Until(u))
+		t.until.Store(&u)
+		if t.autoGen == 0 { // an auto-extended lock's contexts end on loss, not on a time
+			for hc := range t.ctxs {
+				hc.timer.Reset(time.Until(u))
+			}
 		}
 		return
 	}
-	if old := m.until.Load(); old != nil && old.After(now) {
-		m.until.Store(&now)
+	t.autoGen = 0 // C's auto-extension ends with the hold
+	if old := t.until.Load(); old != nil && old.After(now) {
+		t.until.Store(&now)
 	}
 	if cause == nil {
-		cause = ErrExpired
+		cause = t.lostCause()
 	}
-	for hc := range m.ctxs {
+	t.endAll(cause)
+}
+
+// newHold forgets the loss of an earlier acquisition.
+func (t *tracker) newHold() {
+	t.mu.Lock()
+	t.lost = nil
+	t.mu.Unlock()
+}
+
+// lostCause is why a lock not held is not: the auto-extension's loss, or
+// its validity running out.
+func (t *tracker) lostCause() error {
+	if t.lost != nil {
+		return t.lost
+	}
+	return ErrExpired
+}
+
+// endAll ends every context from LockedContext; t.mu is held.
+func (t *tracker) endAll(cause error) {
+	for hc := range t.ctxs {
 		hc.timer.Stop()
 		hc.cancel(cause)
-		delete(m.ctxs, hc)
+		delete(t.ctxs, hc)
 	}
 }
 
 type heldCtx struct {
 	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	timer  *time.Timer // stopped while the lock is auto-extended
 }
 
 // LockedContext returns a context derived from parent that is done when
-// the current acquisition's validity (Until) runs out, following Extend;
-// when Unlock or another operation finds the lock gone; or with parent.
-// context.Cause tells which: ErrExpired when the validity ran out, the
-// operation's *Error when one found the lock lost, context.Canceled after
-// Unlock. It tracks validity as known to this process, not loss found on
+// the current acquisition is over: when its validity (Until) runs out,
+// following Extend; while AutoExtend runs, only when the auto-extension
+// finds the lock lost; when Unlock or another operation finds the lock
+// gone; or with parent. context.Cause tells which: ErrExpired when the
+// validity ran out, the auto-extension's *Error (matching ErrLost,
+// ErrExpired or ErrLimit) when it lost the lock, the operation's *Error when
+// one found the lock lost, context.Canceled after Unlock. Without
+// AutoExtend it tracks validity as known to this process, not loss found on
 // the nodes by someone else; call cancel when done. If the Mutex is not
-// held the context is done at once with cause ErrExpired.
+// held the context is done at once, with cause the auto-extension's loss if
+// that is why, else ErrExpired.
 func (m *Mutex) LockedContext(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	m.ctxMu.Lock()
-	defer m.ctxMu.Unlock()
-	u := m.until.Load()
-	if u == nil || !time.Now().Before(*u) {
-		cancel(ErrExpired)
+	u := m.Until()
+	// The closures below hold t, never m: see tracker.
+	t := m.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lost != nil || !time.Now().Before(u) {
+		cancel(t.lostCause())
 		return ctx, func() { cancel(context.Canceled) }
 	}
 	hc := &heldCtx{cancel: cancel}
-	hc.timer = time.AfterFunc(time.Until(*u), func() {
+	hc.timer = time.AfterFunc(time.Until(u), func() {
 		cancel(ErrExpired)
-		m.dropCtx(hc)
+		t.dropCtx(hc)
 	})
-	if m.ctxs == nil {
-		m.ctxs = map[*heldCtx]struct{}{}
+	if t.autoGen != 0 {
+		hc.timer.Stop()
 	}
-	m.ctxs[hc] = struct{}{}
+	if t.ctxs == nil {
+		t.ctxs = map[*heldCtx]struct{}{}
+	}
+	t.ctxs[hc] = struct{}{}
 	return ctx, func() {
 		hc.timer.Stop()
 		cancel(context.Canceled)
-		m.dropCtx(hc)
+		t.dropCtx(hc)
 	}
 }
 
-func (m *Mutex) dropCtx(hc *heldCtx) {
-	m.ctxMu.Lock()
-	delete(m.ctxs, hc)
-	m.ctxMu.Unlock()
+func (t *tracker) dropCtx(hc *heldCtx) {
+	t.mu.Lock()
+	delete(t.ctxs, hc)
+	t.mu.Unlock()
 }

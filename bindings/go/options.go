@@ -41,6 +41,8 @@ type settings struct {
 	maxExtensions    uint32
 	maxHoldMs        uint32
 	functions        bool
+	fencing          bool
+	hook             *eventHook // WithEventHandler; compared by identity
 	tlsCAFile        string
 	tlsCADir         string
 	tlsCertFile      string
@@ -176,6 +178,32 @@ func WithFunctions() Option {
 	return optionFunc(func(c *config) { c.s.functions = true })
 }
 
+// WithFencing makes every acquisition mint a fencing token, read with
+// Mutex.Token: successive holders of a name get strictly increasing tokens
+// (docs/fencing.md). It costs one more round trip per acquisition, and
+// keeps one more key per name on the nodes (the name plus ":fencing").
+func WithFencing() Option {
+	return optionFunc(func(c *config) { c.s.fencing = true })
+}
+
+// WithEventHandler calls fn for every acquire attempt, extension, loss,
+// release and node failure of the client's mutexes: the metrics hook. fn
+// runs synchronously, on the goroutine that called the Mutex method or on
+// the library's auto-extension thread, so it may run concurrently with
+// itself; it must be quick and must not call methods of the Client or of
+// its Mutexes other than Until, Token and Name (the call it reports has
+// the Mutex and the client in use). A panic in fn crashes the program. nil
+// removes a handler set earlier. Given to NewMutex, it gives that Mutex a
+// C client of its own (see Option).
+func WithEventHandler(fn func(Event)) Option {
+	return optionFunc(func(c *config) {
+		c.s.hook = nil
+		if fn != nil {
+			c.s.hook = &eventHook{fn: fn}
+		}
+	})
+}
+
 // WithTLSCAFile trusts the CAs in this PEM file for rediss:// nodes (by
 // default, the system's CAs). The TLS options are refused with redis://
 // TCP nodes, so that a typo cannot send the lock in plain text.
@@ -266,6 +294,9 @@ func (s *settings) cOptions() C.redlock_options {
 	o.max_hold_ms = C.uint32_t(s.maxHoldMs)
 	if s.functions {
 		o.flags |= C.REDLOCK_OPT_FUNCTIONS
+	}
+	if s.fencing {
+		o.flags |= C.REDLOCK_OPT_FENCING
 	}
 	o.tls_ca_file = cstr(s.tlsCAFile)
 	o.tls_ca_dir = cstr(s.tlsCADir)

@@ -1,0 +1,165 @@
+// Auto-extension (redlock_lock_auto_extend): the client's background thread
+// keeps a held lock alive; its loss ends the Mutex's LockedContext contexts.
+
+//go:build cgo
+
+package redlock
+
+// #include <stdint.h>
+// #include "redlock.h"
+//
+// extern void rlGoLost(int code, char *message, uintptr_t handle);
+// static void rl_go_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+// {
+//     (void)lock;
+//     rlGoLost(code, (char *)message, (uintptr_t)userdata);
+// }
+// /* The cgo.Handle travels as an integer, so no Go code turns it into a pointer. */
+// static int rl_go_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uintptr_t handle)
+// {
+//     return redlock_lock_auto_extend(lock, max_hold_ms, rl_go_lost, (void *)handle);
+// }
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/cgo"
+	"time"
+)
+
+// DefaultAutoExtendMaxHold is the bound on holding that AutoExtend(0) gives.
+const DefaultAutoExtendMaxHold = time.Duration(C.REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * time.Millisecond
+
+// AutoExtend keeps the held lock alive until Unlock: the client's one
+// background thread extends it to the mutex's expiry every third of the
+// expiry (sooner again after a failed try). It stops at Unlock,
+// StopAutoExtend, Client.Close, a loss, or after maxHold of holding in all
+// (0 means DefaultAutoExtendMaxHold, one hour; WithMaxHold and
+// WithMaxExtensions apply too).
+//
+// A loss ends the contexts from LockedContext, made before or after this
+// call, with cause an *Error (Op "auto-extend") matching ErrLost (no longer
+// ours on a majority), ErrExpired (the validity ran out before an extension
+// succeeded) or ErrLimit (maxHold was reached and the validity then ran
+// out). Until follows the extensions; Token turns 0 after a loss, and
+// Unlock then returns an error matching ErrLost.
+//
+// It fails with ErrState when the Mutex is not held. The other methods stay
+// usable meanwhile; they wait for an extension under way.
+func (m *Mutex) AutoExtend(maxHold time.Duration) error {
+	if maxHold < 0 || maxHold > time.Duration(math.MaxUint32)*time.Millisecond {
+		return &Error{Op: "auto-extend", Resource: m.name, Code: int(C.REDLOCK_EINVAL),
+			Detail: fmt.Sprintf("maxHold %v out of range", maxHold)}
+	}
+	ms := uint32((maxHold + time.Millisecond - 1) / time.Millisecond)
+	p, err := m.enter("auto-extend")
+	if err != nil {
+		return err
+	}
+	defer m.leave()
+
+	if m.h.lost != 0 {
+		// Running already, or over: stop it and wait for a loss callback
+		// under way, because C would take the new handle without waiting
+		// for one and the old one could not be deleted safely.
+		C.redlock_lock_auto_extend_stop(p)
+		m.h.dropLost()
+		m.t.stopAuto()
+	}
+	// Armed before C can call back: a loss may be found at once.
+	gen := m.t.startAuto()
+	h := cgo.NewHandle(&lossTarget{t: m.t, gen: gen, name: m.name})
+	rc := C.rl_go_auto_extend(p, C.uint32_t(ms), C.uintptr_t(h))
+	runtime.KeepAlive(m)
+	if rc != 0 {
+		h.Delete() // C keeps nothing of a refused call
+		m.t.stopAuto()
+		err := m.fail("auto-extend", rc, p)
+		m.observe(p, nil)
+		return err
+	}
+	m.h.lost = h
+	return nil
+}
+
+// StopAutoExtend stops the auto-extension (waiting for an extension under
+// way); the lock stays held until its validity runs out, which the contexts
+// from LockedContext then follow again. ErrState if it was not running
+// (never started, or already ended by a loss: see LockedContext's cause).
+func (m *Mutex) StopAutoExtend() error {
+	p, err := m.enter("stop auto-extend")
+	if err != nil {
+		return err
+	}
+	defer m.leave()
+	rc := C.redlock_lock_auto_extend_stop(p)
+	runtime.KeepAlive(m)
+	m.h.dropLost()
+	m.t.stopAuto()
+	m.observe(p, nil)
+	if rc != 0 {
+		return &Error{Op: "stop auto-extend", Resource: m.name, Code: int(rc), Detail: "auto-extension is not running"}
+	}
+	return nil
+}
+
+// dropLost deletes the loss callback's handle once C can no longer call it:
+// after a C call that waits for the auto-extension's work under way on the
+// lock (auto_extend_stop, release, an acquire of a lock not held, free).
+// The owner of the Mutex calls it, with the client's read side held.
+func (h *handle) dropLost() {
+	if h.lost != 0 {
+		h.lost.Delete()
+		h.lost = 0
+	}
+}
+
+// lossTarget is what the loss callback's userdata leads to: the tracker and
+// the number of the auto-extension, so that a late call for an
+// auto-extension already over changes nothing.
+type lossTarget struct {
+	t    *tracker
+	gen  uint64
+	name string
+}
+
+// startAuto marks an auto-extension as running: LockedContext contexts stop
+// following the validity and wait for a loss. It returns its number.
+func (t *tracker) startAuto() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gens++
+	t.autoGen = t.gens
+	for hc := range t.ctxs {
+		hc.timer.Stop()
+	}
+	return t.autoGen
+}
+
+// stopAuto marks the auto-extension as over, without a loss. The caller
+// then calls settle, which re-arms the contexts' timers.
+func (t *tracker) stopAuto() {
+	t.mu.Lock()
+	t.autoGen = 0
+	t.mu.Unlock()
+}
+
+// lose records a loss reported by auto-extension gen, on the library's
+// background thread: it must not block (the lock's owner may be waiting
+// for this extension in a C call), so it takes only t.mu.
+func (t *tracker) lose(gen uint64, err error) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.autoGen != gen {
+		return
+	}
+	t.autoGen = 0
+	t.lost = err
+	if old := t.until.Load(); old != nil && old.After(now) {
+		t.until.Store(&now)
+	}
+	t.endAll(err)
+}

@@ -1,0 +1,272 @@
+// Auto-extension (Mutex.AutoExtend) against real nodes: a short-lived lock
+// held across many expiries, and each kind of loss ending LockedContext.
+
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	redlock "github.com/redlock-project/redlock/bindings/go"
+)
+
+// shortTTL is the expiry of the auto-extended locks below: several of them
+// pass during each test.
+const shortTTL = 600 * time.Millisecond
+
+// waitDone waits for ctx to end, failing the test if it has not after a
+// bound far beyond anything expected (the point is "ends", not "how fast").
+func waitDone(t *testing.T, ctx context.Context, what string) error {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: the context did not end", what)
+		return nil
+	}
+}
+
+func TestAutoExtendKeepsLock(t *testing.T) {
+	c := newClient(t)
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+	mustIs(t, m.AutoExtend(0), redlock.ErrState) // not held
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	ctxBefore, cancelBefore := m.LockedContext(context.Background()) // made before AutoExtend: follows it too
+	defer cancelBefore()
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatalf("AutoExtend: %v", err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	first := m.Until()
+	time.Sleep(5 * shortTTL)
+	for _, c := range []context.Context{ctxBefore, ctx} {
+		if c.Err() != nil {
+			t.Fatalf("LockedContext ended while auto-extended: %v", context.Cause(c))
+		}
+	}
+	if !m.Until().After(first) {
+		t.Fatalf("Until did not follow the extensions: %v, then %v", first, m.Until())
+	}
+	if n := holders(name); n < quorum() {
+		t.Fatalf("key on %d nodes after %v of a %v lock", n, 5*shortTTL, shortTTL)
+	}
+	mustIs(t, c.NewMutex(name).TryLock(), redlock.ErrNotAcquired)
+	if err := m.Unlock(); err != nil {
+		t.Fatalf("Unlock of an auto-extended lock: %v", err)
+	}
+	if cause := waitDone(t, ctx, "Unlock"); !errors.Is(cause, context.Canceled) {
+		t.Fatalf("cause after Unlock: %v", cause)
+	}
+	if n := holders(name); n != 0 {
+		t.Fatalf("key on %d nodes after Unlock", n)
+	}
+	mustIs(t, m.StopAutoExtend(), redlock.ErrState) // Unlock ended it
+}
+
+func TestAutoExtendStop(t *testing.T) {
+	c := newClient(t)
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(time.Hour); err != nil { // again: restarts it
+		t.Fatalf("second AutoExtend: %v", err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	time.Sleep(2 * shortTTL)
+	if err := m.StopAutoExtend(); err != nil {
+		t.Fatalf("StopAutoExtend: %v", err)
+	}
+	mustIs(t, m.StopAutoExtend(), redlock.ErrState)
+	// Now nothing extends it: the context follows the validity again.
+	if cause := waitDone(t, ctx, "after StopAutoExtend"); !errors.Is(cause, redlock.ErrExpired) {
+		t.Fatalf("cause after StopAutoExtend: %v", cause)
+	}
+	time.Sleep(shortTTL / 2)
+	mustIs(t, m.Unlock(), redlock.ErrLost)
+}
+
+// Deleting the key on every node behind the holder's back: the
+// auto-extension finds the lock lost and says so.
+func TestAutoExtendLost(t *testing.T) {
+	c := newClient(t, redlock.WithFencing())
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	if m.Token() == 0 {
+		t.Fatal("no fencing token while held")
+	}
+	for i, r := range rdbs {
+		if err := r.Del(context.Background(), name).Err(); err != nil {
+			t.Fatalf("DEL on node %d: %v", i, err)
+		}
+	}
+	cause := waitDone(t, ctx, "key deleted on every node")
+	mustIs(t, cause, redlock.ErrLost)
+	var re *redlock.Error
+	if !errors.As(cause, &re) || re.Op != "auto-extend" || re.Resource != name {
+		t.Fatalf("cause %#v", cause)
+	}
+	t.Logf("loss: %v", cause)
+	if tok := m.Token(); tok != 0 {
+		t.Fatalf("Token after the loss = %d", tok)
+	}
+	if u := m.Until(); u.After(time.Now()) {
+		t.Fatalf("Until %v in the future after the loss", u)
+	}
+	// A context asked for afterwards is done at once, for the same reason.
+	late, cancelLate := m.LockedContext(context.Background())
+	defer cancelLate()
+	if late.Err() == nil || !errors.Is(context.Cause(late), redlock.ErrLost) {
+		t.Fatalf("LockedContext after the loss: err %v cause %v", late.Err(), context.Cause(late))
+	}
+	mustIs(t, m.Unlock(), redlock.ErrLost)
+
+	// The Mutex works again afterwards.
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := m.LockedContext(context.Background())
+	defer cancel2()
+	if ctx2.Err() != nil {
+		t.Fatalf("LockedContext of the new hold is done: %v", context.Cause(ctx2))
+	}
+	if err := m.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The hold bound: extensions stop, and the lock is lost when its validity
+// runs out, with ErrLimit.
+func TestAutoExtendMaxHold(t *testing.T) {
+	c := newClient(t)
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(300*time.Millisecond))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(900 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	start := time.Now()
+	cause := waitDone(t, ctx, "past maxHold")
+	mustIs(t, cause, redlock.ErrLimit)
+	if took := time.Since(start); took < 600*time.Millisecond {
+		// Less than maxHold minus one expiry: it was not extended at all.
+		t.Fatalf("lost after %v: the lock was not kept until near its bound", took)
+	}
+	mustIs(t, m.AutoExtend(0), redlock.ErrState) // not held any more
+	// (Unlock may still find the keys: they outlive the validity by the
+	// drift allowance.)
+	m.Unlock()
+}
+
+// With a majority of nodes down, extensions fail until the validity runs
+// out: ErrExpired.
+func TestAutoExtendExpired(t *testing.T) {
+	c := newClient(t, redlock.WithNodeTimeout(100*time.Millisecond))
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	fault(t, "kill", lastNodes(len(nodeURLs)-quorum()+1)...)
+	cause := waitDone(t, ctx, "majority down")
+	mustIs(t, cause, redlock.ErrExpired)
+	t.Logf("loss: %v", cause)
+}
+
+// A Mutex dropped while auto-extended is still collected: its finalizer
+// stops the extension and the key expires.
+func TestAutoExtendDroppedMutex(t *testing.T) {
+	c := newClient(t)
+	name := lockName(t)
+	func() {
+		m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+		if err := m.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AutoExtend(0); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for redlock.LiveHandles(c) > 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := redlock.LiveHandles(c); n != 0 {
+		t.Fatalf("the auto-extended Mutex nobody references was not collected (%d handles live)", n)
+	}
+	for holders(name) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := holders(name); n != 0 {
+		t.Fatalf("key still on %d nodes: the extension outlived the Mutex", n)
+	}
+}
+
+// Close stops the extension; contexts then end with the validity left.
+func TestAutoExtendClose(t *testing.T) {
+	c, err := redlock.NewClient(nodeURLs, testOpts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(shortTTL))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	time.Sleep(shortTTL)
+	c.Close()
+	if cause := waitDone(t, ctx, "after Close"); !errors.Is(cause, redlock.ErrExpired) {
+		t.Fatalf("cause after Close: %v", cause)
+	}
+	mustIs(t, m.AutoExtend(0), redlock.ErrClosed)
+	mustIs(t, m.StopAutoExtend(), redlock.ErrClosed)
+	if m.Token() != 0 || m.Nodes() != nil {
+		t.Fatal("Token or Nodes of a closed client's Mutex")
+	}
+}
+
+func TestAutoExtendBadBound(t *testing.T) {
+	c := newClient(t)
+	m := c.NewMutex(lockName(t))
+	mustIs(t, m.AutoExtend(-time.Second), redlock.ErrInvalid)
+}

@@ -1,0 +1,29 @@
+// The Go functions C calls back (events and auto-extension losses), kept in
+// a file of their own: a file with //export may only declare in its preamble.
+
+//go:build cgo
+
+package redlock
+
+// #include <stdint.h>
+// #include "redlock.h"
+import "C"
+
+import "runtime/cgo"
+
+// rlGoEvent delivers one event to a client's WithEventHandler handler; it
+// runs on the thread of the round, with the C lock's mutex held.
+//
+//export rlGoEvent
+func rlGoEvent(ev *C.redlock_event, handle C.uintptr_t) {
+	cgo.Handle(handle).Value().(*hookTarget).deliver(ev)
+}
+
+// rlGoLost reports an auto-extended lock's loss; it runs on the client's
+// background thread.
+//
+//export rlGoLost
+func rlGoLost(code C.int, message *C.char, handle C.uintptr_t) {
+	lt := cgo.Handle(handle).Value().(*lossTarget)
+	lt.t.lose(lt.gen, &Error{Op: "auto-extend", Resource: lt.name, Code: int(code), Detail: C.GoString(message)})
+}

@@ -1,0 +1,168 @@
+// The metrics hook (WithEventHandler): C's redlock_event copied into a Go
+// Event during the call, and the per-node outcome type shared with Nodes.
+
+//go:build cgo
+
+package redlock
+
+// #include <stdint.h>
+// #include "redlock.h"
+//
+// /* C calls these through function pointers of exactly its own types; the
+//  * Go functions (callbacks.go) take the userdata as an integer, since it is
+//  * a cgo.Handle, not a pointer. */
+// extern void rlGoEvent(redlock_event *ev, uintptr_t handle);
+// static void rl_go_event(const redlock_event *ev, void *userdata)
+// {
+//     rlGoEvent((redlock_event *)ev, (uintptr_t)userdata);
+// }
+// static void rl_go_set_hook(redlock_options *o, uintptr_t handle)
+// {
+//     o->on_event = rl_go_event;
+//     o->on_event_userdata = (void *)handle;
+// }
+import "C"
+
+import (
+	"fmt"
+	"runtime/cgo"
+	"runtime/debug"
+	"strconv"
+	"time"
+)
+
+// EventType says what an Event reports.
+type EventType int
+
+// Event types, C's redlock_event_type.
+const (
+	EventAcquired      EventType = C.REDLOCK_EVENT_ACQUIRED       // an attempt got the lock
+	EventAcquireFailed EventType = C.REDLOCK_EVENT_ACQUIRE_FAILED // an attempt failed (Err); a retry may follow
+	EventExtended      EventType = C.REDLOCK_EVENT_EXTENDED       // by Extend, or by the auto-extension (Automatic)
+	EventExtendFailed  EventType = C.REDLOCK_EVENT_EXTEND_FAILED  // not extended, not (yet) known lost, e.g. no quorum
+	EventLost          EventType = C.REDLOCK_EVENT_LOST           // no longer held: not ours on a majority, or the validity ran out
+	EventReleased      EventType = C.REDLOCK_EVENT_RELEASED       // released while still ours on a majority
+	EventReleaseFailed EventType = C.REDLOCK_EVENT_RELEASE_FAILED // release not confirmed by a majority (Err)
+	EventNodeError     EventType = C.REDLOCK_EVENT_NODE_ERROR     // one node failed in a round: Node, NodeURL, NodeOutcome, Err, Message
+)
+
+var eventNames = map[EventType]string{
+	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
+	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
+	EventReleaseFailed: "release failed", EventNodeError: "node error",
+}
+
+func (t EventType) String() string {
+	if s, ok := eventNames[t]; ok {
+		return s
+	}
+	return "EventType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// NodeOutcome is what one node did in a round.
+type NodeOutcome int
+
+// Node outcomes, C's redlock_node_outcome.
+const (
+	NodeNone      NodeOutcome = C.REDLOCK_NODE_NONE       // not contacted: no round yet, or skipped
+	NodeOK        NodeOutcome = C.REDLOCK_NODE_OK         // granted or confirmed
+	NodeRefused   NodeOutcome = C.REDLOCK_NODE_REFUSED    // held by another owner, or no longer ours
+	NodeError     NodeOutcome = C.REDLOCK_NODE_ERROR      // error reply, I/O, auth or TLS failure (Err, Message)
+	NodeTimeout   NodeOutcome = C.REDLOCK_NODE_TIMEOUT    // no reply before the node's deadline
+	NodeDown      NodeOutcome = C.REDLOCK_NODE_DOWN       // skipped: in reconnect backoff after failing to connect
+	NodeNotWaited NodeOutcome = C.REDLOCK_NODE_NOT_WAITED // sent, but the round was decided without its reply
+)
+
+var outcomeNames = map[NodeOutcome]string{
+	NodeNone: "none", NodeOK: "ok", NodeRefused: "refused", NodeError: "error",
+	NodeTimeout: "timeout", NodeDown: "down", NodeNotWaited: "not waited",
+}
+
+func (o NodeOutcome) String() string {
+	if s, ok := outcomeNames[o]; ok {
+		return s
+	}
+	return "NodeOutcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Event is one report to the handler of WithEventHandler, a copy of C's
+// redlock_event. Fields that do not apply to the Type are zero.
+type Event struct {
+	Type      EventType
+	Resource  string // the mutex's name
+	Err       error  // nil, or the sentinel of the failure, loss or node error (ErrNotAcquired, ErrLost, ErrIO...)
+	Message   string // C's detail; "" when none
+	Attempt   int    // EventAcquired, EventAcquireFailed: 1 for a call's first attempt, then 2...
+	Automatic bool   // done by the auto-extension (AutoExtend), on its thread
+	NodesOK   int    // nodes that said OK in the round
+	Quorum    int    // nodes needed
+	NodeCount int    // nodes in the client
+
+	Elapsed  time.Duration // the round's duration (for EventAcquired, the whole attempt)
+	Validity time.Duration // EventAcquired, EventExtended: the validity then left
+	Token    uint64        // EventAcquired with WithFencing: the fencing token
+
+	// EventNodeError: which node, what it did, and the time from the
+	// round's start to the failure.
+	Node        int
+	NodeURL     string // password masked
+	NodeOutcome NodeOutcome
+	NodeRTT     time.Duration
+}
+
+// eventHook is WithEventHandler's handler; settings hold a pointer, so that
+// they stay comparable.
+type eventHook struct{ fn func(Event) }
+
+// hookTarget is what one C client's on_event userdata (a cgo.Handle) leads to.
+type hookTarget struct {
+	fn   func(Event)
+	urls []string // set before the C client's first lock exists
+}
+
+func setHook(o *C.redlock_options, h cgo.Handle) { C.rl_go_set_hook(o, C.uintptr_t(h)) }
+
+// codeErr is the sentinel of a C code, nil for 0.
+func codeErr(code int) error {
+	if code == 0 {
+		return nil
+	}
+	if s, ok := sentinels[code]; ok {
+		return s
+	}
+	return &Error{Op: "event", Code: code}
+}
+
+func (h *hookTarget) deliver(ev *C.redlock_event) {
+	e := Event{
+		Type:      EventType(ev._type),
+		Resource:  C.GoString(ev.resource),
+		Err:       codeErr(int(ev.code)),
+		Message:   C.GoString(ev.message),
+		Attempt:   int(ev.attempt),
+		Automatic: ev.automatic != 0,
+		NodesOK:   int(ev.nodes_ok),
+		Quorum:    int(ev.quorum),
+		NodeCount: int(ev.n_nodes),
+		Elapsed:   time.Duration(ev.elapsed_us) * time.Microsecond,
+		Validity:  time.Duration(ev.validity_ms) * time.Millisecond,
+		Token:     uint64(ev.fencing_token),
+	}
+	if e.Type == EventNodeError {
+		e.Node = int(ev.node)
+		if e.Node < len(h.urls) {
+			e.NodeURL = h.urls[e.Node]
+		}
+		e.NodeOutcome = NodeOutcome(ev.node_outcome)
+		e.NodeRTT = time.Duration(ev.node_rtt_us) * time.Microsecond
+	}
+	// A panic must not unwind through the C frames below (it would leave
+	// the lock's C mutex held): crash from a goroutine of its own instead.
+	defer func() {
+		if r := recover(); r != nil {
+			stack := debug.Stack()
+			go panic(fmt.Sprintf("redlock: the WithEventHandler handler panicked: %v\n\n%s", r, stack))
+		}
+	}()
+	h.fn(e)
+}
