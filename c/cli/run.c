@@ -44,12 +44,14 @@ static void help(void)
           "                              lost, or when redlock itself dies (default TERM)\n"
           "  -k, --kill-after DURATION   then SIGKILL if still running after this (default 10s; 0 = never)\n"
           "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
+          "      --fencing               mint a fencing token; COMMAND gets it in REDLOCK_FENCING_TOKEN\n"
           "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
           "  -v, --verbose               log acquire, extensions and release on stderr\n"
           "  -h, --help                  this help\n"
           "\n"
           "DURATION: 250ms, 30s, 5m, 1h; a bare number is seconds.\n"
-          "COMMAND sees REDLOCK_RESOURCE and REDLOCK_VALIDITY_MS (validity at start) in its environment.\n"
+          "COMMAND sees REDLOCK_RESOURCE, REDLOCK_VALIDITY_MS (validity at start) and, with --fencing,\n"
+          "REDLOCK_FENCING_TOKEN in its environment.\n"
           "exit codes: COMMAND's status (128+N if killed by signal N); 2 usage error; 75 lock not\n"
           "acquired (-E); 76 lock lost while COMMAND ran; 69 nodes unavailable; 70 internal error;\n"
           "126 COMMAND not executable; 127 COMMAND not found. Interrupted by SIGINT/TERM/HUP/QUIT\n"
@@ -64,6 +66,7 @@ typedef struct run_opts {
     char **argv;               /* COMMAND and its arguments */
     int nonblock;
     int verbose;
+    int fencing;
     long conflict_code, lost_code;
     int lost_signal;
     int64_t kill_after_ms;
@@ -283,6 +286,7 @@ static int parse_args(run_opts *o, int argc, char **argv)
         { "lost-signal", required_argument, NULL, 's' },
         { "kill-after", required_argument, NULL, 'k' },
         { "verbose", no_argument, NULL, 'v' },
+        { "fencing", no_argument, NULL, OPT_FENCING },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -328,6 +332,9 @@ static int parse_args(run_opts *o, int argc, char **argv)
                 break;
             case 'v':
                 o->verbose = 1;
+                break;
+            case OPT_FENCING:
+                o->fencing = 1;
                 break;
             case ':':
                 return cli_usage(CMD, "option '%s' needs a value", bad);
@@ -427,7 +434,10 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
     *killed_by = 0;
     char validity[32];
     snprintf(validity, sizeof validity, "%lld", (long long)redlock_lock_validity_ms(g_lock));
-    if (setenv("REDLOCK_RESOURCE", o->resource, 1) || setenv("REDLOCK_VALIDITY_MS", validity, 1)) {
+    char token[32];
+    snprintf(token, sizeof token, "%llu", (unsigned long long)redlock_lock_fencing_token(g_lock));
+    if (setenv("REDLOCK_RESOURCE", o->resource, 1) || setenv("REDLOCK_VALIDITY_MS", validity, 1) ||
+        (o->fencing ? setenv("REDLOCK_FENCING_TOKEN", token, 1) : unsetenv("REDLOCK_FENCING_TOKEN"))) {
         cli_err(CMD, "out of memory");
         return CLI_EXIT_SOFTWARE;
     }
@@ -644,6 +654,8 @@ int cli_run(int argc, char **argv)
     redlock_options opts;
     redlock_options_init(&opts);
     opts.key_prefix = o.common.key_prefix;
+    if (o.fencing)
+        opts.flags |= REDLOCK_OPT_FENCING;
     if (o.common.node_timeout_ms >= 0)
         opts.node_timeout_ms = (uint32_t)(o.common.node_timeout_ms ? o.common.node_timeout_ms : 1);
     redlock_client *client = NULL;

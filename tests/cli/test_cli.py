@@ -136,6 +136,23 @@ def test_environment_and_options_after_resource(runner, cluster5, resource):
     assert r.stdout.splitlines()[1] == "--ttl -n"
 
 
+def test_fencing_token_in_the_environment(runner, cluster5, resource):
+    # --fencing: each run gets a token, strictly greater than the last run's.
+    tokens = []
+    for _ in range(3):
+        r = runner.run("run", "--nodes", nodes_arg(cluster5), "--fencing", resource, "sh", "-c",
+                       'echo "token=$REDLOCK_FENCING_TOKEN"')
+        assert r.returncode == 0, r.stderr
+        tokens.append(int(r.stdout.strip().split("=", 1)[1]))
+    assert tokens[0] >= 1 and tokens[0] < tokens[1] < tokens[2]
+    assert cluster5.cmd(0, "GET", resource + ":fencing") == str(tokens[2])
+    # Without --fencing an inherited variable is not passed on as if it were a token.
+    r = runner.run("run", "--nodes", nodes_arg(cluster5), resource, "sh", "-c",
+                   'echo "token=${REDLOCK_FENCING_TOKEN-unset}"', env=runner.env(REDLOCK_FENCING_TOKEN=999))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "token=unset"
+
+
 def test_key_is_held_while_the_command_runs(runner, cluster5, resource):
     r = runner.run("run", "--nodes", nodes_arg(cluster5), resource, "--", "sh", "-c", "sleep 0.3")
     assert r.returncode == 0
