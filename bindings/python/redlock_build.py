@@ -16,8 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 C_INCLUDE = os.path.join(ROOT, "c", "include")
 C_SRC = os.path.join(ROOT, "c", "src")
 
-# Declarations of c/include/redlock.h. Every constant and the options struct's
-# layout are left to the C compiler ("..."), so this text cannot drift from the
+# Declarations of c/include/redlock.h. Every constant and the layouts of the
+# options and event structs are left to the C compiler ("..."), so this text cannot drift from the
 # header silently: a mismatch fails the build.
 CDEF = """
 #define REDLOCK_VERSION_MAJOR ...
@@ -40,8 +40,44 @@ typedef enum redlock_error_code {
 typedef struct redlock_client redlock_client;
 typedef struct redlock_lock redlock_lock;
 
+typedef enum redlock_event_type {
+    REDLOCK_EVENT_ACQUIRED, REDLOCK_EVENT_ACQUIRE_FAILED, REDLOCK_EVENT_EXTENDED,
+    REDLOCK_EVENT_EXTEND_FAILED, REDLOCK_EVENT_LOST, REDLOCK_EVENT_RELEASED,
+    REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR,
+    ...
+} redlock_event_type;
+
+typedef enum redlock_node_outcome {
+    REDLOCK_NODE_NONE, REDLOCK_NODE_OK, REDLOCK_NODE_REFUSED, REDLOCK_NODE_ERROR,
+    REDLOCK_NODE_TIMEOUT, REDLOCK_NODE_DOWN, REDLOCK_NODE_NOT_WAITED,
+    ...
+} redlock_node_outcome;
+
+typedef struct redlock_event {
+    int type;
+    int code;
+    const redlock_lock *lock;
+    const char *resource;
+    const char *message;
+    uint32_t attempt;
+    int automatic;
+    int nodes_ok;
+    int quorum;
+    size_t n_nodes;
+    int64_t elapsed_us;
+    int64_t validity_ms;
+    uint64_t fencing_token;
+    size_t node;
+    int node_outcome;
+    int64_t node_rtt_us;
+    ...;
+} redlock_event;
+
+typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
+
 #define REDLOCK_OPTIONS_VERSION ...
 #define REDLOCK_OPT_FUNCTIONS ...
+#define REDLOCK_OPT_FENCING ...
 
 typedef struct redlock_options {
     unsigned int version;
@@ -63,6 +99,8 @@ typedef struct redlock_options {
     const char *tls_key_file;
     const char *tls_server_name;
     uint32_t tls_insecure_skip_verify;
+    redlock_event_fn on_event;
+    void *on_event_userdata;
     ...;
 } redlock_options;
 
@@ -76,6 +114,7 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls,
                         char *errbuf, size_t errbuf_size);
 void redlock_client_free(redlock_client *client);
 size_t redlock_client_node_count(const redlock_client *client);
+const char *redlock_client_node_url(const redlock_client *client, size_t i);
 int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size);
 
 int redlock_acquire(redlock_client *client, const char *resource,
@@ -94,6 +133,18 @@ int redlock_release(redlock_lock *lock);
 void redlock_lock_cancel(redlock_lock *lock);
 void redlock_lock_cancel_reset(redlock_lock *lock);
 void redlock_lock_free(redlock_lock *lock);
+
+uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
+
+typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
+#define REDLOCK_AUTO_EXTEND_MAX_HOLD_MS ...
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
+                             redlock_lost_fn on_lost, void *userdata);
+int redlock_lock_auto_extend_stop(redlock_lock *lock);
+
+int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
+                             int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
+
 int64_t redlock_lock_validity_ms(const redlock_lock *lock);
 int redlock_lock_is_held(const redlock_lock *lock);
 const char *redlock_lock_resource(const redlock_lock *lock);
@@ -103,6 +154,13 @@ int redlock_lock_errcode(const redlock_lock *lock);
 const char *redlock_strerror(int code);
 const char *redlock_error_name(int code);
 const char *redlock_version(void);
+
+/* The binding's callbacks (bindings/python/redlock/_callbacks.py). C calls
+ * them on the thread that ran a round, often the client's auto-extend
+ * thread; cffi takes the GIL for them. */
+extern "Python" void _redlock_py_on_event(const redlock_event *event, void *userdata);
+extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const char *message,
+                                         void *userdata);
 """
 
 

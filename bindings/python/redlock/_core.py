@@ -11,10 +11,13 @@ import os
 import threading
 import time
 from types import TracebackType
-from typing import Any, Iterable, Iterator, Optional, Type, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Tuple, Type, Union
 
 from . import _sigwake
-from ._errors import Cancelled, InvalidArgument, LockStateError, RedlockError, check
+from ._callbacks import (_NO_RTT, Event, EventSink, NodeOutcome, NodeResult, Watch, _enum,
+                         finalize, reraise_interrupt)
+from ._errors import (Cancelled, InvalidArgument, LockExpired, LockStateError, RedlockError, check,
+                      error)
 from ._redlock import ffi, lib
 
 __all__ = ["Redlock", "Lock", "redlock"]
@@ -28,6 +31,10 @@ _I64_MAX = 2**63 - 1
 _WAIT_NONE: int = lib.REDLOCK_WAIT_NONE
 _WAIT_DEFAULT: int = lib.REDLOCK_WAIT_DEFAULT
 _ERRBUF_SIZE = 1024
+_NODE_MSG_SIZE = 512
+
+OnEvent = Callable[[Event], Any]
+OnLost = Callable[["Lock", RedlockError], Any]
 
 
 class _Unset:
@@ -113,6 +120,22 @@ def _flag(value: Any, what: str) -> bool:
     return value
 
 
+def _callable(value: Any, what: str) -> Any:
+    if value is not None and not callable(value):
+        raise TypeError(f"{what} must be callable or None, not {type(value).__name__}")
+    return value
+
+
+def _max_hold_ms(value: Any) -> int:
+    """auto-extension's bound as C's max_hold_ms (0: C's default of one hour)."""
+    if value is None:
+        return 0
+    ms = _ms(value, "max_hold")
+    if ms == 0:  # C would read 0 as "the default"
+        raise _invalid(f"max_hold must be positive, got {value!r}")
+    return ms
+
+
 def _wait_ms(wait: Any, blocking: Optional[bool]) -> int:
     """The C wait_ms argument for Python's (wait, blocking) pair."""
     if blocking is not None and not isinstance(blocking, bool):
@@ -174,6 +197,14 @@ class Redlock:
     (tests only). ``use_functions=True`` releases and extends with FCALL on the
     library that :meth:`load_functions` installs, so that lock users need no EVAL.
     See docs/security.md.
+
+    ``fencing=True`` makes every acquisition mint a fencing token
+    (:attr:`Lock.token`), at one more round trip per acquisition.
+    ``on_event(event)`` is the metrics hook: it receives an :class:`Event` for
+    every acquire attempt, extension, loss, release and node failure of this
+    client's locks, on the thread that ran the round (often the client's
+    auto-extend thread). It must be quick and thread-safe and must not call
+    methods of the lock concerned; what it raises is logged, never propagated.
     """
 
     def __init__(self, nodes: Iterable[Name], *, retry_count: int = 3, retry_delay: Seconds = 0.0,
@@ -185,8 +216,10 @@ class Redlock:
                  tls_ca_file: Optional[Path] = None, tls_ca_dir: Optional[Path] = None,
                  tls_cert_file: Optional[Path] = None, tls_key_file: Optional[Path] = None,
                  tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
-                 use_functions: bool = False) -> None:
+                 use_functions: bool = False, fencing: bool = False,
+                 on_event: Optional[OnEvent] = None) -> None:
         self._ptr: Any = None
+        self._events: Optional[EventSink] = None
         self._mutex = threading.Lock()
         if isinstance(nodes, (str, bytes, bytearray)):
             raise TypeError("nodes must be a list of URLs such as ['redis://host1:6379', "
@@ -223,15 +256,37 @@ class Redlock:
         (opts.tls_ca_file, opts.tls_ca_dir, opts.tls_cert_file, opts.tls_key_file,
          opts.tls_server_name) = tls
         opts.tls_insecure_skip_verify = int(_flag(tls_insecure_skip_verify, "tls_insecure_skip_verify"))
-        opts.flags = lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0
+        opts.flags = ((lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0)
+                      | (lib.REDLOCK_OPT_FENCING if _flag(fencing, "fencing") else 0))
+        sink = None
+        if _callable(on_event, "on_event") is not None:
+            sink = EventSink(on_event)
+            opts.on_event = lib._redlock_py_on_event
+            opts.on_event_userdata = sink.userdata
 
         c_urls = [ffi.new("char[]", u) for u in urls]  # kept alive through the call
         url_array = ffi.new("const char *[]", c_urls) if c_urls else ffi.NULL
         out = ffi.new("redlock_client **")
         errbuf = ffi.new("char[]", _ERRBUF_SIZE)
         rc = lib.redlock_client_open(out, url_array, len(c_urls), opts, errbuf, _ERRBUF_SIZE)
+        if rc and sink is not None:
+            sink.unref()
         check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
-        self._ptr = ffi.gc(out[0], lib.redlock_client_free)
+        # Masked by C (no passwords): for node reports and events.
+        self._node_urls: Tuple[str, ...] = tuple(
+            ffi.string(lib.redlock_client_node_url(out[0], i)).decode("utf-8", "replace")
+            for i in range(lib.redlock_client_node_count(out[0])))
+        if sink is None:
+            self._ptr = ffi.gc(out[0], lib.redlock_client_free)
+        else:
+            sink.node_urls = self._node_urls
+            self._events = sink
+
+            def free_client(ptr: Any, sink: EventSink = sink) -> None:
+                lib.redlock_client_free(ptr)
+                sink.unref()  # registered on while locks of this client live
+
+            self._ptr = ffi.gc(out[0], free_client)
 
     # -- lifetime --------------------------------------------------------
     def close(self) -> None:
@@ -277,50 +332,77 @@ class Redlock:
             rc = lib.redlock_client_load_functions(self._ptr, errbuf, 4096)
         check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
 
-    def _new_lock(self, name: bytes, display: Optional[str]) -> Any:
+    def _new_lock(self, name: bytes, display: Optional[str], watch: Watch) -> Any:
         out = ffi.new("redlock_lock **")
+        sink = self._events
         with self._mutex:  # close() must not free the client under redlock_lock_new
             if self._ptr is None:
                 raise LockStateError("the Redlock client is closed", detail="client is closed",
                                      resource=display)
             rc = lib.redlock_lock_new(out, self._ptr, name)
+            if rc == 0 and sink is not None:
+                sink.ref()  # while the client is surely alive
         if rc:
             check(rc, f"redlock_lock_new refused the {len(name)}-byte name (names are 1 to "
                       f"{lib.REDLOCK_MAX_RESOURCE_LEN} bytes)", display)
-        return ffi.gc(out[0], lib.redlock_lock_free)
+
+        # Frees memory only (no network I/O). The watch and sink are dropped
+        # after C returns: freeing stops auto-extension, waiting for an
+        # extension under way, which may still report.
+        def free_lock(ptr: Any) -> None:
+            lib.redlock_lock_free(ptr)
+            watch.disarm()
+            if sink is not None:
+                sink.unref()
+
+        return ffi.gc(out[0], lambda ptr: finalize(lambda: free_lock(ptr)))
 
     # -- locks -----------------------------------------------------------
     def lock(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
-             blocking: bool = True) -> "Lock":
+             blocking: bool = True, auto_extend: bool = False,
+             max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None) -> "Lock":
         """A Lock on ``name``, not yet acquired: use it as ``with`` (or
-        ``async with``) context manager, or call acquire()/release()."""
-        return Lock(self, name, ttl=ttl, wait=wait, blocking=blocking)
+        ``async with``) context manager, or call acquire()/release().
+
+        auto_extend=True keeps each acquisition alive in the background (see
+        Lock.auto_extend(), which takes ``max_hold`` and ``on_lost``)."""
+        return Lock(self, name, ttl=ttl, wait=wait, blocking=blocking, auto_extend=auto_extend,
+                    max_hold=max_hold, on_lost=on_lost)
 
     def acquire(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
-                blocking: bool = True) -> "Lock":
+                blocking: bool = True, auto_extend: bool = False,
+                max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None) -> "Lock":
         """Acquires ``name`` and returns the held Lock; call its release().
 
         wait=None retries per the client's retry_count (and its ``wait``);
         wait=seconds retries until then (LockTimeout after); blocking=False
         makes exactly one attempt."""
-        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking).acquire()
+        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking, auto_extend=auto_extend,
+                         max_hold=max_hold, on_lost=on_lost).acquire()
 
     def alock(self, name: Name, *, ttl: Seconds = 10.0, wait: Optional[Seconds] = None,
-              blocking: bool = True) -> "Lock":
+              blocking: bool = True, auto_extend: bool = False,
+              max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None) -> "Lock":
         """Same as lock(), spelled for ``async with client.alock(...)``."""
-        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking)
+        return self.lock(name, ttl=ttl, wait=wait, blocking=blocking, auto_extend=auto_extend,
+                         max_hold=max_hold, on_lost=on_lost)
 
 
 class Lock:
     """One lock on one resource, reusable: acquire, release, acquire again.
 
     A Lock is used by one thread at a time; a call made while another thread
-    is inside a call on the same Lock raises LockStateError. cancel() is the
-    exception: any thread may call it.
+    is inside a call on the same Lock raises LockStateError. cancel(),
+    check() and ``lost`` are the exceptions: any thread may use them.
+
+    auto_extend=True arms auto-extension after every acquisition made through
+    this Lock, with ``max_hold`` and ``on_lost`` as in auto_extend().
     """
 
     def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = 10.0,
-                 wait: Optional[Seconds] = None, blocking: bool = True) -> None:
+                 wait: Optional[Seconds] = None, blocking: bool = True,
+                 auto_extend: bool = False, max_hold: Optional[Seconds] = None,
+                 on_lost: Optional[OnLost] = None) -> None:
         if not isinstance(client, Redlock):
             raise TypeError(f"client must be a redlock.Redlock, not {type(client).__name__}")
         if name is None:
@@ -330,10 +412,16 @@ class Lock:
         self.client = client
         self._ttl_ms = _ms(ttl, "ttl")
         self._wait_ms = _wait_ms(wait, blocking)
+        self._auto_extend = _flag(auto_extend, "auto_extend")
+        if not auto_extend and (max_hold is not None or on_lost is not None):
+            raise ValueError("max_hold and on_lost apply to auto-extension: pass auto_extend=True")
+        self._max_hold_ms = _max_hold_ms(max_hold)
+        self._on_lost = _callable(on_lost, "on_lost")
         self._busy = threading.Lock()
         self._acquired = False  # an acquisition that __exit__ still has to release
         self._token: Optional[_CancelToken] = None
-        self._ptr = client._new_lock(self._name_b, self._display)
+        self._watch = Watch(self, self._display)
+        self._ptr = client._new_lock(self._name_b, self._display, self._watch)
 
     @property
     def _display(self) -> str:
@@ -345,10 +433,20 @@ class Lock:
                                  "use one Lock object per thread", detail="lock in use",
                                  resource=self._display)
 
+    def _error(self, rc: int) -> RedlockError:
+        detail = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
+        return error(rc, detail, self._display)
+
     def _check(self, rc: int) -> None:
         if rc:
-            detail = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
-            check(rc, detail, self._display)
+            raise self._error(rc)
+
+    def _arm(self, max_hold_ms: int, on_lost: Optional[OnLost]) -> int:
+        key = self._watch.arm(on_lost)
+        rc = lib.redlock_lock_auto_extend(self._ptr, max_hold_ms, lib._redlock_py_on_lost,
+                                          ffi.cast("void *", key))
+        self._watch.armed(key, rc == 0)
+        return rc
 
     # -- operations ------------------------------------------------------
     def acquire(self, ttl: Optional[Seconds] = None, *, wait: Optional[Seconds] = _UNSET,
@@ -377,6 +475,7 @@ class Lock:
                 finally:
                     if armed:
                         _sigwake.end_wait()
+                reraise_interrupt()  # a Ctrl-C that hit the on_event hook
                 try:
                     self._check(rc)
                 except Cancelled:
@@ -389,6 +488,15 @@ class Lock:
                         wait_ms = max(1, math.ceil((deadline - time.monotonic()) * 1000.0))
                     continue
                 self._acquired = True
+                self._watch.reset()
+                if self._auto_extend:
+                    rc = self._arm(self._max_hold_ms, self._on_lost)
+                    if rc:
+                        # Held but not kept alive as asked: give it back, say why.
+                        err = self._error(rc)
+                        self._acquired = False
+                        lib.redlock_release(self._ptr)
+                        raise err
                 return self
         except BaseException as err:
             if not isinstance(err, RedlockError) and not self._acquired \
@@ -408,7 +516,10 @@ class Lock:
         self._enter()
         try:
             self._acquired = False
-            self._check(lib.redlock_release(self._ptr))
+            rc = lib.redlock_release(self._ptr)  # also stops auto-extension
+            self._watch.disarm()
+            reraise_interrupt()
+            self._check(rc)
         finally:
             self._busy.release()
 
@@ -418,9 +529,112 @@ class Lock:
         ttl_ms = self._ttl_ms if ttl is None else _ms(ttl, "ttl")
         self._enter()
         try:
-            self._check(lib.redlock_extend(self._ptr, ttl_ms))
+            rc = lib.redlock_extend(self._ptr, ttl_ms)
+            reraise_interrupt()
+            self._check(rc)
         finally:
             self._busy.release()
+
+    def auto_extend(self, max_hold: Optional[Seconds] = None, *,
+                    on_lost: Optional[OnLost] = None) -> None:
+        """Keeps the held lock alive: the client's background thread extends
+        it to the TTL it was acquired with, every third of that TTL, until
+        release(), stop_auto_extend(), a loss, or ``max_hold`` seconds of
+        holding in all (None: one hour; the client's max_hold and
+        max_extensions apply too).
+
+        A loss sets ``lost``, makes check() raise (LockLost, LockExpired, or
+        ExtensionLimit once the bound is reached and the validity ran out)
+        and calls ``on_lost(lock, error)`` on the background thread: it must
+        be quick, must not block on this Lock, and what it raises is logged.
+        Raises LockStateError if the lock is not held."""
+        ms = _max_hold_ms(max_hold)
+        _callable(on_lost, "on_lost")
+        self._enter()
+        try:
+            self._check(self._arm(ms, on_lost))
+        finally:
+            self._busy.release()
+
+    def stop_auto_extend(self) -> bool:
+        """Stops auto-extension (waiting for an extension under way); the lock
+        stays held until its validity runs out. False if it was not on."""
+        self._enter()
+        try:
+            rc = lib.redlock_lock_auto_extend_stop(self._ptr)
+            self._watch.disarm()
+            try:
+                self._check(rc)
+            except LockStateError:
+                return False
+            return True
+        finally:
+            self._busy.release()
+
+    def _stop_auto_extend_at_exit(self) -> None:
+        if self._busy.acquire(False):  # else its owner is in a call: leave it
+            try:
+                lib.redlock_lock_auto_extend_stop(self._ptr)
+                self._watch.disarm()
+            finally:
+                self._busy.release()
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set when auto-extension found the current acquisition lost (wait on
+        it from any thread); cleared by the next acquisition."""
+        return self._watch.lost
+
+    def check(self) -> None:
+        """Raises unless this Lock still holds its lock: the loss that
+        auto-extension reported (LockLost, LockExpired, ExtensionLimit),
+        LockExpired once the validity ran out, LockStateError when it is not
+        acquired. Cheap (no network I/O); call it between steps of the work
+        the lock protects. Any thread may call it."""
+        loss = self._watch.error()
+        if loss is not None:
+            raise loss
+        if not self._acquired:
+            raise LockStateError(f"{self._display!r}: not held", detail="not held",
+                                 resource=self._display)
+        if not lib.redlock_lock_is_held(self._ptr):
+            raise LockExpired(f"{self._display!r}: the lock's validity ran out",
+                              detail="the validity ran out", resource=self._display)
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current acquisition (an int >= 1; later
+        holders of the name get larger ones), or None when the lock is not
+        held or the client was made without fencing=True."""
+        self._enter()
+        try:
+            token = lib.redlock_lock_fencing_token(self._ptr)
+        finally:
+            self._busy.release()
+        return int(token) if token else None
+
+    @property
+    def node_results(self) -> Tuple[NodeResult, ...]:
+        """What each node did in this lock's last round (the last attempt of
+        an acquire, an extension by anyone, or a release), in the client's
+        node order."""
+        urls = self.client._node_urls
+        code = ffi.new("int *")
+        rtt = ffi.new("int64_t *")
+        buf = ffi.new("char[]", _NODE_MSG_SIZE)
+        results = []
+        self._enter()
+        try:
+            for i, url in enumerate(urls):
+                outcome = lib.redlock_lock_node_result(self._ptr, i, code, rtt, buf, _NODE_MSG_SIZE)
+                check(min(outcome, 0), resource=self._display)
+                outcome = _enum(NodeOutcome, outcome)
+                results.append(NodeResult(
+                    url, outcome, code[0], None if outcome in _NO_RTT else rtt[0] / 1e6,
+                    ffi.string(buf).decode("utf-8", "replace")))
+        finally:
+            self._busy.release()
+        return tuple(results)
 
     def cancel(self) -> None:
         """Makes an acquire waiting in another thread raise Cancelled after at
@@ -524,10 +738,12 @@ class Lock:
 
 @contextlib.contextmanager
 def redlock(name: Name, *, nodes: Iterable[Name], ttl: Seconds = 10.0,
-            wait: Optional[Seconds] = None, blocking: bool = True,
-            **options: Any) -> Iterator[Lock]:
+            wait: Optional[Seconds] = None, blocking: bool = True, auto_extend: bool = False,
+            on_lost: Optional[OnLost] = None, **options: Any) -> Iterator[Lock]:
     """``with redlock(name, nodes=[...], ttl=30.0) as lock:`` holds ``name``
-    for the block on a client made for it. ``options`` are Redlock()'s."""
+    for the block on a client made for it. ``options`` are Redlock()'s
+    (``max_hold`` among them, which also bounds auto-extension)."""
     with Redlock(nodes, **options) as client:
-        with client.lock(name, ttl=ttl, wait=wait, blocking=blocking) as lock:
+        with client.lock(name, ttl=ttl, wait=wait, blocking=blocking, auto_extend=auto_extend,
+                         on_lost=on_lost) as lock:
             yield lock

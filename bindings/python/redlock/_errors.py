@@ -1,4 +1,4 @@
-# Exceptions of the redlock binding and check(), the one place where a C error code becomes one.
+# Exceptions of the redlock binding and check() / error(), the one place where a C error code becomes one.
 # Each REDLOCK_E* code has its own class under RedlockError; built-in bases are added where they fit.
 from __future__ import annotations
 
@@ -123,11 +123,16 @@ def strerror(code: int) -> str:
 
 def check(code: int, detail: str = "", resource: Optional[str] = None) -> None:
     """Raises the exception for a C return code; returns for 0 (success)."""
-    if code == lib.REDLOCK_OK:
-        return
+    if code != lib.REDLOCK_OK:
+        raise error(code, detail, resource)
+
+
+def error(code: int, detail: str = "", resource: Optional[str] = None) -> RedlockError:
+    """The exception for a failure code, not raised: for failures reported by
+    a callback (a lost auto-extended lock), raised later in the owner's thread."""
     cls = _BY_CODE.get(code, RedlockError)
     text = strerror(code)
     shown = resource if resource is None or len(resource) <= 80 else resource[:60] + "..."
     where = f"{shown!r}: " if shown is not None else ""
     message = f"{where}{text}: {detail}" if detail and detail != text else f"{where}{text}"
-    raise cls(message, code=code, detail=detail, resource=resource)
+    return cls(message, code=code, detail=detail, resource=resource)

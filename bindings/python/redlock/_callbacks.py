@@ -1,0 +1,328 @@
+# Calls from C into Python: the metrics hook (Redlock(on_event=...)) and auto-extension's lost-lock
+# notice, with the records they deliver (Event, NodeResult) and their enums.
+from __future__ import annotations
+
+import _thread
+import atexit
+import enum
+import itertools
+import logging
+import os
+import queue
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+
+from ._errors import RedlockError, error
+from ._redlock import ffi, lib
+
+__all__ = ["EventType", "NodeOutcome", "Event", "NodeResult"]
+
+log = logging.getLogger("redlock")
+
+# Why integer ids and not ffi.new_handle() as userdata: C may still call back
+# while Python tears objects down (a collected Lock's finalizer waits in C for
+# an extension under way, which reports through the client's hook), and
+# ffi.from_handle() on a handle already freed is a crash. An id that is not in
+# the table, or no longer, is simply ignored, and ids are never reused, so a
+# late call cannot reach another object either.
+_ids = itertools.count(1)  # next() is atomic
+_sinks: Dict[int, "EventSink"] = {}
+_armings: Dict[int, Tuple["Watch", Optional[Callable[..., Any]]]] = {}
+
+
+class EventType(enum.IntEnum):
+    """What an :class:`Event` reports (``redlock_event_type``)."""
+    ACQUIRED = lib.REDLOCK_EVENT_ACQUIRED
+    ACQUIRE_FAILED = lib.REDLOCK_EVENT_ACQUIRE_FAILED
+    EXTENDED = lib.REDLOCK_EVENT_EXTENDED
+    EXTEND_FAILED = lib.REDLOCK_EVENT_EXTEND_FAILED
+    LOST = lib.REDLOCK_EVENT_LOST
+    RELEASED = lib.REDLOCK_EVENT_RELEASED
+    RELEASE_FAILED = lib.REDLOCK_EVENT_RELEASE_FAILED
+    NODE_ERROR = lib.REDLOCK_EVENT_NODE_ERROR
+
+
+class NodeOutcome(enum.IntEnum):
+    """What one node did in a round (``redlock_node_outcome``)."""
+    NONE = lib.REDLOCK_NODE_NONE              # not contacted: no round yet, or skipped
+    OK = lib.REDLOCK_NODE_OK                  # granted / confirmed
+    REFUSED = lib.REDLOCK_NODE_REFUSED        # held by another owner, or no longer ours
+    ERROR = lib.REDLOCK_NODE_ERROR            # error reply, I/O, auth or TLS failure
+    TIMEOUT = lib.REDLOCK_NODE_TIMEOUT        # no reply before the node's deadline
+    DOWN = lib.REDLOCK_NODE_DOWN              # skipped: in reconnect backoff
+    NOT_WAITED = lib.REDLOCK_NODE_NOT_WAITED  # sent, but the round was decided without its reply
+
+
+# Outcomes where the node gave no answer whose time could be measured.
+_NO_RTT = (NodeOutcome.NONE, NodeOutcome.DOWN, NodeOutcome.NOT_WAITED)
+
+
+def _enum(cls: Any, value: int) -> Any:
+    # A newer C library may append values: pass them on as plain ints.
+    try:
+        return cls(value)
+    except ValueError:
+        return value
+
+
+def _text(p: Any) -> str:
+    return "" if p == ffi.NULL else ffi.string(p).decode("utf-8", "replace")
+
+
+def _error_name(code: int) -> str:
+    return str(ffi.string(lib.redlock_error_name(code)).decode("utf-8", "replace"))
+
+
+class NodeResult(NamedTuple):
+    """What one node did in a lock's last round (``Lock.node_results``)."""
+    url: str                 # the node's URL, password masked
+    outcome: NodeOutcome
+    code: int                # the REDLOCK_E* code of an error or timeout, else 0
+    rtt: Optional[float]     # seconds from the round's start to the answer or failure; None without one
+    message: str             # the node's detail, "" when none
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == NodeOutcome.OK
+
+    @property
+    def error_name(self) -> str:
+        """The code's name, e.g. ``"REDLOCK_EIO"``, or ``"REDLOCK_OK"``."""
+        return _error_name(self.code)
+
+
+class Event(NamedTuple):
+    """One event of the metrics hook (``Redlock(on_event=...)``), copied from
+    C's ``redlock_event`` during the call. Durations are in seconds."""
+    type: Union[EventType, int]
+    code: int                  # 0, or the REDLOCK_E* code of the failure or loss
+    resource: str              # the lock name (without key_prefix)
+    message: str               # detail, "" when none
+    attempt: int               # ACQUIRED / ACQUIRE_FAILED: 1 for a call's first attempt, then 2...
+    automatic: bool            # True when the auto-extend thread did it
+    nodes_ok: int              # nodes that said OK in the round
+    quorum: int                # nodes needed
+    node_count: int
+    elapsed: float             # the round's duration (ACQUIRED: the whole attempt)
+    validity: float            # ACQUIRED / EXTENDED: the validity then left, else 0.0
+    token: Optional[int]       # ACQUIRED with fencing=True: the fencing token, else None
+    node: Optional[int]        # NODE_ERROR: the node's index in the client's URL list, else None
+    node_url: Optional[str]    # NODE_ERROR: its URL (password masked)
+    node_outcome: Optional[Union[NodeOutcome, int]]  # NODE_ERROR: what it did
+    node_rtt: Optional[float]  # NODE_ERROR: time from the round's start to the failure
+
+    @property
+    def error_name(self) -> str:
+        """The code's name, e.g. ``"REDLOCK_ENOQUORUM"``, or ``"REDLOCK_OK"``."""
+        return _error_name(self.code)
+
+
+# A KeyboardInterrupt that hit a callback on the main thread, to be raised
+# when the C call that made the callback has returned (reraise_interrupt()).
+_interrupted: List[BaseException] = []
+
+
+def _call_user(fn: Callable[..., Any], args: Tuple[Any, ...], what: str) -> None:
+    """Runs a user callback; whatever it raises stays out of C."""
+    try:
+        fn(*args)
+    except KeyboardInterrupt as exc:
+        if threading.current_thread() is threading.main_thread():
+            # Ctrl-C landed in the hook, called from inside a C call on this
+            # thread. Its signal also woke the wait (_sigwake), so that call
+            # returns soon: raise it then, instead of losing it here.
+            _interrupted.append(exc)
+        else:
+            log.exception("redlock: the %s callback raised", what)
+    except BaseException:
+        log.exception("redlock: the %s callback raised", what)
+
+
+def reraise_interrupt() -> None:
+    """Raises a KeyboardInterrupt that a callback on this thread swallowed;
+    called by the main thread right after each C call that emits events."""
+    if _interrupted and threading.current_thread() is threading.main_thread():
+        exc = _interrupted.pop()
+        _interrupted.clear()
+        raise exc
+
+
+# -- the metrics hook ----------------------------------------------------------------------
+
+class EventSink:
+    """The target of one client's on_event. Registered while C may call it:
+    until the client and every lock made from it are freed."""
+
+    def __init__(self, callback: Callable[[Event], Any]) -> None:
+        self.callback = callback
+        self.node_urls: Tuple[str, ...] = ()
+        self.key = next(_ids)
+        self.userdata = ffi.cast("void *", self.key)
+        # The client's C handle, plus one per lock; list append/pop are atomic,
+        # and a finalizer may run on any thread, even inside another's lock.
+        self._refs: List[None] = [None]
+        _sinks[self.key] = self
+
+    def ref(self) -> None:
+        self._refs.append(None)
+
+    def unref(self) -> None:
+        try:
+            self._refs.pop()
+        except IndexError:
+            return
+        if not self._refs:
+            _sinks.pop(self.key, None)
+
+
+@ffi.def_extern()
+def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
+    try:
+        sink = _sinks.get(int(ffi.cast("uintptr_t", userdata)))
+        if sink is None:
+            return
+        t = _enum(EventType, ev.type)
+        node: Optional[int] = None
+        node_url: Optional[str] = None
+        outcome: Any = None
+        node_rtt: Optional[float] = None
+        if t == EventType.NODE_ERROR:
+            node = int(ev.node)
+            node_url = sink.node_urls[node] if node < len(sink.node_urls) else ""
+            outcome = _enum(NodeOutcome, ev.node_outcome)
+            node_rtt = ev.node_rtt_us / 1e6
+        event = Event(t, ev.code, _text(ev.resource), _text(ev.message), ev.attempt,
+                      bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
+                      ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
+                      ev.fencing_token or None, node, node_url, outcome, node_rtt)
+    except BaseException:  # never into C
+        log.exception("redlock: could not read an event from the C library")
+        return
+    _call_user(sink.callback, (event,), "on_event")
+
+
+# -- auto-extension's lost-lock notice ------------------------------------------------------
+
+class Watch:
+    """The loss that auto-extension of one Lock reported, readable from any
+    thread. Holds the Lock weakly: an armed auto-extension must not keep a
+    dropped Lock alive (its finalizer frees it, which stops the extension)."""
+
+    def __init__(self, lock: Any, resource: str) -> None:
+        self.lost = threading.Event()
+        self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
+        self.resource = resource
+        self.lock_ref = weakref.ref(lock)
+        self.key = 0  # the current arming's id, 0 when none
+
+    def arm(self, on_lost: Optional[Callable[..., Any]]) -> int:
+        """Registers a new arming; the caller passes its id to C, then calls armed()."""
+        key = next(_ids)
+        _armings[key] = (self, on_lost)
+        return key
+
+    def armed(self, key: int, ok: bool) -> None:
+        if not ok:
+            _armings.pop(key, None)
+            return
+        old, self.key = self.key, key
+        if old:  # C replaced the previous arming
+            _armings.pop(old, None)
+
+    def disarm(self) -> None:
+        """After C returned from a call that ended auto-extension (release,
+        stop, free): nothing it reports for the old arming is taken any more."""
+        key, self.key = self.key, 0
+        if key:
+            _armings.pop(key, None)
+
+    def reset(self) -> None:
+        """A new acquisition: forget the last one's loss."""
+        self.disarm()
+        self.loss = None
+        self.lost.clear()
+
+    def error(self) -> Optional[RedlockError]:
+        loss = self.loss
+        return None if loss is None else error(loss[0], loss[1], self.resource)
+
+
+@ffi.def_extern()
+def _redlock_py_on_lost(c_lock: Any, code: int, message: Any, userdata: Any) -> None:
+    try:
+        # Popped first: the owner may re-arm as soon as it sees `lost`.
+        entry = _armings.pop(int(ffi.cast("uintptr_t", userdata)), None)
+        if entry is None:
+            return
+        watch, on_lost = entry
+        watch.loss = (code, _text(message))
+        watch.lost.set()
+        lock = watch.lock_ref() if on_lost is not None else None
+        if on_lost is None or lock is None:  # no callback, or the Lock is being collected
+            return
+        exc = watch.error()
+    except BaseException:
+        log.exception("redlock: could not deliver a lost-lock notice")
+        return
+    _call_user(on_lost, (lock, exc), "on_lost")
+
+
+# -- finalizers that fire on the C library's thread ---------------------------------------
+
+# Python code runs on the client's auto-extend thread during callbacks, and
+# so may the garbage collector or a last reference dropped there: a Lock's
+# finalizer could free the very lock whose round or loss is being reported,
+# which C forbids (the thread still uses it). Such finalizers run on a thread
+# of ours instead.
+_deferred: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()  # put() is reentrant
+_worker_pid = -1
+_Dummy = getattr(threading, "_DummyThread", None)
+
+
+def _on_foreign_thread() -> bool:
+    # Threads started by C appear in threading only as dummies, made on
+    # first use; the lookup allocates nothing and takes no lock.
+    active = getattr(threading, "_active", None)
+    if active is None or _Dummy is None:
+        return False
+    t = active.get(_thread.get_ident())
+    return t is None or isinstance(t, _Dummy)
+
+
+def _run_deferred() -> None:
+    while True:
+        fn = _deferred.get()
+        try:
+            fn()
+        except BaseException:
+            log.exception("redlock: a deferred finalizer failed")
+
+
+def finalize(fn: Callable[[], None]) -> None:
+    """Runs a finalizer now, or soon on the redlock-finalizer thread when this
+    is a thread of the C library."""
+    global _worker_pid
+    if not _on_foreign_thread():
+        fn()
+        return
+    _deferred.put(fn)
+    if _worker_pid != os.getpid():  # none yet in this process (or a forked child)
+        _worker_pid = os.getpid()
+        try:
+            threading.Thread(target=_run_deferred, name="redlock-finalizer", daemon=True).start()
+        except RuntimeError:  # the interpreter is shutting down: so is the process
+            pass
+
+
+def _stop_at_exit() -> None:
+    # After interpreter finalization, C's auto-extend thread could no longer
+    # call into Python safely: stop every extension still running. The locks
+    # are left to expire after their TTL, as a collected Lock's are.
+    for watch, _ in list(_armings.values()):
+        lock = watch.lock_ref()
+        if lock is not None:
+            lock._stop_auto_extend_at_exit()
+
+
+atexit.register(_stop_at_exit)
