@@ -598,48 +598,61 @@ static int conn_open(rl_node *node, rl_conn **out, char *msg, size_t msgsize)
 /* How release and extend reach the scripts. */
 enum { VIA_EVALSHA, VIA_EVAL, VIA_FCALL };
 
+/* The script commands, each in its three forms: a function of the
+ * "redlock" library (FCALL), the script body (EVAL) or its SHA1 (EVALSHA). */
+static int script_of(rl_cmd cmd, const char **function, const char **body, const char **sha)
+{
+    switch (cmd) {
+    case RL_CMD_EXTEND:
+        *function = "redlock_extend", *body = rl_script_extend, *sha = rl_sha_extend;
+        return 1;
+    case RL_CMD_RELEASE:
+        *function = "redlock_release", *body = rl_script_release, *sha = rl_sha_release;
+        return 1;
+    case RL_CMD_SET_FENCED:
+        *function = "redlock_acquire_fenced", *body = rl_script_acquire_fenced, *sha = rl_sha_acquire_fenced;
+        return 2;
+    case RL_CMD_FENCE_COMMIT:
+        *function = "redlock_fence_commit", *body = rl_script_fence_commit, *sha = rl_sha_fence_commit;
+        return 2;
+    default:
+        return 0;
+    }
+}
+
 /* Formats one command in RESP; returns its length, or -1. Free *out with
- * redisFreeCommand. */
+ * redisFreeCommand. Scripts get KEYS = key (and fkey when they take two),
+ * ARGV = value, then the TTL (extend, fenced acquire) or the token (commit). */
 static long long format_cmd(char **out, rl_cmd cmd, int via, const char *key, size_t key_len,
                             const char *value, uint32_t ttl_ms, const char *fkey, size_t fkey_len,
                             const char *token)
 {
-    switch (cmd) {
-    case RL_CMD_SET_FENCED:
-        return via == VIA_FCALL
-            ? redisFormatCommand(out, "FCALL redlock_acquire_fenced 2 %b %b %s %u", key, key_len, fkey, fkey_len,
-                                 value, ttl_ms)
-            : via == VIA_EVAL
-            ? redisFormatCommand(out, "EVAL %s 2 %b %b %s %u", rl_script_acquire_fenced, key, key_len, fkey,
-                                 fkey_len, value, ttl_ms)
-            : redisFormatCommand(out, "EVALSHA %s 2 %b %b %s %u", rl_sha_acquire_fenced, key, key_len, fkey,
-                                 fkey_len, value, ttl_ms);
-    case RL_CMD_FENCE_COMMIT:
-        return via == VIA_FCALL
-            ? redisFormatCommand(out, "FCALL redlock_fence_commit 2 %b %b %s %s", key, key_len, fkey, fkey_len,
-                                 value, token)
-            : via == VIA_EVAL
-            ? redisFormatCommand(out, "EVAL %s 2 %b %b %s %s", rl_script_fence_commit, key, key_len, fkey,
-                                 fkey_len, value, token)
-            : redisFormatCommand(out, "EVALSHA %s 2 %b %b %s %s", rl_sha_fence_commit, key, key_len, fkey,
-                                 fkey_len, value, token);
-    case RL_CMD_SET:
+    if (cmd == RL_CMD_SET)
         return redisFormatCommand(out, "SET %b %s NX PX %u", key, key_len, value, ttl_ms);
-    case RL_CMD_EXTEND:
-        return via == VIA_FCALL
-            ? redisFormatCommand(out, "FCALL redlock_extend 1 %b %s %u", key, key_len, value, ttl_ms)
-            : via == VIA_EVAL
-            ? redisFormatCommand(out, "EVAL %s 1 %b %s %u", rl_script_extend, key, key_len, value, ttl_ms)
-            : redisFormatCommand(out, "EVALSHA %s 1 %b %s %u", rl_sha_extend, key, key_len, value, ttl_ms);
-    case RL_CMD_RELEASE:
-        return via == VIA_FCALL
-            ? redisFormatCommand(out, "FCALL redlock_release 1 %b %s", key, key_len, value)
-            : via == VIA_EVAL
-            ? redisFormatCommand(out, "EVAL %s 1 %b %s", rl_script_release, key, key_len, value)
-            : redisFormatCommand(out, "EVALSHA %s 1 %b %s", rl_sha_release, key, key_len, value);
-    default:
+    if (cmd == RL_CMD_LOAD_FUNCTIONS)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
-    }
+    const char *function, *body, *sha, *argv[8];
+    size_t len[8];
+    char ttl[16];
+    int nkeys = script_of(cmd, &function, &body, &sha), n = 0;
+    if (!nkeys)
+        return -1;
+    snprintf(ttl, sizeof ttl, "%u", ttl_ms);
+    argv[n++] = via == VIA_FCALL ? "FCALL" : via == VIA_EVAL ? "EVAL" : "EVALSHA";
+    argv[n++] = via == VIA_FCALL ? function : via == VIA_EVAL ? body : sha;
+    argv[n++] = nkeys == 2 ? "2" : "1";
+    len[n] = key_len, argv[n++] = key;
+    if (nkeys == 2)
+        len[n] = fkey_len, argv[n++] = fkey;
+    argv[n++] = value;
+    if (cmd == RL_CMD_EXTEND || cmd == RL_CMD_SET_FENCED)
+        argv[n++] = ttl;
+    else if (cmd == RL_CMD_FENCE_COMMIT)
+        argv[n++] = token;
+    for (int k = 0; k < n; k++)
+        if (k < 3 || k > 2 + nkeys)
+            len[k] = strlen(argv[k]);
+    return redisFormatCommandArgv(out, n, argv, len);
 }
 
 static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, size_t key_len,
