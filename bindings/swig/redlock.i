@@ -309,6 +309,417 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
 #endif
 
 /* ---------------------------------------------------------------------------
+ * Callbacks from C into the language, and the lifetime of what they need.
+ * The C handles are opaque, so the binding keeps, beside each handle, the
+ * language objects its callbacks use, and drops them once the C library can
+ * no longer call them. The shared %extend code below calls these hooks:
+ *   rl_open          redlock_client_open, plus the client's event hook
+ *   rl_client_free   redlock_client_free, then drops what the client held
+ *   rl_lock_made     a new lock shares its client's event hook
+ *   rl_lock_free     redlock_lock_free, then drops what the lock held
+ *   rl_lock_unwatch  auto-extension is over: drops the lost listener
+ *   rl_options_free  drops the event listener of an Options
+ * Without callbacks (every language but Java, so far) they are the plain C calls.
+ * ------------------------------------------------------------------------- */
+#if defined(SWIGJAVA)
+%{
+#include <pthread.h>
+
+/* Set once by JNI_OnLoad. io.redlock.NativeCallbacks is looked up there,
+ * with the class loader of the jar: the library's auto-extend thread,
+ * attached later, could not find it with FindClass. */
+static JavaVM *rl_vm;
+static jclass rl_cb_class;
+static jmethodID rl_cb_lost, rl_cb_event, rl_cb_sink, rl_cb_node;
+static pthread_key_t rl_attached; /* set on threads this file attached */
+
+static void rl_java_detach(void *vm) {
+    (*(JavaVM *)vm)->DetachCurrentThread((JavaVM *)vm);
+}
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+    JNIEnv *env;
+    jclass cls;
+    (void)reserved;
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK)
+        return JNI_ERR;
+    cls = (*env)->FindClass(env, "io/redlock/NativeCallbacks");
+    if (!cls || !(rl_cb_class = (jclass)(*env)->NewGlobalRef(env, cls)))
+        return JNI_ERR;
+    rl_cb_lost = (*env)->GetStaticMethodID(env, cls, "lost", "(Ljava/lang/Object;I[B[B[B)V");
+    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJ)V");
+    rl_cb_sink = (*env)->GetStaticMethodID(env, cls, "eventSink", "(Ljava/lang/Object;[[B)Ljava/lang/Object;");
+    rl_cb_node = (*env)->GetStaticMethodID(env, cls, "nodeResult",
+                                           "(ILjava/lang/Object;IIJ[B)Ljava/lang/Object;");
+    if (!rl_cb_lost || !rl_cb_event || !rl_cb_sink || !rl_cb_node)
+        return JNI_ERR;
+    if (pthread_key_create(&rl_attached, rl_java_detach) != 0)
+        return JNI_ERR;
+    rl_vm = vm;
+    return JNI_VERSION_1_6;
+}
+
+/* The calling thread's JNIEnv. A thread the JVM does not know is the C
+ * library's auto-extend thread: it is attached as a daemon (it must not keep
+ * the JVM alive) once, and detached by the key's destructor when it ends. */
+static JNIEnv *rl_java_env(void) {
+    JNIEnv *env = NULL;
+    JavaVMAttachArgs args;
+    jint rc = (*rl_vm)->GetEnv(rl_vm, (void **)&env, JNI_VERSION_1_6);
+    if (rc == JNI_OK)
+        return env;
+    if (rc != JNI_EDETACHED)
+        return NULL;
+    args.version = JNI_VERSION_1_6;
+    args.name = (char *)"redlock-auto-extend";
+    args.group = NULL;
+    if ((*rl_vm)->AttachCurrentThreadAsDaemon(rl_vm, (void **)&env, &args) != JNI_OK)
+        return NULL;
+    pthread_setspecific(rl_attached, rl_vm);
+    return env;
+}
+
+/* A JNI global reference shared by C objects (a client and its locks share
+ * its event sink). refs is guarded by rl_reg_mu; the reference is deleted
+ * with the last holder. */
+typedef struct rl_jref {
+    jobject obj;
+    unsigned refs;
+} rl_jref;
+
+static pthread_mutex_t rl_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A new rl_jref (one holder) to obj, which may be NULL (set later). */
+static rl_jref *rl_jref_new(JNIEnv *env, jobject obj) {
+    rl_jref *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->refs = 1;
+    if (obj && !(r->obj = (*env)->NewGlobalRef(env, obj))) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void rl_jref_put(rl_jref *r) {
+    unsigned left;
+    JNIEnv *env;
+    if (!r)
+        return;
+    pthread_mutex_lock(&rl_reg_mu);
+    left = --r->refs;
+    pthread_mutex_unlock(&rl_reg_mu);
+    if (left)
+        return;
+    if (r->obj && (env = rl_java_env()))
+        (*env)->DeleteGlobalRef(env, r->obj);
+    free(r);
+}
+
+/* The registry: what the binding keeps beside a C handle, keyed by its
+ * address. An entry is taken out before its handle is freed (so a new handle
+ * at the same address never meets it) and its references are dropped after
+ * (so no callback still running can lose them). */
+typedef struct rl_entry {
+    struct rl_entry *next;
+    const void *key;   /* a redlock_client or a redlock_lock */
+    rl_jref *events;   /* the client's event sink (NativeCallbacks.EventSink) */
+    rl_jref *lost;     /* a lock's NativeCallbacks.LostDispatch */
+} rl_entry;
+
+#define RL_REG_BUCKETS 1024
+static rl_entry *rl_reg[RL_REG_BUCKETS];
+
+static rl_entry **rl_reg_slot(const void *key) {
+    rl_entry **p = &rl_reg[((uintptr_t)key >> 4) % RL_REG_BUCKETS];
+    while (*p && (*p)->key != key)
+        p = &(*p)->next;
+    return p; /* *p is the entry, or NULL: where to add it */
+}
+
+/* Sets one field of key's entry (adding it), returning the field's old
+ * value in *old. 0, or -1 when out of memory (nothing changed). */
+static int rl_reg_set(const void *key, int lost, rl_jref *value, rl_jref **old) {
+    rl_entry **p, *e;
+    *old = NULL;
+    pthread_mutex_lock(&rl_reg_mu);
+    p = rl_reg_slot(key);
+    if (!(e = *p)) {
+        if (!value) {
+            pthread_mutex_unlock(&rl_reg_mu);
+            return 0;
+        }
+        if (!(e = calloc(1, sizeof *e))) {
+            pthread_mutex_unlock(&rl_reg_mu);
+            return -1;
+        }
+        e->key = key;
+        *p = e;
+    }
+    if (lost) {
+        *old = e->lost;
+        e->lost = value;
+    } else {
+        *old = e->events;
+        e->events = value;
+    }
+    if (!e->events && !e->lost) {
+        *p = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&rl_reg_mu);
+    return 0;
+}
+
+/* Takes key's entry out; NULL if it has none. */
+static rl_entry *rl_reg_take(const void *key) {
+    rl_entry **p, *e;
+    pthread_mutex_lock(&rl_reg_mu);
+    p = rl_reg_slot(key);
+    if ((e = *p))
+        *p = e->next;
+    pthread_mutex_unlock(&rl_reg_mu);
+    return e;
+}
+
+static void rl_entry_drop(rl_entry *e) {
+    if (e) {
+        rl_jref_put(e->events);
+        rl_jref_put(e->lost);
+        free(e);
+    }
+}
+
+/* redlock_options.on_event of an Options with a Java listener. The Options
+ * hold the listener itself; each client gets its own sink (rl_open). */
+static void rl_java_on_event(const redlock_event *ev, void *userdata) {
+    rl_jref *sink = userdata;
+    JNIEnv *env;
+    jbyteArray res, msg;
+    if (!sink || !sink->obj || !(env = rl_java_env()))
+        return;
+    /* Events come from inside a wrapped C call, never with an exception
+     * pending; if one is, the JVM must not be called. */
+    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 4) != 0)
+        return;
+    res = rl_java_bytes(env, ev->resource);
+    msg = res ? rl_java_bytes(env, ev->message) : NULL;
+    if (msg)
+        (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_event, sink->obj, (jint)ev->type, (jint)ev->code,
+                                     res, msg, (jint)ev->attempt, (jboolean)(ev->automatic != 0),
+                                     (jint)ev->nodes_ok, (jint)ev->quorum, (jint)ev->n_nodes,
+                                     (jlong)ev->elapsed_us, (jlong)ev->validity_ms, (jlong)ev->fencing_token,
+                                     (jint)ev->node, (jint)ev->node_outcome, (jlong)ev->node_rtt_us);
+    /* NativeCallbacks.event catches the listener's exceptions; what is left
+     * (out of memory) must not reach the C library's caller either. */
+    if ((*env)->ExceptionCheck(env))
+        (*env)->ExceptionClear(env);
+    (*env)->PopLocalFrame(env, NULL);
+}
+
+/* redlock_lost_fn, on the client's auto-extend thread. NativeCallbacks.lost
+ * only queues the listener for a Java thread (see there why). */
+static void rl_java_on_lost(redlock_lock *lock, int code, const char *message, void *userdata) {
+    rl_jref *dispatch = userdata;
+    JNIEnv *env;
+    jbyteArray name, text, det;
+    (void)lock;
+    if (!dispatch || !(env = rl_java_env()))
+        return;
+    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 4) != 0)
+        return;
+    name = rl_java_bytes(env, redlock_error_name(code));
+    text = name ? rl_java_bytes(env, redlock_strerror(code)) : NULL;
+    det = text ? rl_java_bytes(env, message) : NULL;
+    if (det)
+        (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_lost, dispatch->obj, (jint)code, name, text, det);
+    if ((*env)->ExceptionCheck(env))
+        (*env)->ExceptionClear(env);
+    (*env)->PopLocalFrame(env, NULL);
+}
+
+/* A client whose Options carry a listener gets its own sink: the listener
+ * and the client's node URLs (for NODE_ERROR events), made once the client
+ * exists. The C library copies on_event_userdata, so the Options are
+ * copied to hand it the sink instead of the listener. */
+static int rl_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
+                   const redlock_options *options, char *err, size_t errsize) {
+    redlock_options copy;
+    rl_jref *sink, *old;
+    const rl_jref *listener;
+    JNIEnv *env;
+    jclass bytes_class;
+    jobjectArray urls;
+    jobject obj;
+    size_t i;
+    int rc;
+
+    if (!options || options->on_event != rl_java_on_event || !options->on_event_userdata)
+        return redlock_client_open(out, nodes, n_nodes, options, err, errsize);
+    listener = options->on_event_userdata;
+    env = rl_java_env();
+    if (!(sink = rl_jref_new(env, NULL)))
+        return REDLOCK_ENOMEM;
+    copy = *options;
+    copy.on_event_userdata = sink;
+    rc = redlock_client_open(out, nodes, n_nodes, &copy, err, errsize);
+    if (rc != 0) {
+        rl_jref_put(sink);
+        return rc;
+    }
+    obj = NULL;
+    if ((*env)->PushLocalFrame(env, 4) == 0) {
+        bytes_class = (*env)->FindClass(env, "[B");
+        urls = bytes_class ? (*env)->NewObjectArray(env, (jsize)n_nodes, bytes_class, NULL) : NULL;
+        for (i = 0; urls && i < n_nodes; i++) {
+            jbyteArray u = rl_java_bytes(env, redlock_client_node_url(*out, i));
+            if (!u) {
+                urls = NULL;
+                break;
+            }
+            (*env)->SetObjectArrayElement(env, urls, (jsize)i, u);
+            (*env)->DeleteLocalRef(env, u);
+        }
+        if (urls)
+            obj = (*env)->CallStaticObjectMethod(env, rl_cb_class, rl_cb_sink, listener->obj, urls);
+        if (obj && !(*env)->ExceptionCheck(env))
+            sink->obj = (*env)->NewGlobalRef(env, obj);
+        (*env)->PopLocalFrame(env, NULL);
+    }
+    if (!sink->obj || rl_reg_set(*out, 0, sink, &old) != 0) {
+        redlock_client_free(*out); /* no lock yet: no event can have used the sink */
+        *out = NULL;
+        rl_jref_put(sink);
+        return REDLOCK_ENOMEM; /* an exception already pending (OutOfMemoryError) wins */
+    }
+    return 0;
+}
+
+static void rl_client_free(redlock_client *c) {
+    rl_entry *e = rl_reg_take(c);
+    redlock_client_free(c);
+    rl_entry_drop(e); /* the client's locks hold their own reference to the sink */
+}
+
+/* The lock shares its client's sink: the C client, and so its events, live
+ * on until its last lock is freed. 0, or REDLOCK_ENOMEM. */
+static int rl_lock_made(redlock_client *c, redlock_lock *l) {
+    rl_jref *sink, *old;
+    pthread_mutex_lock(&rl_reg_mu);
+    {
+        rl_entry *e = *rl_reg_slot(c);
+        if ((sink = e ? e->events : NULL))
+            sink->refs++;
+    }
+    pthread_mutex_unlock(&rl_reg_mu);
+    if (sink && rl_reg_set(l, 0, sink, &old) != 0) {
+        rl_jref_put(sink);
+        return REDLOCK_ENOMEM;
+    }
+    return 0;
+}
+
+static void rl_lock_free(redlock_lock *l) {
+    rl_entry *e = rl_reg_take(l);
+    redlock_lock_free(l); /* stops auto-extension, waiting for a callback under way */
+    rl_entry_drop(e);
+}
+
+/* After redlock_release or redlock_lock_auto_extend_stop, which wait for a
+ * lost callback under way: the lost listener can no longer be called. */
+static void rl_lock_unwatch(redlock_lock *l) {
+    rl_jref *old;
+    if (rl_reg_set(l, 1, NULL, &old) == 0)
+        rl_jref_put(old);
+}
+
+/* Lock.autoExtend: dispatch is a NativeCallbacks.LostDispatch, or null. */
+static void rl_java_auto_extend(rl_status *st, redlock_lock *l, uint32_t max_hold_ms, jobject dispatch) {
+    rl_jref *ref = NULL, *old = NULL;
+    int rc;
+    if (dispatch && !(ref = rl_jref_new(rl_java_env(), dispatch))) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    /* A listener from an earlier call may be running: stop (which waits for
+     * it) before letting it go. Starting again below replaces the old
+     * auto-extension with the same schedule. */
+    pthread_mutex_lock(&rl_reg_mu);
+    {
+        rl_entry *e = *rl_reg_slot(l);
+        old = e ? e->lost : NULL;
+    }
+    pthread_mutex_unlock(&rl_reg_mu);
+    if (old) {
+        redlock_lock_auto_extend_stop(l);
+        rl_lock_unwatch(l);
+    }
+    if (ref && rl_reg_set(l, 1, ref, &old) != 0) {
+        rl_jref_put(ref);
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    rl_jref_put(old); /* NULL: let go above */
+    rc = redlock_lock_auto_extend(l, max_hold_ms, ref ? rl_java_on_lost : NULL, ref);
+    if (rc != 0) {
+        rl_lock_fail(st, l, rc);
+        if (ref)
+            rl_lock_unwatch(l); /* not started: nothing can call it */
+    }
+}
+
+/* Options.setEventListener: the Options hold the listener (NULL unsets). */
+static int rl_java_set_listener(redlock_options *o, jobject listener) {
+    rl_jref *ref = NULL;
+    if (listener && !(ref = rl_jref_new(rl_java_env(), listener)))
+        return REDLOCK_ENOMEM;
+    if (o->on_event == rl_java_on_event)
+        rl_jref_put(o->on_event_userdata);
+    o->on_event = ref ? rl_java_on_event : NULL;
+    o->on_event_userdata = ref;
+    return 0;
+}
+
+static void rl_options_free(redlock_options *o) {
+    if (o->on_event == rl_java_on_event)
+        rl_jref_put(o->on_event_userdata);
+}
+
+/* Lock.nodeResults, one node: a NodeResult built by NativeCallbacks. */
+static jobject rl_java_node_result(const redlock_lock *l, size_t i, jobject url) {
+    char msg[512];
+    int code = 0;
+    int64_t rtt = 0;
+    JNIEnv *env = rl_java_env();
+    jbyteArray m;
+    int outcome = redlock_lock_node_result(l, i, &code, &rtt, msg, sizeof msg);
+    if (outcome < 0) {
+        rl_java_throw(env, outcome, "node index out of range");
+        return NULL;
+    }
+    if (!(m = rl_java_bytes(env, msg)))
+        return NULL;
+    return (*env)->CallStaticObjectMethod(env, rl_cb_class, rl_cb_node, (jint)i, url, (jint)outcome, (jint)code,
+                                          (jlong)rtt, m);
+}
+%}
+#else
+%{
+/* No callbacks: the hooks are the C calls themselves. */
+static int rl_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
+                   const redlock_options *options, char *err, size_t errsize) {
+    return redlock_client_open(out, nodes, n_nodes, options, err, errsize);
+}
+#define rl_client_free(c) redlock_client_free(c)
+#define rl_lock_made(c, l) ((void)(c), (void)(l), 0)
+#define rl_lock_free(l) redlock_lock_free(l)
+#define rl_lock_unwatch(l) ((void)(l))
+#define rl_options_free(o) ((void)(o))
+%}
+#endif
+
+/* ---------------------------------------------------------------------------
  * Java class shape: AutoCloseable handles whose memory is freed by close()
  * or, if the program forgets, by a java.lang.ref.Cleaner (memory only, never
  * network I/O, like redlock_lock_free itself). No finalize().
@@ -357,6 +768,10 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
 %typemap(javaclassmodifiers) struct redlock_client, struct redlock_lock, struct redlock_options "public final class"
 
 %typemap(javaimports) struct redlock_client %{
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
 /**
  * A Redlock client over N independent Redis/Valkey nodes. Thread-safe.
  *
@@ -371,10 +786,16 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
  * after its client is closed. Every failure is a {@link RedlockException}.
  */%}
 %typemap(javaimports) struct redlock_lock %{
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
 /**
  * One lock on one resource. Use it from one thread at a time (its methods
  * are synchronized), except {@link #cancel()}, which any thread may call.
  * {@link #close()} releases the lock if it is held and frees the handle.
+ * The client's auto-extend thread may extend it meanwhile
+ * ({@link #autoExtend(long, LockLostListener)}).
  */%}
 %typemap(javaimports) struct redlock_options %{
 /**
@@ -425,6 +846,31 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
   public synchronized void close() {
     swigFree();
   }
+
+  private List<String> swigNodeUrls;
+
+  /**
+   * The node URLs as given to the constructor, with any password masked, in
+   * the order that {@link Lock#nodeResults()} and {@link RedlockEvent#node()} use.
+   */
+  public synchronized List<String> nodeUrls() {
+    long n = nodeCount(); // throws once closed
+    if (swigNodeUrls == null) {
+      List<String> urls = new ArrayList<>((int) n);
+      for (long i = 0; i < n; i++)
+        urls.add(nodeUrlNative(i));
+      swigNodeUrls = Collections.unmodifiableList(urls);
+    }
+    return swigNodeUrls;
+  }
+
+  /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
+  public Lock newLock(String resource) {
+    List<String> urls = nodeUrls();
+    Lock lock = newLockNative(resource);
+    lock.swigNodeUrls = urls;
+    return lock;
+  }
 %}
 
 %typemap(javacode) struct redlock_lock %{
@@ -454,6 +900,44 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
       if (swigCPtr != 0)
         cancelNative();
     }
+  }
+
+  // The client's node URLs, for nodeResults(); set by Redlock.newLock.
+  List<String> swigNodeUrls = List.of();
+
+  /** {@link #autoExtend(long, LockLostListener)} for up to an hour, with no listener. */
+  public void autoExtend() {
+    autoExtend(0, null);
+  }
+
+  /** {@link #autoExtend(long, LockLostListener)} for up to an hour. */
+  public void autoExtend(LockLostListener listener) {
+    autoExtend(0, listener);
+  }
+
+  /**
+   * Keeps the held lock alive: the client's background thread extends it to
+   * its acquisition TTL every TTL/3 until {@link #release()}, {@link #close()},
+   * {@link #stopAutoExtend()}, a loss, or maxHoldMs of holding in all (0 = one
+   * hour; the Options' maxHoldMs and maxExtensions apply too). A loss makes
+   * {@link #isHeld()} false and is told to listener (may be null) on another
+   * thread; see {@link LockLostListener}. Calling it again replaces the
+   * listener. Throws {@link LockStateException} when the lock is not held.
+   */
+  public synchronized void autoExtend(long maxHoldMs, LockLostListener listener) {
+    autoExtendNative(maxHoldMs, listener == null ? null : new NativeCallbacks.LostDispatch(this, listener));
+  }
+
+  /**
+   * What each node did in this lock's last round (the last attempt of an
+   * acquire, an extension by anyone, or a release), in the client's node order.
+   */
+  public synchronized List<NodeResult> nodeResults() {
+    List<String> urls = swigNodeUrls;
+    List<NodeResult> out = new ArrayList<>(urls.size());
+    for (int i = 0; i < urls.size(); i++)
+      out.add((NodeResult) nodeResultNative(i, urls.get(i)));
+    return Collections.unmodifiableList(out);
   }
 
   /** Clears a {@link #cancel()}, so that this lock can be acquired again. */
@@ -487,8 +971,26 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
 %}
 
 %typemap(javacode) struct redlock_options %{
+  private RedlockEventListener swigEventListener;
+
+  /**
+   * The metrics hook: listener (null unsets) is told about every acquire
+   * attempt, extension, loss, release and node failure of the locks of the
+   * clients created from these options afterwards. See {@link RedlockEventListener}
+   * for the thread it runs on and what it must not do.
+   */
+  public void setEventListener(RedlockEventListener listener) {
+    setEventListenerNative(listener);
+    swigEventListener = listener;
+  }
+
+  public RedlockEventListener getEventListener() {
+    return swigEventListener;
+  }
+
   /** Frees the options now rather than when collected. Idempotent. */
   public synchronized void free() {
+    swigEventListener = null;
     swigFree();
   }
 
@@ -515,9 +1017,10 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
    * TLS file that cannot be loaded, TLSException.
    */
   public";
-%javamethodmodifiers redlock_client::rl_newLock "
-  /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
-  public synchronized";
+%javamethodmodifiers redlock_client::rl_newLock "private synchronized";
+%rename(newLockNative) redlock_client::rl_newLock;
+%javamethodmodifiers redlock_client::rl_nodeUrl "private synchronized";
+%rename(nodeUrlNative) redlock_client::rl_nodeUrl;
 %javamethodmodifiers redlock_client::rl_nodeCount "
   /** How many nodes this client uses. */
   public synchronized";
@@ -550,6 +1053,26 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
 %javamethodmodifiers redlock_lock::rl_resource "
   /** The resource name this lock is for. */
   public synchronized";
+%javamethodmodifiers redlock_lock::rl_fencingToken "
+  /**
+   * The fencing token of the current acquisition ({@code >= 1}) when the client's
+   * Options have setFencing(true); 0 when not held or without fencing. Successive
+   * holders' tokens strictly increase (docs/fencing.md).
+   */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_stopAutoExtend "
+  /**
+   * Stops auto-extension, waiting for an extension under way; the lock stays
+   * held until its validity runs out. False if it was not on (never started,
+   * or ended by a loss or a release).
+   */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_autoExtendNative "private";
+%javamethodmodifiers redlock_lock::rl_nodeResultNative "private";
+%javamethodmodifiers redlock_options::rl_setFencing "
+  /** Every acquisition mints a fencing token (REDLOCK_OPT_FENCING; {@link Lock#fencingToken()}); one more round trip per acquisition. */
+  public";
+%javamethodmodifiers redlock_options::rl_setEventListenerNative "private";
 %javamethodmodifiers redlock_lock::rl_cancel "private";
 %javamethodmodifiers redlock_lock::rl_close "private";
 %rename(cancelNative) redlock_lock::rl_cancel;
@@ -580,6 +1103,11 @@ RL_JAVA_HANDLE(struct redlock_options, Options)
 %ignore redlock_options::tls_key_file;
 %ignore redlock_options::tls_server_name;
 %ignore redlock_options::tls_insecure_skip_verify; /* a boolean below */
+/* The metrics hook is a callback: Java sets it with Options.setEventListener;
+ * other languages do not have it yet. */
+%ignore redlock_options::on_event;
+%ignore redlock_options::on_event_userdata;
+%ignore redlock_event;
 
 %rename(Redlock) redlock_client;
 %rename(Lock) redlock_lock;
@@ -605,6 +1133,7 @@ struct redlock_lock {};
  * ------------------------------------------------------------------------- */
 %newobject redlock_client::rl_newLock;
 #ifndef SWIGJAVA
+%newobject redlock_lock::rl_nodeMessage;
 %newobject redlock_client::rl_acquire;
 %newobject redlock_client::rl_tryAcquire;
 #endif
@@ -617,21 +1146,28 @@ struct redlock_lock {};
                  const redlock_options *options) {
     redlock_client *c = NULL;
     char err[1024] = "";
-    int rc = redlock_client_open(&c, nodes, n_nodes, options, err, sizeof err);
+    int rc = rl_open(&c, nodes, n_nodes, options, err, sizeof err);
     if (rc != 0)
       rl_fail(st, rc, err);
     return c;
   }
 
   ~redlock_client() {
-    redlock_client_free($self);
+    rl_client_free($self);
   }
 
   redlock_lock *rl_newLock(rl_status *st, const char *resource) {
     redlock_lock *l = NULL;
     int rc = redlock_lock_new(&l, $self, resource);
-    if (rc != 0)
+    if (rc != 0) {
       rl_fail(st, rc, rc == REDLOCK_EINVAL ? RL_BAD_RESOURCE : NULL);
+      return NULL;
+    }
+    if ((rc = rl_lock_made($self, l)) != 0) {
+      redlock_lock_free(l);
+      rl_fail(st, rc, NULL);
+      return NULL;
+    }
     return l;
   }
 
@@ -670,6 +1206,11 @@ struct redlock_lock {};
     return redlock_client_node_count($self);
   }
 
+  /* The URL of node i as given, password masked; "" out of range. */
+  const char *rl_nodeUrl(size_t i) {
+    return redlock_client_node_url($self, i);
+  }
+
   static const char *rl_version() {
     return redlock_version();
   }
@@ -677,7 +1218,7 @@ struct redlock_lock {};
 
 %extend redlock_lock {
   ~redlock_lock() {
-    redlock_lock_free($self);
+    rl_lock_free($self);
   }
 
   void rl_acquire(rl_status *st, uint32_t ttlMs, int64_t waitMs) {
@@ -694,6 +1235,7 @@ struct redlock_lock {};
 
   void rl_release(rl_status *st) {
     int rc = redlock_release($self);
+    rl_lock_unwatch($self); /* the release stopped auto-extension */
     if (rc != 0)
       rl_lock_fail(st, $self, rc);
   }
@@ -706,7 +1248,7 @@ struct redlock_lock {};
     int rc = redlock_release($self);
     if (rc != 0 && rc != REDLOCK_ESTATE)
       rl_lock_fail(st, $self, rc);
-    redlock_lock_free($self);
+    rl_lock_free($self);
   }
 
   void rl_cancel() {
@@ -728,6 +1270,62 @@ struct redlock_lock {};
   const char *rl_resource() {
     return redlock_lock_resource($self);
   }
+
+  /* The bits of the unsigned token: counters start at 0 and grow by one per
+   * acquisition, so a signed 64 bits holds them unless a counter key was
+   * set near 2^63 by hand. */
+  int64_t rl_fencingToken() {
+    return (int64_t)redlock_lock_fencing_token($self);
+  }
+
+#ifdef SWIGJAVA
+  void rl_autoExtendNative(rl_status *st, uint32_t maxHoldMs, jobject dispatch) {
+    rl_java_auto_extend(st, $self, maxHoldMs, dispatch);
+  }
+
+  jobject rl_nodeResultNative(size_t i, jobject url) {
+    return rl_java_node_result($self, i, url);
+  }
+#else
+  /* Without a lost callback here: is_held tells of a loss. */
+  void rl_autoExtend(rl_status *st, uint32_t maxHoldMs) {
+    int rc = redlock_lock_auto_extend($self, maxHoldMs, NULL, NULL);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+
+  /* The last round's report, one call per field: a redlock_node_outcome
+   * (REDLOCK_NODE_*), or REDLOCK_EINVAL for an index out of range. */
+  int rl_nodeOutcome(size_t i) {
+    return redlock_lock_node_result($self, i, NULL, NULL, NULL, 0);
+  }
+
+  int rl_nodeCode(size_t i) {
+    int code = 0;
+    redlock_lock_node_result($self, i, &code, NULL, NULL, 0);
+    return code;
+  }
+
+  int64_t rl_nodeRttUs(size_t i) {
+    int64_t rtt = 0;
+    redlock_lock_node_result($self, i, NULL, &rtt, NULL, 0);
+    return rtt;
+  }
+
+  char *rl_nodeMessage(size_t i) {
+    char *buf = calloc(1, 512); /* freed by the wrapper (%newobject) */
+    if (buf)
+      redlock_lock_node_result($self, i, NULL, NULL, buf, 512);
+    return buf;
+  }
+#endif
+
+  /* true if auto-extension was on; it waits for an extension under way. */
+  bool rl_stopAutoExtend() {
+    int rc = redlock_lock_auto_extend_stop($self);
+    rl_lock_unwatch($self);
+    return rc == 0;
+  }
 }
 
 %extend redlock_options {
@@ -741,6 +1339,7 @@ struct redlock_lock {};
   }
 
   ~redlock_options() {
+    rl_options_free($self);
     free((char *)$self->key_prefix);
     free((char *)$self->tls_ca_file);
     free((char *)$self->tls_ca_dir);
@@ -790,4 +1389,21 @@ struct redlock_lock {};
       $self->flags &= ~(uint32_t)REDLOCK_OPT_FUNCTIONS;
   }
   bool rl_getUseFunctions() { return ($self->flags & REDLOCK_OPT_FUNCTIONS) != 0; }
+
+  /* REDLOCK_OPT_FENCING: every acquisition mints a fencing token (docs/fencing.md). */
+  void rl_setFencing(bool fencing) {
+    if (fencing)
+      $self->flags |= REDLOCK_OPT_FENCING;
+    else
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_FENCING;
+  }
+  bool rl_getFencing() { return ($self->flags & REDLOCK_OPT_FENCING) != 0; }
+
+#ifdef SWIGJAVA
+  void rl_setEventListenerNative(rl_status *st, jobject listener) {
+    int rc = rl_java_set_listener($self, listener);
+    if (rc != 0)
+      rl_fail(st, rc, NULL);
+  }
+#endif
 }

@@ -62,6 +62,38 @@ expect_error REDLOCK_ENOTACQUIRED "prefixed key taken" {$plain tryAcquire tcl:pr
 $l3 close
 rename $l3 ""
 
+# Fencing tokens, auto-extension and the per-node report.
+set fo [new_Options]
+$fo setFencing 1
+check {[$fo getFencing]} "fencing round trip"
+set f [new_Redlock $nodes $fo]
+delete_Options $fo
+set f1 [$f acquire tcl-fenced 10000 0]
+set t1 [$f1 fencingToken]
+check {$t1 >= 1} "token $t1"
+$f1 release
+check {[$f1 fencingToken] == 0} "no token after release"
+$f1 acquire 600 0
+check {[$f1 fencingToken] > $t1} "next token [$f1 fencingToken] > $t1"
+check {[$f nodeUrl 0] eq [lindex $nodes 0]} "nodeUrl"
+for {set i 0} {$i < 3} {incr i} {
+    check {[$f1 nodeOutcome $i] == $REDLOCK_NODE_OK || [$f1 nodeOutcome $i] == $REDLOCK_NODE_NOT_WAITED} "node $i OK"
+    check {[$f1 nodeCode $i] == 0 && [$f1 nodeMessage $i] eq ""} "node $i no error"
+}
+check {[$f1 nodeOutcome 0] != $REDLOCK_NODE_OK || [$f1 nodeRttUs 0] > 0} "rtt of an OK node"
+check {[$f1 nodeOutcome 3] == $REDLOCK_EINVAL} "index out of range"
+$f1 autoExtend 0
+after 2000                       ;# more than three 600 ms TTLs
+check {[$f1 isHeld]} "auto-extended lock still held"
+check {[$f1 stopAutoExtend]} "stopAutoExtend true when on"
+check {![$f1 stopAutoExtend]} "and false the second time"
+$f1 close
+rename $f1 ""
+set f2 [$f newLock tcl-fenced]
+expect_error REDLOCK_ESTATE "autoExtend of a lock not held" {$f2 autoExtend 0}
+$f2 close
+rename $f2 ""
+
 # Bad arguments are Tcl errors, not crashes.
 set msg [expect_error REDLOCK_EINVAL "bad port" {new_Redlock {redis://127.0.0.1:abc} NULL}]
 check [string match "*port*" $msg] "errbuf detail: $msg"
@@ -76,7 +108,7 @@ delete_Options $t
 expect_error REDLOCK_EINVAL "empty resource" {$a acquire "" 1000 0}
 expect_error REDLOCK_EINVAL "ttl 0" {$a acquire x 0 0}
 
-foreach c [list $a $b $p $plain] {
+foreach c [list $a $b $p $plain $f] {
     delete_Redlock $c
 }
 puts "$passed passed, $failed failed"

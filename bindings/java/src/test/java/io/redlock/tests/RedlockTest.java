@@ -15,10 +15,15 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.lang.ref.WeakReference;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 
 public final class RedlockTest {
   private static int passed;
@@ -26,7 +31,8 @@ public final class RedlockTest {
 
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
-      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|threads|tls|no_nodes");
+      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|threads|"
+          + "fencing|autoextend|noderesults|events|tls|no_nodes");
       System.exit(2);
     }
     switch (args[0]) {
@@ -38,6 +44,10 @@ public final class RedlockTest {
       case "arguments": arguments(); break;
       case "options": options(); break;
       case "threads": threads(); break;
+      case "fencing": fencing(); break;
+      case "autoextend": autoExtend(); break;
+      case "noderesults": nodeResults(); break;
+      case "events": events(); break;
       case "tls": tls(); break;
       case "no_nodes": noNodes(); break;
       default:
@@ -557,6 +567,498 @@ public final class RedlockTest {
     client.close();
     opts.setKeyPrefix(null);
     checkEq(null, opts.getKeyPrefix(), "keyPrefix cleared");
+    opts.free();
+  }
+
+  // ------------------------------------------------------- issue 6 helpers
+
+  /** Waits up to 20 s (a bound that only separates "happened" from "never"). */
+  private static boolean waitFor(BooleanSupplier cond) throws InterruptedException {
+    long end = System.nanoTime() + 20_000_000_000L;
+    while (!cond.getAsBoolean()) {
+      if (System.nanoTime() > end)
+        return false;
+      Thread.sleep(10);
+    }
+    return true;
+  }
+
+  /** Deletes key on every live node, behind its owner's back. */
+  private static void deleteEverywhere(String key) throws IOException {
+    for (int i = 0; i < nodes().length; i++) {
+      try {
+        harness("CMD", Integer.toString(i), "DEL", key);
+      } catch (IOException e) {
+        if (!e.getMessage().contains("CONNFAIL"))
+          throw e;
+      }
+    }
+  }
+
+  /** An auto-extended lock (with a listener) that nothing refers to once this returns. */
+  private static WeakReference<Lock> acquireAndDrop(Redlock client, String resource) {
+    Lock lock = client.acquire(resource, 600);
+    lock.autoExtend(0, newLostListener());
+    return new WeakReference<>(lock);
+  }
+
+  /** A listener object of its own (a lambda capturing nothing is one shared instance). */
+  private static LockLostListener newLostListener() {
+    Object state = new Object();
+    return (l, c) -> state.hashCode();
+  }
+
+  /** Runs the GC until ref is cleared (or a generous bound passes). */
+  private static boolean collected(WeakReference<?> ref) throws InterruptedException {
+    for (int i = 0; i < 200 && ref.get() != null; i++) {
+      System.gc();
+      Thread.sleep(25);
+    }
+    return ref.get() == null;
+  }
+
+  // ------------------------------------------------------ issue 6 groups
+
+  static void fencing() throws Exception {
+    Options f = new Options();
+    check(!f.getFencing(), "fencing off by default");
+    f.setFencing(true);
+    check(f.getFencing(), "fencing round trip");
+    try (Redlock a = new Redlock(nodes(), f); Redlock b = new Redlock(nodes(), f); Redlock plain = new Redlock(nodes())) {
+      // Successive holders, alternating clients: strictly increasing tokens.
+      long prev = 0;
+      for (int i = 0; i < 4; i++) {
+        try (Lock l = (i % 2 == 0 ? a : b).acquire("fenced", 10_000)) {
+          long t = l.fencingToken();
+          check(t >= 1 && t > prev, "token " + t + " after " + prev);
+          checkEq(t, l.fencingToken(), "token stable while held");
+          prev = t;
+        }
+      }
+      // One handle: 0 before, a new larger token per acquisition, 0 after release.
+      Lock l = a.newLock("fenced");
+      checkEq(0L, l.fencingToken(), "no token before acquire");
+      l.acquire(10_000);
+      long t1 = l.fencingToken();
+      check(t1 > prev, "re-acquired handle gets a larger token: " + t1 + " after " + prev);
+      l.release();
+      checkEq(0L, l.fencingToken(), "no token after release");
+      l.acquire(10_000);
+      check(l.fencingToken() > t1, "next acquisition of the handle: larger token");
+      l.close();
+      // A lease that ran out and was taken over: the new holder's token is larger.
+      Lock old = a.acquire("fenced-expiry", 300);
+      long oldToken = old.fencingToken();
+      Thread.sleep(600);
+      checkEq(0L, old.fencingToken(), "no token once expired");
+      try (Lock next = b.acquire("fenced-expiry", 10_000)) {
+        check(next.fencingToken() > oldToken, "taker's token " + next.fencingToken() + " > " + oldToken);
+      }
+      expect(LockLostException.class, "expired holder's close", old::close);
+      // Without the option: always 0.
+      try (Lock p = plain.acquire("unfenced", 10_000)) {
+        checkEq(0L, p.fencingToken(), "no token without fencing");
+      }
+      expect(LockStateException.class, "fencingToken after close", l::fencingToken);
+    } finally {
+      f.free();
+    }
+  }
+
+  static void autoExtend() throws Exception {
+    try (Redlock client = new Redlock(nodes())) {
+      // Kept alive over several TTLs, then left to expire once stopped.
+      Lock lock = client.acquire("ae", 600);
+      lock.autoExtend();
+      Thread.sleep(2_000); // more than three TTLs
+      check(lock.isHeld(), "auto-extended lock still held after 2 s of a 600 ms TTL");
+      check(lock.validityMs() > 0, "validity left: " + lock.validityMs());
+      checkEq(5, holders("ae", 5), "key still on every node");
+      check(lock.stopAutoExtend(), "stopAutoExtend is true when it was on");
+      check(!lock.stopAutoExtend(), "and false the second time");
+      check(waitFor(() -> !lock.isHeld()), "expires once auto-extension stopped");
+      checkEq(0, holders("ae", 0), "and the key expires on the nodes"); // a few ms after the validity
+      expect(LockLostException.class, "close of the expired lock", lock::close);
+
+      // Arguments and state.
+      try (Lock idle = client.newLock("ae-idle")) {
+        expect(LockStateException.class, "autoExtend of a lock not held", idle::autoExtend);
+        check(!idle.stopAutoExtend(), "stop of a lock never auto-extended");
+        idle.acquire(10_000);
+        expect(InvalidArgumentException.class, "negative maxHoldMs", () -> idle.autoExtend(-1, null));
+        expect(InvalidArgumentException.class, "maxHoldMs over 2^32", () -> idle.autoExtend(1L << 32, null));
+      }
+
+      // Loss: the key deleted on every node behind the owner's back.
+      Lock victim = client.acquire("ae-lost", 600);
+      CompletableFuture<Object[]> told = new CompletableFuture<>();
+      victim.autoExtend(0, (l, cause) -> told.complete(new Object[] {l, cause, Thread.currentThread()}));
+      deleteEverywhere("ae-lost");
+      Object[] got = told.get(20, TimeUnit.SECONDS);
+      check(got[0] == victim, "the listener gets the lock");
+      check(got[1] instanceof LockLostException, "cause is LockLostException: " + got[1]);
+      checkEq(RedlockException.ELOST, ((RedlockException) got[1]).getCode(), "code ELOST");
+      check(!((RedlockException) got[1]).getDetail().isEmpty(), "the loss has a detail: " + ((RedlockException) got[1]).getDetail());
+      checkEq("redlock-lost-listener", ((Thread) got[2]).getName(), "listener thread");
+      check(!victim.isHeld(), "not held after the loss");
+      check(!victim.stopAutoExtend(), "auto-extension ended with the loss");
+      expect(LockLostException.class, "close after the loss", victim::close);
+
+      // The listener may close the lock itself.
+      Lock selfClosing = client.acquire("ae-close", 600);
+      CompletableFuture<Throwable> closedBy = new CompletableFuture<>();
+      selfClosing.autoExtend(0, (l, cause) -> {
+        try {
+          l.close();
+          closedBy.complete(null);
+        } catch (Throwable t) {
+          closedBy.complete(t);
+        }
+      });
+      deleteEverywhere("ae-close");
+      Throwable fromClose = closedBy.get(20, TimeUnit.SECONDS);
+      check(fromClose instanceof LockLostException, "close() from the listener reports the loss: " + fromClose);
+      expect(LockStateException.class, "the listener's close() freed the handle", selfClosing::isHeld);
+
+      // The hold bound: extended up to maxHoldMs, then left to run out.
+      Lock bounded = client.acquire("ae-limit", 600);
+      CompletableFuture<RedlockException> limit = new CompletableFuture<>();
+      bounded.autoExtend(1_000, (l, cause) -> limit.complete(cause));
+      RedlockException lim = limit.get(20, TimeUnit.SECONDS);
+      check(lim instanceof ExtensionLimitException, "bound reached: ExtensionLimitException: " + lim);
+      checkEq(RedlockException.ELIMIT, lim.getCode(), "code ELIMIT");
+      check(!bounded.isHeld(), "not held after the bound");
+      try {
+        bounded.close(); // the keys outlive the validity by the drift allowance: released or lost
+      } catch (LockLostException e) {
+        // expired on the nodes too
+      }
+      expect(LockStateException.class, "closed after the bound", bounded::isHeld);
+
+      // A majority down: extensions fail until the validity runs out.
+      Lock stranded = client.acquire("ae-expired", 600);
+      CompletableFuture<RedlockException> expired = new CompletableFuture<>();
+      stranded.autoExtend(0, (l, cause) -> expired.complete(cause));
+      for (int i = 0; i < 3; i++)
+        harness("KILL", Integer.toString(i));
+      RedlockException exp = expired.get(20, TimeUnit.SECONDS);
+      check(exp instanceof LockExpiredException, "majority down: LockExpiredException: " + exp);
+      checkEq(RedlockException.EEXPIRED, exp.getCode(), "code EEXPIRED");
+      for (int i = 0; i < 3; i++)
+        harness("RESTART", Integer.toString(i));
+      // The live minority may still hold the key (failed extensions renewed it
+      // there), and a restarted node may still be in reconnect backoff.
+      RedlockException afterExpiry = expect(RedlockException.class, "close after the expiry", stranded::close);
+      check(afterExpiry instanceof LockLostException || afterExpiry instanceof NoQuorumException,
+          "lost or unconfirmed: " + afterExpiry);
+    }
+
+    // Replacing the listener, release, and close all let go of it (the JNI
+    // global reference): a listener that is no longer used can be collected.
+    try (Redlock client = new Redlock(nodes())) {
+      Lock lock = client.acquire("ae-refs", 10_000);
+      LockLostListener first = newLostListener();
+      WeakReference<LockLostListener> firstRef = new WeakReference<>(first);
+      lock.autoExtend(0, first);
+      first = null;
+      LockLostListener second = newLostListener();
+      WeakReference<LockLostListener> secondRef = new WeakReference<>(second);
+      lock.autoExtend(0, second); // replaces the first
+      second = null;
+      check(collected(firstRef), "a replaced listener is let go");
+      check(secondRef.get() != null && lock.isHeld(), "the current listener is kept");
+      lock.release();
+      check(collected(secondRef), "release lets the listener go");
+      lock.acquire(10_000);
+      LockLostListener third = newLostListener();
+      WeakReference<LockLostListener> thirdRef = new WeakReference<>(third);
+      lock.autoExtend(0, third);
+      third = null;
+      lock.close();
+      check(collected(thirdRef), "close lets the listener go");
+    }
+
+    // An auto-extended lock that the program drops is freed by the Cleaner,
+    // which stops its extension: the key then expires on the nodes.
+    try (Redlock client = new Redlock(nodes())) {
+      WeakReference<Lock> dropped = acquireAndDrop(client, "ae-dropped");
+      check(collected(dropped), "a dropped auto-extended lock is collected");
+      long end = System.nanoTime() + 20_000_000_000L;
+      while (holders("ae-dropped", 0) != 0 && System.nanoTime() < end)
+        System.gc();
+      checkEq(0, holders("ae-dropped", 0), "its key expires once the Cleaner freed it");
+    }
+
+    // Many auto-extended locks closed from several threads while being
+    // extended: no crash, no deadlock. (A slow machine may make a release
+    // fail as a lock's outcome; that is not what this checks.)
+    Options patient = new Options();
+    patient.setNodeTimeoutMs(2_000);
+    try (Redlock client = new Redlock(nodes(), patient)) {
+      List<Thread> ts = new ArrayList<>();
+      List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+      for (int t = 0; t < 4; t++) {
+        final int id = t;
+        Thread th = new Thread(() -> {
+          try {
+            for (int i = 0; i < 10; i++) {
+              Lock l = client.acquire("ae-race-" + id, 300);
+              l.autoExtend(0, (lk, c) -> {});
+              Thread.sleep(i * 13 % 120);
+              try {
+                l.close();
+              } catch (LockLostException | NoQuorumException e) {
+                // timing, not a binding failure
+              }
+            }
+          } catch (Throwable e) {
+            errors.add(e);
+          }
+        });
+        ts.add(th);
+        th.start();
+      }
+      for (Thread th : ts)
+        th.join(60_000);
+      check(ts.stream().noneMatch(Thread::isAlive), "every thread finished");
+      check(errors.isEmpty(), "auto-extended locks closed while extended: " + errors);
+    } finally {
+      patient.free();
+    }
+  }
+
+  static void nodeResults() throws Exception {
+    String[] urls = nodes();
+    Options opts = new Options();
+    opts.setRetryCount(0);
+    opts.setNodeTimeoutMs(2_000); // no timeouts from a busy machine in the report
+    try (Redlock client = new Redlock(urls, opts); Redlock other = new Redlock(urls, opts)) {
+      checkEq(Arrays.asList(urls), client.nodeUrls(), "nodeUrls are the URLs given");
+      Lock lock = client.newLock("nr");
+      List<NodeResult> rs = lock.nodeResults();
+      checkEq(5, rs.size(), "one result per node");
+      check(rs.stream().allMatch(r -> r.outcome() == NodeResult.Outcome.NONE), "NONE before any round: " + rs);
+
+      lock.acquire(10_000);
+      rs = lock.nodeResults();
+      for (int i = 0; i < 5; i++) {
+        NodeResult r = rs.get(i);
+        checkEq(i, r.index(), "index");
+        checkEq(urls[i], r.url(), "url of node " + i);
+        check(r.outcome() == NodeResult.Outcome.OK || r.outcome() == NodeResult.Outcome.NOT_WAITED,
+            "acquire: node " + i + " OK (or not waited for): " + r);
+        if (r.outcome() == NodeResult.Outcome.OK)
+          check(r.code() == 0 && r.rttMicros() > 0 && r.message().isEmpty(), "an OK node: " + r);
+      }
+      check(rs.stream().filter(r -> r.outcome() == NodeResult.Outcome.OK).count() >= 3, "a majority OK: " + rs);
+      expect(UnsupportedOperationException.class, "the list is read-only", () -> lock.nodeResults().clear());
+
+      // Contention: the other client's failed attempt is refused by a majority.
+      try (Lock o = other.newLock("nr")) {
+        expect(LockNotAcquiredException.class, "contention", () -> o.tryAcquire(10_000));
+        List<NodeResult> ors = o.nodeResults();
+        check(ors.stream().filter(r -> r.outcome() == NodeResult.Outcome.REFUSED).count() >= 3, "a majority REFUSED: " + ors);
+        check(ors.stream().noneMatch(r -> r.outcome() == NodeResult.Outcome.ERROR), "no errors: " + ors);
+      }
+      lock.release();
+      check(lock.nodeResults().stream().filter(r -> r.outcome() == NodeResult.Outcome.OK).count() >= 3,
+          "release confirmed by a majority: " + lock.nodeResults());
+
+      // One node killed: its failure shows in the report, the others are OK.
+      // The first round after the kill may be decided before the broken
+      // connection is noticed (NOT_WAITED); the following ones see it.
+      harness("KILL", "1");
+      try (Lock k = client.acquire("nr-kill", 10_000)) {
+        NodeResult dead = null;
+        for (int round = 0; round < 10; round++) {
+          if (round > 0) {
+            Thread.sleep(20);
+            k.extend(10_000);
+          }
+          List<NodeResult> krs = k.nodeResults();
+          dead = krs.get(1);
+          check(dead.outcome() != NodeResult.Outcome.OK, "a killed node is never OK: " + dead);
+          check(krs.stream().filter(r -> r.outcome() == NodeResult.Outcome.OK).count() >= 3, "the live nodes OK: " + krs);
+          if (dead.outcome() == NodeResult.Outcome.ERROR || dead.outcome() == NodeResult.Outcome.DOWN)
+            break;
+        }
+        check(dead.outcome() == NodeResult.Outcome.ERROR || dead.outcome() == NodeResult.Outcome.DOWN,
+            "killed node reported ERROR or DOWN: " + dead);
+        checkEq(RedlockException.EIO, dead.code(), "killed node's code EIO (" + dead + ")");
+        checkEq(urls[1], dead.url(), "killed node's url");
+        if (dead.outcome() == NodeResult.Outcome.ERROR)
+          check(!dead.message().isEmpty(), "an error has a message: " + dead);
+      }
+      harness("RESTART", "1");
+      lock.close();
+      expect(LockStateException.class, "nodeResults after close", lock::nodeResults);
+    } finally {
+      opts.free();
+    }
+    // A URL with a password is reported masked.
+    String[] withPassword = nodes().clone();
+    withPassword[0] = withPassword[0].replace("redis://", "redis://:secret@");
+    try (Redlock c = new Redlock(withPassword)) {
+      check(!c.nodeUrls().get(0).contains("secret"), "password masked: " + c.nodeUrls().get(0));
+    }
+  }
+
+  static void events() throws Exception {
+    String[] urls = nodes();
+    List<Object[]> seen = Collections.synchronizedList(new ArrayList<>()); // {event, thread}
+    Options opts = new Options();
+    opts.setNodeTimeoutMs(2_000); // a busy machine must not add NODE_ERROR events
+    opts.setFencing(true);
+    opts.setRetryCount(1);
+    opts.setRetryDelayMs(10);
+    opts.setRetryJitterMs(0);
+    opts.setEventListener(ev -> seen.add(new Object[] {ev, Thread.currentThread()}));
+    check(opts.getEventListener() != null, "getEventListener");
+    Thread me = Thread.currentThread();
+    try (Redlock client = new Redlock(urls, opts); Redlock plain = new Redlock(urls)) {
+      opts.setEventListener(null); // the client copied the options, listener included
+
+      Lock l = client.acquire("ev", 10_000);
+      l.extend(10_000);
+      l.release();
+      List<RedlockEvent> evs = new ArrayList<>();
+      for (Object[] s : seen) {
+        evs.add((RedlockEvent) s[0]);
+        check(s[1] == me, "called on the caller's thread: " + s[0]);
+      }
+      checkEq(3, evs.size(), "acquired, extended, released: " + evs);
+      if (evs.size() == 3) {
+        RedlockEvent a = evs.get(0);
+        checkEq(RedlockEvent.Type.ACQUIRED, a.type(), "first event");
+        checkEq("ev", a.resource(), "resource");
+        checkEq(0, a.code(), "code");
+        checkEq(1, a.attempt(), "first attempt");
+        check(!a.isAutomatic(), "not automatic");
+        check(a.nodesOk() >= 3 && a.quorum() == 3 && a.nodeCount() == 5, "counts: " + a);
+        check(a.validityMs() > 0 && a.validityMs() <= 10_000, "validity: " + a.validityMs());
+        check(a.fencingToken() >= 1, "token with fencing: " + a.fencingToken());
+        check(a.elapsedMicros() > 0, "elapsed: " + a.elapsedMicros());
+        check(a.node() == -1 && a.nodeUrl() == null && a.nodeOutcome() == null, "no node fields: " + a);
+        checkEq(RedlockEvent.Type.EXTENDED, evs.get(1).type(), "second event");
+        check(!evs.get(1).isAutomatic() && evs.get(1).validityMs() > 0, "extension by the owner: " + evs.get(1));
+        checkEq(RedlockEvent.Type.RELEASED, evs.get(2).type(), "third event");
+        checkEq(0, evs.get(2).code(), "released code");
+      }
+
+      // Failed attempts: two (retryCount 1), each with its code.
+      seen.clear();
+      try (Lock blocker = plain.acquire("ev-busy", 10_000)) {
+        expect(LockNotAcquiredException.class, "contention", () -> client.acquire("ev-busy", 10_000));
+      }
+      List<RedlockEvent> failedAttempts = new ArrayList<>();
+      for (Object[] s : seen)
+        if (((RedlockEvent) s[0]).type() == RedlockEvent.Type.ACQUIRE_FAILED)
+          failedAttempts.add((RedlockEvent) s[0]);
+      checkEq(2, failedAttempts.size(), "two failed attempts: " + seen.size() + " events");
+      if (failedAttempts.size() == 2) {
+        checkEq(1, failedAttempts.get(0).attempt(), "attempt 1");
+        checkEq(2, failedAttempts.get(1).attempt(), "attempt 2");
+        checkEq(RedlockException.ENOTACQUIRED, failedAttempts.get(1).code(), "failure code");
+        check(!failedAttempts.get(1).message().isEmpty(), "failure detail: " + failedAttempts.get(1));
+      }
+
+      // A node down: NODE_ERROR with its index, URL and outcome. The first
+      // round after the kill may be decided before the broken connection is
+      // noticed; the following ones see it.
+      seen.clear();
+      harness("KILL", "4");
+      Lock k = client.acquire("ev-node", 600);
+      List<RedlockEvent> nodeErrors = new ArrayList<>();
+      for (int round = 0; round < 10 && nodeErrors.isEmpty(); round++) {
+        if (round > 0) {
+          Thread.sleep(20);
+          k.extend(600);
+        }
+        for (Object[] s : seen)
+          if (((RedlockEvent) s[0]).type() == RedlockEvent.Type.NODE_ERROR)
+            nodeErrors.add((RedlockEvent) s[0]);
+      }
+      check(!nodeErrors.isEmpty(), "a NODE_ERROR event: " + seen.size() + " events");
+      for (RedlockEvent e : nodeErrors) {
+        checkEq(4, e.node(), "the killed node's index");
+        checkEq(urls[4], e.nodeUrl(), "the killed node's URL");
+        check(e.nodeOutcome() == NodeResult.Outcome.ERROR || e.nodeOutcome() == NodeResult.Outcome.DOWN,
+            "outcome ERROR or DOWN: " + e);
+        checkEq(RedlockException.EIO, e.code(), "code EIO");
+      }
+
+      // Auto-extension: EXTENDED (automatic) on the library's thread, then
+      // LOST once the key is deleted on every node.
+      seen.clear();
+      k.autoExtend();
+      check(waitFor(() -> {
+        synchronized (seen) {
+          return seen.stream().anyMatch(s -> ((RedlockEvent) s[0]).type() == RedlockEvent.Type.EXTENDED);
+        }
+      }), "an automatic extension event");
+      deleteEverywhere("ev-node");
+      check(waitFor(() -> {
+        synchronized (seen) {
+          return seen.stream().anyMatch(s -> ((RedlockEvent) s[0]).type() == RedlockEvent.Type.LOST);
+        }
+      }), "a LOST event");
+      synchronized (seen) {
+        for (Object[] s : seen) {
+          RedlockEvent e = (RedlockEvent) s[0];
+          Thread t = (Thread) s[1];
+          check(e.isAutomatic(), "by the auto-extend thread: " + e);
+          check(t != me && t.isDaemon() && t.getName().equals("redlock-auto-extend"),
+              "on the library's daemon thread: " + t);
+          if (e.type() == RedlockEvent.Type.LOST)
+            checkEq(RedlockException.ELOST, e.code(), "LOST code");
+        }
+      }
+      harness("RESTART", "4");
+      expect(LockLostException.class, "close after the loss", k::close);
+
+      // A client made without a listener has none.
+      seen.clear();
+      try (Lock quiet = plain.acquire("ev-plain", 10_000)) {
+        checkEq(0, seen.size(), "no events from a client without a listener");
+      }
+    }
+
+    // A listener that throws: the exception goes to the thread's handler and
+    // the lock works on.
+    List<Throwable> uncaught = Collections.synchronizedList(new ArrayList<>());
+    Thread.UncaughtExceptionHandler saved = me.getUncaughtExceptionHandler();
+    me.setUncaughtExceptionHandler((t, e) -> uncaught.add(e));
+    Options throwing = new Options();
+    throwing.setEventListener(ev -> {
+      throw new IllegalStateException("listener bug");
+    });
+    try (Redlock client = new Redlock(urls, throwing); Lock l = client.acquire("ev-throw", 10_000)) {
+      check(l.isHeld(), "acquired despite the listener's exception");
+      check(!uncaught.isEmpty() && uncaught.get(0) instanceof IllegalStateException, "handler got it: " + uncaught);
+    } finally {
+      me.setUncaughtExceptionHandler(saved);
+      throwing.free();
+    }
+
+    // The listener is let go (its JNI global reference deleted) once the
+    // options, the client and the client's last lock are gone, and not before.
+    AtomicInteger released = new AtomicInteger();
+    RedlockEventListener listener = ev -> { // capturing: a lambda of its own
+      if (ev.type() == RedlockEvent.Type.RELEASED)
+        released.incrementAndGet();
+    };
+    WeakReference<RedlockEventListener> ref = new WeakReference<>(listener);
+    Options o = new Options();
+    o.setEventListener(listener);
+    listener = null;
+    Redlock client = new Redlock(urls, o);
+    o.free();
+    Lock survivor = client.acquire("ev-refs", 10_000);
+    client.close();
+    check(!collected(ref), "kept while a lock of the client lives");
+    survivor.close();
+    checkEq(1, released.get(), "a lock outliving its client still reports events");
+    check(collected(ref), "let go after the last lock is closed");
     opts.free();
   }
 

@@ -1,0 +1,126 @@
+// NativeCallbacks.java: the Java side of the C-to-Java callbacks written in
+// bindings/swig/redlock.i (JNI): lost-lock listeners, the event hook, and the
+// factory of NodeResult. Its static methods are called from C only.
+package io.redlock;
+
+import java.lang.ref.WeakReference;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+final class NativeCallbacks {
+  private NativeCallbacks() {}
+
+  // ------------------------------------------------------- lost listeners
+
+  /**
+   * What the C side holds (as a JNI global reference) for one
+   * Lock.autoExtend(..., listener). The lock is weakly held: a Lock that the
+   * program dropped can still be collected (its Cleaner then stops the
+   * auto-extension). The listener is dropped once it has been told, so that
+   * a lambda capturing the lock does not keep it alive either.
+   */
+  static final class LostDispatch {
+    private final WeakReference<Lock> lock;
+    private volatile LockLostListener listener;
+
+    LostDispatch(Lock lock, LockLostListener listener) {
+      this.lock = new WeakReference<>(lock);
+      this.listener = listener;
+    }
+  }
+
+  // The C callback runs on the client's auto-extend thread, which must not
+  // wait for Java code: a listener calling a synchronized Lock method while
+  // the owner's thread holds it in release() (which waits for that thread)
+  // would deadlock, and the C callback may not free the lock, which close()
+  // does. So the listener runs here instead, one at a time; the thread goes
+  // away after a minute without work.
+  private static final class LostExecutor {
+    static final ThreadPoolExecutor INSTANCE;
+
+    static {
+      INSTANCE = new ThreadPoolExecutor(1, 1, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+        Thread t = new Thread(r, "redlock-lost-listener");
+        t.setDaemon(true);
+        return t;
+      });
+      INSTANCE.allowCoreThreadTimeOut(true);
+    }
+  }
+
+  // Called from C (rl_java_on_lost) on the auto-extend thread.
+  static void lost(Object dispatch, int code, byte[] name, byte[] text, byte[] detail) {
+    LostDispatch d = (LostDispatch) dispatch;
+    LockLostListener listener = d.listener;
+    d.listener = null; // at most once
+    Lock lock = d.lock.get();
+    if (listener == null || lock == null)
+      return;
+    RedlockException cause = RedlockException.fromNative(code, name, text, detail);
+    LostExecutor.INSTANCE.execute(() -> listener.lockLost(lock, cause));
+  }
+
+  // ---------------------------------------------------------------- events
+
+  /** One client's hook: the listener from its Options and its node URLs. */
+  static final class EventSink {
+    final RedlockEventListener listener;
+    final List<String> nodeUrls;
+
+    EventSink(RedlockEventListener listener, List<String> nodeUrls) {
+      this.listener = listener;
+      this.nodeUrls = nodeUrls;
+    }
+  }
+
+  // Called from C when a client is created from Options with a listener.
+  static Object eventSink(Object listener, byte[][] urls) {
+    return new EventSink((RedlockEventListener) listener, strings(urls));
+  }
+
+  // Called from C (rl_java_on_event) on the thread that ran the round.
+  static void event(Object sink, int type, int code, byte[] resource, byte[] message, int attempt,
+      boolean automatic, int nodesOk, int quorum, int nodeCount, long elapsedUs, long validityMs,
+      long fencingToken, int node, int nodeOutcome, long nodeRttUs) {
+    try {
+      EventSink s = (EventSink) sink;
+      RedlockEvent.Type t = RedlockEvent.Type.fromNative(type);
+      boolean nodeEvent = t == RedlockEvent.Type.NODE_ERROR;
+      RedlockEvent ev = new RedlockEvent(t, code, NativeSupport.string(resource), NativeSupport.string(message),
+          attempt, automatic, nodesOk, quorum, nodeCount, elapsedUs, validityMs, fencingToken,
+          nodeEvent ? node : -1,
+          nodeEvent && node >= 0 && node < s.nodeUrls.size() ? s.nodeUrls.get(node) : null,
+          nodeEvent ? NodeResult.Outcome.fromNative(nodeOutcome) : null,
+          nodeEvent ? nodeRttUs : 0);
+      s.listener.onEvent(ev);
+    } catch (Throwable e) {
+      // Never into C: the lock's round goes on whatever the listener did.
+      Thread t = Thread.currentThread();
+      try {
+        t.getUncaughtExceptionHandler().uncaughtException(t, e);
+      } catch (Throwable ignored) {
+        // nothing left to tell
+      }
+    }
+  }
+
+  // ----------------------------------------------------------- node report
+
+  // Called from C (Lock.nodeResults via rl_java_node_result).
+  static Object nodeResult(int index, Object url, int outcome, int code, long rttUs, byte[] message) {
+    return new NodeResult(index, (String) url, NodeResult.Outcome.fromNative(outcome), code, rttUs,
+        NativeSupport.string(message));
+  }
+
+  static List<String> strings(byte[][] a) {
+    List<String> out = new ArrayList<>(a.length);
+    for (byte[] b : a)
+      out.add(new String(b, StandardCharsets.UTF_8));
+    return Collections.unmodifiableList(out);
+  }
+}

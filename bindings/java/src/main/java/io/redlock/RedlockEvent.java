@@ -1,0 +1,183 @@
+// RedlockEvent.java: one event of the metrics hook (redlock_event), delivered
+// to the RedlockEventListener of a client's Options.
+package io.redlock;
+
+/**
+ * What happened to one of a client's locks: an acquire attempt, an
+ * extension, a loss, a release, or one node failing in a round. Immutable;
+ * fields that do not apply to the {@link #type()} are 0 (or -1, null).
+ */
+public final class RedlockEvent {
+  /** The kind of event (redlock_event_type). */
+  public enum Type {
+    /** An acquire attempt got the lock. */
+    ACQUIRED,
+    /** An acquire attempt failed ({@link #code()}); a retry may follow. */
+    ACQUIRE_FAILED,
+    /** Extended, by {@link Lock#extend} or by auto-extend ({@link #isAutomatic()}). */
+    EXTENDED,
+    /** Not extended, and not (yet) known to be lost, e.g. no quorum. */
+    EXTEND_FAILED,
+    /** No longer held: not ours on a majority, or its validity ran out without an extension. */
+    LOST,
+    /** Released while still ours on a majority. */
+    RELEASED,
+    /** A release not confirmed by a majority ({@link #code()}). */
+    RELEASE_FAILED,
+    /** One node failed in a round: {@link #node()}, {@link #nodeOutcome()}, {@link #message()}. */
+    NODE_ERROR,
+    /** An event type newer than this jar. */
+    UNKNOWN;
+
+    static Type fromNative(int type) {
+      switch (type) {
+        case 1: return ACQUIRED;
+        case 2: return ACQUIRE_FAILED;
+        case 3: return EXTENDED;
+        case 4: return EXTEND_FAILED;
+        case 5: return LOST;
+        case 6: return RELEASED;
+        case 7: return RELEASE_FAILED;
+        case 8: return NODE_ERROR;
+        default: return UNKNOWN;
+      }
+    }
+  }
+
+  private final Type type;
+  private final int code;
+  private final String resource;
+  private final String message;
+  private final int attempt;
+  private final boolean automatic;
+  private final int nodesOk;
+  private final int quorum;
+  private final int nodeCount;
+  private final long elapsedMicros;
+  private final long validityMs;
+  private final long fencingToken;
+  private final int node;
+  private final String nodeUrl;
+  private final NodeResult.Outcome nodeOutcome;
+  private final long nodeRttMicros;
+
+  RedlockEvent(Type type, int code, String resource, String message, int attempt, boolean automatic,
+      int nodesOk, int quorum, int nodeCount, long elapsedMicros, long validityMs, long fencingToken,
+      int node, String nodeUrl, NodeResult.Outcome nodeOutcome, long nodeRttMicros) {
+    this.type = type;
+    this.code = code;
+    this.resource = resource;
+    this.message = message;
+    this.attempt = attempt;
+    this.automatic = automatic;
+    this.nodesOk = nodesOk;
+    this.quorum = quorum;
+    this.nodeCount = nodeCount;
+    this.elapsedMicros = elapsedMicros;
+    this.validityMs = validityMs;
+    this.fencingToken = fencingToken;
+    this.node = node;
+    this.nodeUrl = nodeUrl;
+    this.nodeOutcome = nodeOutcome;
+    this.nodeRttMicros = nodeRttMicros;
+  }
+
+  public Type type() {
+    return type;
+  }
+
+  /** 0, or the REDLOCK_E* code of the failure or loss (constants on {@link RedlockException}). */
+  public int code() {
+    return code;
+  }
+
+  /** The resource of the lock concerned. */
+  public String resource() {
+    return resource;
+  }
+
+  /** The detail (which nodes said what); "" when none. */
+  public String message() {
+    return message;
+  }
+
+  /** ACQUIRED, ACQUIRE_FAILED: 1 for a call's first attempt, then 2, 3...; else 0. */
+  public int attempt() {
+    return attempt;
+  }
+
+  /** Whether the client's auto-extend thread did it. */
+  public boolean isAutomatic() {
+    return automatic;
+  }
+
+  /** How many nodes said OK in the round. */
+  public int nodesOk() {
+    return nodesOk;
+  }
+
+  /** How many nodes a majority needs. */
+  public int quorum() {
+    return quorum;
+  }
+
+  /** How many nodes the client has. */
+  public int nodeCount() {
+    return nodeCount;
+  }
+
+  /** The round's duration (for ACQUIRED, the whole attempt), in microseconds. */
+  public long elapsedMicros() {
+    return elapsedMicros;
+  }
+
+  /** ACQUIRED, EXTENDED: the validity then left, in ms; else 0. */
+  public long validityMs() {
+    return validityMs;
+  }
+
+  /** ACQUIRED with {@link Options#setFencing(boolean)}: the fencing token; else 0. */
+  public long fencingToken() {
+    return fencingToken;
+  }
+
+  /** NODE_ERROR: the node's index in the client's node list; else -1. */
+  public int node() {
+    return node;
+  }
+
+  /** NODE_ERROR: the node's URL (password masked); else null. */
+  public String nodeUrl() {
+    return nodeUrl;
+  }
+
+  /** NODE_ERROR: what the node did; else null. */
+  public NodeResult.Outcome nodeOutcome() {
+    return nodeOutcome;
+  }
+
+  /** NODE_ERROR: microseconds from the round's start to the node's failure; else 0. */
+  public long nodeRttMicros() {
+    return nodeRttMicros;
+  }
+
+  @Override
+  public String toString() {
+    StringBuilder b = new StringBuilder("RedlockEvent[").append(type).append(' ').append(resource);
+    if (code != 0)
+      b.append(" code=").append(code);
+    if (automatic)
+      b.append(" automatic");
+    if (attempt != 0)
+      b.append(" attempt=").append(attempt);
+    if (type == Type.NODE_ERROR)
+      b.append(" node=").append(node).append(' ').append(nodeUrl).append(' ').append(nodeOutcome);
+    else
+      b.append(" ok=").append(nodesOk).append('/').append(nodeCount);
+    if (fencingToken != 0)
+      b.append(" token=").append(fencingToken);
+    if (!message.isEmpty())
+      b.append(": ").append(message);
+    return b.append(']').toString();
+  }
+}
