@@ -150,10 +150,14 @@ typedef struct redlock_options {
     redlock_event_fn on_event;   /* the metrics hook: every acquire attempt, extension, loss,
                                   * release and node failure of this client's locks (NULL) */
     void *on_event_userdata;     /* passed to on_event (NULL) */
+    void (*on_event_userdata_free)(void *userdata); /* called once with on_event_userdata when
+                                  * the client is destroyed: after redlock_client_free and the
+                                  * free of its last lock, when no event can follow. Not called
+                                  * when client creation fails (NULL) */
 } redlock_options;
 
 #define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
-                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL }
+                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL }
 
 /* Fills *opts with the defaults of options version `version` (1 up to
  * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.

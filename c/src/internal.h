@@ -147,6 +147,7 @@ typedef struct rl_watch {
 
 struct redlock_client {
     atomic_int refs;
+    int created;        /* creation succeeded */
     size_t n;
     int quorum;
     rl_node *nodes;

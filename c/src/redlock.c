@@ -101,6 +101,8 @@ static void client_destroy(redlock_client *c)
     if (!c)
         return;
     rl_watch_destroy(&c->watch);
+    if (c->opts.on_event_userdata_free && c->created)
+        c->opts.on_event_userdata_free(c->opts.on_event_userdata);
     if (c->nodes) {
         for (size_t i = 0; i < c->n; i++)
             rl_node_destroy(&c->nodes[i]);
@@ -222,6 +224,7 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
     c->opts.key_prefix = c->prefix;
     c->quorum = (int)(n_nodes / 2 + 1);
     atomic_init(&c->refs, 1);
+    c->created = 1;   /* from here on, destroying the client frees the hook's userdata */
     rl_scripts_init();
     *out = c;
     return 0;

@@ -243,6 +243,44 @@ static void test_urls_masked(void)
     redlock_client_free(c);
 }
 
+static int freed;
+static void *freed_arg;
+static void free_userdata(void *userdata)
+{
+    freed++;
+    freed_arg = userdata;
+}
+
+/* on_event_userdata_free runs once, when no event can follow: after the
+ * client's last lock is freed, not at redlock_client_free. */
+static void test_userdata_free(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.on_event = on_event;
+    o.on_event_userdata = &evs;
+    o.on_event_userdata_free = free_userdata;
+    freed = 0;
+    redlock_client *c = make_client(t_nurls, &o);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("free")), 0);
+    redlock_client_free(c);
+    CHECK(freed == 0);
+    reset_events();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK(count(REDLOCK_EVENT_RELEASED) == 1);   /* events still come */
+    CHECK(freed == 0);
+    redlock_lock_free(l);
+    CHECK(freed == 1 && freed_arg == (void *)&evs);
+    /* a failed creation leaves the userdata to the caller */
+    const char *bad[1] = { "redis://" };
+    redlock_client *c2 = NULL;
+    CHECK_RC(redlock_client_new(&c2, bad, 1, &o), REDLOCK_EINVAL);
+    CHECK(freed == 1);
+}
+
 int main(void)
 {
     load_nodes();
@@ -251,5 +289,6 @@ int main(void)
     run_test("node_down", test_node_down);
     run_test("timeout", test_timeout);
     run_test("urls_masked", test_urls_masked);
+    run_test("userdata_free", test_userdata_free);
     return finish_tests();
 }
