@@ -941,7 +941,9 @@ int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_l
 {
     if (!lock)
         return REDLOCK_EINVAL;
-    pthread_mutex_lock(&lock->mu);
+    /* Not under the lock's mutex: rl_watch_add may wait for the thread to
+     * finish with this lock, which needs the mutex. The fields it reads are
+     * the owner's, and the owner is the caller. */
     int rc;
     if (!redlock_lock_is_held(lock))
         rc = set_err(lock, REDLOCK_ESTATE, "lock '%s' is not held: nothing to extend", lock->resource);
@@ -951,7 +953,6 @@ int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_l
                 : "cannot start the auto-extend thread");
     else
         set_ok(lock);
-    pthread_mutex_unlock(&lock->mu);
     return rc;
 }
 

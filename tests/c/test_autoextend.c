@@ -204,12 +204,15 @@ static void test_many_locks(void)
 }
 
 /* The owner extends and reads while the thread extends too. */
-typedef struct { redlock_lock *l; atomic_int stop; int fails; } owner_arg;
+typedef struct { redlock_lock *l; lost_box *box; atomic_int stop; int fails; } owner_arg;
 static void *owner_thread(void *p)
 {
     owner_arg *a = p;
     while (!atomic_load(&a->stop)) {
         if (redlock_extend(a->l, 600) != 0 || !redlock_lock_is_held(a->l))
+            a->fails++;
+        /* re-arming while the thread may be extending must not deadlock */
+        if (redlock_lock_auto_extend(a->l, 0, on_lost, a->box) != 0)
             a->fails++;
         int code;
         int64_t rtt;
@@ -228,10 +231,14 @@ static void test_owner_concurrent(void)
     CHECK_RC(redlock_lock_new(&l, c, uniq("owner")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
     CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
-    owner_arg a = { .l = l };
+    owner_arg a = { .l = l, .box = &b };
     pthread_t t;
     pthread_create(&t, NULL, owner_thread, &a);
-    msleep(1500);
+    /* meanwhile, another thread only polls, as any thread may */
+    for (int i = 0; i < 30; i++) {
+        CHECK(redlock_lock_is_held(l) && redlock_lock_validity_ms(l) > 0);
+        msleep(50);
+    }
     atomic_store(&a.stop, 1);
     pthread_join(t, NULL);
     CHECK(a.fails == 0);
