@@ -944,15 +944,19 @@ int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_l
     /* Not under the lock's mutex: rl_watch_add may wait for the thread to
      * finish with this lock, which needs the mutex. The fields it reads are
      * the owner's, and the owner is the caller. */
-    int rc;
-    if (!redlock_lock_is_held(lock))
-        rc = set_err(lock, REDLOCK_ESTATE, "lock '%s' is not held: nothing to extend", lock->resource);
-    else if ((rc = rl_watch_add(lock, max_hold_ms, on_lost, userdata)) != 0)
+    int held = redlock_lock_is_held(lock);
+    int rc = held ? rl_watch_add(lock, max_hold_ms, on_lost, userdata) : REDLOCK_ESTATE;
+    /* The message under the mutex: a loss callback may already be releasing. */
+    pthread_mutex_lock(&lock->mu);
+    if (!held)
+        set_err(lock, rc, "lock '%s' is not held: nothing to extend", lock->resource);
+    else if (rc)
         set_err(lock, rc, "%s", rc == REDLOCK_ENOTSUP
                 ? "the client's auto-extend thread runs in the parent process: make a new client after fork"
                 : "cannot start the auto-extend thread");
     else
         set_ok(lock);
+    pthread_mutex_unlock(&lock->mu);
     return rc;
 }
 
