@@ -1,5 +1,6 @@
-// The Go functions C calls back (events and auto-extension losses), kept in
-// a file of their own: a file with //export may only declare in its preamble.
+// The Go functions C calls back (events, the release of an event handler and
+// auto-extension losses), kept in a file of their own: a file with //export may
+// only declare in its preamble.
 
 //go:build cgo
 
@@ -17,6 +18,15 @@ import "runtime/cgo"
 //export rlGoEvent
 func rlGoEvent(ev *C.redlock_event, handle C.uintptr_t) {
 	cgo.Handle(handle).Value().(*hookTarget).deliver(ev)
+}
+
+// rlGoEventFree lets a client's handler go: C calls it once, when the C
+// client and its last lock are freed (on the goroutine freeing them), after
+// which no event can come.
+//
+//export rlGoEventFree
+func rlGoEventFree(handle C.uintptr_t) {
+	cgo.Handle(handle).Delete()
 }
 
 // rlGoLost reports an auto-extended lock's loss; it runs on the client's

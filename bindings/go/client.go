@@ -32,9 +32,8 @@ type Client struct {
 	closeOnce sync.Once
 
 	urls  []string
-	shown []string   // the URLs as C shows them (password masked), for reports and events
-	cfg   config     // effective settings, and the default expiry for mutexes
-	hook  cgo.Handle // the event handler's, for the C client; 0 without WithEventHandler
+	shown []string // the URLs as C shows them (password masked), for reports and events
+	cfg   config   // effective settings, and the default expiry for mutexes
 
 	// Every live C lock handle of this client's mutexes, so Close can
 	// cancel their waits and free them. Holds handles, not Mutexes, so
@@ -52,7 +51,6 @@ type handle struct {
 	// the Mutex: they read under the read side, free holds the write side.
 	guard sync.RWMutex
 	lost  cgo.Handle // the auto-extension's loss callback target; 0 when none
-	hook  cgo.Handle // the event hook of a private C client that only this lock holds; 0 if none
 	t     *tracker
 }
 
@@ -75,10 +73,6 @@ func (h *handle) free() {
 	if h.lost != 0 {
 		h.lost.Delete()
 		h.lost = 0
-	}
-	if h.hook != 0 {
-		h.hook.Delete()
-		h.hook = 0
 	}
 	if autoOn {
 		// Contexts waiting on the auto-extension now end with the validity
@@ -107,11 +101,11 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 		return nil, cfg.err
 	}
 	cfg.s = cfg.s.effective()
-	p, hook, err := openC(urls, cfg.s)
+	p, err := openC(urls, cfg.s)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{p: p, urls: append([]string(nil), urls...), shown: shownURLs(p), cfg: cfg, hook: hook,
+	c := &Client{p: p, urls: append([]string(nil), urls...), shown: shownURLs(p), cfg: cfg,
 		reg: map[*handle]struct{}{}}
 	// Memory only: the C client closes its connections when freed.
 	runtime.SetFinalizer(c, (*Client).finalize)
@@ -119,9 +113,9 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 }
 
 // openC makes a C client; the detail of a failure comes from C's errbuf.
-// With an event handler it also returns the cgo.Handle C calls it through,
-// which the caller deletes once the C client and all its locks are freed.
-func openC(urls []string, s settings) (*C.redlock_client, cgo.Handle, error) {
+// With an event handler, C calls it through a cgo.Handle that C itself has
+// deleted (rlGoEventFree) once the C client and all its locks are freed.
+func openC(urls []string, s settings) (*C.redlock_client, error) {
 	curls := make([]*C.char, len(urls))
 	defer func() {
 		for _, u := range curls {
@@ -130,7 +124,7 @@ func openC(urls []string, s settings) (*C.redlock_client, cgo.Handle, error) {
 	}()
 	for i, u := range urls {
 		if strings.IndexByte(u, 0) >= 0 { // C would see a shorter string
-			return nil, 0, &Error{Op: "open", Code: int(C.REDLOCK_EINVAL),
+			return nil, &Error{Op: "open", Code: int(C.REDLOCK_EINVAL),
 				Detail: fmt.Sprintf("node %d: URL contains a NUL byte", i)}
 		}
 		curls[i] = C.CString(u)
@@ -153,16 +147,16 @@ func openC(urls []string, s settings) (*C.redlock_client, cgo.Handle, error) {
 	rc := C.redlock_client_open(&p, first, C.size_t(len(curls)), &o, &errbuf[0], C.size_t(len(errbuf)))
 	if rc != 0 {
 		if hook != 0 {
-			hook.Delete()
+			hook.Delete() // C frees the hook's userdata only of a client it made
 		}
-		return nil, 0, &Error{Op: "open", Code: int(rc), Detail: C.GoString(&errbuf[0])}
+		return nil, &Error{Op: "open", Code: int(rc), Detail: C.GoString(&errbuf[0])}
 	}
 	if target != nil {
 		// Before any lock exists, so before any event (a cgo call orders it
 		// before the callbacks, for the race detector too).
 		target.urls = shownURLs(p)
 	}
-	return p, hook, nil
+	return p, nil
 }
 
 // shownURLs are the client's node URLs as C shows them, password masked.
@@ -176,14 +170,10 @@ func shownURLs(p *C.redlock_client) []string {
 }
 
 // finalize runs once the Client is unreachable, so are its Mutexes, whose
-// finalizers (a Mutex points at its Client) have freed their locks: no
-// event can follow the client's free.
+// finalizers (a Mutex points at its Client) have freed their locks.
 func (c *Client) finalize() {
 	C.redlock_client_free(c.p)
 	c.p = nil
-	if c.hook != 0 {
-		c.hook.Delete()
-	}
 }
 
 // Close frees the client and the C locks of all its mutexes. Waits in
@@ -208,10 +198,6 @@ func (c *Client) Close() error {
 		c.regMu.Unlock()
 		C.redlock_client_free(c.p)
 		c.p = nil
-		if c.hook != 0 {
-			c.hook.Delete()
-			c.hook = 0
-		}
 		runtime.SetFinalizer(c, nil)
 		c.mu.Unlock()
 	})

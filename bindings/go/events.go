@@ -12,14 +12,20 @@ package redlock
 //  * Go functions (callbacks.go) take the userdata as an integer, since it is
 //  * a cgo.Handle, not a pointer. */
 // extern void rlGoEvent(redlock_event *ev, uintptr_t handle);
+// extern void rlGoEventFree(uintptr_t handle);
 // static void rl_go_event(const redlock_event *ev, void *userdata)
 // {
 //     rlGoEvent((redlock_event *)ev, (uintptr_t)userdata);
+// }
+// static void rl_go_event_free(void *userdata)
+// {
+//     rlGoEventFree((uintptr_t)userdata);
 // }
 // static void rl_go_set_hook(redlock_options *o, uintptr_t handle)
 // {
 //     o->on_event = rl_go_event;
 //     o->on_event_userdata = (void *)handle;
+//     o->on_event_userdata_free = rl_go_event_free;
 // }
 import "C"
 

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"runtime/cgo"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,9 +92,8 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		return m
 	}
 	cp := c.p
-	var ownHook cgo.Handle
 	if s := cfg.s.effective(); s != c.cfg.s {
-		own, hook, err := openC(c.urls, s)
+		own, err := openC(c.urls, s)
 		if err != nil {
 			e := *err.(*Error)
 			e.Resource = name
@@ -104,24 +102,20 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		}
 		// The lock handle takes its own reference; ours goes right away,
 		// so the private client lives exactly as long as the handle, and
-		// so does its event hook (deleted when the handle is freed).
+		// so does its event hook (C lets it go when the handle is freed).
 		defer C.redlock_client_free(own)
-		cp, ownHook = own, hook
+		cp = own
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var p *C.redlock_lock
 	if rc := C.redlock_lock_new(&p, cp, cname); rc != 0 {
-		if ownHook != 0 {
-			// Freed by the deferred redlock_client_free before any event.
-			defer ownHook.Delete()
-		}
 		// C has no detail channel for lock_new; the size is what's usually wrong.
 		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
 			Detail: fmt.Sprintf("name of %d bytes", len(name))}
 		return m
 	}
-	m.h = &handle{p: p, hook: ownHook, t: m.t}
+	m.h = &handle{p: p, t: m.t}
 	c.register(m.h)
 	// Memory only: a lock still held is left to expire on the nodes.
 	runtime.SetFinalizer(m, (*Mutex).finalize)

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,6 +303,80 @@ func TestEventsMutexHandler(t *testing.T) {
 	if len(evs) != 2 || evs[0].Type != redlock.EventAcquired || evs[1].Type != redlock.EventReleased {
 		t.Fatalf("events: %+v", evs)
 	}
+}
+
+// C lets a handler go (its cgo.Handle deleted) once the C client it was
+// given to and that client's last lock are freed, and not before. A Mutex's
+// own handler outlives the Mutex's private C client, which NewMutex frees
+// at once, until the Mutex's finalizer frees its lock; the client's handler
+// goes with the closed Client.
+func TestEventHandlersLetGo(t *testing.T) {
+	var n atomic.Int32
+	count := func(e redlock.Event) {
+		if e.Type != redlock.EventNodeError { // a slow node on a loaded machine may add some
+			n.Add(1)
+		}
+	}
+	clientFn, clientGone := witnessed(count)
+	c, err := redlock.NewClient(nodeURLs, testOpts(redlock.WithEventHandler(clientFn))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientFn = nil
+	mutexFn, mutexGone := witnessed(count)
+	m := c.NewMutex(lockName(t), redlock.WithEventHandler(mutexFn))
+	mutexFn = nil
+	if collected(mutexGone, 5) {
+		t.Fatal("the Mutex's handler was let go while its lock lives")
+	}
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Fatalf("%d events from the Mutex, want 2 (acquired, released)", got)
+	}
+	m = nil
+	if !collected(mutexGone, 500) {
+		t.Fatal("the Mutex's handler was not let go after its finalizer freed the lock")
+	}
+
+	shared := c.NewMutex(lockName(t)) // on the client's C client
+	if err := shared.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 4 {
+		t.Fatalf("%d events in all, want 4", got)
+	}
+	c.Close()
+	c, shared = nil, nil
+	if !collected(clientGone, 500) {
+		t.Fatal("the client's handler was not let go after Close")
+	}
+}
+
+// witnessed returns fn wrapped in a handler holding an object of its own,
+// and a flag set once that object is collected: once nothing (a cgo.Handle
+// included) refers to the handler any more.
+func witnessed(fn func(redlock.Event)) (func(redlock.Event), *atomic.Bool) {
+	gone := new(atomic.Bool)
+	w := new([64]byte) // not a tiny allocation: collected on its own
+	runtime.SetFinalizer(w, func(*[64]byte) { gone.Store(true) })
+	return func(e redlock.Event) { runtime.KeepAlive(w); fn(e) }, gone
+}
+
+// collected runs the GC until gone is set, for at most rounds rounds.
+func collected(gone *atomic.Bool, rounds int) bool {
+	for i := 0; i < rounds && !gone.Load(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	return gone.Load()
 }
 
 // A panicking handler crashes the program with the panic, from a goroutine

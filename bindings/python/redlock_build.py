@@ -101,6 +101,7 @@ typedef struct redlock_options {
     uint32_t tls_insecure_skip_verify;
     redlock_event_fn on_event;
     void *on_event_userdata;
+    void (*on_event_userdata_free)(void *userdata);
     ...;
 } redlock_options;
 
@@ -157,8 +158,10 @@ const char *redlock_version(void);
 
 /* The binding's callbacks (bindings/python/redlock/_callbacks.py). C calls
  * them on the thread that ran a round, often the client's auto-extend
- * thread; cffi takes the GIL for them. */
+ * thread, and the _free one on the thread freeing the client's last handle;
+ * cffi takes the GIL for them. */
 extern "Python" void _redlock_py_on_event(const redlock_event *event, void *userdata);
+extern "Python" void _redlock_py_on_event_free(void *userdata);
 extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const char *message,
                                          void *userdata);
 """

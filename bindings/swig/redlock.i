@@ -310,12 +310,11 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
 
 /* ---------------------------------------------------------------------------
  * Callbacks from C into the language, and the lifetime of what they need.
- * The C handles are opaque, so the binding keeps, beside each handle, the
- * language objects its callbacks use, and drops them once the C library can
- * no longer call them. The shared %extend code below calls these hooks:
+ * The C library lets go of the event hook's language object itself
+ * (on_event_userdata_free, once the client and its last lock are freed); a
+ * lost listener is kept beside its lock's handle, and dropped once the C
+ * library can no longer call it. The shared %extend code below calls these hooks:
  *   rl_open          redlock_client_open, plus the client's event hook
- *   rl_client_free   redlock_client_free, then drops what the client held
- *   rl_lock_made     a new lock shares its client's event hook
  *   rl_lock_free     redlock_lock_free, then drops what the lock held
  *   rl_lock_unwatch  auto-extension is over: drops the lost listener
  *   rl_options_free  drops the event listener of an Options
@@ -360,8 +359,9 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 }
 
 /* The calling thread's JNIEnv. A thread the JVM does not know is the C
- * library's auto-extend thread: it is attached as a daemon (it must not keep
- * the JVM alive) once, and detached by the key's destructor when it ends. */
+ * library's auto-extend thread (or another native thread freeing the last
+ * handle of a client): it is attached as a daemon (it must not keep the JVM
+ * alive) once, and detached by the key's destructor when it ends. */
 static JNIEnv *rl_java_env(void) {
     JNIEnv *env = NULL;
     JavaVMAttachArgs args;
@@ -379,22 +379,17 @@ static JNIEnv *rl_java_env(void) {
     return env;
 }
 
-/* A JNI global reference shared by C objects (a client and its locks share
- * its event sink). refs is guarded by rl_reg_mu; the reference is deleted
- * with the last holder. */
+/* A JNI global reference with one holder: an Options (its listener), the C
+ * library (a client's event sink) or the registry (a lock's lost listener).
+ * obj may be set after the holder has it. */
 typedef struct rl_jref {
     jobject obj;
-    unsigned refs;
 } rl_jref;
 
-static pthread_mutex_t rl_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* A new rl_jref (one holder) to obj, which may be NULL (set later). */
 static rl_jref *rl_jref_new(JNIEnv *env, jobject obj) {
     rl_jref *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->refs = 1;
     if (obj && !(r->obj = (*env)->NewGlobalRef(env, obj))) {
         free(r);
         return NULL;
@@ -402,31 +397,27 @@ static rl_jref *rl_jref_new(JNIEnv *env, jobject obj) {
     return r;
 }
 
-static void rl_jref_put(rl_jref *r) {
-    unsigned left;
+/* Any thread: a native one is attached first. */
+static void rl_jref_free(rl_jref *r) {
     JNIEnv *env;
     if (!r)
-        return;
-    pthread_mutex_lock(&rl_reg_mu);
-    left = --r->refs;
-    pthread_mutex_unlock(&rl_reg_mu);
-    if (left)
         return;
     if (r->obj && (env = rl_java_env()))
         (*env)->DeleteGlobalRef(env, r->obj);
     free(r);
 }
 
-/* The registry: what the binding keeps beside a C handle, keyed by its
- * address. An entry is taken out before its handle is freed (so a new handle
- * at the same address never meets it) and its references are dropped after
- * (so no callback still running can lose them). */
+/* The registry: a lock's lost listener, kept beside its handle, keyed by
+ * its address. An entry is taken out before its handle is freed (so a new
+ * handle at the same address never meets it) and its reference is dropped
+ * after (so no callback still running can lose it). */
 typedef struct rl_entry {
     struct rl_entry *next;
-    const void *key;   /* a redlock_client or a redlock_lock */
-    rl_jref *events;   /* the client's event sink (NativeCallbacks.EventSink) */
-    rl_jref *lost;     /* a lock's NativeCallbacks.LostDispatch */
+    const void *key;   /* a redlock_lock */
+    rl_jref *lost;     /* its NativeCallbacks.LostDispatch */
 } rl_entry;
+
+static pthread_mutex_t rl_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define RL_REG_BUCKETS 1024
 static rl_entry *rl_reg[RL_REG_BUCKETS];
@@ -438,9 +429,9 @@ static rl_entry **rl_reg_slot(const void *key) {
     return p; /* *p is the entry, or NULL: where to add it */
 }
 
-/* Sets one field of key's entry (adding it), returning the field's old
- * value in *old. 0, or -1 when out of memory (nothing changed). */
-static int rl_reg_set(const void *key, int lost, rl_jref *value, rl_jref **old) {
+/* Sets key's listener (adding the entry; NULL removes it), returning the
+ * old one in *old. 0, or -1 when out of memory (nothing changed). */
+static int rl_reg_set(const void *key, rl_jref *value, rl_jref **old) {
     rl_entry **p, *e;
     *old = NULL;
     pthread_mutex_lock(&rl_reg_mu);
@@ -457,14 +448,9 @@ static int rl_reg_set(const void *key, int lost, rl_jref *value, rl_jref **old) 
         e->key = key;
         *p = e;
     }
-    if (lost) {
-        *old = e->lost;
-        e->lost = value;
-    } else {
-        *old = e->events;
-        e->events = value;
-    }
-    if (!e->events && !e->lost) {
+    *old = e->lost;
+    e->lost = value;
+    if (!e->lost) {
         *p = e->next;
         free(e);
     }
@@ -485,14 +471,14 @@ static rl_entry *rl_reg_take(const void *key) {
 
 static void rl_entry_drop(rl_entry *e) {
     if (e) {
-        rl_jref_put(e->events);
-        rl_jref_put(e->lost);
+        rl_jref_free(e->lost);
         free(e);
     }
 }
 
 /* redlock_options.on_event of an Options with a Java listener. The Options
- * hold the listener itself; each client gets its own sink (rl_open). */
+ * hold the listener itself; each client gets its own sink (rl_open), which
+ * the C library frees with rl_java_sink_free. */
 static void rl_java_on_event(const redlock_event *ev, void *userdata) {
     rl_jref *sink = userdata;
     JNIEnv *env;
@@ -539,14 +525,21 @@ static void rl_java_on_lost(redlock_lock *lock, int code, const char *message, v
     (*env)->PopLocalFrame(env, NULL);
 }
 
+/* on_event_userdata_free: called once by the C library, when the client and
+ * its last lock are freed, on the thread that freed the last of them. */
+static void rl_java_sink_free(void *sink) {
+    rl_jref_free(sink);
+}
+
 /* A client whose Options carry a listener gets its own sink: the listener
  * and the client's node URLs (for NODE_ERROR events), made once the client
  * exists. The C library copies on_event_userdata, so the Options are
- * copied to hand it the sink instead of the listener. */
+ * copied to hand it the sink instead of the listener, and the C library
+ * frees the sink. */
 static int rl_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
                    const redlock_options *options, char *err, size_t errsize) {
     redlock_options copy;
-    rl_jref *sink, *old;
+    rl_jref *sink;
     const rl_jref *listener;
     JNIEnv *env;
     jclass bytes_class;
@@ -563,9 +556,10 @@ static int rl_open(redlock_client **out, const char *const *nodes, size_t n_node
         return REDLOCK_ENOMEM;
     copy = *options;
     copy.on_event_userdata = sink;
+    copy.on_event_userdata_free = rl_java_sink_free;
     rc = redlock_client_open(out, nodes, n_nodes, &copy, err, errsize);
     if (rc != 0) {
-        rl_jref_put(sink);
+        rl_jref_free(sink); /* C frees it only with a client it made */
         return rc;
     }
     obj = NULL;
@@ -587,35 +581,10 @@ static int rl_open(redlock_client **out, const char *const *nodes, size_t n_node
             sink->obj = (*env)->NewGlobalRef(env, obj);
         (*env)->PopLocalFrame(env, NULL);
     }
-    if (!sink->obj || rl_reg_set(*out, 0, sink, &old) != 0) {
-        redlock_client_free(*out); /* no lock yet: no event can have used the sink */
+    if (!sink->obj) {
+        redlock_client_free(*out); /* no lock yet: frees the sink, no event used */
         *out = NULL;
-        rl_jref_put(sink);
         return REDLOCK_ENOMEM; /* an exception already pending (OutOfMemoryError) wins */
-    }
-    return 0;
-}
-
-static void rl_client_free(redlock_client *c) {
-    rl_entry *e = rl_reg_take(c);
-    redlock_client_free(c);
-    rl_entry_drop(e); /* the client's locks hold their own reference to the sink */
-}
-
-/* The lock shares its client's sink: the C client, and so its events, live
- * on until its last lock is freed. 0, or REDLOCK_ENOMEM. */
-static int rl_lock_made(redlock_client *c, redlock_lock *l) {
-    rl_jref *sink, *old;
-    pthread_mutex_lock(&rl_reg_mu);
-    {
-        rl_entry *e = *rl_reg_slot(c);
-        if ((sink = e ? e->events : NULL))
-            sink->refs++;
-    }
-    pthread_mutex_unlock(&rl_reg_mu);
-    if (sink && rl_reg_set(l, 0, sink, &old) != 0) {
-        rl_jref_put(sink);
-        return REDLOCK_ENOMEM;
     }
     return 0;
 }
@@ -630,8 +599,8 @@ static void rl_lock_free(redlock_lock *l) {
  * lost callback under way: the lost listener can no longer be called. */
 static void rl_lock_unwatch(redlock_lock *l) {
     rl_jref *old;
-    if (rl_reg_set(l, 1, NULL, &old) == 0)
-        rl_jref_put(old);
+    if (rl_reg_set(l, NULL, &old) == 0)
+        rl_jref_free(old);
 }
 
 /* Lock.autoExtend: dispatch is a NativeCallbacks.LostDispatch, or null. */
@@ -655,12 +624,12 @@ static void rl_java_auto_extend(rl_status *st, redlock_lock *l, uint32_t max_hol
         redlock_lock_auto_extend_stop(l);
         rl_lock_unwatch(l);
     }
-    if (ref && rl_reg_set(l, 1, ref, &old) != 0) {
-        rl_jref_put(ref);
+    if (ref && rl_reg_set(l, ref, &old) != 0) {
+        rl_jref_free(ref);
         rl_fail(st, REDLOCK_ENOMEM, NULL);
         return;
     }
-    rl_jref_put(old); /* NULL: let go above */
+    rl_jref_free(old); /* NULL: let go above */
     rc = redlock_lock_auto_extend(l, max_hold_ms, ref ? rl_java_on_lost : NULL, ref);
     if (rc != 0) {
         rl_lock_fail(st, l, rc);
@@ -675,7 +644,7 @@ static int rl_java_set_listener(redlock_options *o, jobject listener) {
     if (listener && !(ref = rl_jref_new(rl_java_env(), listener)))
         return REDLOCK_ENOMEM;
     if (o->on_event == rl_java_on_event)
-        rl_jref_put(o->on_event_userdata);
+        rl_jref_free(o->on_event_userdata);
     o->on_event = ref ? rl_java_on_event : NULL;
     o->on_event_userdata = ref;
     return 0;
@@ -683,7 +652,7 @@ static int rl_java_set_listener(redlock_options *o, jobject listener) {
 
 static void rl_options_free(redlock_options *o) {
     if (o->on_event == rl_java_on_event)
-        rl_jref_put(o->on_event_userdata);
+        rl_jref_free(o->on_event_userdata);
 }
 
 /* Lock.nodeResults, one node: a NodeResult built by NativeCallbacks. */
@@ -711,8 +680,6 @@ static int rl_open(redlock_client **out, const char *const *nodes, size_t n_node
                    const redlock_options *options, char *err, size_t errsize) {
     return redlock_client_open(out, nodes, n_nodes, options, err, errsize);
 }
-#define rl_client_free(c) redlock_client_free(c)
-#define rl_lock_made(c, l) ((void)(c), (void)(l), 0)
 #define rl_lock_free(l) redlock_lock_free(l)
 #define rl_lock_unwatch(l) ((void)(l))
 #define rl_options_free(o) ((void)(o))
@@ -1107,6 +1074,7 @@ import java.util.List;
  * other languages do not have it yet. */
 %ignore redlock_options::on_event;
 %ignore redlock_options::on_event_userdata;
+%ignore redlock_options::on_event_userdata_free;
 %ignore redlock_event;
 
 %rename(Redlock) redlock_client;
@@ -1153,7 +1121,7 @@ struct redlock_lock {};
   }
 
   ~redlock_client() {
-    rl_client_free($self);
+    redlock_client_free($self); /* its locks keep the C client, and its event hook, alive */
   }
 
   redlock_lock *rl_newLock(rl_status *st, const char *resource) {
@@ -1161,11 +1129,6 @@ struct redlock_lock {};
     int rc = redlock_lock_new(&l, $self, resource);
     if (rc != 0) {
       rl_fail(st, rc, rc == REDLOCK_EINVAL ? RL_BAD_RESOURCE : NULL);
-      return NULL;
-    }
-    if ((rc = rl_lock_made($self, l)) != 0) {
-      redlock_lock_free(l);
-      rl_fail(st, rc, NULL);
       return NULL;
     }
     return l;

@@ -6,6 +6,7 @@ import gc
 import logging
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -191,6 +192,27 @@ def test_events_outlive_the_client_object_while_locks_live(make_client, cluster5
     del lock
     gc.collect()
     assert key not in redlock._callbacks._sinks
+
+
+def test_hook_goes_with_the_client_and_not_with_a_client_that_failed(cluster5):
+    sinks = redlock._callbacks._sinks
+    before = set(sinks)
+    with pytest.raises(redlock.InvalidArgument):  # C refuses: it never takes the hook
+        redlock.Redlock(["http://127.0.0.1:6379"], on_event=Recorder())
+    assert not set(sinks) - before, "a failed client left its hook registered"
+
+    rec = Recorder()
+    callback = weakref.ref(rec)
+    c = redlock.Redlock(cluster5.urls, on_event=rec)
+    key = c._events.key
+    del rec
+    c.acquire(f"hook-drop-{key}", ttl=5.0).release()
+    gc.collect()
+    assert key in sinks and callback() is not None, "let go while the client lives"
+    del c  # never closed: its finalizer frees it
+    gc.collect()
+    assert key not in sinks
+    assert callback() is None, "the on_event callable is still referenced"
 
 
 def test_on_event_must_be_callable(cluster5):

@@ -152,28 +152,19 @@ def reraise_interrupt() -> None:
 
 class EventSink:
     """The target of one client's on_event. Registered while C may call it:
-    until the client and every lock made from it are freed."""
+    C unregisters it (_redlock_py_on_event_free) once the client and every
+    lock made from it are freed."""
 
     def __init__(self, callback: Callable[[Event], Any]) -> None:
         self.callback = callback
         self.node_urls: Tuple[str, ...] = ()
         self.key = next(_ids)
         self.userdata = ffi.cast("void *", self.key)
-        # The client's C handle, plus one per lock; list append/pop are atomic,
-        # and a finalizer may run on any thread, even inside another's lock.
-        self._refs: List[None] = [None]
         _sinks[self.key] = self
 
-    def ref(self) -> None:
-        self._refs.append(None)
-
-    def unref(self) -> None:
-        try:
-            self._refs.pop()
-        except IndexError:
-            return
-        if not self._refs:
-            _sinks.pop(self.key, None)
+    def discard(self) -> None:
+        """Unregisters a sink whose client C did not make (C frees only its own)."""
+        _sinks.pop(self.key, None)
 
 
 @ffi.def_extern()
@@ -200,6 +191,16 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
         log.exception("redlock: could not read an event from the C library")
         return
     _call_user(sink.callback, (event,), "on_event")
+
+
+@ffi.def_extern()
+def _redlock_py_on_event_free(userdata: Any) -> None:
+    # Called once by C, on whichever thread freed the client's last handle
+    # (a finalizer's, maybe at interpreter shutdown): no event can follow.
+    try:
+        _sinks.pop(int(ffi.cast("uintptr_t", userdata)), None)
+    except BaseException:  # never into C; only a torn-down interpreter gets here
+        pass
 
 
 # -- auto-extension's lost-lock notice ------------------------------------------------------

@@ -263,6 +263,7 @@ class Redlock:
             sink = EventSink(on_event)
             opts.on_event = lib._redlock_py_on_event
             opts.on_event_userdata = sink.userdata
+            opts.on_event_userdata_free = lib._redlock_py_on_event_free
 
         c_urls = [ffi.new("char[]", u) for u in urls]  # kept alive through the call
         url_array = ffi.new("const char *[]", c_urls) if c_urls else ffi.NULL
@@ -270,23 +271,16 @@ class Redlock:
         errbuf = ffi.new("char[]", _ERRBUF_SIZE)
         rc = lib.redlock_client_open(out, url_array, len(c_urls), opts, errbuf, _ERRBUF_SIZE)
         if rc and sink is not None:
-            sink.unref()
+            sink.discard()
         check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
         # Masked by C (no passwords): for node reports and events.
         self._node_urls: Tuple[str, ...] = tuple(
             ffi.string(lib.redlock_client_node_url(out[0], i)).decode("utf-8", "replace")
             for i in range(lib.redlock_client_node_count(out[0])))
-        if sink is None:
-            self._ptr = ffi.gc(out[0], lib.redlock_client_free)
-        else:
-            sink.node_urls = self._node_urls
+        if sink is not None:
+            sink.node_urls = self._node_urls  # before any lock, so before any event
             self._events = sink
-
-            def free_client(ptr: Any, sink: EventSink = sink) -> None:
-                lib.redlock_client_free(ptr)
-                sink.unref()  # registered on while locks of this client live
-
-            self._ptr = ffi.gc(out[0], free_client)
+        self._ptr = ffi.gc(out[0], lib.redlock_client_free)
 
     # -- lifetime --------------------------------------------------------
     def close(self) -> None:
@@ -334,26 +328,22 @@ class Redlock:
 
     def _new_lock(self, name: bytes, display: Optional[str], watch: Watch) -> Any:
         out = ffi.new("redlock_lock **")
-        sink = self._events
         with self._mutex:  # close() must not free the client under redlock_lock_new
             if self._ptr is None:
                 raise LockStateError("the Redlock client is closed", detail="client is closed",
                                      resource=display)
             rc = lib.redlock_lock_new(out, self._ptr, name)
-            if rc == 0 and sink is not None:
-                sink.ref()  # while the client is surely alive
         if rc:
             check(rc, f"redlock_lock_new refused the {len(name)}-byte name (names are 1 to "
                       f"{lib.REDLOCK_MAX_RESOURCE_LEN} bytes)", display)
 
-        # Frees memory only (no network I/O). The watch and sink are dropped
-        # after C returns: freeing stops auto-extension, waiting for an
-        # extension under way, which may still report.
+        # Frees memory only (no network I/O). The watch is dropped after C
+        # returns: freeing stops auto-extension, waiting for an extension
+        # under way, which may still report. (The client's event sink is
+        # C's to let go, with the client's last lock.)
         def free_lock(ptr: Any) -> None:
             lib.redlock_lock_free(ptr)
             watch.disarm()
-            if sink is not None:
-                sink.unref()
 
         return ffi.gc(out[0], lambda ptr: finalize(lambda: free_lock(ptr)))
 

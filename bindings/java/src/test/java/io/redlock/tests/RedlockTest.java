@@ -1059,6 +1059,20 @@ public final class RedlockTest {
     survivor.close();
     checkEq(1, released.get(), "a lock outliving its client still reports events");
     check(collected(ref), "let go after the last lock is closed");
+
+    // The same when that last lock is dropped: the Cleaner's thread frees it,
+    // and with it the client and the listener.
+    RedlockEventListener dropped = ev -> released.hashCode();
+    WeakReference<RedlockEventListener> droppedRef = new WeakReference<>(dropped);
+    Options o2 = new Options();
+    o2.setEventListener(dropped);
+    dropped = null;
+    Redlock client2 = new Redlock(urls, o2);
+    o2.free();
+    WeakReference<Lock> lockRef = acquireAndDrop(client2, "ev-cleaner");
+    client2.close();
+    check(collected(lockRef), "the dropped lock is collected");
+    check(collected(droppedRef), "let go after the Cleaner freed the last lock");
     opts.free();
   }
 
