@@ -25,8 +25,9 @@
 #define PAUSED_NODE 4       /* the node paused in the "one paused" case */
 #define MT_NODES 5
 
-enum { V_FLOOR, V_TRY, V_HANDLE, NV };
-static const char *const vname[NV] = { "floor", "try+release", "handle" };
+/* fenced: the handle cycle on a client with REDLOCK_OPT_FENCING (one more round trip) */
+enum { V_FLOOR, V_TRY, V_HANDLE, V_FENCED, NV };
+static const char *const vname[NV] = { "floor", "try+release", "handle", "fenced" };
 
 static struct {
     long iterations;        /* timed cycles per variant and node count */
@@ -151,11 +152,12 @@ static void csv_row(const char *section, size_t nodes, const char *variant, int 
 
 /* ---- one set of nodes: our client, lock handles, the floor ---- */
 
-static int open_client(redlock_client **out, const char *const *urls, size_t n)
+static int open_client(redlock_client **out, const char *const *urls, size_t n, uint32_t flags)
 {
     char err[512];
     redlock_options o;
     redlock_options_init(&o);
+    o.flags = flags;
     if (cfg.node_timeout_ms > 0)
         o.node_timeout_ms = (uint32_t)cfg.node_timeout_ms;
     int rc = redlock_client_open(out, urls, n, &o, err, sizeof err);
@@ -167,11 +169,13 @@ static int open_client(redlock_client **out, const char *const *urls, size_t n)
 typedef struct bench_set {
     size_t n;
     redlock_client *client;
+    redlock_client *fclient;     /* with fencing */
     bench_floor *floor;
     int floor_broken;
     char *keys[NV][KEYS];
     size_t key_len[NV][KEYS];
     redlock_lock *handles[KEYS];
+    redlock_lock *fhandles[KEYS];
     size_t next[NV];
     uint64_t rng;
 } bench_set;
@@ -203,8 +207,8 @@ static int set_open(bench_set *b, const char *const *urls, size_t n, const char 
     memset(b, 0, sizeof *b);
     b->n = n;
     b->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)bench_now_ns();
-    int rc = open_client(&b->client, urls, n);
-    if (rc)
+    int rc = open_client(&b->client, urls, n, 0);
+    if (rc || open_client(&b->fclient, urls, n, REDLOCK_OPT_FENCING) != 0)
         return -1;
     /* Distinct key spaces per variant: the floor's own connections can never
      * race a release of ours still in flight on the same key. */
@@ -220,6 +224,8 @@ static int set_open(bench_set *b, const char *const *urls, size_t n, const char 
     }
     for (int i = 0; i < KEYS; i++) {
         rc = redlock_lock_new(&b->handles[i], b->client, b->keys[V_HANDLE][i]);
+        if (!rc)
+            rc = redlock_lock_new(&b->fhandles[i], b->fclient, b->keys[V_FENCED][i]);
         if (rc) {
             fprintf(stderr, "redlock_lock_new: %s\n", redlock_error_name(rc));
             return -1;
@@ -234,9 +240,12 @@ static int set_open(bench_set *b, const char *const *urls, size_t n, const char 
 
 static void set_close(bench_set *b)
 {
-    for (int i = 0; i < KEYS; i++)
+    for (int i = 0; i < KEYS; i++) {
         redlock_lock_free(b->handles[i]);
+        redlock_lock_free(b->fhandles[i]);
+    }
     redlock_client_free(b->client);
+    redlock_client_free(b->fclient);
     bench_floor_close(b->floor);
     for (int v = 0; v < NV; v++)
         for (int i = 0; i < KEYS; i++)
@@ -284,7 +293,7 @@ static void run_block(bench_set *b, int v, long count, samples *s)
             redlock_lock_free(l);
             t2 = bench_now_ns();
         } else {
-            redlock_lock *h = b->handles[idx];
+            redlock_lock *h = v == V_FENCED ? b->fhandles[idx] : b->handles[idx];
             t0 = bench_now_ns();
             rc = redlock_lock_acquire(h, TTL_MS, REDLOCK_WAIT_NONE);
             t1 = bench_now_ns();
@@ -341,7 +350,7 @@ static double ratio_5[NV];
 
 static void section_cycle(const char *const *urls, size_t n_urls)
 {
-    static const int all[NV] = { V_FLOOR, V_TRY, V_HANDLE };
+    static const int all[NV] = { V_FLOOR, V_TRY, V_HANDLE, V_FENCED };
     int nv = cfg.only >= 0 ? 1 : NV;
     const int *vs = cfg.only >= 0 ? &all[cfg.only] : all;
 
@@ -395,6 +404,9 @@ static void section_cycle(const char *const *urls, size_t n_urls)
     if (ratio_5[V_TRY] > 0)
         printf("At 5 nodes our p50 is %.2fx the floor's (try+release) and %.2fx (reused handle); aim: <= 1.15x\n",
                ratio_5[V_TRY], ratio_5[V_HANDLE]);
+    if (ratio_5[V_HANDLE] > 0 && ratio_5[V_FENCED] > 0)
+        printf("At 5 nodes a fenced cycle (two acquire rounds) is %.2fx the plain handle cycle\n",
+               ratio_5[V_FENCED] / ratio_5[V_HANDLE]);
 }
 
 /* ---- section 2: threads sharing one client ---- */
@@ -470,7 +482,7 @@ static void section_threads(const char *const *urls, size_t n_urls)
         return;
     }
     redlock_client *client;
-    if (open_client(&client, urls, MT_NODES) != 0) {
+    if (open_client(&client, urls, MT_NODES, 0) != 0) {
         failures++;
         return;
     }
