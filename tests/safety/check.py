@@ -2,16 +2,27 @@
 """Safety checker: reads the logs of the lock clients (client.c) and of the fault injector from
 one run directory and verifies mutual exclusion. Usage: check.py RUN_DIR  (exit 1 on a violation).
 
-Run directory: client-*.log (one per client process), faults.log (optional), counter.
+Run directory: client-*.log (one per client process), faults.log (optional), counter, storage
+(optional: the fake fencing storage, "highest_token accepted_writes").
 All times are CLOCK_MONOTONIC nanoseconds, shared by every process on the machine.
 
 Client log lines (written by client.c, one write(2) each):
-  START id t pid=P ttl=MS drift_ms=D hold=MS margin=MS nodes=N
-  ACQ   id seq t_call t_ret valid_until      acquire returned 0
+  START id t pid=P ttl=MS drift_ms=D hold=MS margin=MS wait=MS nodes=N fencing=0|1 storage=0|1
+        auto_extend=0|1 pre_write=MS
+  ACQ   id seq t_call t_ret valid_until [token]  acquire returned 0; token: the fencing token (0
+                                             when fencing is off; absent in older logs)
   FAIL  id seq t_call t_ret rc NAME message   acquire failed
   CS    id seq t counter_value_read
+  PRE   id seq t_check validity_left_ms       validity was > margin; --pre-write sleep follows
+  FENCE id seq t_begin t_at t_done token ACCEPT|REJECT highest_before
+                                             the write through the fake fencing storage; t_at is
+                                             read under the storage's flock (the storage's order)
   WRITE id seq t_check t_done old new        validity was > margin at t_check, counter written
+                                             (with the storage: only after it accepted)
   SKIP  id seq t_check validity_left_ms      validity too short: no write
+  EXT   id seq t valid_until automatic       the lock was extended (auto-extend); new validity
+  LOST  id seq t code NAME is_held message   the auto-extend lost callback
+  AEFAIL id seq t rc NAME                    redlock_lock_auto_extend failed
   REL   id seq t_call t_ret rc NAME message  release result
   END   id t acquired=N
 Fault log lines (written by faults.py):
@@ -20,17 +31,32 @@ Fault log lines (written by faults.py):
 
 Checks (each failure is a violation):
   overlap        two windows [t_ret of acquire, min(valid_until, t_call of release)] intersect
+                 (valid_until: the latest one logged, by ACQ or EXT)
   lost update    the counter's final value differs from the number of WRITE lines
   validity       the library granted more validity than the TTL allows: valid_until - t_ret >
                  ttl - drift; or, for a client making one attempt per call (wait=0), whose
                  attempt starts right after t_call, valid_until - t_call > ttl - drift +
                  CALL_SLACK (the client may be descheduled between its clock reading and the
                  library's; with retries the attempt's start is unknown)
+                 An extension must not be valid longer than ttl - drift after it was logged.
   unexplained ELOST  a release said REDLOCK_ELOST although it was called within the validity and
-                 no key-losing fault happened since the acquire call
+                 no key-losing fault happened since the acquire call; likewise a LOST (the
+                 auto-extend watchdog's callback, any code) logged before the validity ran out
+  token order    with fencing: every acquisition has a token >= 1, and the tokens, in the order in
+                 which the acquire calls returned, strictly increase
+  stale write accepted  the fencing storage accepted a write from a holder after it had accepted
+                 one from a holder that acquired later (by acquire-return time, not by token)
+  fresh write refused   the storage refused a write that it judged (t_at) while the writer was
+                 still within its validity: possible only with repeated or disordered tokens or
+                 an overlap
+  storage mismatch  the storage's count of accepted writes or its highest token differs from the
+                 log (accepted FENCE lines, their largest token)
 Reported, not violations: writes that completed after valid_until (the client itself overran its
-lease: assumption 5 of docs/algorithm.md), and the longest unavailability: the longest stretch
-during which some client was inside an acquire call and nobody held the lock.
+lease: assumption 5 of docs/algorithm.md); fenced writes that the storage accepted after the
+writer's valid_until (a holder that overran its lease while no later holder had written yet:
+fencing cannot refuse those, nothing newer has reached the storage); and the longest
+unavailability: the longest stretch during which some client was inside an acquire call and
+nobody held the lock.
 """
 from __future__ import annotations
 
@@ -56,11 +82,30 @@ class Window:
     rel_rc: int | None = None
     wrote: bool = False
     write_done: int | None = None
+    token: int | None = None          # None: not logged (older client)
+    acq_valid_until: int = 0          # valid_until as of the acquisition (before extensions)
+    extensions: int = 0
+    store: "Store | None" = None
+    lost: tuple | None = None         # (t, code, name) from the auto-extend lost callback
 
     @property
     def end(self):
         """End of the window in which this client may act as the owner."""
         return self.valid_until if self.rel_call is None else min(self.valid_until, self.rel_call)
+
+
+@dataclass
+class Store:
+    """One write through the fake fencing storage."""
+    client: int
+    seq: int
+    t_begin: int
+    t_at: int
+    t_done: int
+    token: int
+    accepted: bool
+    before: int
+    window: "Window | None" = None
 
 
 @dataclass
@@ -87,6 +132,17 @@ class Result:
     validity_excess: list = field(default_factory=list)
     unexplained_elost: list = field(default_factory=list)
     late_writes: list = field(default_factory=list)
+    extensions: list = field(default_factory=list)   # (Window, t_ext, valid_until)
+    ext_excess: list = field(default_factory=list)   # (Window, t_ext, valid_until, allowed)
+    unexplained_lost: list = field(default_factory=list)   # Windows with a LOST before valid_until
+    stores: list = field(default_factory=list)        # Store, in the storage's order (t_at)
+    storage: tuple | None = None                      # (highest, accepted) read from the file
+    token_missing: list = field(default_factory=list)  # fencing windows without a token
+    token_order: list = field(default_factory=list)    # (earlier Window, later Window)
+    stale_accepted: list = field(default_factory=list)  # (Store, Store of the later holder before it)
+    fresh_refused: list = field(default_factory=list)   # Store
+    storage_mismatch: list = field(default_factory=list)  # messages
+    expired_accepted: list = field(default_factory=list)  # Store accepted after its valid_until
     max_call_excess_ns: int | None = None            # largest valid_until - t_call - (ttl - drift)
     longest_unavailable_ns: int = 0
     longest_unavailable_at: int | None = None
@@ -108,13 +164,40 @@ class Result:
         for w, allowed in self.validity_excess:
             v.append("validity: client %d #%d valid until %.3f ms after the acquire call, %.3f ms "
                      "after it returned; ttl - drift = %.3f ms" % (
-                         w.client, w.seq, (w.valid_until - w.t_call) / 1e6,
-                         (w.valid_until - w.t_acq) / 1e6, allowed / 1e6))
+                         w.client, w.seq, (w.acq_valid_until - w.t_call) / 1e6,
+                         (w.acq_valid_until - w.t_acq) / 1e6, allowed / 1e6))
+        for w, t, vu, allowed in self.ext_excess:
+            v.append("validity: client %d #%d extended at %s, valid for %.3f ms; ttl - drift = %.3f ms" % (
+                w.client, w.seq, self.rel(t), (vu - t) / 1e6, allowed / 1e6))
         for w in self.unexplained_elost:
             v.append("unexplained ELOST: client %d #%d released at %s, %.3f ms before valid_until, "
                      "and no key-losing fault since %s" % (w.client, w.seq, self.rel(w.rel_call),
                                                            (w.valid_until - w.rel_call) / 1e6,
                                                            self.rel(w.t_call)))
+        for w in self.unexplained_lost:
+            v.append("unexplained loss: client %d #%d: auto-extend reported %s at %s, %.3f ms before "
+                     "valid_until, and no key-losing fault since %s" % (
+                         w.client, w.seq, w.lost[2], self.rel(w.lost[0]),
+                         (w.valid_until - w.lost[0]) / 1e6, self.rel(w.t_call)))
+        for w in self.token_missing:
+            v.append("token: client %d #%d acquired with fencing on but logged token %s" % (
+                w.client, w.seq, w.token))
+        for a, b in self.token_order:
+            v.append("token order: client %d #%d (returned at %s) has token %d, after client %d #%d "
+                     "(returned at %s) with token %d%s" % (
+                         b.client, b.seq, self.rel(b.t_acq), b.token, a.client, a.seq,
+                         self.rel(a.t_acq), a.token, " (their windows overlap)" if a.end > b.t_acq else ""))
+        for s, newer in self.stale_accepted:
+            v.append("stale write accepted: storage accepted client %d #%d (token %d) at %s after it had "
+                     "accepted client %d #%d (token %d, acquired later) at %s" % (
+                         s.client, s.seq, s.token, self.rel(s.t_at), newer.client, newer.seq,
+                         newer.token, self.rel(newer.t_at)))
+        for s in self.fresh_refused:
+            v.append("fresh write refused: storage refused client %d #%d (token %d, stored %d) at %s, "
+                     "%.3f ms before its valid_until" % (
+                         s.client, s.seq, s.token, s.before, self.rel(s.t_at),
+                         (s.window.valid_until - s.t_at) / 1e6))
+        v += ["storage mismatch: " + m for m in self.storage_mismatch]
         return v
 
     @property
@@ -147,6 +230,28 @@ class Result:
             "faults injected: %d (%s)" % (len(self.injected()), ", ".join(
                 "%s %d" % kv for kv in sorted(Counter(f.kind for f in self.injected()).items())) or "none"),
             "writes after valid_until (client overran its lease): %d" % len(self.late_writes),
+        ]
+        fenced = [w for w in self.windows if w.token is not None and w.token > 0]
+        if fenced or self.token_missing:
+            lines.append("fencing: %d acquisitions with a token (from %s to %s), token order violations: %d" % (
+                len(fenced), fenced[0].token if fenced else "-", fenced[-1].token if fenced else "-",
+                len(self.token_order) + len(self.token_missing)))
+        if self.stores or (self.storage is not None and self.storage != (0, 0)):
+            acc = [s for s in self.stores if s.accepted]
+            rej = [s for s in self.stores if not s.accepted]
+            lines.append("fencing storage: %d writes accepted, %d refused (%d of them from a holder past "
+                         "its valid_until); stale writes accepted: %d; fresh writes refused: %d; "
+                         "accepted after the writer's valid_until with nothing newer stored: %d; stored: %s" % (
+                             len(acc), len(rej),
+                             sum(1 for s in rej if s.window and s.t_at > s.window.valid_until),
+                             len(self.stale_accepted), len(self.fresh_refused), len(self.expired_accepted),
+                             "highest token %d, %d writes" % self.storage if self.storage else "n/a"))
+        exts = sum(w.extensions for w in self.windows)
+        losses = Counter(w.lost[2] for w in self.windows if w.lost)
+        if exts or losses:
+            lines.append("auto-extend: %d extensions; losses reported: %s" % (
+                exts, ", ".join("%s %d" % kv for kv in sorted(losses.items())) or "none"))
+        lines += [
             "validity past call start + ttl - drift, one-attempt clients: %s" % (
                 "max %.3f ms (allowed %.0f ms for scheduling)" % (self.max_call_excess_ns / 1e6,
                                                                  CALL_SLACK_NS / 1e6)
@@ -200,8 +305,29 @@ def load(run_dir) -> Result:
                     starts.append(int(p[2]))
                 elif tag == "ACQ":
                     w = Window(cid, int(p[2]), int(p[3]), int(p[4]), int(p[5]))
+                    w.acq_valid_until = w.valid_until
+                    if len(p) > 6:
+                        w.token = int(p[6])
                     r.windows.append(w)
                     open_w[(cid, w.seq)] = w
+                elif tag == "EXT":
+                    w = open_w.get((cid, int(p[2])))
+                    if w is not None:
+                        t, vu = int(p[3]), int(p[4])
+                        w.extensions += 1
+                        r.extensions.append((w, t, vu))
+                        w.valid_until = max(w.valid_until, vu)
+                elif tag == "LOST":
+                    w = open_w.get((cid, int(p[2])))
+                    if w is not None:
+                        w.lost = (int(p[3]), int(p[4]), p[5])
+                elif tag == "FENCE":
+                    st = Store(cid, int(p[2]), int(p[3]), int(p[4]), int(p[5]), int(p[6]),
+                               p[7] == "ACCEPT", int(p[8]))
+                    st.window = open_w.get((cid, st.seq))
+                    if st.window is not None:
+                        st.window.store = st
+                    r.stores.append(st)
                 elif tag == "FAIL":
                     r.fails.append((cid, int(p[2]), int(p[3]), int(p[4]), int(p[5]), p[6], " ".join(p[7:])))
                 elif tag == "WRITE":
@@ -228,6 +354,12 @@ def load(run_dir) -> Result:
                 elif p[0] == "HEAL":
                     r.faults.append(Fault(int(p[1]), p[2], p[3], False, True, " ".join(p[4:])))
     r.faults.sort(key=lambda f: f.t)
+    spath = os.path.join(run_dir, "storage")
+    if os.path.exists(spath):
+        with open(spath) as f:
+            nums = f.read(64).split()
+            r.storage = (int(nums[0]), int(nums[1])) if len(nums) >= 2 else (0, 0)
+    r.stores.sort(key=lambda st: st.t_at)
     cpath = os.path.join(run_dir, "counter")
     if os.path.exists(cpath):
         with open(cpath) as f:
@@ -301,10 +433,10 @@ def analyze(run_dir) -> Result:
             allowed = int((float(c["ttl"]) - float(c["drift_ms"])) * 1e6)
             # validity_ms is rounded down, so valid_until never exceeds the library's own end;
             # 0.5 ms covers the drift printed with 3 decimals.
-            if w.valid_until - w.t_acq > allowed + 500_000:
+            if w.acq_valid_until - w.t_acq > allowed + 500_000:
                 r.validity_excess.append((w, allowed))
             elif c.get("wait") == "0":
-                excess = w.valid_until - w.t_call - allowed
+                excess = w.acq_valid_until - w.t_call - allowed
                 if r.max_call_excess_ns is None or excess > r.max_call_excess_ns:
                     r.max_call_excess_ns = excess
                 if excess > CALL_SLACK_NS:
@@ -315,8 +447,56 @@ def analyze(run_dir) -> Result:
             explained = any(f.loses_keys and w.t_call <= f.t <= w.rel_call for f in r.faults)
             if not explained:
                 r.unexplained_elost.append(w)
+        # A loss reported by the watchdog must come from a window really cut short: its validity
+        # ran out (the time is read after the library saw it run out), or a key was removed.
+        if w.lost is not None and w.lost[0] < w.valid_until:
+            if not any(f.loses_keys and w.t_call <= f.t <= w.lost[0] for f in r.faults):
+                r.unexplained_lost.append(w)
+        if c.get("fencing") == "1" and not w.token:
+            r.token_missing.append(w)
+    for w, t, vu in r.extensions:
+        c = r.clients.get(w.client, {})
+        if "ttl" in c and "drift_ms" in c:
+            allowed = int((float(c["ttl"]) - float(c["drift_ms"])) * 1e6)
+            if vu - t > allowed + 500_000:
+                r.ext_excess.append((w, t, vu, allowed))
+    _check_fencing(r)
     r.longest_unavailable_ns, r.longest_unavailable_at = _longest_unavailable(r)
     return r
+
+
+def _check_fencing(r: Result):
+    # Tokens in the order in which the acquisitions returned (r.windows is sorted by t_acq).
+    fenced = [w for w in r.windows if w.token]
+    for a, b in zip(fenced, fenced[1:]):
+        if b.token <= a.token:
+            r.token_order.append((a, b))
+    # The storage, in its own order (t_at is read under its flock). Fencing promises that once a
+    # holder's write is stored, no earlier holder's write is: an accepted write from a holder that
+    # acquired before the newest holder already stored is stale.
+    newest = None                         # accepted Store whose writer acquired last
+    for st in r.stores:
+        w = st.window
+        if w is None:
+            continue
+        if st.accepted:
+            if newest is not None and newest.window.t_acq > w.t_acq:
+                r.stale_accepted.append((st, newest))
+            if newest is None or w.t_acq > newest.window.t_acq:
+                newest = st
+            if st.t_at > w.valid_until:
+                r.expired_accepted.append(st)
+        elif st.t_at < w.valid_until:
+            r.fresh_refused.append(st)
+    if r.storage is not None and (r.stores or r.storage != (0, 0)):
+        acc = [st for st in r.stores if st.accepted]
+        if r.storage[1] != len(acc):
+            r.storage_mismatch.append("the storage counted %d accepted writes, the clients logged %d" % (
+                r.storage[1], len(acc)))
+        top = max((st.token for st in acc), default=0)
+        if r.storage[0] != top:
+            r.storage_mismatch.append("the storage holds token %d, the largest accepted in the logs is %d" % (
+                r.storage[0], top))
 
 
 def main(argv):

@@ -1,17 +1,23 @@
 /* client.c: one lock client of the safety checker (tests/safety). It loops:
  * acquire, lock-guarded read-modify-write of a counter file, release, and logs
  * every step with CLOCK_MONOTONIC times so that check.py can verify mutual
- * exclusion across processes. Log format: see check.py. */
+ * exclusion across processes. With --fencing it logs each acquisition's
+ * fencing token; with --storage the counter write goes through a fake storage
+ * that refuses stale tokens; with --auto-extend the library's watchdog keeps
+ * the lock alive and a loss is logged. Log format: see check.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +50,8 @@ static void sleep_ms(int64_t ms)
 }
 
 static int log_fd = -1;
+static long client_id = -1;
+static _Atomic long long cur_seq;     /* the acquisition the callbacks report about */
 
 /* One write(2) per line on an O_APPEND file: a line is never torn, and is on
  * disk (in the page cache) even if this process is SIGKILLed right after. */
@@ -81,6 +89,42 @@ static int write_counter(int fd, long long v)
     return pwrite(fd, b, 32, 0) == 32 ? 0 : -1;
 }
 
+/* The fake fencing storage: what a database row `UPDATE ... SET value = $v,
+ * fence = $t WHERE fence < $t` does, on two files. The storage file holds the
+ * highest token accepted and the number of writes accepted; the check of the
+ * token and the write (of the counter, and of the storage file) are one atomic
+ * step under flock(2) on the storage file, which is the storage's own
+ * atomicity, not the lock's. t_at is read while the flock is held, so the
+ * t_at of all accepted and refused writes are in the storage's own order. */
+typedef struct {
+    int accepted;
+    unsigned long long before;   /* the highest token stored before this write */
+    int64_t t_at;
+} store_result;
+
+static int storage_write(int sfd, int cfd, uint64_t token, long long value, store_result *res)
+{
+    while (flock(sfd, LOCK_EX) != 0)
+        if (errno != EINTR)
+            return -1;
+    char b[64] = {0};
+    unsigned long long highest = 0, count = 0;
+    if (pread(sfd, b, sizeof b - 1, 0) > 0)
+        sscanf(b, "%llu %llu", &highest, &count);
+    res->t_at = now_ns();
+    res->before = highest;
+    res->accepted = token > highest;
+    int rc = 0;
+    if (res->accepted) {
+        char o[64];
+        snprintf(o, sizeof o, "%-20" PRIu64 " %-20llu\n", token, count + 1);
+        if (write_counter(cfd, value) != 0 || pwrite(sfd, o, 42, 0) != 42)
+            rc = -1;
+    }
+    flock(sfd, LOCK_UN);
+    return rc;
+}
+
 /* Error messages go on the end of a log line: keep them on one line. */
 static const char *oneline(const char *s, char *out, size_t size)
 {
@@ -89,6 +133,28 @@ static const char *oneline(const char *s, char *out, size_t size)
         out[i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
     out[i] = 0;
     return out;
+}
+
+/* --auto-extend: extensions are logged from the metrics hook, which runs on the
+ * thread that extended (the client's background thread), as the validity the
+ * library then reports, measured the same way as after acquire. */
+static void on_event(const redlock_event *ev, void *userdata)
+{
+    (void)userdata;
+    if (ev->type != REDLOCK_EVENT_EXTENDED)
+        return;
+    int64_t t = now_ns();
+    int64_t left = redlock_lock_validity_ms(ev->lock);
+    logline("EXT %ld %lld %lld %lld %d", client_id, atomic_load(&cur_seq), (long long)t,
+            (long long)(t + left * 1000000), ev->automatic);
+}
+
+static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    (void)userdata;
+    char msg[1024];
+    logline("LOST %ld %lld %lld %d %s %d %s", client_id, atomic_load(&cur_seq), (long long)now_ns(), code,
+            redlock_error_name(code), redlock_lock_is_held(lock), oneline(message, msg, sizeof msg));
 }
 
 static void usage(void)
@@ -105,6 +171,12 @@ static void usage(void)
             "  --attempt-gap MS    max random pause after a failed acquire (0)\n"
             "  --duration S        stop after S seconds (10); 0 = until --iterations/SIGTERM\n"
             "  --iterations N      stop after N successful acquisitions (0 = no limit)\n"
+            "  --fencing           REDLOCK_OPT_FENCING: log each acquisition's fencing token\n"
+            "  --storage FILE      write the counter through the fake fencing storage FILE\n"
+            "                      (needs --fencing): refused unless the token is the highest\n"
+            "  --pre-write MS      sleep between the validity check and the write (0)\n"
+            "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
+            "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -118,8 +190,11 @@ int main(int argc, char **argv)
     redlock_options o;
     redlock_options_init(&o);
 
+    const char *storage_path = NULL;
+    long pre_write = 0;
+    int fencing = 0, auto_extend = 0;
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP };
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -138,6 +213,10 @@ int main(int argc, char **argv)
         {"retry-count", required_argument, 0, O_RETRY_COUNT},
         {"retry-delay", required_argument, 0, O_RETRY_DELAY},
         {"retry-jitter", required_argument, 0, O_RETRY_JITTER},
+        {"fencing", no_argument, 0, O_FENCING},
+        {"storage", required_argument, 0, O_STORAGE},
+        {"pre-write", required_argument, 0, O_PRE_WRITE},
+        {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -159,13 +238,22 @@ int main(int argc, char **argv)
         case O_RETRY_COUNT: o.retry_count = (uint32_t)atol(optarg); break;
         case O_RETRY_DELAY: o.retry_delay_ms = (uint32_t)atol(optarg); break;
         case O_RETRY_JITTER: o.retry_jitter_ms = (uint32_t)atol(optarg); break;
+        case O_FENCING: fencing = 1; break;
+        case O_STORAGE: storage_path = optarg; break;
+        case O_PRE_WRITE: pre_write = atol(optarg); break;
+        case O_AUTO_EXTEND: auto_extend = 1; break;
         default: usage(); return 2;
         }
     }
-    if (id < 0 || !log_path || !counter_path || ttl <= 0) {
+    if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing)) {
         usage();
         return 2;
     }
+    client_id = id;
+    if (fencing)
+        o.flags |= REDLOCK_OPT_FENCING;
+    if (auto_extend)
+        o.on_event = on_event;
     if (margin < 0)
         margin = ttl / 10;
 
@@ -188,8 +276,9 @@ int main(int argc, char **argv)
 
     log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int cfd = open(counter_path, O_RDWR | O_CLOEXEC);
-    if (log_fd < 0 || cfd < 0) {
-        perror(log_fd < 0 ? log_path : counter_path);
+    int sfd = storage_path ? open(storage_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if (log_fd < 0 || cfd < 0 || (storage_path && sfd < 0)) {
+        perror(log_fd < 0 ? log_path : cfd < 0 ? counter_path : storage_path);
         return 1;
     }
 
@@ -219,8 +308,10 @@ int main(int argc, char **argv)
     /* The drift the library subtracts, so the checker can verify that the
      * reported validity never exceeds ttl - drift from before the call. */
     double drift_ms = (double)ttl * o.drift_factor + o.drift_min_ms;
-    logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu",
-            id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n);
+    logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu "
+            "fencing=%d storage=%d auto_extend=%d pre_write=%ld",
+            id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n, fencing,
+            storage_path != NULL, auto_extend, pre_write);
 
     unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
     int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
@@ -228,6 +319,7 @@ int main(int argc, char **argv)
     char msg[1024];
     while (!stop_requested && now_ns() < end && (iterations == 0 || acquired < iterations)) {
         seq++;
+        atomic_store(&cur_seq, seq);
         int64_t t_call = now_ns();
         rc = redlock_lock_acquire(lock, (uint32_t)ttl, wait);
         int64_t t_ret = now_ns();
@@ -245,9 +337,15 @@ int main(int argc, char **argv)
         /* The safe window starts when acquire returned and ends at what the
          * library says is left of the validity, measured at the same moment. */
         int64_t validity = redlock_lock_validity_ms(lock);
+        uint64_t token = redlock_lock_fencing_token(lock);
         int64_t valid_until = t_ret + validity * 1000000;
-        logline("ACQ %ld %lld %lld %lld %lld", id, seq, (long long)t_call, (long long)t_ret,
-                (long long)valid_until);
+        logline("ACQ %ld %lld %lld %lld %lld %" PRIu64, id, seq, (long long)t_call, (long long)t_ret,
+                (long long)valid_until, token);
+        if (auto_extend) {
+            rc = redlock_lock_auto_extend(lock, 0, on_lost, NULL);
+            if (rc != 0)    /* ESTATE: the validity ran out already; the loop goes on */
+                logline("AEFAIL %ld %lld %lld %d %s", id, seq, (long long)now_ns(), rc, redlock_error_name(rc));
+        }
 
         long long v = read_counter(cfd);
         logline("CS %ld %lld %lld %lld", id, seq, (long long)now_ns(), v);
@@ -255,12 +353,33 @@ int main(int argc, char **argv)
         int64_t t_check = now_ns();
         int64_t left = redlock_lock_validity_ms(lock);
         if (left > margin) {
-            if (write_counter(cfd, v + 1) != 0) {
-                perror("pwrite");
-                return 1;
+            if (pre_write > 0) {
+                logline("PRE %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
+                sleep_ms(pre_write);
             }
-            logline("WRITE %ld %lld %lld %lld %lld %lld", id, seq, (long long)t_check,
-                    (long long)now_ns(), v, v + 1);
+            if (sfd >= 0) {
+                /* Through the storage: the counter is written only if it accepts the token. */
+                store_result res;
+                int64_t t_begin = now_ns();
+                if (storage_write(sfd, cfd, token, v + 1, &res) != 0) {
+                    perror("storage");
+                    return 1;
+                }
+                int64_t t_done = now_ns();
+                logline("FENCE %ld %lld %lld %lld %lld %" PRIu64 " %s %llu", id, seq, (long long)t_begin,
+                        (long long)res.t_at, (long long)t_done, token, res.accepted ? "ACCEPT" : "REJECT",
+                        res.before);
+                if (res.accepted)
+                    logline("WRITE %ld %lld %lld %lld %lld %lld", id, seq, (long long)t_check,
+                            (long long)t_done, v, v + 1);
+            } else {
+                if (write_counter(cfd, v + 1) != 0) {
+                    perror("pwrite");
+                    return 1;
+                }
+                logline("WRITE %ld %lld %lld %lld %lld %lld", id, seq, (long long)t_check,
+                        (long long)now_ns(), v, v + 1);
+            }
         } else {
             logline("SKIP %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
         }
@@ -278,6 +397,8 @@ int main(int argc, char **argv)
     redlock_lock_free(lock);
     redlock_client_free(client);
     close(cfd);
+    if (sfd >= 0)
+        close(sfd);
     close(log_fd);
     free(envcopy);
     return 0;

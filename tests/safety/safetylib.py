@@ -41,7 +41,8 @@ def now_ns():
 
 
 class Run:
-    """One run directory: the clients' logs, the fault log and the counter file."""
+    """One run directory: the clients' logs, the fault log, the counter file and the fake fencing
+    storage (used by clients spawned with storage=True)."""
 
     def __init__(self, run_dir, urls, resource="safety:r", client_bin=None):
         self.dir = str(run_dir)
@@ -53,6 +54,9 @@ class Run:
         self.counter = os.path.join(self.dir, "counter")
         with open(self.counter, "w") as f:
             f.write("0".ljust(31) + "\n")
+        self.storage = os.path.join(self.dir, "storage")
+        with open(self.storage, "w") as f:
+            f.write("0".ljust(20) + " " + "0".ljust(20) + "\n")
         self._faults = open(os.path.join(self.dir, "faults.log"), "a", buffering=1)
         self.t_start = now_ns()
 
@@ -62,11 +66,19 @@ class Run:
 
     def spawn(self, cid, urls=None, **opts):
         """Start client `cid`. opts: ttl, hold, margin, gap, wait, duration, iterations,
-        attempt_gap, node_timeout, connect_timeout, retry_count, retry_delay, retry_jitter."""
+        attempt_gap, node_timeout, connect_timeout, retry_count, retry_delay, retry_jitter,
+        pre_write; flags (True/False): fencing, auto_extend, storage (the run's fake fencing
+        storage; implies fencing)."""
         argv = [self.bin, "--id", str(cid), "--log", self.log_path(cid), "--counter", self.counter,
                 "--resource", self.resource]
+        if opts.pop("storage", False):
+            opts["fencing"] = True
+            argv += ["--storage", self.storage]
         for k, v in opts.items():
-            argv += ["--" + k.replace("_", "-"), str(v)]
+            if v is True:
+                argv.append("--" + k.replace("_", "-"))
+            elif v is not False and v is not None:
+                argv += ["--" + k.replace("_", "-"), str(v)]
         argv += list(urls or self.urls)
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=open(os.path.join(self.dir, "client-%d.err" % cid), "ab"))

@@ -4,6 +4,11 @@ injected, then the checker's verdict. Only faults under which Redlock promises m
 are drawn (a killed node stays down longer than the TTL, no key is deleted by hand), so any
 violation is a finding. Usage:
   tests/safety/soak.py --seconds 1800 [--clients 4] [--seed S] [--dir DIR] [--kind mixed]
+                       [--no-fencing]
+By default the clients mint fencing tokens and write through the fake fencing storage, client 0
+holds for longer than the TTL on auto-extend, and the nodes run with appendfsync always (fencing
+tokens need nodes that do not forget their counters: docs/fencing.md). --no-fencing: plain
+locks, nodes without persistence (a kill loses every key the node held).
 Exit 0 if the checker found no violation. Needs $REDLOCK_SAFETY_CLIENT (or build/).
 """
 from __future__ import annotations
@@ -142,13 +147,14 @@ class Soak:
             self.log("fault action failed: %s" % e)
 
 
-def soak(seconds, clients=4, seed=None, run_dir=None, kind="mixed", log=print):
+def soak(seconds, clients=4, seed=None, run_dir=None, kind="mixed", log=print, fencing=True):
     seed = seed if seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     own_dir = run_dir is None
     run_dir = run_dir or tempfile.mkdtemp(prefix="redlock-soak-")
-    log("soak: %ds, %d clients, seed %d, logs in %s" % (seconds, clients, seed, run_dir))
-    with S.nodes.Cluster(5, kind=kind) as c:
+    log("soak: %ds, %d clients, seed %d, fencing %s, logs in %s" % (
+        seconds, clients, seed, "on (appendfsync always)" if fencing else "off", run_dir))
+    with S.nodes.Cluster(5, kind=kind, persistence="aof-always" if fencing else None) as c:
         proxies = {i: Proxy(c.port(i)).start() for i in PROXIED}
         try:
             urls = [proxies[i].url if i in proxies else c.url(i) for i in range(5)]
@@ -158,7 +164,13 @@ def soak(seconds, clients=4, seed=None, run_dir=None, kind="mixed", log=print):
                     # Half the clients make one attempt per call, so that the checker can bound
                     # their validity from the call's start; the others use the default retries.
                     extra = dict(wait=0, attempt_gap=20) if cid % 2 else {}
-                    run.spawn(cid, ttl=TTL, hold=15, gap=10, duration=seconds + 60, **extra)
+                    extra.update(hold=15, gap=10)
+                    if fencing:
+                        extra["storage"] = True
+                        if cid == 0:
+                            # longer than the TTL: only the watchdog's extensions keep it
+                            extra.update(auto_extend=True, hold=int(TTL * 1.2), gap=1000)
+                    run.spawn(cid, ttl=TTL, duration=seconds + 60, **extra)
                 s = Soak(c, run, proxies, rng, log)
                 t_end = time.monotonic() + seconds
                 next_fault = time.monotonic() + 1.0
@@ -200,8 +212,12 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--dir", default=None, help="keep the logs here (default: a temp dir, removed if clean)")
     ap.add_argument("--kind", default="mixed", choices=("redis", "valkey", "mixed"))
+    ap.add_argument("--no-fencing", dest="fencing", action="store_false",
+                    help="plain locks and nodes without persistence (default: fencing tokens, the "
+                         "fake fencing storage, one auto-extended client, appendfsync always)")
     a = ap.parse_args(argv)
-    r = soak(a.seconds, a.clients, a.seed, a.dir, a.kind, log=lambda m: print(m, flush=True))
+    r = soak(a.seconds, a.clients, a.seed, a.dir, a.kind, log=lambda m: print(m, flush=True),
+             fencing=a.fencing)
     return 0 if r.ok else 1
 
 

@@ -5,21 +5,38 @@ import check
 MS = 1_000_000
 
 
-def write_run(tmp_path, clients, faults=(), counter=None):
+def write_run(tmp_path, clients, faults=(), counter=None, storage=None, fencing=False):
+    """storage: (highest token, accepted writes) for the fake fencing storage file."""
     for cid, lines in clients.items():
-        start = "START %d 0 pid=1 ttl=1000 drift_ms=12.000 hold=20 margin=100 wait=0 nodes=3\n" % cid
+        start = "START %d 0 pid=1 ttl=1000 drift_ms=12.000 hold=20 margin=100 wait=0 nodes=3%s\n" % (
+            cid, " fencing=1 storage=1 auto_extend=0 pre_write=0" if fencing else "")
         (tmp_path / ("client-%d.log" % cid)).write_text(start + "".join(l + "\n" for l in lines))
     (tmp_path / "faults.log").write_text("".join(l + "\n" for l in faults))
     if counter is not None:
         (tmp_path / "counter").write_text(str(counter).ljust(31) + "\n")
+    if storage is not None:
+        (tmp_path / "storage").write_text("%-20d %-20d\n" % storage)
     return check.analyze(str(tmp_path))
 
 
-def cycle(cid, seq, t_call, t_acq, valid_for_ms, rel_at, rc=0, write=True, old=0):
-    """One acquisition of client cid, all times in ms."""
-    lines = ["ACQ %d %d %d %d %d" % (cid, seq, t_call * MS, t_acq * MS, (t_acq + valid_for_ms) * MS),
+def cycle(cid, seq, t_call, t_acq, valid_for_ms, rel_at, rc=0, write=True, old=0, token=None,
+          fence=None, ext=(), lost=None):
+    """One acquisition of client cid, all times in ms. token: logged on ACQ. fence: (t_at, accepted,
+    stored before) of a write through the fencing storage (the counter is written only if
+    accepted). ext: (t, valid_until) of extensions. lost: (t, code, name) of a lost callback."""
+    lines = ["ACQ %d %d %d %d %d%s" % (cid, seq, t_call * MS, t_acq * MS, (t_acq + valid_for_ms) * MS,
+                                       "" if token is None else " %d" % token),
              "CS %d %d %d %d" % (cid, seq, (t_acq + 1) * MS, old)]
-    if write:
+    lines += ["EXT %d %d %d %d 1" % (cid, seq, t * MS, vu * MS) for t, vu in ext]
+    if lost:
+        lines.append("LOST %d %d %d %d %s 0 lost" % (cid, seq, lost[0] * MS, lost[1], lost[2]))
+    if fence:
+        t_at, accepted, before = fence
+        lines.append("FENCE %d %d %d %d %d %d %s %d" % (cid, seq, t_at * MS - 1000, t_at * MS, t_at * MS + 1000,
+                                                         token, "ACCEPT" if accepted else "REJECT", before))
+        if accepted:
+            lines.append("WRITE %d %d %d %d %d %d" % (cid, seq, (t_at - 1) * MS, t_at * MS + 1000, old, old + 1))
+    elif write:
         lines.append("WRITE %d %d %d %d %d %d" % (cid, seq, (rel_at - 2) * MS, (rel_at - 1) * MS, old, old + 1))
     lines.append("REL %d %d %d %d %d %s x" % (cid, seq, rel_at * MS, (rel_at + 1) * MS, rc,
                                                 "OK" if rc == 0 else "REDLOCK_ELOST"))
@@ -82,3 +99,110 @@ def test_longest_unavailability(tmp_path):
     r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 900, 50, old=0),
                              1: ["FAIL 1 1 %d %d -4 REDLOCK_ENOQUORUM x" % (60 * MS, 500 * MS)]}, counter=1)
     assert abs(r.longest_unavailable_ns - 440 * MS) < MS
+
+
+# ---------------------------------------------------------------------------------------------
+# Fencing tokens, the fake fencing storage, auto-extension
+
+def test_fencing_clean(tmp_path):
+    # 0 (token 1), 1 (token 2), 0 again (token 5: failed attempts may skip numbers), all written.
+    r = write_run(tmp_path, {
+        0: cycle(0, 1, 0, 1, 900, 50, old=0, token=1, fence=(40, True, 0)) +
+           cycle(0, 2, 200, 201, 900, 250, old=2, token=5, fence=(240, True, 2)),
+        1: cycle(1, 1, 40, 100, 900, 150, old=1, token=2, fence=(140, True, 1))},
+        counter=3, storage=(5, 3), fencing=True)
+    assert r.ok, r.violations
+    assert [w.token for w in r.windows] == [1, 2, 5]
+    assert "fencing: 3 acquisitions with a token (from 1 to 5)" in r.summary()
+
+
+def test_token_going_backwards(tmp_path):
+    # Three holders one after the other; the third one's token is lower than the second's.
+    clients = {0: cycle(0, 1, 0, 1, 900, 50, old=0, token=3, fence=(40, True, 0)),
+               1: cycle(1, 1, 40, 100, 900, 150, old=1, token=7, fence=(140, True, 3)),
+               2: cycle(2, 1, 150, 200, 900, 250, old=2, token=4, fence=(240, False, 7))}
+    r = write_run(tmp_path, clients, counter=2, storage=(7, 2), fencing=True)
+    assert [(a.client, b.client) for a, b in r.token_order] == [(1, 2)]
+    assert not r.overlaps and not r.ok
+    # 2's write was refused within its validity: that is flagged too
+    assert [s.client for s in r.fresh_refused] == [2]
+    # a repeated token is not an increase either
+    clients[2] = cycle(2, 1, 150, 200, 900, 250, old=2, token=7, fence=(240, False, 7))
+    r = write_run(tmp_path, clients, counter=2, storage=(7, 2), fencing=True)
+    assert [(a.client, b.client) for a, b in r.token_order] == [(1, 2)]
+
+
+def test_token_missing(tmp_path):
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 900, 50, old=0, token=0)}, counter=1, fencing=True)
+    assert len(r.token_missing) == 1 and not r.ok
+    # without fencing, token 0 is what the client logs
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 900, 50, old=0, token=0)}, counter=1)
+    assert r.ok, r.violations
+
+
+def test_stale_write_accepted(tmp_path):
+    # 0 (token 1) stalls past its validity (ends at 101); 1 (token 2) acquires at 200 and its write
+    # is stored at 210; the storage then accepts 0's write at 300: a storage that does not check.
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 400, rc=-6, old=0, token=1, fence=(300, True, 2)),
+                             1: cycle(1, 1, 150, 200, 900, 250, old=0, token=2, fence=(210, True, 0))},
+                  counter=1, storage=(2, 2), fencing=True)
+    assert [(s.client, n.client) for s, n in r.stale_accepted] == [(0, 1)]
+    assert not r.ok
+    assert any(v.startswith("stale write accepted") for v in r.violations)
+
+
+def test_stale_write_refused(tmp_path):
+    # The same history with a storage that does its job: 0's late write is refused. No violation,
+    # and the refusal is counted as one from a holder past its valid_until.
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 400, rc=-6, old=0, token=1, fence=(300, False, 2)),
+                             1: cycle(1, 1, 150, 200, 900, 250, old=0, token=2, fence=(210, True, 0))},
+                  counter=1, storage=(2, 1), fencing=True)
+    assert r.ok, r.violations
+    assert "1 refused (1 of them from a holder past its valid_until)" in r.summary()
+
+
+def test_expired_write_accepted_is_reported(tmp_path):
+    # 0's write comes after its valid_until, but before any later holder wrote: the storage cannot
+    # know it is late. Reported, not a violation.
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 400, rc=-6, old=0, token=1, fence=(205, True, 0)),
+                             1: cycle(1, 1, 150, 200, 900, 250, old=1, token=2, fence=(210, True, 1))},
+                  counter=2, storage=(2, 2), fencing=True)
+    assert r.ok, r.violations
+    assert [s.client for s in r.expired_accepted] == [0]
+
+
+def test_storage_mismatch(tmp_path):
+    clients = {0: cycle(0, 1, 0, 1, 900, 50, old=0, token=1, fence=(40, True, 0))}
+    assert write_run(tmp_path, clients, counter=1, storage=(1, 1), fencing=True).ok
+    r = write_run(tmp_path, clients, counter=1, storage=(1, 2), fencing=True)
+    assert len(r.storage_mismatch) == 1 and not r.ok
+    r = write_run(tmp_path, clients, counter=1, storage=(3, 1), fencing=True)
+    assert len(r.storage_mismatch) == 1 and not r.ok
+
+
+def test_extension_extends_the_window(tmp_path):
+    # 0's acquisition is valid until 101, but an extension at 60 makes it valid until 960; 1
+    # acquiring at 200, before 0 released at 500, is then an overlap.
+    a = cycle(0, 1, 0, 1, 100, 500, old=0, ext=[(60, 960)])
+    b = cycle(1, 1, 150, 200, 900, 250, old=1)
+    r = write_run(tmp_path, {0: a, 1: b}, counter=2)
+    assert [(x.client, y.client) for x, y in r.overlaps] == [(0, 1)]
+    assert r.windows[0].extensions == 1 and not r.validity_excess
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 500, old=0), 1: b}, counter=2)
+    assert r.ok, r.violations
+    # an extension valid for more than ttl - drift (988 ms)
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 50, old=0, ext=[(20, 1015)])}, counter=1)
+    assert len(r.ext_excess) == 1 and not r.ok
+
+
+def test_lost_callback(tmp_path):
+    # The watchdog reports a loss at 150, after the validity ended (101): the window was cut short.
+    r = write_run(tmp_path, {0: cycle(0, 1, 0, 1, 100, 400, rc=-6, write=False, lost=(150, -5, "REDLOCK_EEXPIRED"))})
+    assert r.ok, r.violations
+    assert "losses reported: REDLOCK_EEXPIRED 1" in r.summary()
+    # a loss at 50, with validity left and no fault that removes keys: unexplained
+    clients = {0: cycle(0, 1, 0, 1, 100, 400, rc=-6, write=False, lost=(50, -6, "REDLOCK_ELOST"))}
+    r = write_run(tmp_path, clients)
+    assert len(r.unexplained_lost) == 1 and not r.ok
+    r = write_run(tmp_path, clients, faults=["FAULT %d del node0 1 DEL_k" % (20 * MS)])
+    assert r.ok, r.violations

@@ -6,6 +6,7 @@ they separate "bounded by the node timeout" from "waited for the fault to end", 
 latency. Short mode: all rows in about 2 minutes. Soak: test_soak.py / soak.py.
 """
 import os
+import random
 import threading
 import time
 
@@ -15,6 +16,7 @@ import safetylib as S
 
 ENOTACQUIRED = -3
 ENOQUORUM = -4
+EEXPIRED = -5
 ELOST = -6
 # With a majority faulty, an attempt fails with ENOQUORUM, even when the one healthy node
 # refused (another attempt's key): ENOTACQUIRED needs more than N - quorum refusals
@@ -37,6 +39,15 @@ def assert_safe(r):
 
 def acq_between(r, start, end, clients=None):
     return [w for w in r.windows if start <= w.t_acq <= end and (clients is None or w.client in clients)]
+
+
+def window(r, client, seq):
+    return next(w for w in r.windows if w.client == client and w.seq == seq)
+
+
+def last_seq(run, cid, tag):
+    """The highest seq of the `tag` lines client cid has logged so far (0 if none)."""
+    return max([int(w[2]) for w in run.events(cid, tag)] or [0])
 
 
 def calls_started_between(r, start, end):
@@ -290,8 +301,8 @@ def test_broken_replies(make_run, make_proxies, mode):
 def test_client_paused_beyond_validity(make_run):
     """SIGSTOP a client inside its critical section for longer than its TTL. Others take the lock
     meanwhile; once resumed, the client finds its validity gone, skips its write, and its release
-    reports REDLOCK_ELOST. No violation: its window ended at valid_until. (Fencing tokens, which
-    would also stop a write already under way, do not exist yet.)"""
+    reports REDLOCK_ELOST. No violation: its window ended at valid_until. (A stop that lands after
+    the validity check, when only fencing can refuse the write: test_client_paused_before_write.)"""
     ttl = 1000
     with S.nodes.Cluster(3) as c:
         run = make_run(c.urls, "safety:client-stop")
@@ -317,6 +328,216 @@ def test_client_paused_beyond_validity(make_run):
     assert w.rel_rc == ELOST, "release after the lease ran out returned %s, not ELOST" % w.rel_rc
     others = [x for x in r.windows if x.client != 0 and t_stop <= x.t_acq <= t_cont]
     assert others, "nobody took the lock while its holder was stopped"
+
+
+@pytest.mark.parametrize("fencing", [False, True], ids=["no-fencing", "fencing"])
+def test_client_paused_before_write(make_run, fencing):
+    """SIGSTOP a client after its validity check and before its write (inside a 400 ms sleep put
+    there, --pre-write), for 2.5 x TTL; the others take the lock and write meanwhile. On resuming
+    it writes with nothing left to stop it but the storage, and its release reports ELOST.
+    - no-fencing: its late write goes through and the checker reports the lost update (by design:
+      assumption 5 broken, what fencing is for).
+    - fencing: every client writes through the fake fencing storage; the stopped client's write
+      carries its old token, lower than the one stored by then, and is refused: the refusal is
+      exactly this write, no stale write is accepted, the counter is right, no violation."""
+    ttl = 1000
+    with S.nodes.Cluster(3) as c:
+        run = make_run(c.urls, "safety:stale-write")
+        f = S.Faults(run, c)
+        run.spawn(0, ttl=ttl, pre_write=400, storage=fencing, duration=60)
+        run.spawn(1, ttl=ttl, storage=fencing, duration=60)
+        run.spawn(2, ttl=ttl, storage=fencing, duration=60)
+        time.sleep(0.5)
+        pre = run.wait_event(0, "PRE", timeout=10, after_seq=last_seq(run, 0, "PRE"))
+        t_stop = f.stop_client(0)
+        seq = int(pre[2])
+        time.sleep(2.5 * ttl / 1000)
+        t_cont = f.cont_client(0)
+        run.wait_event(0, "REL", after_seq=seq - 1, timeout=10)
+        time.sleep(0.5)
+        r = finish(run)
+    w = window(r, 0, seq)
+    assert int(pre[3]) < t_stop, "the stop landed before the validity check"
+    assert w.valid_until < t_cont
+    others = [x for x in r.windows if x.client != 0 and t_stop <= x.t_acq <= t_cont and x.wrote]
+    assert others, "nobody took the lock and wrote while its holder was stopped"
+    assert w.rel_rc == ELOST, "release after the lease ran out returned %s, not ELOST" % w.rel_rc
+    if not fencing:
+        # (t_cont is logged after SIGCONT is sent: the client may write before it)
+        assert w.wrote and w.write_done > t_stop, "the stop did not land before the write"
+        assert w in r.late_writes
+        assert r.lost_updates and r.lost_updates >= 1, "the checker missed the lost update"
+        assert not r.overlaps
+        assert r.violations and all(v.startswith("lost update") for v in r.violations), r.violations
+        return
+    assert_safe(r)
+    st = w.store
+    assert st is not None and st.t_begin > t_stop, "the stop did not land before the write"
+    assert w.token and st.token == w.token
+    assert not st.accepted, "the storage accepted the stale write (token %d, stored %d)" % (st.token, st.before)
+    assert st.before > w.token
+    assert not w.wrote and r.lost_updates == 0
+    assert [(x.client, x.seq) for x in r.stores if not x.accepted] == [(0, seq)], \
+        "refused writes other than the stale one"
+    assert not r.expired_accepted and not r.stale_accepted
+
+
+def test_fencing_under_node_faults(make_run):
+    """Fencing under node faults: 5 nodes with appendfsync always (docs/fencing.md: a node must not
+    forget its counter); 4 clients write through the fake fencing storage, one of them holding
+    for 1.2 x TTL on auto-extend. For 8 s, every 0.3 to 0.8 s one random fault (seeded;
+    SAFETY_SEED to repeat): SIGKILL of a node and an immediate restart (the counter and the lock
+    keys come back from the AOF), or SIGSTOP of a node for 0.2 to 1.5 s (at most one paused).
+    No violation: tokens strictly increase in the order of acquisition, the storage accepts no
+    stale write and refuses no fresh one; every restarted node's counter is what it was before
+    the kill, or more."""
+    seed = int(os.environ.get("SAFETY_SEED") or random.randrange(1 << 30))
+    print("seed", seed)
+    rng = random.Random(seed)
+    ttl = 1000
+    key = "safety:fence:fencing"
+    with S.nodes.Cluster(5, persistence="aof-always") as c:
+        run = make_run(c.urls, "safety:fence")
+        f = S.Faults(run, c)
+        run.spawn(0, ttl=ttl, storage=True, duration=60)
+        run.spawn(1, ttl=ttl, storage=True, duration=60)
+        run.spawn(2, ttl=ttl, storage=True, wait=0, attempt_gap=20, duration=60)
+        run.spawn(3, ttl=ttl, storage=True, auto_extend=True, hold=1200, gap=300, duration=60)
+        time.sleep(1.0)
+        t_first = S.now_ns()
+        paused = {}                 # node -> monotonic time to resume it
+        kept = []                   # (node, counter before the kill, counter after the restart)
+        kills = pauses = 0
+        t_end = time.monotonic() + 8.0
+        while time.monotonic() < t_end:
+            for n, due in list(paused.items()):
+                if due <= time.monotonic():
+                    f.resume(n)
+                    del paused[n]
+            n = rng.choice([i for i in range(5) if i not in paused])
+            if paused or rng.random() < 0.5:
+                before = c.cmd(n, "GET", key)
+                f.restart(n)
+                kept.append((n, int(before or 0), int(c.cmd(n, "GET", key) or 0)))
+                kills += 1
+            else:
+                f.pause(n)
+                paused[n] = time.monotonic() + rng.uniform(0.2, 1.5)
+                pauses += 1
+            time.sleep(rng.uniform(0.3, 0.8))
+        for n in list(paused):
+            f.resume(n)
+        t_last = S.now_ns()
+        time.sleep(1.0)
+        t_read = S.now_ns()
+        counters = [int(c.cmd(n, "GET", key) or 0) for n in range(5)]
+        r = finish(run)
+    print("kills %d, pauses %d, counters %s" % (kills, pauses, counters))
+    assert_safe(r)
+    assert kills >= 3 and pauses >= 1
+    during = acq_between(r, t_first, t_last)
+    assert len(during) >= 10, "too few acquisitions under faults"
+    tokens = [w.token for w in r.windows]
+    assert all(tokens) and tokens == sorted(set(tokens)), "tokens not strictly increasing"
+    # every token handed out before the counters were read is on a majority of them
+    issued = max(w.token for w in r.windows if w.t_acq <= t_read)
+    assert sorted(counters)[2] >= issued, "counters %s, token %d issued" % (counters, issued)
+    for n, before, after in kept:
+        assert after >= before > 0, "node %d's counter went from %d to %d over a restart" % (n, before, after)
+    acc = [s for s in r.stores if s.accepted]
+    assert len(acc) == r.writes == r.counter
+    ext = [w for w in r.windows if w.client == 3 and w.extensions and w.store and w.store.accepted]
+    assert ext, "the auto-extended holder never completed a hold longer than its TTL"
+
+
+@pytest.mark.parametrize("persistence", [None, "aof-always"], ids=["no-persistence", "aof-always"])
+def test_fencing_counter_forgotten(make_run, persistence):
+    """A node forgets its fencing counter (docs/fencing.md, "What it survives"). Client A acquires
+    and releases 3 times while nodes 0 and 1 are down: its tokens 1, 2, 3 are committed on exactly
+    {2, 3, 4}. Nodes 3 and 4 die, node 2 is SIGKILLed and restarted, 0 and 1 come back; client B
+    acquires on {0, 1, 2}: node 2 is the only one whose counter can tell B about A.
+    - no-persistence: node 2 comes back empty, B's token is 1 again. By design (a node must not
+      forget its counters): the checker must report the token order, and the storage refuses B's
+      write although B holds the lock (a fresh write refused: availability, not data, is lost).
+    - aof-always: node 2 reloads its counter, B's token is 4 (the highest counter of the majority,
+      not the first node's); no violation."""
+    ttl = 2000
+    key = "safety:forgotten:fencing"
+    with S.nodes.Cluster(5, persistence=persistence) as c:
+        run = make_run(c.urls, "safety:forgotten")
+        f = S.Faults(run, c)
+        f.kill(0)
+        f.kill(1)
+        run.spawn(0, ttl=ttl, storage=True, iterations=3, duration=30)
+        run.wait(timeout=30, cids=[0])
+        before = [c.cmd(n, "GET", key) for n in (2, 3, 4)]
+        f.kill(3)
+        f.kill(4)
+        f.restart(2)
+        after = c.cmd(2, "GET", key)
+        f.start(0)
+        f.start(1)
+        run.spawn(1, ttl=ttl, storage=True, iterations=1, wait=10000, duration=30)
+        run.wait(timeout=30, cids=[1])
+        r = run.check()
+        print(r.summary())
+    a = [w for w in r.windows if w.client == 0]
+    b = window(r, 1, 1)
+    assert [w.token for w in a] == [1, 2, 3] and before == ["3", "3", "3"]
+    assert not r.overlaps and r.lost_updates == 0
+    if persistence is None:
+        assert after is None, "node 2 kept its counter over a restart without persistence"
+        assert b.token == 1
+        assert [(x.client, y.client) for x, y in r.token_order] == [(0, 1)], "the checker missed the token"
+        assert b.store is not None and not b.store.accepted
+        assert [s.client for s in r.fresh_refused] == [1]
+        assert not r.ok
+    else:
+        assert after == "3", "node 2 lost its counter despite appendfsync always"
+        assert b.token == 4
+        assert b.store is not None and b.store.accepted
+        assert_safe(r)
+
+
+def test_auto_extend_holder_paused(make_run):
+    """A client holds for 4 x TTL on auto-extend (the library's watchdog): nobody else acquires
+    meanwhile, and its write is accepted. Then it is SIGSTOPped in its next hold for 2.5 x TTL: the
+    watchdog stops with it, the validity runs out, others take the lock. On resuming, the lost
+    callback reports the loss (after the validity ended), the client finds no validity left and
+    skips its write, and its release reports ELOST. No violation."""
+    ttl = 500
+    with S.nodes.Cluster(3) as c:
+        run = make_run(c.urls, "safety:auto-extend")
+        f = S.Faults(run, c)
+        run.spawn(0, ttl=ttl, hold=4 * ttl, gap=100, storage=True, auto_extend=True, duration=60)
+        run.wait_event(0, "ACQ", timeout=10)
+        run.spawn(1, ttl=ttl, storage=True, duration=60)
+        run.spawn(2, ttl=ttl, storage=True, duration=60)
+        seq1 = int(run.wait_event(0, "REL", timeout=30)[2])
+        cs = run.wait_event(0, "CS", timeout=30, after_seq=seq1)
+        seq = int(cs[2])
+        time.sleep(ttl / 2000)
+        # Resumed with a TTL of its hold left: the watchdog, not the release, finds the loss.
+        t_stop = f.stop_client(0)
+        time.sleep(2.5 * ttl / 1000)
+        t_cont = f.cont_client(0)
+        run.wait_event(0, "REL", after_seq=seq - 1, timeout=15)
+        time.sleep(0.3)
+        r = finish(run)
+    assert_safe(r)
+    first = window(r, 0, seq1)
+    assert first.rel_rc == 0 and first.lost is None
+    assert first.acq_valid_until < first.rel_call and first.extensions >= 3, \
+        "a hold of 4 TTLs was not kept alive by extensions"
+    assert first.store is not None and first.store.accepted
+    assert not [w for w in r.windows if w.client != 0 and first.t_acq <= w.t_acq <= first.rel_call]
+    w = window(r, 0, seq)
+    assert t_stop < w.valid_until < t_cont, "the stop did not outlast the validity"
+    assert w.lost is not None, "no loss reported by the watchdog"
+    assert w.lost[1] in (EEXPIRED, ELOST) and w.lost[0] > w.valid_until
+    assert not w.wrote and w.store is None, "the client wrote after losing the lock"
+    assert w.rel_rc == ELOST
+    assert [x for x in r.windows if x.client != 0 and t_stop <= x.t_acq <= t_cont]
 
 
 # ---------------------------------------------------------------------------------------------
