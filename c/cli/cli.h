@@ -22,6 +22,13 @@
 
 #define CLI_WAIT_FOREVER   (-1)
 
+/* TLS settings for rediss:// nodes: the library's tls_* options
+ * (docs/security.md). Strings owned; NULL = unset. */
+typedef struct cli_tls {
+    char *ca_file, *ca_dir, *cert_file, *key_file, *server_name;
+    int insecure;             /* accept any server certificate */
+} cli_tls;
+
 /* Settings every subcommand shares, after merging the command line, the
  * environment and the config file (in that order of precedence). */
 typedef struct cli_common {
@@ -32,8 +39,11 @@ typedef struct cli_common {
     int64_t wait_ms;          /* -2 = not given, CLI_WAIT_FOREVER, or >= 0 */
     int64_t node_timeout_ms;  /* -1 = not given */
     const char *config_path;  /* --config, else $REDLOCK_CONFIG; borrowed */
+    cli_tls tls;              /* merged TLS settings */
+    struct ssl_ctx_st *tls_ctx; /* status and doctor: built by cli_tls_prepare */
     /* what the command line said, before merging */
     char *cli_nodes, *cli_ttl, *cli_wait, *cli_prefix, *cli_node_timeout;
+    cli_tls tls_cli;          /* the --tls-* options */
 } cli_common;
 
 void cli_common_init(cli_common *c);
@@ -66,18 +76,29 @@ int64_t cli_now_us(void);
 /* Wall clock "HH:MM:SS.mmm" for log lines. */
 const char *cli_timestamp(char *buf, size_t size);
 
-/* The URL with any password replaced by "***". */
-
-/* A node URL parsed for a direct hiredis connection (status, doctor). The
- * grammar is the library's: redis://[user[:password]@]host[:port][/db],
- * unix://[[user]:password@]/path[?db=N]. */
 /* Node URLs are parsed by the library's own parser (c/src/url.c): one
- * grammar, one masking of passwords. status and doctor connect with
- * blocking hiredis contexts, without TLS. */
+ * grammar (redis://, rediss://, unix://), one masking of passwords. status
+ * and doctor connect with blocking hiredis contexts. */
 int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize);
-/* Connects, authenticates and selects the db, each step bounded by
- * timeout_ms. NULL with a reason in err on failure. */
-redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize);
+/* Connects (over TLS for rediss://, verified as the library verifies),
+ * authenticates and selects the db, each step bounded by timeout_ms. NULL
+ * with a reason in err on failure. */
+redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, char *err,
+                          size_t errsize);
+
+/* tls.c. For status and doctor, after cli_common_resolve: builds c->tls_ctx
+ * from c->tls when a node is rediss://. Prints the error and returns
+ * CLI_EXIT_USAGE when a file cannot be loaded, 0 otherwise. */
+int cli_tls_prepare(cli_common *c, const char *cmd);
+/* Starts TLS on a connected blocking context: the handshake, the chain
+ * checked by c->tls_ctx and the certificate's name or IP against
+ * --tls-server-name or host. 0, or -1 with the reason in err. */
+int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char *err, size_t errsize);
+void cli_tls_free(cli_tls *t);
+/* Why a command failed on ctx (redisCommand returned NULL): a TLS reason
+ * (an alert from the server), "timed out", or hiredis's text. */
+void cli_io_error(const redisContext *ctx, char *err, size_t errsize);
+void cli_tls_ctx_free(struct ssl_ctx_st *ctx);
 /* A command's reply, or NULL with the reason (I/O error) in err. */
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...);
 
@@ -104,8 +125,33 @@ enum {
     OPT_LOST_EXIT,
     OPT_FENCING,
     OPT_CLOCK_PROBE,
-    OPT_MAX_TTL
+    OPT_MAX_TTL,
+    OPT_TLS_CA_FILE,
+    OPT_TLS_CA_DIR,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_SERVER_NAME,
+    OPT_TLS_INSECURE
 };
+
+/* The TLS options every subcommand accepts, for its getopt_long table. */
+#define CLI_TLS_LONGOPTS                                                     \
+    { "tls-ca-file", required_argument, NULL, OPT_TLS_CA_FILE },             \
+    { "tls-ca-dir", required_argument, NULL, OPT_TLS_CA_DIR },               \
+    { "tls-cert", required_argument, NULL, OPT_TLS_CERT },                   \
+    { "tls-key", required_argument, NULL, OPT_TLS_KEY },                     \
+    { "tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME },     \
+    { "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE }
+
+/* Their lines in each subcommand's --help. */
+#define CLI_TLS_HELP                                                                            \
+    "      --tls-ca-file FILE      CAs (PEM) that rediss:// servers' certificates must chain to\n" \
+    "                              (default: the system's CAs)\n"                                  \
+    "      --tls-ca-dir DIR        directory of hashed CA certificates (openssl rehash)\n"         \
+    "      --tls-cert FILE         client certificate (PEM) for mutual TLS; with --tls-key\n"      \
+    "      --tls-key FILE          its private key (PEM, not encrypted)\n"                         \
+    "      --tls-server-name NAME  name or IP the certificates must carry (default: URL host)\n"  \
+    "      --tls-insecure          accept ANY server certificate (tests only)\n"
 
 /* Handles an option every subcommand accepts: 1 if it was one, 0 if not,
  * -1 if its value was bad (already reported as a usage error). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ static void help(void)
           "      --clock-probe DURATION  how long to compare each node's expiry clock with ours\n"
           "                              (default 1s; 0 skips the check)\n"
           "      --json                  print JSON instead of text\n"
+          CLI_TLS_HELP
           "  -h, --help                  this help\n"
           "\n"
           "checks: reachable, PING/SET NX PX/EVAL/EVALSHA allowed by ACLs, scripting available,\n"
@@ -467,6 +469,7 @@ int cli_doctor(int argc, char **argv)
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "clock-probe", required_argument, NULL, OPT_CLOCK_PROBE },
         { "json", no_argument, NULL, OPT_JSON },
+        CLI_TLS_LONGOPTS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -517,6 +520,8 @@ int cli_doctor(int argc, char **argv)
             rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
         }
     }
+    if (!rc)
+        rc = cli_tls_prepare(&common, CMD);
     if (rc) {
         if (nodes)
             for (size_t i = 0; i < n; i++)
@@ -530,16 +535,37 @@ int cli_doctor(int argc, char **argv)
     memset(&d, 0, sizeof d);
     char ttl_text[32];
     cli_fmt_duration(common.ttl_ms > 0 ? common.ttl_ms : DEFAULT_TTL_MS, ttl_text, sizeof ttl_text);
-    size_t quorum = n / 2 + 1, reachable = 0;
+    size_t quorum = n / 2 + 1, reachable = 0, tls_nodes = 0;
+    signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
 
     for (size_t i = 0; i < n; i++) {
         dnode *nd = &nodes[i];
-        nd->ctx = cli_connect(&nd->ep, timeout_ms, nd->error, sizeof nd->error);
+        tls_nodes += nd->ep.tls != 0;
+        nd->ctx = cli_connect(&common, &nd->ep, timeout_ms, nd->error, sizeof nd->error);
         if (!nd->ctx) {
             int auth = strstr(nd->error, "authentication") != NULL;
-            add(&d, (int)i + 1, SEV_SEVERE, auth ? "auth" : "unreachable",
-                auth ? "check the user name and password in the URL (percent-encode special characters)"
-                     : "check the URL, that the server runs, and that this host may reach it",
+            int tls = !strncmp(nd->error, "TLS", 3);
+            const char *name = common.tls.server_name ? common.tls.server_name : nd->ep.host;
+            char fix[384];
+            if (strstr(nd->error, "mismatch"))
+                snprintf(fix, sizeof fix,
+                         "the server's certificate must name %.200s in its subjectAltName: use the name it "
+                         "carries in the URL, or --tls-server-name",
+                         name);
+            else if (strstr(nd->error, "client certificate"))
+                snprintf(fix, sizeof fix, "give a client certificate that the server's tls-ca-cert-file trusts, "
+                                          "with --tls-cert and --tls-key");
+            else if (strstr(nd->error, "expired"))
+                snprintf(fix, sizeof fix, "renew the server's certificate");
+            else if (strstr(nd->error, "does not speak TLS") || strstr(nd->error, "does the port speak TLS"))
+                snprintf(fix, sizeof fix, "use redis:// for a plain-text port, or the server's tls-port");
+            else
+                snprintf(fix, sizeof fix, "give the CA that signed the server's certificate with --tls-ca-file or "
+                                          "--tls-ca-dir, and check the certificate's dates");
+            add(&d, (int)i + 1, SEV_SEVERE, auth ? "auth" : tls ? "tls" : "unreachable",
+                auth  ? "check the user name and password in the URL (percent-encode special characters)"
+                : tls ? fix
+                      : "check the URL, that the server runs, and that this host may reach it",
                 "%s", nd->error);
             continue;
         }
@@ -571,6 +597,11 @@ int cli_doctor(int argc, char **argv)
                 clock_finish(&d, (int)i + 1, &nodes[i]);
     }
 
+    if (tls_nodes && common.tls.insecure)
+        add(&d, 0, SEV_WARN, "tls-insecure",
+            "give the CA that signed the servers' certificates with --tls-ca-file (or tls_ca_file) instead",
+            "--tls-insecure: the servers' certificates were not verified; anyone on the network path could pose "
+            "as a node, and a lock client with the same settings would accept it");
     if (n < 3)
         add(&d, 0, SEV_WARN, "few-nodes", "use 5 (or at least 3) independent nodes",
             "%zu node%s: the lock cannot survive the failure of any node", n, n == 1 ? "" : "s");

@@ -46,6 +46,7 @@ static void help(void)
           "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
           "      --fencing               mint a fencing token; COMMAND gets it in REDLOCK_FENCING_TOKEN\n"
           "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
+          CLI_TLS_HELP
           "  -v, --verbose               log acquire, extensions and release on stderr\n"
           "  -h, --help                  this help\n"
           "\n"
@@ -287,6 +288,7 @@ static int parse_args(run_opts *o, int argc, char **argv)
         { "kill-after", required_argument, NULL, 'k' },
         { "verbose", no_argument, NULL, 'v' },
         { "fencing", no_argument, NULL, OPT_FENCING },
+        CLI_TLS_LONGOPTS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -658,6 +660,12 @@ int cli_run(int argc, char **argv)
         opts.flags |= REDLOCK_OPT_FENCING;
     if (o.common.node_timeout_ms >= 0)
         opts.node_timeout_ms = (uint32_t)(o.common.node_timeout_ms ? o.common.node_timeout_ms : 1);
+    opts.tls_ca_file = o.common.tls.ca_file;
+    opts.tls_ca_dir = o.common.tls.ca_dir;
+    opts.tls_cert_file = o.common.tls.cert_file;
+    opts.tls_key_file = o.common.tls.key_file;
+    opts.tls_server_name = o.common.tls.server_name;
+    opts.tls_insecure_skip_verify = o.common.tls.insecure ? 1 : 0;
     redlock_client *client = NULL;
     char err[1024];
     rc = redlock_client_open(&client, (const char *const *)o.common.urls, o.common.n_urls, &opts, err, sizeof err);

@@ -2,6 +2,7 @@
  * and PTTL over hiredis), as a table or JSON; no lock is taken. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ static void help(void)
           "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
           "      --timeout DURATION      connect and reply deadline per node (default 1s)\n"
           "      --json                  print JSON instead of a table\n"
+          CLI_TLS_HELP
           "  -h, --help                  this help\n"
           "\n"
           "exit codes: 0 held (one value on a quorum of nodes); 1 not held; 69 fewer than a\n"
@@ -40,7 +42,8 @@ typedef struct node_state {
     char error[512];
 } node_state;
 
-static void probe(const char *url, const char *key, size_t key_len, int64_t timeout_ms, node_state *ns)
+static void probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
+                  node_state *ns)
 {
     rl_endpoint ep;
     char err[512];
@@ -53,7 +56,7 @@ static void probe(const char *url, const char *key, size_t key_len, int64_t time
         return;
     }
     snprintf(ns->url, sizeof ns->url, "%s", ep.display);
-    redisContext *ctx = cli_connect(&ep, timeout_ms, err, sizeof err);
+    redisContext *ctx = cli_connect(common, &ep, timeout_ms, err, sizeof err);
     rl_endpoint_clear(&ep);
     if (!ctx) {
         ns->state = ST_ERROR;
@@ -66,8 +69,7 @@ static void probe(const char *url, const char *key, size_t key_len, int64_t time
     redisReply *get = NULL, *pttl = NULL;
     if (redisGetReply(ctx, (void **)&get) != REDIS_OK || redisGetReply(ctx, (void **)&pttl) != REDIS_OK) {
         ns->state = ST_ERROR;
-        snprintf(ns->error, sizeof ns->error, "%s",
-                 strstr(ctx->errstr, "temporarily unavailable") ? "timed out" : ctx->errstr);
+        cli_io_error(ctx, ns->error, sizeof ns->error);
     } else if (get->type == REDIS_REPLY_ERROR) {
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "GET: %.*s", (int)get->len, get->str);
@@ -113,6 +115,7 @@ int cli_status(int argc, char **argv)
         { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "json", no_argument, NULL, OPT_JSON },
+        CLI_TLS_LONGOPTS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -162,10 +165,13 @@ int cli_status(int argc, char **argv)
         }
         rl_endpoint_clear(&ep);
     }
+    if (!rc)
+        rc = cli_tls_prepare(&common, CMD);
     if (rc) {
         cli_common_free(&common);
         return rc;
     }
+    signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
 
     size_t prefix_len = common.key_prefix ? strlen(common.key_prefix) : 0, rlen = strlen(resource);
     char *key = malloc(prefix_len + rlen + 1);
@@ -183,7 +189,7 @@ int cli_status(int argc, char **argv)
 
     size_t n = common.n_urls, quorum = n / 2 + 1, answered = 0, free_count = 0;
     for (size_t i = 0; i < n; i++) {
-        probe(common.urls[i], key, prefix_len + rlen, timeout_ms, &ns[i]);
+        probe(&common, common.urls[i], key, prefix_len + rlen, timeout_ms, &ns[i]);
         if (ns[i].state != ST_ERROR)
             answered++;
         if (ns[i].state == ST_FREE)

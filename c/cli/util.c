@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -216,6 +218,9 @@ void cli_common_free(cli_common *c)
     free(c->cli_wait);
     free(c->cli_prefix);
     free(c->cli_node_timeout);
+    cli_tls_free(&c->tls);
+    cli_tls_free(&c->tls_cli);
+    cli_tls_ctx_free(c->tls_ctx);
     memset(c, 0, sizeof *c);
 }
 
@@ -269,6 +274,24 @@ int cli_common_option(cli_common *c, const char *cmd, int opt, const char *arg)
     case OPT_TTL:
         rc = set_str(&c->cli_ttl, arg);
         break;
+    case OPT_TLS_CA_FILE:
+        rc = set_str(&c->tls_cli.ca_file, arg);
+        break;
+    case OPT_TLS_CA_DIR:
+        rc = set_str(&c->tls_cli.ca_dir, arg);
+        break;
+    case OPT_TLS_CERT:
+        rc = set_str(&c->tls_cli.cert_file, arg);
+        break;
+    case OPT_TLS_KEY:
+        rc = set_str(&c->tls_cli.key_file, arg);
+        break;
+    case OPT_TLS_SERVER_NAME:
+        rc = set_str(&c->tls_cli.server_name, arg);
+        break;
+    case OPT_TLS_INSECURE:
+        c->tls_cli.insecure = 1;
+        break;
     default:
         return 0;
     }
@@ -315,6 +338,7 @@ typedef struct conf_value {
 
 typedef struct conf_file {
     conf_value nodes, ttl, wait, key_prefix, node_timeout;
+    conf_value tls_ca_file, tls_ca_dir, tls_cert, tls_key, tls_server_name, tls_insecure;
 } conf_file;
 
 static void conf_free(conf_file *f)
@@ -324,6 +348,12 @@ static void conf_free(conf_file *f)
     free(f->wait.value);
     free(f->key_prefix.value);
     free(f->node_timeout.value);
+    free(f->tls_ca_file.value);
+    free(f->tls_ca_dir.value);
+    free(f->tls_cert.value);
+    free(f->tls_key.value);
+    free(f->tls_server_name.value);
+    free(f->tls_insecure.value);
 }
 
 static char *trim(char *s)
@@ -374,8 +404,22 @@ static int conf_load(const char *cmd, const char *path, conf_file *f)
             slot = &f->key_prefix;
         else if (!strcmp(key, "node_timeout"))
             slot = &f->node_timeout;
+        else if (!strcmp(key, "tls_ca_file"))
+            slot = &f->tls_ca_file;
+        else if (!strcmp(key, "tls_ca_dir"))
+            slot = &f->tls_ca_dir;
+        else if (!strcmp(key, "tls_cert"))
+            slot = &f->tls_cert;
+        else if (!strcmp(key, "tls_key"))
+            slot = &f->tls_key;
+        else if (!strcmp(key, "tls_server_name"))
+            slot = &f->tls_server_name;
+        else if (!strcmp(key, "tls_insecure"))
+            slot = &f->tls_insecure;
         if (!slot) {
-            rc = cli_usage(cmd, "%s:%d: unknown key '%s' (known: nodes, ttl, wait, key_prefix, node_timeout)",
+            rc = cli_usage(cmd,
+                           "%s:%d: unknown key '%s' (known: nodes, ttl, wait, key_prefix, node_timeout, "
+                           "tls_ca_file, tls_ca_dir, tls_cert, tls_key, tls_server_name, tls_insecure)",
                            path, lineno, key);
             break;
         }
@@ -408,6 +452,95 @@ static int parse_dur_setting(const char *cmd, const char *cli_val, const char *c
         if (cli_parse_duration(cv->value, out, allow_forever))
             return cli_usage(cmd, "%s:%d: %s: '%s' is not a duration (e.g. 250ms, 30s, 5m, 1h)", path, cv->line,
                              conf_key, cv->value);
+    }
+    return 0;
+}
+
+/* Where a setting came from, for messages: the option, or FILE:LINE: key. */
+static const char *origin(char *buf, size_t size, int from_cli, const char *opt, const char *path,
+                          const conf_value *cv, const char *key)
+{
+    if (from_cli)
+        snprintf(buf, size, "%s", opt);
+    else
+        snprintf(buf, size, "%.300s:%d: %s", path, cv->line, key);
+    return buf;
+}
+
+/* Merges a TLS file (or, with dir, directory) setting and checks that it can
+ * be read, so that every subcommand fails the same way, before any network
+ * traffic; what is in the file is checked when it is loaded. */
+static int tls_path_setting(const char *cmd, char **out, const char *cli_val, const char *opt, const conf_value *cv,
+                            const char *key, const char *path, int dir)
+{
+    const char *v = cli_val ? cli_val : cv->value;
+    if (!v)
+        return 0;
+    char where[400];
+    origin(where, sizeof where, cli_val != NULL, opt, path, cv, key);
+    struct stat st;
+    int bad = stat(v, &st) != 0 ? errno : dir && !S_ISDIR(st.st_mode) ? ENOTDIR : !dir && S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (!bad && dir && access(v, R_OK | X_OK) != 0)
+        bad = errno;
+    if (!bad && !dir) {
+        FILE *f = fopen(v, "re");
+        if (!f)
+            bad = errno;
+        else
+            fclose(f);
+    }
+    if (bad)
+        return cli_usage(cmd, "%s '%s': %s", where, v, strerror(bad));
+    if (!(*out = strdup(v)))
+        return cli_usage(cmd, "out of memory");
+    return 0;
+}
+
+static int resolve_tls(cli_common *c, const char *cmd, const conf_file *f, const char *path)
+{
+    const cli_tls *o = &c->tls_cli;
+    cli_tls *t = &c->tls;
+    char where[400];
+    int rc;
+    if ((rc = tls_path_setting(cmd, &t->ca_file, o->ca_file, "--tls-ca-file", &f->tls_ca_file, "tls_ca_file", path,
+                               0)) ||
+        (rc = tls_path_setting(cmd, &t->ca_dir, o->ca_dir, "--tls-ca-dir", &f->tls_ca_dir, "tls_ca_dir", path, 1)) ||
+        (rc = tls_path_setting(cmd, &t->cert_file, o->cert_file, "--tls-cert", &f->tls_cert, "tls_cert", path, 0)) ||
+        (rc = tls_path_setting(cmd, &t->key_file, o->key_file, "--tls-key", &f->tls_key, "tls_key", path, 0)))
+        return rc;
+    if (!t->cert_file != !t->key_file)
+        return cli_usage(cmd, "--tls-cert and --tls-key (tls_cert, tls_key) go together: give both or neither");
+    const char *name = o->server_name ? o->server_name : f->tls_server_name.value;
+    if (name) {
+        origin(where, sizeof where, o->server_name != NULL, "--tls-server-name", path, &f->tls_server_name,
+               "tls_server_name");
+        if (!*name || strlen(name) > 253)
+            return cli_usage(cmd, "%s must be 1 to 253 bytes", where);
+        if (!(t->server_name = strdup(name)))
+            return cli_usage(cmd, "out of memory");
+    }
+    t->insecure = o->insecure;
+    if (!o->insecure && f->tls_insecure.value) {
+        const char *v = f->tls_insecure.value;
+        if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+            t->insecure = 1;
+        else if (strcasecmp(v, "no") && strcasecmp(v, "false") && strcasecmp(v, "off") && strcmp(v, "0"))
+            return cli_usage(cmd, "%s:%d: tls_insecure: '%s' is not yes or no", path, f->tls_insecure.line, v);
+    }
+    if (!(t->ca_file || t->ca_dir || t->cert_file || t->server_name || t->insecure))
+        return 0;
+    /* As the library does: TLS settings next to a plain TCP URL are most
+     * likely a typo in its scheme; refuse rather than send it in clear. */
+    for (size_t i = 0; i < c->n_urls; i++) {
+        rl_endpoint ep;
+        char err[256];
+        if (rl_endpoint_parse(&ep, c->urls[i], err, sizeof err) == 0 && !ep.tls && !ep.path) {
+            rc = cli_usage(cmd, "node %zu (%s) is plain TCP but TLS options are set: use rediss://", i + 1,
+                           ep.display);
+            rl_endpoint_clear(&ep);
+            return rc;
+        }
+        rl_endpoint_clear(&ep);
     }
     return 0;
 }
@@ -450,8 +583,11 @@ int cli_common_resolve(cli_common *c, const char *cmd, int need_nodes)
                                 &c->node_timeout_ms)))
         goto out;
     const char *prefix = c->cli_prefix ? c->cli_prefix : f.key_prefix.value;
-    if (prefix && *prefix && !(c->key_prefix = strdup(prefix)))
+    if (prefix && *prefix && !(c->key_prefix = strdup(prefix))) {
         rc = cli_usage(cmd, "out of memory");
+        goto out;
+    }
+    rc = resolve_tls(c, cmd, &f, path);
 out:
     conf_free(&f);
     return rc;
@@ -461,13 +597,7 @@ out:
 
 int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize)
 {
-    int rc = rl_endpoint_parse(ep, url, err, errsize);
-    if (rc == 0 && ep->tls) {
-        rl_endpoint_clear(ep);
-        snprintf(err, errsize, "rediss:// nodes are not supported by status and doctor yet");
-        return REDLOCK_ENOTSUP;
-    }
-    return rc;
+    return rl_endpoint_parse(ep, url, err, errsize);
 }
 
 static void reply_error_text(redisReply *r, char *err, size_t errsize)
@@ -475,7 +605,8 @@ static void reply_error_text(redisReply *r, char *err, size_t errsize)
     snprintf(err, errsize, "%.*s", (int)r->len, r->str);
 }
 
-redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, size_t errsize)
+redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, char *err,
+                          size_t errsize)
 {
     struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
     redisContext *ctx = ep->path ? redisConnectUnixWithTimeout(ep->path, tv)
@@ -491,11 +622,16 @@ redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, 
     }
     redisSetTimeout(ctx, tv);
     redisReply *r = NULL;
+    /* Nothing is sent before the certificate has been verified. */
+    if (ep->tls && cli_tls_start(c, ctx, ep->host, err, errsize) != 0)
+        goto fail;
     if (ep->password) {
         r = ep->user ? redisCommand(ctx, "AUTH %s %s", ep->user, ep->password)
                      : redisCommand(ctx, "AUTH %s", ep->password);
         if (!r) {
-            snprintf(err, errsize, "AUTH: %s", ctx->errstr);
+            char why[256];
+            cli_io_error(ctx, why, sizeof why);
+            snprintf(err, errsize, "AUTH: %s", why);
             goto fail;
         }
         if (r->type == REDIS_REPLY_ERROR) {
@@ -509,7 +645,9 @@ redisContext *cli_connect(const rl_endpoint *ep, int64_t timeout_ms, char *err, 
     if (ep->db) {
         r = redisCommand(ctx, "SELECT %d", ep->db);
         if (!r) {
-            snprintf(err, errsize, "SELECT: %s", ctx->errstr);
+            char why[256];
+            cli_io_error(ctx, why, sizeof why);
+            snprintf(err, errsize, "SELECT: %s", why);
             goto fail;
         }
         if (r->type == REDIS_REPLY_ERROR) {
@@ -534,10 +672,7 @@ redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char
     redisReply *r = redisvCommand(ctx, fmt, ap);
     va_end(ap);
     if (!r)
-        /* hiredis reports a read timeout as EAGAIN's text. */
-        snprintf(err, errsize, "%s",
-                 strstr(ctx->errstr, "temporarily unavailable") || strstr(ctx->errstr, "timed out") ? "timed out"
-                                                                                                    : ctx->errstr);
+        cli_io_error(ctx, err, errsize);
     return r;
 }
 

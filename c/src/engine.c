@@ -26,6 +26,7 @@
 
 #include "internal.h"
 
+
 /* hiredis_ssl.h declares this; some compatibility builds of it (hiredict's
  * hiredis shims) only define the name. An identical redeclaration is valid C. */
 int redisInitiateSSL(redisContext *c, struct ssl_st *ssl);
@@ -310,8 +311,7 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
     return 0;
 }
 
-/* The reason of the most recent OpenSSL error, or NULL if none is queued. */
-static const char *tls_reason(unsigned long *code)
+const char *rl_tls_reason(unsigned long *code)
 {
     unsigned long e = ERR_peek_last_error();
     if (code)
@@ -341,10 +341,73 @@ static int unreadable(char *err, size_t errsize, const char *what, const char *p
 
 static int tls_setup_error(char *err, size_t errsize, const char *what, const char *path)
 {
-    const char *why = tls_reason(NULL);
+    const char *why = rl_tls_reason(NULL);
     rl_fmt(err, errsize, "%s '%.200s': %s", what, path, why ? why : "cannot be loaded");
     ERR_clear_error();
     return REDLOCK_ETLS;
+}
+
+int rl_tls_ctx_new(struct ssl_ctx_st **out, const char *ca_file, const char *ca_dir, const char *cert_file,
+                   const char *key_file, int insecure, char *err, size_t errsize)
+{
+    *out = NULL;
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        rl_fmt(err, errsize, "TLS: cannot create an SSL_CTX: %s", rl_tls_reason(NULL) ? rl_tls_reason(NULL) : "?");
+        ERR_clear_error();
+        return REDLOCK_ETLS;
+    }
+    int rc = REDLOCK_ETLS;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* A server that closes without close_notify (killed, restarted) then
+     * reads as a plain EOF, handled like one on a plain connection. RESP
+     * replies carry their own lengths, so truncation cannot go unnoticed. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    if (ca_file || ca_dir) {
+        struct stat st;
+        /* OpenSSL reads the directory lazily: check it now, not at the first handshake. */
+        if (ca_dir && (stat(ca_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            rl_fmt(err, errsize, "tls_ca_dir '%.200s': %s", ca_dir,
+                   stat(ca_dir, &st) != 0 ? strerror(errno) : "not a directory");
+            goto fail;
+        }
+        if (ca_file && unreadable(err, errsize, "tls_ca_file", ca_file))
+            goto fail;
+        if (SSL_CTX_load_verify_locations(ctx, ca_file, ca_dir) != 1) {
+            rc = tls_setup_error(err, errsize, ca_file ? "tls_ca_file" : "tls_ca_dir", ca_file ? ca_file : ca_dir);
+            goto fail;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        rc = tls_setup_error(err, errsize, "the system's CA store", "default");
+        goto fail;
+    }
+    if (cert_file) {
+        if (unreadable(err, errsize, "tls_cert_file", cert_file) || unreadable(err, errsize, "tls_key_file", key_file))
+            goto fail;
+        if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+            rc = tls_setup_error(err, errsize, "tls_cert_file", cert_file);
+            goto fail;
+        }
+        if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
+            rc = tls_setup_error(err, errsize, "tls_key_file (unencrypted PEM)", key_file);
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            rc = tls_setup_error(err, errsize, "tls_key_file does not match tls_cert_file", key_file);
+            goto fail;
+        }
+    }
+    SSL_CTX_set_verify(ctx, insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    ERR_clear_error();
+    *out = ctx;
+    return 0;
+fail:
+    SSL_CTX_free(ctx);
+    return rc;
 }
 
 int rl_tls_client_init(redlock_client *c, const redlock_options *o, char *err, size_t errsize)
@@ -361,53 +424,8 @@ int rl_tls_client_init(redlock_client *c, const redlock_options *o, char *err, s
     }
     if (!any)
         return 0;
-
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) {
-        rl_fmt(err, errsize, "TLS: cannot create an SSL_CTX: %s", tls_reason(NULL) ? tls_reason(NULL) : "?");
-        ERR_clear_error();
-        return REDLOCK_ETLS;
-    }
-    c->tls_ctx = ctx;
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
-    /* A server that closes without close_notify (killed, restarted) then
-     * reads as a plain EOF, handled like one on a plain connection. RESP
-     * replies carry their own lengths, so truncation cannot go unnoticed. */
-    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
-#endif
-    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
-    if (o->tls_ca_file || o->tls_ca_dir) {
-        struct stat st;
-        /* OpenSSL reads the directory lazily: check it now, not at the first handshake. */
-        if (o->tls_ca_dir && (stat(o->tls_ca_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-            rl_fmt(err, errsize, "tls_ca_dir '%.200s': %s", o->tls_ca_dir,
-                   stat(o->tls_ca_dir, &st) != 0 ? strerror(errno) : "not a directory");
-            return REDLOCK_ETLS;
-        }
-        if (o->tls_ca_file && unreadable(err, errsize, "tls_ca_file", o->tls_ca_file))
-            return REDLOCK_ETLS;
-        if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1)
-            return tls_setup_error(err, errsize, o->tls_ca_file ? "tls_ca_file" : "tls_ca_dir",
-                                   o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir);
-    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-        return tls_setup_error(err, errsize, "the system's CA store", "default");
-    }
-    if (o->tls_cert_file) {
-        if (unreadable(err, errsize, "tls_cert_file", o->tls_cert_file) ||
-            unreadable(err, errsize, "tls_key_file", o->tls_key_file))
-            return REDLOCK_ETLS;
-        if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1)
-            return tls_setup_error(err, errsize, "tls_cert_file", o->tls_cert_file);
-        if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1)
-            return tls_setup_error(err, errsize, "tls_key_file (unencrypted PEM)", o->tls_key_file);
-        if (SSL_CTX_check_private_key(ctx) != 1)
-            return tls_setup_error(err, errsize, "tls_key_file does not match tls_cert_file", o->tls_key_file);
-    }
-    SSL_CTX_set_verify(ctx, o->tls_insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
-    ERR_clear_error();
-    return 0;
+    return rl_tls_ctx_new(&c->tls_ctx, o->tls_ca_file, o->tls_ca_dir, o->tls_cert_file, o->tls_key_file,
+                          (int)o->tls_insecure_skip_verify, err, errsize);
 }
 
 void rl_tls_client_free(redlock_client *c)
@@ -422,7 +440,7 @@ void rl_tls_client_free(redlock_client *c)
 static void tls_describe(SSL *ssl, int sslerr, const char *what, const char *expected, char *msg, size_t msgsize)
 {
     unsigned long code = 0;
-    const char *why = tls_reason(&code);
+    const char *why = rl_tls_reason(&code);
     int saved = errno;
     if (sslerr == SSL_ERROR_SSL && why) {
         long vr = SSL_get_verify_result(ssl);
@@ -470,10 +488,8 @@ static int tls_step(const redlock_client *cl, const rl_node *node, rl_conn *c, c
     return -1;
 }
 
-/* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
-static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, char *msg, size_t msgsize)
+struct ssl_st *rl_tls_ssl_new(struct ssl_ctx_st *ctx, const char *name, int insecure, char *msg, size_t msgsize)
 {
-    const char *name = cl->tls_server_name ? cl->tls_server_name : node->ep.host;
     char addr[INET6_ADDRSTRLEN + 1];
     /* An IPv6 literal may carry a zone ("fe80::1%eth0"); certificates don't. */
     size_t n = strcspn(name, "%");
@@ -484,12 +500,12 @@ static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, 
         ip = is_ip_literal(addr);
     }
     ERR_clear_error();
-    SSL *ssl = SSL_new(cl->tls_ctx);
+    SSL *ssl = SSL_new(ctx);
     int ok = ssl != NULL;
     /* SNI carries host names only (RFC 6066). */
     if (ok && !ip)
         ok = SSL_set_tlsext_host_name(ssl, name) == 1;
-    if (ok && !cl->opts.tls_insecure_skip_verify) {
+    if (ok && !insecure) {
         if (ip) {
             ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), addr) == 1;
         } else {
@@ -498,16 +514,26 @@ static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, 
         }
     }
     if (!ok) {
-        const char *why = tls_reason(NULL);
+        const char *why = rl_tls_reason(NULL);
         rl_fmt(msg, msgsize, "TLS setup for '%.60s': %s", name, why ? why : "out of memory");
         ERR_clear_error();
         SSL_free(ssl);
-        return -1;
+        return NULL;
     }
+    return ssl;
+}
+
+/* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
+static int tls_begin(const redlock_client *cl, const rl_node *node, rl_conn *c, char *msg, size_t msgsize)
+{
+    const char *name = cl->tls_server_name ? cl->tls_server_name : node->ep.host;
+    SSL *ssl = rl_tls_ssl_new(cl->tls_ctx, name, (int)cl->opts.tls_insecure_skip_verify, msg, msgsize);
+    if (!ssl)
+        return -1;
     if (redisInitiateSSL(c->ctx, ssl) != REDIS_OK) {
         /* Its first SSL_connect may already have met the server's answer.
          * hiredis keeps only the error's reason; OpenSSL still has it all. */
-        if (tls_reason(NULL))
+        if (rl_tls_reason(NULL))
             tls_describe(ssl, SSL_ERROR_SSL, "TLS handshake", name, msg, msgsize);
         else
             rl_fmt(msg, msgsize, "TLS: %s", c->ctx->errstr[0] ? c->ctx->errstr : "cannot start the handshake");
@@ -843,14 +869,14 @@ static void io_fail(redlock_client *cl, rl_round *r, size_t i, slot *s, const ch
         start_fresh(cl, r, i, s, now);
         return;
     }
-    if (s->c->ssl && !tls_reason(NULL) && !s->got_reply) {
+    if (s->c->ssl && !rl_tls_reason(NULL) && !s->got_reply) {
         /* A server that rejects the client after the handshake (no client
          * certificate, TLS 1.3) sends an alert and resets the connection;
          * the alert may still wait to be read. */
         char sink[256];
         SSL_read(s->c->ssl, sink, sizeof sink);
     }
-    if (s->c->ssl && tls_reason(NULL)) {
+    if (s->c->ssl && rl_tls_reason(NULL)) {
         /* hiredis reports a failed SSL_read/SSL_write without the reason,
          * e.g. the alert of a server that refused our client certificate. */
         tls_describe(s->c->ssl, SSL_ERROR_SSL, what, NULL, r->msg[i], RL_NODE_MSG_MAX);

@@ -218,6 +218,17 @@ int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, v
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);
 
+/* An SSL_CTX with the library's TLS rules (TLS 1.2+, the CA file/dir or the
+ * system's CAs, an optional client certificate, peer verification unless
+ * insecure): 0, or REDLOCK_ETLS with the reason in err. Also used by the CLI. */
+int rl_tls_ctx_new(struct ssl_ctx_st **out, const char *ca_file, const char *ca_dir, const char *cert_file,
+                   const char *key_file, int insecure, char *err, size_t errsize);
+/* The reason of the most recent OpenSSL error, or NULL if none is queued. */
+const char *rl_tls_reason(unsigned long *code);
+/* An SSL object for one connection to `name` (host name, or IP literal):
+ * SNI, and unless insecure the certificate's name or IP is checked. NULL
+ * with the reason in msg. */
+struct ssl_st *rl_tls_ssl_new(struct ssl_ctx_st *ctx, const char *name, int insecure, char *msg, size_t msgsize);
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */
 int rl_tls_client_init(redlock_client *c, const redlock_options *opts, char *err, size_t errsize);

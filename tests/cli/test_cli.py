@@ -14,28 +14,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness"))
 import nodes  # noqa: E402
+from clitest import key_count, nodes_arg, wait_for  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_CONFLICT = 75
 EXIT_LOST = 76
-
-
-def nodes_arg(cluster) -> str:
-    return ",".join(cluster.urls)
-
-
-def wait_for(pred, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def key_count(cluster, key) -> int:
-    return sum(1 for i in range(cluster.count)
-               if cluster.is_running(i) and not cluster.is_paused(i) and cluster.cmd(i, "EXISTS", key))
 
 
 # ---------------------------------------------------------------------------------------------
