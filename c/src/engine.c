@@ -200,15 +200,21 @@ void rl_node_init(rl_node *node)
 /* Reads the replies a pooled connection still owes, until deadline_us.
  * Commands already written are then known to have run before the close;
  * closing with replies unread could abort them (see conn_free). */
+static int drop_owed(rl_conn *c, redisReply *rep);
+
 static void conn_settle(rl_conn *c, int64_t deadline_us)
 {
-    while (c->len > 0 && !c->connecting && c->pid == getpid()) {
+    while (c->len > 0 && !c->connecting && !c->handshaking && c->pid == getpid()) {
         void *rep = NULL;
-        if (redisGetReply(c->ctx, &rep) != REDIS_OK)
+        int done = 0;
+        /* A release re-sent after NOSCRIPT may still wait to be written. */
+        if (redisBufferWrite(c->ctx, &done) != REDIS_OK || redisGetReply(c->ctx, &rep) != REDIS_OK)
             return;
         if (rep) {
+            int rc = drop_owed(c, rep);
             freeReplyObject(rep);
-            q_pop(c);
+            if (rc < 0)
+                return;
             continue;
         }
         int64_t left = deadline_us - rl_now_us();
@@ -691,6 +697,63 @@ static int append_cmd(redisContext *ctx, rl_cmd cmd, int via, const char *key, s
     return rc == REDIS_OK ? 0 : -1;
 }
 
+/* Consumes one reply owed to an earlier round (the front of the queue is
+ * EXP_DROP or EXP_DROP_SCRIPT). A NOSCRIPT for a release or extension means
+ * it never ran here: it is queued again with the script body, and that
+ * reply is dropped too. 1 when something was queued to write, 0, or -1 if
+ * the connection can no longer be used. */
+static int drop_owed(rl_conn *c, redisReply *rep)
+{
+    rl_expect *e = q_front(c);
+    if (!e || (e->kind != EXP_DROP && e->kind != EXP_DROP_SCRIPT))
+        return -1;
+    if (e->kind == EXP_DROP_SCRIPT && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+        rl_expect saved = *e;
+        e->key = NULL;
+        q_pop(c);
+        int rc = append_cmd(c->ctx, saved.cmd, VIA_EVAL, saved.key, saved.key_len, saved.value, saved.ttl_ms) != 0 ||
+                         !q_push(c, EXP_DROP)
+                     ? -1
+                     : 1;
+        free(saved.key);
+        return rc;
+    }
+    q_pop(c);
+    return 0;
+}
+
+/* Reads, without waiting, the replies a connection owes to earlier rounds
+ * (it must owe nothing to a round in progress). A node that answers late
+ * then never piles its replies up: a connection closed with replies still
+ * arriving would answer them with RST, and the node could drop commands it
+ * had not read yet, such as a release. -1 if the connection broke. */
+static int conn_absorb(rl_conn *c)
+{
+    if (!c->len || c->connecting || c->handshaking || c->pid != getpid())
+        return 0;
+    if (c->ssl)
+        ERR_clear_error();
+    if (redisBufferRead(c->ctx) != REDIS_OK)
+        return -1;
+    int queued = 0;
+    for (;;) {
+        void *rep = NULL;
+        if (redisGetReply(c->ctx, &rep) != REDIS_OK)
+            return -1;
+        if (!rep)
+            break;
+        int rc = drop_owed(c, rep);
+        freeReplyObject(rep);
+        if (rc < 0)
+            return -1;
+        queued |= rc;
+    }
+    int done = 0;
+    if (queued && redisBufferWrite(c->ctx, &done) != REDIS_OK)
+        return -1;
+    return 0;
+}
+
 /* 1 for the commands that run a script by EVALSHA/EVAL (and may meet NOSCRIPT). */
 static int is_script_cmd(const rl_round *r)
 {
@@ -829,6 +892,10 @@ static void start_slot(redlock_client *cl, rl_round *r, size_t i, slot *s, int64
          * reply meant for it could be read here. Drop our copy only. */
         conn_free(s->c);
         s->c = NULL;
+    } else if (s->c && conn_absorb(s->c) != 0) {
+        /* Broke while idle (server restarted, closed it): a new one. */
+        conn_free(s->c);
+        s->c = NULL;
     } else if (s->c && (pinned ? s->c->len > RL_PIPE_MAX - 4 : s->c->len > RL_PIPE_MAX / 2)) {
         /* Owes many replies (a node that stopped answering): start over.
          * A pinned connection is kept much longer, because a new one could
@@ -910,25 +977,14 @@ static void on_reply(rl_round *r, size_t i, slot *s, redisReply *rep, int64_t no
     int noscript = is_err && strncmp(rep->str, "NOSCRIPT", 8) == 0;
     switch (e->kind) {
     case EXP_DROP:
-        q_pop(c);
+    case EXP_DROP_SCRIPT: {
+        int rc = drop_owed(c, rep);
+        if (rc < 0)
+            s->broken = 1;
+        else if (rc > 0)
+            s->wpending = 1;
         return;
-    case EXP_DROP_SCRIPT:
-        if (noscript) {
-            /* An earlier round's release/extension never ran here: send it
-             * again with the script body, and drop that reply too. */
-            rl_expect saved = *e;
-            e->key = NULL;
-            q_pop(c);
-            if (append_cmd(c->ctx, saved.cmd, VIA_EVAL, saved.key, saved.key_len, saved.value, saved.ttl_ms) != 0 ||
-                !q_push(c, EXP_DROP))
-                s->broken = 1;
-            else
-                s->wpending = 1;
-            free(saved.key);
-            return;
-        }
-        q_pop(c);
-        return;
+    }
     case EXP_AUTH:
     case EXP_SELECT: {
         int was_auth = e->kind == EXP_AUTH;
