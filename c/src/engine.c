@@ -56,6 +56,7 @@ struct rl_conn {
     SSL *ssl;               /* owned by ctx once handed over; NULL for plain connections */
     int head, len;          /* FIFO of owed replies */
     pid_t pid;              /* process that opened it: a forked child must not share it */
+    int stalled;            /* a command on it timed out, and no reply came since */
     rl_expect q[RL_PIPE_MAX];
 };
 
@@ -70,6 +71,7 @@ typedef struct slot {
     int suspect;     /* the node timed out lately */
     int kept;        /* timed out with the command written: the connection
                       * is kept for what may still come (see rl_round_run) */
+    int was_stalled; /* the connection came stalled into this round */
     int slow;        /* it usually answers far later than the quorum */
     int64_t deadline;
 } slot;
@@ -747,6 +749,7 @@ static int conn_absorb(rl_conn *c)
         if (rc < 0)
             return -1;
         queued |= rc;
+        c->stalled = 0;
     }
     int done = 0;
     if (queued && redisBufferWrite(c->ctx, &done) != REDIS_OK)
@@ -909,6 +912,7 @@ static void start_slot(redlock_client *cl, rl_round *r, size_t i, slot *s, int64
         return;
     }
     s->reused = 1;
+    s->was_stalled = s->c->stalled;
     int64_t d = r->start_us + (int64_t)cl->opts.node_timeout_ms * 1000;
     s->deadline = (r->cap_us && d > r->cap_us) ? r->cap_us : d;
     if (queue_cmds(node, r, s, 0) != 0) {
@@ -1152,6 +1156,7 @@ static void handle_events(redlock_client *cl, rl_round *r, size_t i, slot *s, sh
             }
             if (!rep)
                 break;
+            s->c->stalled = 0;
             on_reply(r, i, s, rep, now);
             freeReplyObject(rep);
         }
@@ -1329,6 +1334,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
                  * connection, so it is written at once and runs after it. */
                 s->broken = 0;
                 s->kept = 1;
+                s->c->stalled = 1;
             }
         }
     }
@@ -1350,6 +1356,22 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         }
         if (!s->c)
             continue;
+        if (s->was_stalled && s->c->stalled && !s->wpending && !s->c->connecting) {
+            /* It timed out before and has not answered since: it was used
+             * once more, so that this lock's next command (the clean-up
+             * release) went behind the one that timed out, in order. Now
+             * close it (FIN: the node still runs what it was sent): a
+             * connection that a partition cut stays dead even once the
+             * network heals, and the next round must get a new one. */
+            conn_free(s->c);
+            s->c = NULL;
+            if (r->out[i] == RL_PENDING) {
+                r->out[i] = RL_UNSENT;
+                r->sent[i] = 1;
+                rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
+            }
+            continue;
+        }
         if (r->out[i] == RL_PENDING) {
             /* Decided without this node. Its replies may still come: if the
              * connection is clean apart from that, pool it and let the next
@@ -1365,11 +1387,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             r->out[i] = RL_UNSENT;
             r->sent[i] = 1;
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
-        } else if (s->kept && hand_over(r, s) == 0) {
-            if (r->pinned)
-                r->pinned[i] = s->c;
-            else
-                checkin(node, s->c);
+        } else if (s->kept && r->pinned && hand_over(r, s) == 0) {
+            r->pinned[i] = s->c;   /* for this lock's next command only: see above */
         } else if (!s->broken && !s->wpending && !q_has_mine(s->c)) {
             checkin(node, s->c);
         } else {
