@@ -359,31 +359,30 @@ func (m *Mutex) fail(op string, rc C.int, p *C.redlock_lock) error {
 	return &Error{Op: op, Resource: m.name, Code: int(rc), Detail: C.GoString(C.redlock_lock_errmsg(p))}
 }
 
-// validityMs is C's validity of the handle's lock (an atomic read, safe
-// beside calls in progress), or 0 once the handle is freed.
-func (h *handle) validityMs() int64 {
+// read calls f with the handle's C lock under the read guard, for C's
+// atomic reads (safe beside calls in progress); not at all once the handle
+// is freed (or nil).
+func (h *handle) read(f func(p *C.redlock_lock)) {
 	if h == nil {
-		return 0
+		return
 	}
 	h.guard.RLock()
 	defer h.guard.RUnlock()
-	if h.p == nil {
-		return 0
+	if h.p != nil {
+		f(h.p)
 	}
-	return int64(C.redlock_lock_validity_ms(h.p))
 }
 
-// token is C's fencing token of the handle's lock (an atomic read), or 0.
-func (h *handle) token() uint64 {
-	if h == nil {
-		return 0
-	}
-	h.guard.RLock()
-	defer h.guard.RUnlock()
-	if h.p == nil {
-		return 0
-	}
-	return uint64(C.redlock_lock_fencing_token(h.p))
+// validityMs is C's validity of the handle's lock, or 0 once it is freed.
+func (h *handle) validityMs() (ms int64) {
+	h.read(func(p *C.redlock_lock) { ms = int64(C.redlock_lock_validity_ms(p)) })
+	return ms
+}
+
+// token is C's fencing token of the handle's lock, or 0.
+func (h *handle) token() (t uint64) {
+	h.read(func(p *C.redlock_lock) { t = uint64(C.redlock_lock_fencing_token(p)) })
+	return t
 }
 
 // ctxErr reports a LockContext ended by its context. base is C's error, or

@@ -195,6 +195,8 @@ struct redlock_lock {
     char lost_msg[RL_MSG_MAX];
     /* auto-extension: guarded by client->watch.mu */
     int ae_on;
+    _Atomic int ae_used;      /* ever given to the thread: until then, acquire,
+                               * release and free skip the client's watch mutex */
     struct redlock_lock *ae_next, *ae_prev;
     int64_t ae_due_us;
     int64_t ae_until_us;      /* hold bound (absolute) */

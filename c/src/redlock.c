@@ -329,6 +329,7 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     atomic_init(&l->state, LOCK_IDLE);
     atomic_init(&l->valid_until_us, 0);
     atomic_init(&l->token, 0);
+    atomic_init(&l->ae_used, 0);
     atomic_init(&l->cancel, 0);
     atomic_init(&l->wake_fd, -1);
     atomic_fetch_add(&client->refs, 1);
@@ -427,6 +428,22 @@ static int node_outcome(const rl_round *r, size_t i, int *code)
     }
 }
 
+/* The fields every event has. */
+static void event_init(redlock_event *ev, const redlock_lock *lock, int type, int code, const char *msg,
+                       int automatic, int64_t elapsed_us)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = type;
+    ev->code = code;
+    ev->lock = lock;
+    ev->resource = lock->resource;
+    ev->message = msg ? msg : "";
+    ev->automatic = automatic;
+    ev->quorum = lock->client->quorum;
+    ev->n_nodes = lock->client->n;
+    ev->elapsed_us = elapsed_us;
+}
+
 /* Keeps the round as the lock's last (mutex held), and tells on_event about
  * each node that failed in it. */
 static void record_round(redlock_lock *lock, const rl_round *r, int automatic)
@@ -445,16 +462,7 @@ static void record_round(redlock_lock *lock, const rl_round *r, int automatic)
         if (rep->code == 0)
             continue;
         redlock_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = REDLOCK_EVENT_NODE_ERROR;
-        ev.code = rep->code;
-        ev.lock = lock;
-        ev.resource = lock->resource;
-        ev.message = rep->msg;
-        ev.automatic = automatic;
-        ev.quorum = c->quorum;
-        ev.n_nodes = c->n;
-        ev.elapsed_us = r->decided_us - r->start_us;
+        event_init(&ev, lock, REDLOCK_EVENT_NODE_ERROR, rep->code, rep->msg, automatic, r->decided_us - r->start_us);
         ev.node = i;
         ev.node_outcome = rep->outcome;
         ev.node_rtt_us = rep->rtt_us;
@@ -469,18 +477,9 @@ static void emit(redlock_lock *lock, int type, int code, const char *msg, const 
     if (!c->opts.on_event)
         return;
     redlock_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = type;
-    ev.code = code;
-    ev.lock = lock;
-    ev.resource = lock->resource;
-    ev.message = msg ? msg : "";
+    event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
     ev.attempt = attempt;
-    ev.automatic = automatic;
     ev.nodes_ok = r ? rl_tally_of(r->out, r->n).yes : 0;
-    ev.quorum = c->quorum;
-    ev.n_nodes = c->n;
-    ev.elapsed_us = elapsed_us;
     if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED)
         ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
     if (type == REDLOCK_EVENT_ACQUIRED)

@@ -211,6 +211,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
      * userdata once this returns. */
     while (w->current == l && !pthread_equal(pthread_self(), w->thread))
         pthread_cond_wait(&w->idle, &w->mu);
+    atomic_store_explicit(&l->ae_used, 1, memory_order_release);
     l->ae_fn = fn;
     l->ae_userdata = userdata;
     l->ae_until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
@@ -232,6 +233,10 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
 
 int rl_watch_remove(redlock_lock *l)
 {
+    /* The owner's acquire, release and free all come here: a lock never
+     * auto-extended must not take the client-wide mutex on every cycle. */
+    if (!atomic_load_explicit(&l->ae_used, memory_order_acquire))
+        return 0;
     rl_watch *w = &l->client->watch;
     pthread_mutex_lock(&w->mu);
     int was = l->ae_on;
