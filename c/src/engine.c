@@ -72,7 +72,6 @@ typedef struct slot {
     int kept;        /* timed out with the command written: the connection
                       * is kept for what may still come (see rl_round_run) */
     int was_stalled; /* the connection came stalled into this round */
-    int slow;        /* it usually answers far later than the quorum */
     int64_t deadline;
 } slot;
 
@@ -196,7 +195,6 @@ void rl_node_init(rl_node *node)
     atomic_init(&node->retry_after_us, 0);
     atomic_init(&node->backoff_ms, 0);
     atomic_init(&node->suspect, 0);
-    atomic_init(&node->rtt_ewma_us, 0);
 }
 
 /* Reads the replies a pooled connection still owes, until deadline_us.
@@ -819,9 +817,9 @@ static int queue_cmds(const rl_node *node, rl_round *r, slot *s, int fresh)
      * have seen the script, and in a send-and-forget round. Elsewhere
      * EVALSHA, with EVAL again after a NOSCRIPT. */
     /* ... and where the round won't wait for the answer: nodes that timed
-     * out lately or are slow get EVAL too, so a detached command can never
-     * be stranded by NOSCRIPT. */
-    return append_main(r, s, fresh || r->no_wait || s->suspect || s->slow);
+     * out lately get EVAL too, so a detached command can never be stranded
+     * by NOSCRIPT. */
+    return append_main(r, s, fresh || r->no_wait || s->suspect);
 }
 
 static void finish(rl_round *r, size_t i, slot *s, rl_outcome out, int64_t now)
@@ -1225,28 +1223,17 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->sent[i] = 0;
         r->counter[i] = 0;
     }
-    /* Nodes this round won't wait for once decided: those that timed out
-     * lately, and those that usually answer far later than the fastest. */
-    int64_t fastest = 0;
+    /* Nodes this round won't wait for once decided: those that timed out lately. */
     for (size_t i = 0; i < r->n; i++) {
-        int64_t usual = atomic_load_explicit(&cl->nodes[i].rtt_ewma_us, memory_order_relaxed);
-        if (usual > 0 && (fastest == 0 || usual < fastest))
-            fastest = usual;
-    }
-    for (size_t i = 0; i < r->n; i++) {
-        int64_t usual = atomic_load_explicit(&cl->nodes[i].rtt_ewma_us, memory_order_relaxed);
         S[i].suspect = atomic_load_explicit(&cl->nodes[i].suspect, memory_order_relaxed);
-        S[i].slow = usual > 1000 && usual > 4 * fastest;
         start_slot(cl, r, i, &S[i], now);
     }
 
     /* Once a release or extension is decided, the nodes that have been
      * answering are still waited for (up to their deadline), so that they
      * complete too, NOSCRIPT fallback included. Nodes that timed out lately
-     * ("suspect"), or that usually answer far later than the quorum did,
-     * are not: a paused or slow node costs one timeout or one slow answer,
-     * then holds nobody up; what it owes is settled later on the same
-     * connection. */
+     * ("suspect") are not: a paused node costs one timeout, then holds
+     * nobody up; what it owes is settled later on the same connection. */
     int64_t grace_until = 0;
     r->decided_us = 0;
     for (;;) {
@@ -1264,7 +1251,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
                 continue;
             /* Detached: no longer waiting for replies, only finishing the
              * write so that the command reaches the node. */
-            int detached = r->no_wait || (grace_until && now >= grace_until && (s->suspect || s->slow));
+            int detached = r->no_wait || (grace_until && now >= grace_until && s->suspect);
             if (detached && !s->c->connecting && !s->wpending)
                 continue;
             if (detached && s->suspect && (s->c->connecting || s->c->handshaking)) {
@@ -1282,7 +1269,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             pfd[nfds].revents = 0;
             map[nfds++] = i;
             int64_t d = s->deadline;
-            if (!detached && grace_until && (s->suspect || s->slow) && grace_until < d)
+            if (!detached && grace_until && s->suspect && grace_until < d)
                 d = grace_until;
             if (d < next)
                 next = d;
@@ -1314,7 +1301,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             slot *s = &S[i];
             if (r->out[i] != RL_PENDING || s->deadline > now || s->broken)
                 continue;
-            int detached = r->no_wait || (grace_until && (s->suspect || s->slow));
+            int detached = r->no_wait || (grace_until && s->suspect);
             if (detached && !s->c->connecting && !s->wpending)
                 continue;  /* sent: handed over at the end */
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, s->c->handshaking ? "TLS handshake not finished within %lld ms"
@@ -1346,13 +1333,6 @@ void rl_round_run(redlock_client *cl, rl_round *r)
          * reply owed from before a pause may still sit in the buffer. */
         if (r->out[i] == RL_YES || r->out[i] == RL_NO || r->out[i] == RL_ERR_SERVER) {
             node_healthy(node);
-            /* Only answers on an established connection say how fast the
-             * node is: a new one's time includes connect and TLS handshake. */
-            if (s->reused) {
-                int64_t old = atomic_load_explicit(&node->rtt_ewma_us, memory_order_relaxed);
-                atomic_store_explicit(&node->rtt_ewma_us, old ? (old * 7 + r->rtt_us[i]) / 8 : r->rtt_us[i],
-                                      memory_order_relaxed);
-            }
         }
         if (!s->c)
             continue;

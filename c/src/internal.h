@@ -63,7 +63,6 @@ typedef struct rl_node {
     _Atomic uint32_t backoff_ms;
     _Atomic int suspect;                /* timed out lately: not waited for
                                          * once a round is decided */
-    _Atomic int64_t rtt_ewma_us;        /* smoothed time to answer a round's command, 0 = unknown */
 } rl_node;
 
 /* What one node said in a round. */
