@@ -1,5 +1,5 @@
-// Compiles the C library's url.c into the Go package (default link mode).
+// Compiles the C library's shared url.c (c/common) into the Go package (default link mode).
 // One file per C source, so that their static names never meet.
 //go:build cgo && !redlock_system
 
-#include "../../c/src/url.c"
+#include "../../c/common/url.c"

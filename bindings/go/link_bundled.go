@@ -5,7 +5,7 @@
 
 package redlock
 
-// #cgo CFLAGS: -I${SRCDIR}/../../c/include -I${SRCDIR}/../../c/src -DREDLOCK_BUILDING -D_GNU_SOURCE
+// #cgo CFLAGS: -I${SRCDIR}/../../c/include -I${SRCDIR}/../../c/src -I${SRCDIR}/../../c/common -DREDLOCK_BUILDING -D_GNU_SOURCE
 // #cgo pkg-config: hiredis hiredis_ssl libssl libcrypto
 // #cgo LDFLAGS: -lpthread
 import "C"

@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 C_INCLUDE = os.path.join(ROOT, "c", "include")
 C_SRC = os.path.join(ROOT, "c", "src")
+C_COMMON = os.path.join(ROOT, "c", "common")
 
 # Declarations of c/include/redlock.h. Every constant and the layouts of the
 # options and event structs are left to the C compiler ("..."), so this text cannot drift from the
@@ -233,11 +234,11 @@ def make_ffibuilder() -> FFI:
         sources: list[str] = []
     else:
         # The C core compiled into the extension: no libredlock needed at run time.
-        sources = sorted(rel(p) for p in glob.glob(os.path.join(C_SRC, "*.c")))
+        sources = sorted(rel(p) for d in (C_SRC, C_COMMON) for p in glob.glob(os.path.join(d, "*.c")))
         if not sources:
             sys.exit(f"redlock: no C sources found under {C_SRC}")
         kw = split_flags(pkg_config("--cflags", "--libs", "hiredis", "hiredis_ssl", "libssl", "libcrypto"))
-        kw["include_dirs"][:0] = [rel(C_INCLUDE), rel(C_SRC)]
+        kw["include_dirs"][:0] = [rel(C_INCLUDE), rel(C_SRC), rel(C_COMMON)]
         kw["define_macros"][:0] = [("REDLOCK_BUILDING", None), ("_GNU_SOURCE", None)]
         kw["extra_compile_args"][:0] = ["-fvisibility=hidden", "-std=gnu11"]
         kw["libraries"].append("pthread")

@@ -9,7 +9,7 @@
 
 #include <hiredis.h>
 
-#include "internal.h"  /* the library's URL parser: the CLI links it statically */
+#include "rlcommon.h"  /* URL parsing, TLS rules, hardened replies: c/common */
 
 /* Exit codes of the tool; documented in docs/cli.md. */
 #define CLI_EXIT_USAGE     2    /* bad option, argument, URL or config file */

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "redlock.h"
+#include "rlcommon.h"
 
 #define RL_VALUE_BYTES 20              /* random bytes per acquisition */
 #define RL_VALUE_HEX (RL_VALUE_BYTES * 2)
@@ -26,31 +27,6 @@ int rl_random_bytes(void *buf, size_t len);       /* getrandom(2); 0 or -1 */
 int rl_random_hex(char *out, size_t nbytes);      /* out gets 2*nbytes hex + NUL */
 uint32_t rl_random_below(uint32_t bound);         /* uniform in [0, bound) */
 void rl_sha1_hex(const char *s, char out[41]);
-void rl_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void rl_append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* ---- url.c ---- */
-typedef struct rl_endpoint {
-    char *host;        /* NULL for unix sockets */
-    int port;
-    char *path;        /* unix socket path, or NULL */
-    char *user;        /* NULL if none */
-    char *password;    /* NULL if none; never printed */
-    int db;
-    int tls;           /* rediss:// */
-    char *display;     /* URL with the password masked, for messages */
-} rl_endpoint;
-
-/* Parses url into ep. On failure returns REDLOCK_EINVAL or REDLOCK_ENOTSUP
- * and writes a reason into err. */
-int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsize);
-void rl_endpoint_clear(rl_endpoint *ep);
-/* url for a message, with any userinfo (which may hold a password) hidden;
- * works on URLs that don't parse. */
-void rl_mask_url(char *out, size_t size, const char *url);
-/* 1 if a and b are the same server after resolving names. */
-int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b);
-
 /* ---- engine.c: connections and one multiplexed round over all nodes ---- */
 typedef struct rl_conn rl_conn;
 
@@ -219,17 +195,6 @@ int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, v
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);
 
-/* An SSL_CTX with the library's TLS rules (TLS 1.2+, the CA file/dir or the
- * system's CAs, an optional client certificate, peer verification unless
- * insecure): 0, or REDLOCK_ETLS with the reason in err. Also used by the CLI. */
-int rl_tls_ctx_new(struct ssl_ctx_st **out, const char *ca_file, const char *ca_dir, const char *cert_file,
-                   const char *key_file, int insecure, char *err, size_t errsize);
-/* The reason of the most recent OpenSSL error, or NULL if none is queued. */
-const char *rl_tls_reason(unsigned long *code);
-/* An SSL object for one connection to `name` (host name, or IP literal):
- * SNI, and unless insecure the certificate's name or IP is checked. NULL
- * with the reason in msg. */
-struct ssl_st *rl_tls_ssl_new(struct ssl_ctx_st *ctx, const char *name, int insecure, char *msg, size_t msgsize);
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */
 int rl_tls_client_init(redlock_client *c, const redlock_options *opts, char *err, size_t errsize);

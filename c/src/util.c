@@ -75,27 +75,6 @@ void rl_sha1_hex(const char *s, char out[41])
     out[40] = '\0';
 }
 
-void rl_fmt(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    if (!buf || size == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-}
-
-void rl_append(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    size_t used = strlen(buf);
-    if (used + 1 >= size)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
 static const struct {
     int code;
     const char *name;

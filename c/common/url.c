@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <netinet/in.h>
 
-#include "internal.h"
+#include "rlcommon.h"
 
 #define URL_MAX 4096
 
