@@ -220,6 +220,32 @@ REDLOCK_EXTERN int redlock_try_acquire(redlock_client *client, const char *resou
 REDLOCK_EXTERN int redlock_lock_new(redlock_lock **out, redlock_client *client,
                                     const char *resource);
 
+/* A lock's own acquisition policy: what the client's options of the same
+ * names give every lock, set for one handle. Bindings use it for per-lock
+ * settings (Go's per-Mutex options, Python's per-lock arguments) without a
+ * client of their own, so connections stay the client's however many locks
+ * differ. Set version to REDLOCK_LOCK_OPTIONS_VERSION; fields are only
+ * appended. */
+#define REDLOCK_LOCK_OPTIONS_VERSION 1
+typedef struct redlock_lock_options {
+    unsigned int version;        /* REDLOCK_LOCK_OPTIONS_VERSION */
+    uint32_t retry_count;        /* REDLOCK_WAIT_DEFAULT: retries after the first attempt */
+    uint32_t retry_delay_ms;     /* fixed part of the delay between attempts */
+    uint32_t retry_jitter_ms;    /* random part, uniform in [0, jitter] */
+    uint32_t wait_ms;            /* REDLOCK_WAIT_DEFAULT: give up after this long, 0 = no deadline */
+    double   drift_factor;       /* drift allowance = ttl * factor + drift_min_ms, in [0, 0.5) */
+    uint32_t drift_min_ms;       /* at most 60000 */
+} redlock_lock_options;
+
+/* Reads the lock's policy into *out (out->version set by the caller): the
+ * client's options until redlock_lock_set_options changed them. 0, or
+ * REDLOCK_EINVAL for NULL or an unknown version. */
+REDLOCK_EXTERN int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out);
+/* Sets the lock's policy for its next acquisitions and extensions; checked
+ * as the client's options are (REDLOCK_EINVAL with the reason in
+ * redlock_lock_errmsg). Not while an acquire on the handle is under way. */
+REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts);
+
 /* Special values for redlock_lock_acquire's wait_ms */
 #define REDLOCK_WAIT_DEFAULT (-1)  /* the client's retry_count / wait_ms */
 #define REDLOCK_WAIT_NONE    0     /* exactly one attempt */

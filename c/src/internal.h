@@ -159,6 +159,7 @@ struct redlock_lock {
     _Atomic uint64_t token;   /* fencing token while held, else 0 */
     int64_t acquired_us;
     uint32_t ttl_ms;          /* of the current acquisition */
+    redlock_lock_options pol; /* retries and drift: the client's unless set */
     uint32_t n_ext;
     int errcode;
     char errmsg[RL_MSG_MAX];
@@ -186,7 +187,7 @@ struct redlock_lock {
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
 /* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic);
-int64_t rl_drift_us(const redlock_client *c, uint32_t ttl_ms);
+int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms);
 
 void rl_watch_init(rl_watch *w);
 void rl_watch_destroy(rl_watch *w);

@@ -326,6 +326,13 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&l->mu, &ma);
     pthread_mutexattr_destroy(&ma);
+    l->pol.version = REDLOCK_LOCK_OPTIONS_VERSION;
+    l->pol.retry_count = client->opts.retry_count;
+    l->pol.retry_delay_ms = client->opts.retry_delay_ms;
+    l->pol.retry_jitter_ms = client->opts.retry_jitter_ms;
+    l->pol.wait_ms = client->opts.wait_ms;
+    l->pol.drift_factor = client->opts.drift_factor;
+    l->pol.drift_min_ms = client->opts.drift_min_ms;
     atomic_init(&l->state, LOCK_IDLE);
     atomic_init(&l->valid_until_us, 0);
     atomic_init(&l->token, 0);
@@ -356,13 +363,13 @@ void redlock_lock_free(redlock_lock *lock)
     free(lock);
 }
 
-int64_t rl_drift_us(const redlock_client *c, uint32_t ttl_ms)
+int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms)
 {
-    return (int64_t)((double)ttl_ms * c->opts.drift_factor * 1000.0) + (int64_t)c->opts.drift_min_ms * 1000;
+    return (int64_t)((double)ttl_ms * lock->pol.drift_factor * 1000.0) + (int64_t)lock->pol.drift_min_ms * 1000;
 }
 
 /* "" or the reason ttl_ms cannot be used, in msg; 0 or REDLOCK_EINVAL. */
-static int ttl_problem(const redlock_client *c, uint32_t ttl_ms, char *msg, size_t size)
+static int ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size)
 {
     if (ttl_ms == 0) {
         rl_fmt(msg, size, "ttl_ms must be greater than 0");
@@ -373,7 +380,7 @@ static int ttl_problem(const redlock_client *c, uint32_t ttl_ms, char *msg, size
                REDLOCK_MAX_TTL_MS);
         return REDLOCK_EINVAL;
     }
-    int64_t d = rl_drift_us(c, ttl_ms);
+    int64_t d = rl_drift_us(lock, ttl_ms);
     if (d >= (int64_t)ttl_ms * 1000) {
         rl_fmt(msg, size, "ttl_ms %u is too small: the clock-drift allowance (%lld ms) leaves no validity", ttl_ms,
                (long long)(d / 1000));
@@ -573,7 +580,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
     int64_t now = rl_now_us();
 
     rl_tally t = rl_tally_of(r.out, r.n);
-    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(c, ttl_ms);
+    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
     if (code == 0 && fencing)
@@ -595,7 +602,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
         if (code == REDLOCK_EEXPIRED)
             set_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
                     t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms,
-                    (long long)(rl_drift_us(c, ttl_ms) / 1000));
+                    (long long)(rl_drift_us(lock, ttl_ms) / 1000));
         else if (code == REDLOCK_ENOTACQUIRED)
             set_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
         else
@@ -664,7 +671,7 @@ static int nap(redlock_lock *lock, int64_t delay_us)
 
 static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
-    int rc = ttl_problem(lock->client, ttl_ms, lock->errmsg, sizeof lock->errmsg);
+    int rc = ttl_problem(lock, ttl_ms, lock->errmsg, sizeof lock->errmsg);
     if (rc)
         return lock->errcode = rc;
     if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
@@ -672,7 +679,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     if (redlock_lock_is_held(lock))
         return set_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
 
-    const redlock_options *o = &lock->client->opts;
+    const redlock_lock_options *o = &lock->pol;
     if (atomic_load(&lock->cancel))
         return set_err(lock, REDLOCK_ECANCELED, "acquisition of '%s' is cancelled (redlock_lock_cancel_reset clears it)",
                        lock->resource);
@@ -792,7 +799,7 @@ int redlock_try_acquire(redlock_client *client, const char *resource, uint32_t t
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
 {
     m[0] = '\0';
-    int rc = ttl_problem(lock->client, ttl_ms, m, msize);
+    int rc = ttl_problem(lock, ttl_ms, m, msize);
     if (rc)
         return rc;
     int state = atomic_load(&lock->state);
@@ -837,7 +844,7 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
      * straggler was read. */
     int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
     if (code == 0) {
-        atomic_store(&lock->valid_until_us, r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(c, ttl_ms));
+        atomic_store(&lock->valid_until_us, r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
         lock->n_ext++;
         emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, &r, automatic, 0, r.decided_us - r.start_us);
         return 0;
@@ -934,6 +941,47 @@ int redlock_lock_is_held(const redlock_lock *lock)
 uint64_t redlock_lock_fencing_token(const redlock_lock *lock)
 {
     return redlock_lock_is_held(lock) ? atomic_load(&lock->token) : 0;
+}
+
+int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out)
+{
+    if (!lock || !out || out->version != REDLOCK_LOCK_OPTIONS_VERSION)
+        return REDLOCK_EINVAL;
+    redlock_lock *l = (redlock_lock *)lock;  /* the mutex only */
+    pthread_mutex_lock(&l->mu);
+    *out = l->pol;
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    pthread_mutex_lock(&lock->mu);
+    int rc = 0;
+    if (!opts || opts->version != REDLOCK_LOCK_OPTIONS_VERSION) {
+        rc = set_err(lock, REDLOCK_EINVAL, "lock options are NULL or of an unknown version (set version to "
+                                           "REDLOCK_LOCK_OPTIONS_VERSION)");
+    } else {
+        /* The same rules as the client's options of the same names. */
+        redlock_options check = lock->client->opts;
+        check.retry_count = opts->retry_count;
+        check.retry_delay_ms = opts->retry_delay_ms;
+        check.retry_jitter_ms = opts->retry_jitter_ms;
+        check.wait_ms = opts->wait_ms;
+        check.drift_factor = opts->drift_factor;
+        check.drift_min_ms = opts->drift_min_ms;
+        rc = rl_check_options(&check, lock->errmsg, sizeof lock->errmsg);
+        if (rc)
+            lock->errcode = rc;
+        else {
+            lock->pol = *opts;
+            set_ok(lock);
+        }
+    }
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
 }
 
 int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)

@@ -64,7 +64,6 @@ static void unlink_lock(rl_watch *w, redlock_lock *l)
  * (code and msg). *next_due is when to come back otherwise. */
 static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *msg, size_t msgsize)
 {
-    redlock_client *c = l->client;
     int done = 0;
     *fire = 0;
     pthread_mutex_lock(&l->mu);
@@ -96,8 +95,8 @@ static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *
         int last = 0;
         if (left_ms < (int64_t)ttl) {
             /* The bound cuts this extension short; a too short one is no use. */
-            if (left_ms <= 0 || rl_drift_us(c, (uint32_t)left_ms) >= left_ms * 1000 ||
-                now + left_ms * 1000 - rl_drift_us(c, (uint32_t)left_ms) <= valid_until) {
+            if (left_ms <= 0 || rl_drift_us(l, (uint32_t)left_ms) >= left_ms * 1000 ||
+                now + left_ms * 1000 - rl_drift_us(l, (uint32_t)left_ms) <= valid_until) {
                 l->ae_limited = 1;
                 *next_due = valid_until;
                 pthread_mutex_unlock(&l->mu);

@@ -81,6 +81,50 @@ static void test_contention(void)
     redlock_client_free(c2);
 }
 
+/* Per-lock policy: the client's options until set, checked like them, and
+ * used by the next acquisition instead of the client's. */
+static void test_lock_options(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.retry_count = 7;
+    o.retry_jitter_ms = 10;
+    redlock_client *c1 = make_client(N, NULL), *c2 = make_client(N, &o);
+    const char *res = uniq("lockopts");
+    redlock_lock *a = NULL, *h;
+    CHECK_RC(redlock_try_acquire(c1, res, 10000, &a), 0);
+    CHECK_RC(redlock_lock_new(&h, c2, res), 0);
+    redlock_lock_options lo;
+    memset(&lo, 0, sizeof lo);
+    CHECK_RC(redlock_lock_get_options(h, &lo), REDLOCK_EINVAL);   /* version unset */
+    lo.version = REDLOCK_LOCK_OPTIONS_VERSION;
+    CHECK_RC(redlock_lock_get_options(h, &lo), 0);
+    CHECK(lo.retry_count == 7 && lo.retry_jitter_ms == 10 && lo.drift_min_ms == 2);
+    /* The default wait makes retry_count + 1 attempts: 8 with the client's. */
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_DEFAULT), REDLOCK_ENOTACQUIRED);
+    CHECK(strstr(redlock_lock_errmsg(h), "after 8 attempts") != NULL);
+    lo.retry_count = 1;
+    lo.drift_factor = 0.7;
+    CHECK_LOCK_RC(h, redlock_lock_set_options(h, &lo), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_lock_errmsg(h), "drift_factor") != NULL);
+    lo.drift_factor = 0.01;
+    CHECK_LOCK_RC(h, redlock_lock_set_options(h, &lo), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_DEFAULT), REDLOCK_ENOTACQUIRED);
+    CHECK(strstr(redlock_lock_errmsg(h), "after 2 attempts") != NULL);
+    /* A drift allowance that leaves no validity is refused at acquire. */
+    lo.drift_min_ms = 60000;
+    CHECK_LOCK_RC(h, redlock_lock_set_options(h, &lo), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_set_options(NULL, &lo), REDLOCK_EINVAL);
+    CHECK_LOCK_RC(h, redlock_lock_set_options(h, NULL), REDLOCK_EINVAL);
+    CHECK_RC(redlock_release(a), 0);
+    CHECK_RC(keys_on(N), 0);
+    redlock_lock_free(a);
+    redlock_lock_free(h);
+    redlock_client_free(c1);
+    redlock_client_free(c2);
+}
+
 static void test_waiter_gets_lock_after_release(void)
 {
     redlock_options o;
@@ -298,6 +342,7 @@ int main(void)
     run_test("acquire_release", test_acquire_release);
     run_test("values_are_fresh", test_values_are_fresh);
     run_test("contention", test_contention);
+    run_test("lock_options", test_lock_options);
     run_test("waiter_gets_lock_after_expiry", test_waiter_gets_lock_after_release);
     run_test("extend", test_extend);
     run_test("extension_bounds", test_extension_bounds);
