@@ -76,7 +76,7 @@ int64_t cli_now_us(void);
 /* Wall clock "HH:MM:SS.mmm" for log lines. */
 const char *cli_timestamp(char *buf, size_t size);
 
-/* Node URLs are parsed by the library's own parser (c/src/url.c): one
+/* Node URLs are parsed by the library's own parser (c/common/url.c): one
  * grammar (redis://, rediss://, unix://), one masking of passwords. status
  * and doctor connect with blocking hiredis contexts. */
 int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize);

@@ -1,5 +1,5 @@
-/* run.c: 'redlock run': holds a Redlock while a command runs, extends it from
- * a background thread, and stops the command if the lock is lost. */
+/* run.c: 'redlock run': holds a Redlock while a command runs, kept alive by
+ * the library's auto-extension, and stops the command if the lock is lost. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #define DEFAULT_KILL_AFTER_MS 10000
 #define MIN_TTL_MS 100
 /* The library caps one acquire's wait; longer waits are done in pieces. */
-#define WAIT_PIECE_MS ((int64_t)REDLOCK_MAX_TTL_MS * 7)
+#define WAIT_PIECE_MS ((int64_t)REDLOCK_MAX_WAIT_MS)
 
 static void help(void)
 {
@@ -162,112 +162,69 @@ static void fds_cloexec_new(const fdset *before)
     free(now.fds);
 }
 
-/* ---- the extender thread ---- */
+/* ---- losing the lock: the library's auto-extension tells us ---- */
 
-typedef struct extender {
+/* The library's auto-extend thread keeps the lock alive every TTL/3 and
+ * calls on_lost when it is gone. What the old private extender did on a loss
+ * is done here: the lost signal to COMMAND's group at once, and SIGKILL
+ * after --kill-after from the main thread, woken by WAKE_SIGNAL (on_lost
+ * must be quick: the library's thread serves other locks too). */
+#define WAKE_SIGNAL (SIGRTMIN)
+
+typedef struct watch {
     pthread_mutex_t mu;
-    pthread_cond_t cv;         /* on CLOCK_MONOTONIC */
-    int stop;                  /* set by main: the command is gone */
     int child_done;            /* set by main before reaping: no kill() after this */
-    int lost;                  /* set by the extender */
-    pid_t pgid;
-    uint32_t ttl_ms;
-    const run_opts *o;
-} extender;
-
-static void ts_at_ms(struct timespec *ts, int64_t mono_ms)
-{
-    ts->tv_sec = mono_ms / 1000;
-    ts->tv_nsec = (long)(mono_ms % 1000) * 1000000;
-}
-
-static void ext_wait_until(extender *e, int64_t mono_ms)
-{
-    struct timespec ts;
-    ts_at_ms(&ts, mono_ms);
-    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-}
-
-static int extend_fatal(int rc)
-{
-    /* Anything else (no quorum, I/O, server errors) may pass: retry while
-     * the validity lasts. */
-    return rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED || rc == REDLOCK_ELIMIT || rc == REDLOCK_ESTATE ||
-           rc == REDLOCK_EINVAL;
-}
-
-static void *extender_main(void *arg)
-{
-    extender *e = arg;
-    const run_opts *o = e->o;
-    int64_t interval = e->ttl_ms / 3;
-    int64_t next = cli_now_ms() + interval;
-    int failures = 0;
+    int lost;                  /* set by on_lost */
+    int64_t lost_at_ms;
     char why[2200];
+    pid_t pgid;
+    pthread_t main_thread;
+    const run_opts *o;
+    int ext_failures;          /* auto-extension failures in a row (its thread only) */
+} watch;
 
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        int64_t now = cli_now_ms();
-        int64_t validity = redlock_lock_validity_ms(g_lock);
-        if (validity <= 0) {
-            snprintf(why, sizeof why, "its validity ran out before an extension succeeded%s%s",
-                     failures ? "; last error: " : "", failures ? redlock_lock_errmsg(g_lock) : "");
-            e->lost = 1;
-            break;
-        }
-        if (now < next) {
-            int64_t until = next < now + validity ? next : now + validity;
-            ext_wait_until(e, until);
-            continue;
-        }
-        pthread_mutex_unlock(&e->mu);
-        int rc = redlock_extend(g_lock, e->ttl_ms);
-        pthread_mutex_lock(&e->mu);
-        if (rc == 0) {
-            if (failures)
-                cli_err(CMD, "extended '%s' again after %d failed attempt%s", o->resource, failures,
-                        failures == 1 ? "" : "s");
-            failures = 0;
-            vlog(o, "extended '%s' (validity %lld ms)", o->resource, (long long)redlock_lock_validity_ms(g_lock));
-            next = cli_now_ms() + interval;
-            continue;
-        }
-        if (extend_fatal(rc)) {
-            snprintf(why, sizeof why, "%s: %s", redlock_error_name(rc), redlock_lock_errmsg(g_lock));
-            e->lost = 1;
-            break;
-        }
-        if (failures++ == 0)
-            cli_err(CMD, "could not extend '%s' (will retry while its validity lasts): %s: %s", o->resource,
-                    redlock_error_name(rc), redlock_lock_errmsg(g_lock));
-        int64_t retry = interval / 4;
-        next = cli_now_ms() + (retry < 50 ? 50 : retry > 1000 ? 1000 : retry);
-    }
-    if (e->lost && !e->stop) {
-        if (!e->child_done) {
+static watch g_watch = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    (void)lock;
+    watch *w = userdata;
+    const run_opts *o = w->o;
+    pthread_mutex_lock(&w->mu);
+    if (!w->lost) {
+        w->lost = 1;
+        w->lost_at_ms = cli_now_ms();
+        snprintf(w->why, sizeof w->why, "%s: %s", redlock_error_name(code),
+                 message && *message ? message : redlock_strerror(code));
+        if (!w->child_done) {
             cli_err(CMD, "lock '%s' lost while the command ran (%s); sending %s to its process group %d",
-                    o->resource, why, cli_signal_name(o->lost_signal), (int)e->pgid);
-            kill(-e->pgid, o->lost_signal);
+                    o->resource, w->why, cli_signal_name(o->lost_signal), (int)w->pgid);
+            kill(-w->pgid, o->lost_signal);
         }
-        if (o->kill_after_ms > 0) {
-            int64_t deadline = cli_now_ms() + o->kill_after_ms;
-            while (!e->stop && cli_now_ms() < deadline)
-                ext_wait_until(e, deadline);
-            if (!e->stop && !e->child_done) {
-                char d[32];
-                cli_err(CMD, "command still running %s after %s; sending SIGKILL to process group %d",
-                        cli_fmt_duration(o->kill_after_ms, d, sizeof d), cli_signal_name(o->lost_signal),
-                        (int)e->pgid);
-                kill(-e->pgid, SIGKILL);
-            }
-        }
-    } else if (e->lost) {
-        cli_err(CMD, "lock '%s' was lost as the command ended: %s", o->resource, why);
+        pthread_kill(w->main_thread, WAKE_SIGNAL);
     }
-    while (!e->stop)
-        pthread_cond_wait(&e->cv, &e->mu);
-    pthread_mutex_unlock(&e->mu);
-    return NULL;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* The metrics hook, for --verbose and for reporting extension trouble once
+ * (the library retries on its own while the validity lasts). */
+static void on_event(const redlock_event *ev, void *userdata)
+{
+    watch *w = userdata;
+    const run_opts *o = w->o;
+    if (!o || !ev->automatic)
+        return;
+    if (ev->type == REDLOCK_EVENT_EXTENDED) {
+        if (w->ext_failures)
+            cli_err(CMD, "extended '%s' again after %d failed attempt%s", o->resource, w->ext_failures,
+                    w->ext_failures == 1 ? "" : "s");
+        w->ext_failures = 0;
+        vlog(o, "extended '%s' (validity %lld ms)", o->resource, (long long)ev->validity_ms);
+    } else if (ev->type == REDLOCK_EVENT_EXTEND_FAILED) {
+        if (w->ext_failures++ == 0)
+            cli_err(CMD, "could not extend '%s' (will retry while its validity lasts): %s: %s", o->resource,
+                    redlock_error_name(ev->code), ev->message);
+    }
 }
 
 /* ---- arguments ---- */
@@ -369,7 +326,7 @@ static int parse_args(run_opts *o, int argc, char **argv)
 /* ---- the command ---- */
 
 /* In the child, between fork and exec. The process had one thread when it
- * forked (the extender starts later), so execvp's allocations are safe. */
+ * forked (auto-extension starts later), so execvp's allocations are safe. */
 static void child_exec(const run_opts *o, int err_fd, pid_t parent, int tty_fd, const sigset_t *oldmask)
 {
     setpgid(0, 0);
@@ -430,7 +387,7 @@ static void take_terminal(int tty_fd, pid_t pgid)
 /* Runs the command with the lock held; returns the tool's exit code.
  * *passthrough is set when that code is the command's own status, which the
  * release may still override; *killed_by to the signal that killed it. */
-static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int *passthrough, int *killed_by)
+static int run_command(run_opts *o, const fdset *inherited, int *passthrough, int *killed_by)
 {
     *passthrough = 0;
     *killed_by = 0;
@@ -474,6 +431,7 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaddset(&waitset, forwarded[i]);
     sigaddset(&waitset, SIGCHLD);
+    sigaddset(&waitset, WAKE_SIGNAL);
     block = waitset;
     sigaddset(&block, SIGTTOU);
     sigprocmask(SIG_BLOCK, &block, &oldmask);
@@ -516,30 +474,27 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
     }
     vlog(o, "running '%s' (pid %d) under '%s'", o->argv[0], (int)pid, o->resource);
 
-    extender e = { .stop = 0, .child_done = 0, .lost = 0, .pgid = pid, .ttl_ms = ttl_ms, .o = o };
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&e.mu, NULL);
-    /* The extender blocks every signal, so that all of them come here. */
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &prev);
-    pthread_t th;
-    int have_thread = pthread_create(&th, NULL, extender_main, &e) == 0;
-    pthread_sigmask(SIG_SETMASK, &prev, NULL);
-    if (!have_thread) {
+    pthread_mutex_lock(&g_watch.mu);
+    g_watch.pgid = pid;
+    g_watch.main_thread = pthread_self();
+    g_watch.o = o;
+    g_watch.lost = 0;
+    g_watch.child_done = 0;
+    pthread_mutex_unlock(&g_watch.mu);
+    /* No bound of our own on the hold: the command runs as long as it
+     * needs, up to the most auto-extension allows (about 49 days). */
+    int arc = redlock_lock_auto_extend(g_lock, UINT32_MAX, on_lost, &g_watch);
+    int have_auto = arc == 0;
+    if (!have_auto) {
         /* Without extensions the lock would expire under the command. */
-        cli_err(CMD, "cannot start the extender thread; stopping the command with %s",
-                cli_signal_name(o->lost_signal));
-        kill(-pid, o->lost_signal);
-        e.lost = 1;
+        char why[300];
+        snprintf(why, sizeof why, "%s: %s", redlock_error_name(arc), redlock_lock_errmsg(g_lock));
+        on_lost(g_lock, arc, why, &g_watch);
     }
+    int hard_killed = 0;
 
     /* Wait for the command without reaping it (WNOWAIT): until it is reaped
-     * its pid cannot be reused, so forwarding and the extender's kill() can
+     * its pid cannot be reused, so forwarding and on_lost's kill() can
      * never hit another process. */
     for (;;) {
         siginfo_t si;
@@ -554,7 +509,30 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
             /* No change yet: wait for a signal. A SIGCHLD sent after the
              * check above stays pending, so it is not missed. */
             siginfo_t info;
-            int sig = sigwaitinfo(&waitset, &info);
+            int64_t kill_at = -1;
+            pthread_mutex_lock(&g_watch.mu);
+            if (g_watch.lost && !hard_killed && o->kill_after_ms > 0)
+                kill_at = g_watch.lost_at_ms + o->kill_after_ms;
+            pthread_mutex_unlock(&g_watch.mu);
+            int sig;
+            if (kill_at >= 0) {
+                int64_t left = kill_at - cli_now_ms();
+                if (left <= 0) {
+                    char d[32];
+                    cli_err(CMD, "command still running %s after %s; sending SIGKILL to process group %d",
+                            cli_fmt_duration(o->kill_after_ms, d, sizeof d), cli_signal_name(o->lost_signal),
+                            (int)pid);
+                    kill(-pid, SIGKILL);
+                    hard_killed = 1;
+                    continue;
+                }
+                struct timespec ts = { .tv_sec = left / 1000, .tv_nsec = (long)(left % 1000) * 1000000 };
+                sig = sigtimedwait(&waitset, &info, &ts);
+            } else {
+                sig = sigwaitinfo(&waitset, &info);
+            }
+            if (sig == WAKE_SIGNAL)
+                continue;
             if (sig > 0 && sig != SIGCHLD) {
                 g_signal = sig;
                 kill(-pid, sig);
@@ -584,19 +562,17 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
     }
 
     g_phase = PHASE_DONE;
-    pthread_mutex_lock(&e.mu);
-    e.child_done = 1;
-    e.stop = 1;
-    pthread_cond_broadcast(&e.cv);
-    pthread_mutex_unlock(&e.mu);
+    pthread_mutex_lock(&g_watch.mu);
+    g_watch.child_done = 1;
+    pthread_mutex_unlock(&g_watch.mu);
+    /* Waits for an on_lost under way; after it, nothing extends the lock
+     * and nothing can signal the command's pid, which is reaped next. */
+    if (have_auto)
+        redlock_lock_auto_extend_stop(g_lock);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    if (have_thread)
-        pthread_join(th, NULL);
-    pthread_cond_destroy(&e.cv);
-    pthread_mutex_destroy(&e.mu);
     take_terminal(tty_fd, getpgrp());
     if (tty_fd >= 0)
         close(tty_fd);
@@ -604,8 +580,12 @@ static int run_command(run_opts *o, uint32_t ttl_ms, const fdset *inherited, int
     char how[96];
     describe_status(status, how, sizeof how);
     vlog(o, "command %s", how);
-    if (e.lost) {
-        cli_err(CMD, "the command %s after the lock was lost; exiting with %ld", how, o->lost_code);
+    pthread_mutex_lock(&g_watch.mu);
+    int lost = g_watch.lost;
+    pthread_mutex_unlock(&g_watch.mu);
+    if (lost) {
+        cli_err(CMD, "the command %s after the lock was lost (%s); exiting with %ld", how, g_watch.why,
+                o->lost_code);
         return (int)o->lost_code;
     }
     *passthrough = 1;
@@ -666,6 +646,8 @@ int cli_run(int argc, char **argv)
     opts.tls_key_file = o.common.tls.key_file;
     opts.tls_server_name = o.common.tls.server_name;
     opts.tls_insecure_skip_verify = o.common.tls.insecure ? 1 : 0;
+    opts.on_event = on_event;
+    opts.on_event_userdata = &g_watch;
     redlock_client *client = NULL;
     char err[1024];
     rc = redlock_client_open(&client, (const char *const *)o.common.urls, o.common.n_urls, &opts, err, sizeof err);
@@ -742,7 +724,7 @@ int cli_run(int argc, char **argv)
     vlog(&o, "acquired '%s' (validity %lld ms)", o.resource, (long long)redlock_lock_validity_ms(g_lock));
 
     int passthrough, killed_by;
-    rc = run_command(&o, (uint32_t)ttl, &inherited, &passthrough, &killed_by);
+    rc = run_command(&o, &inherited, &passthrough, &killed_by);
     int released = redlock_release(g_lock);
     if (passthrough && killed_by && killed_by == g_signal)
         reraise = killed_by;
