@@ -1,6 +1,8 @@
-// Go binding of libredlock (package redlock); see docs/go.md. go-redsync and
-// go-redis are test-only dependencies (interop tests and benchmarks).
-module github.com/redlock-project/redlock/bindings/go
+// The Go module: the binding (package redlock, import path
+// github.com/redlock-project/redlock/bindings/go) with the C sources it
+// compiles in (c/), so that `go get` needs no other download; see docs/go.md.
+// go-redsync and go-redis are test-only dependencies (interop tests, benchmarks).
+module github.com/redlock-project/redlock
 
 go 1.22
 

@@ -1,12 +1,15 @@
-// Default link mode: the C library's sources (../../c/src, compiled by the
-// bundled_*.c files next to this one) become part of this package.
+// Default link mode: the C library's sources (../../c/src and ../../c/common,
+// compiled by the bundled_*.c files next to this one) become part of this package.
 
 //go:build cgo && !redlock_system
 
 package redlock
 
 // #cgo CFLAGS: -I${SRCDIR}/../../c/include -I${SRCDIR}/../../c/src -I${SRCDIR}/../../c/common -DREDLOCK_BUILDING -D_GNU_SOURCE
-// #cgo pkg-config: hiredis hiredis_ssl libssl libcrypto
+// /* The dependencies come through one .pc file of this package that requires
+//  * them, so that pkg-config's error when one is missing ("required by ...")
+//  * quotes the file's name, which says what to install on Debian. */
+// #cgo pkg-config: ${SRCDIR}/pkgconfig/redlock-go-needs--on-Debian-apt-install-libssl-dev-and-libhiredict-shims-dev-from-bookworm-backports-or-libhiredis-dev-1.0-or-later.pc
 // #cgo LDFLAGS: -lpthread
 import "C"
 

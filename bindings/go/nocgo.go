@@ -5,5 +5,9 @@
 
 package redlock
 
-// The identifier below is undefined on purpose; the compiler prints it as the error.
-var _ = redlock_needs_cgo__build_with_CGO_ENABLED_1_and_a_C_compiler_see_docs_go_md
+// The identifier below is undefined on purpose; the compiler prints it as the
+// error. With cgo on, the build also needs pkg-config and the development
+// files of hiredis >= 1.0 and OpenSSL: on Debian, apt-get install gcc pkgconf
+// libssl-dev and libhiredict-shims-dev (Debian 12, from bookworm-backports) or
+// libhiredis-dev (later releases). See docs/go.md.
+var _ = redlock_needs_cgo__set_CGO_ENABLED_1__on_Debian_apt_install_gcc_pkgconf_libssl_dev_libhiredict_shims_dev__see_docs_go_md

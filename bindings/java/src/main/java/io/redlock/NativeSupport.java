@@ -1,23 +1,103 @@
-// NativeSupport.java: loads the JNI library and owns the C handles behind the
-// SWIG proxies (freed by close() or, if forgotten, by a Cleaner), plus UTF-8.
+// NativeSupport.java: loads the JNI library (the jar's own copy, else an
+// installed one), owns the C handles behind the SWIG proxies (freed by
+// close() or, if forgotten, by a Cleaner), and converts strings to UTF-8.
 package io.redlock;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.ref.Cleaner;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Locale;
 import java.util.function.LongConsumer;
 
 final class NativeSupport {
   private NativeSupport() {}
 
-  /** System property naming the JNI library file; otherwise java.library.path is searched. */
+  /** System property naming the JNI library file; it then is the only one tried. */
   static final String LIBRARY_PROPERTY = "io.redlock.library";
+  /** System property naming where the jar's library is extracted (default java.io.tmpdir). */
+  static final String TMPDIR_PROPERTY = "io.redlock.tmpdir";
 
+  /**
+   * Loads libredlockjni: the file named by io.redlock.library; else the
+   * self-contained copy the jar carries for this platform
+   * (/native/&lt;os&gt;-&lt;arch&gt;/), extracted to a private temporary directory;
+   * else, or if that fails, java.library.path (an installed libredlockjni).
+   */
   static void loadLibrary() {
     String path = System.getProperty(LIBRARY_PROPERTY);
-    if (path != null && !path.isEmpty())
+    if (path != null && !path.isEmpty()) {
       System.load(path);
-    else
+      return;
+    }
+    Throwable bundled = null;
+    String resource = "/native/" + platform() + "/" + System.mapLibraryName("redlockjni");
+    URL url = NativeSupport.class.getResource(resource);
+    if (url != null) {
+      try {
+        loadExtracted(url);
+        return;
+      } catch (IOException | UnsatisfiedLinkError e) {
+        bundled = e; // e.g. a noexec temporary directory: try the installed library
+      }
+    }
+    try {
       System.loadLibrary("redlockjni");
+    } catch (UnsatisfiedLinkError e) {
+      if (bundled != null)
+        e.addSuppressed(bundled);
+      else
+        e.addSuppressed(new UnsatisfiedLinkError("the jar has no " + resource + " for this platform"));
+      throw e;
+    }
+  }
+
+  /** The jar's directory name for this JVM's platform: linux-x86_64, linux-aarch64, ... */
+  static String platform() {
+    String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+    if (os.startsWith("linux"))
+      os = "linux";
+    else if (os.startsWith("mac") || os.startsWith("darwin"))
+      os = "darwin";
+    else if (os.startsWith("windows"))
+      os = "windows";
+    else
+      os = os.replaceAll("[^a-z0-9]+", "");
+    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    switch (arch) {
+      case "amd64": case "x86_64": case "x64": arch = "x86_64"; break;
+      case "aarch64": case "arm64": arch = "aarch64"; break;
+      default: arch = arch.replaceAll("[^a-z0-9_]+", "");
+    }
+    return os + "-" + arch;
+  }
+
+  // Each JVM gets its own directory (owner-only on POSIX), so no other user
+  // can swap the file between the copy and the load. Once loaded, the file is
+  // no longer needed on Linux and is deleted at once; where the system keeps
+  // it open (Windows), at exit.
+  private static void loadExtracted(URL url) throws IOException {
+    String dir = System.getProperty(TMPDIR_PROPERTY, System.getProperty("java.io.tmpdir"));
+    Path tmp = Files.createTempDirectory(Paths.get(dir), "redlock-jni-");
+    Path lib = tmp.resolve(System.mapLibraryName("redlockjni"));
+    try {
+      try (InputStream in = url.openStream()) {
+        Files.copy(in, lib);
+      }
+      System.load(lib.toAbsolutePath().toString());
+    } finally {
+      try {
+        Files.deleteIfExists(lib);
+        Files.deleteIfExists(tmp);
+      } catch (IOException e) {
+        lib.toFile().deleteOnExit();
+        tmp.toFile().deleteOnExit();
+      }
+    }
   }
 
   // One daemon thread for the whole library. Its actions only free memory
