@@ -82,9 +82,11 @@ const char *cli_timestamp(char *buf, size_t size);
 int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize);
 /* Connects (over TLS for rediss://, verified as the library verifies),
  * authenticates and selects the db, each step bounded by timeout_ms. NULL
- * with a reason in err on failure. */
-redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, char *err,
-                          size_t errsize);
+ * with a reason in err on failure. The context's reader is hardened with
+ * guard (RL_REPLY_GUARD_INSPECT; it must outlive the context): replies are
+ * flat, bounded, and freed with rl_reply_free. */
+redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, rl_reply_guard *guard,
+                          char *err, size_t errsize);
 
 /* tls.c. For status and doctor, after cli_common_resolve: builds c->tls_ctx
  * from c->tls when a node is rediss://. Prints the error and returns
@@ -99,8 +101,12 @@ void cli_tls_free(cli_tls *t);
  * (an alert from the server), "timed out", or hiredis's text. */
 void cli_io_error(const redisContext *ctx, char *err, size_t errsize);
 void cli_tls_ctx_free(struct ssl_ctx_st *ctx);
-/* A command's reply, or NULL with the reason (I/O error) in err. */
+/* A command's reply, or NULL with the reason (I/O error, or a reply the
+ * hardened reader refused) in err. Free it with rl_reply_free. */
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...);
+/* The next reply of a pipeline on a context from cli_connect: 0, or -1 with
+ * the reason in err. */
+int cli_read_reply(redisContext *ctx, redisReply **out, char *err, size_t errsize);
 
 /* JSON helpers: writes s as a JSON string literal. */
 void cli_json_string(FILE *f, const char *s);

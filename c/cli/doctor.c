@@ -69,6 +69,8 @@ typedef struct finding {
 typedef struct dnode {
     rl_endpoint ep;
     redisContext *ctx;
+    rl_reply_guard guard;      /* ctx's hardened reader; outlives ctx */
+    int broken;                /* the connection failed during the checks: reported once */
     char error[512];           /* connect failure */
     char run_id[64], version[48], server[16], role[16], master[300];
     char policy[48], save[256], fsync[16];
@@ -137,6 +139,30 @@ static int is_acl_error(const redisReply *r)
             strstr(r->str, "can't run this command"));
 }
 
+/* A node whose connection failed during the checks (a reply the hardened
+ * reader refused, a timeout, a reset) is reported once, as severe, and not
+ * checked further: the checks after it would only repeat the failure. */
+static int usable(doctor *d, int idx, dnode *n)
+{
+    if (!n->ctx)
+        return 0;
+    if (!n->ctx->err)
+        return 1;
+    if (!n->broken) {
+        n->broken = 1;
+        char why[300];
+        if (n->guard.why)
+            snprintf(why, sizeof why, "the node sent a reply no Redis server sends (%s)", n->guard.why);
+        else
+            cli_io_error(n->ctx, why, sizeof why);
+        add(d, idx, SEV_SEVERE, n->guard.why ? "protocol" : "connection",
+            n->guard.why ? "check that the URL reaches a Redis or Valkey server, and what listens on its port"
+                         : "check the node's health and network, or raise --timeout",
+            "%s; the node was not checked further", why);
+    }
+    return 0;
+}
+
 static void random_hex(char *out, size_t nbytes)
 {
     unsigned char b[32];
@@ -165,19 +191,21 @@ static void config_get(dnode *n, const char *name, char *out, size_t size, int *
         snprintf(out, size, "%s", r->element[1]->str);
         *have = 1;
     }
-    freeReplyObject(r);
+    rl_reply_free(r);
 }
 
 static void check_info(doctor *d, int idx, dnode *n, const char *ttl_text)
 {
     char err[256], buf[64];
     redisReply *r = cli_command(n->ctx, err, sizeof err, "INFO");
+    if (!r && n->ctx->err)
+        return;  /* reported by usable() */
     if (!r || r->type == REDIS_REPLY_ERROR) {
         add(d, idx, SEV_WARN, "info-denied",
             "grant the doctor's user +info (and +config|get), or run doctor as an administrator",
             "INFO failed (%s): replication, memory and persistence were not checked",
             r ? r->str : err);
-        freeReplyObject(r);
+        rl_reply_free(r);
         return;
     }
     const char *info = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB ? r->str : "";
@@ -216,7 +244,7 @@ static void check_info(doctor *d, int idx, dnode *n, const char *ttl_text)
     if (n->cluster)
         add(d, idx, SEV_SEVERE, "cluster-mode", "use standalone servers (cluster-enabled no) as Redlock nodes",
             "node runs in cluster mode: lock keys of other slots are redirected (MOVED) and fail");
-    freeReplyObject(r);
+    rl_reply_free(r);
 
     int have;
     if (!have_policy)
@@ -268,7 +296,7 @@ static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
     if (r->type == REDIS_REPLY_ERROR)
         add(d, idx, SEV_SEVERE, is_acl_error(r) ? "acl-ping" : "ping",
             "grant the lock user +ping (ACL SETUSER <user> +ping)", "PING refused: %s", r->str);
-    freeReplyObject(r);
+    rl_reply_free(r);
 
     r = cli_command(n->ctx, err, sizeof err, "EVAL %s 0", "return 1");
     if (r && r->type == REDIS_REPLY_ERROR) {
@@ -281,7 +309,7 @@ static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
     } else if (!r) {
         add(d, idx, SEV_SEVERE, "scripts", "check the node's health", "EVAL failed: %s", err);
     }
-    freeReplyObject(r);
+    rl_reply_free(r);
 
     char hex[33], key[1200], val[33];
     random_hex(hex, 16);
@@ -300,7 +328,7 @@ static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
     else if (r->type == REDIS_REPLY_ERROR)
         add(d, idx, SEV_SEVERE, "set", "the node must accept writes (not a replica, not out of memory)",
             "SET NX PX on a lock key failed: %s", r->str);
-    freeReplyObject(r);
+    rl_reply_free(r);
     if (!set_ok)
         return;
 
@@ -311,23 +339,23 @@ static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
     if (is_acl_error(r))
         add(d, idx, SEV_SEVERE, "acl-evalsha", acl_fix,
             "EVALSHA is denied by the ACL (%s): every release and extension would fail", r->str);
-    freeReplyObject(r);
+    rl_reply_free(r);
 
     r = cli_command(n->ctx, err, sizeof err, "EVAL %s 1 %s %s %d", extend_script, key, val, 60000);
     if (is_acl_error(r))
         add(d, idx, SEV_SEVERE, "acl-extend", acl_fix, "the extension script is denied: %s", r->str);
     else if (r && r->type == REDIS_REPLY_ERROR && !strstr(r->str, "unknown command"))
         add(d, idx, SEV_SEVERE, "scripts", "enable Lua scripting", "the extension script failed: %s", r->str);
-    freeReplyObject(r);
+    rl_reply_free(r);
 
     r = cli_command(n->ctx, err, sizeof err, "EVAL %s 1 %s %s", release_script, key, val);
     int released = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     if (is_acl_error(r))
         add(d, idx, SEV_SEVERE, "acl-release", acl_fix, "the release script is denied: %s", r->str);
-    freeReplyObject(r);
+    rl_reply_free(r);
     if (!released) {
         r = cli_command(n->ctx, err, sizeof err, "DEL %s", key);
-        freeReplyObject(r);  /* if DEL is denied too, the key expires in 60 s */
+        rl_reply_free(r);  /* if DEL is denied too, the key expires in 60 s */
     }
 }
 
@@ -339,7 +367,7 @@ static void clock_start(dnode *n, const char *prefix, int64_t probe_ms)
     redisReply *r = cli_command(n->ctx, err, sizeof err, "SET %s 1 PX %lld", n->clock_key,
                                 (long long)(probe_ms + 60000));
     int ok = r && r->type == REDIS_REPLY_STATUS;
-    freeReplyObject(r);
+    rl_reply_free(r);
     if (!ok)
         return;
     int64_t t0 = cli_now_us();
@@ -351,7 +379,7 @@ static void clock_start(dnode *n, const char *prefix, int64_t probe_ms)
         n->mid0_us = (t0 + t1) / 2;
         n->rtt0_us = t1 - t0;
     }
-    freeReplyObject(r);
+    rl_reply_free(r);
 }
 
 static void clock_finish(doctor *d, int idx, dnode *n)
@@ -380,9 +408,9 @@ static void clock_finish(doctor *d, int idx, dnode *n)
             sev == SEV_SEVERE ? ": TTLs there end far from when clients expect"
             : sev == SEV_WARN ? ": more than the 1% drift allowance" : "");
     }
-    freeReplyObject(r);
+    rl_reply_free(r);
     r = cli_command(n->ctx, err, sizeof err, "DEL %s", n->clock_key);
-    freeReplyObject(r);
+    rl_reply_free(r);
 }
 
 static void print_text(const doctor *d, const dnode *nodes, size_t n, size_t quorum, int64_t probe_ms)
@@ -541,7 +569,8 @@ int cli_doctor(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         dnode *nd = &nodes[i];
         tls_nodes += nd->ep.tls != 0;
-        nd->ctx = cli_connect(&common, &nd->ep, timeout_ms, nd->error, sizeof nd->error);
+        nd->guard = (rl_reply_guard)RL_REPLY_GUARD_INSPECT;
+        nd->ctx = cli_connect(&common, &nd->ep, timeout_ms, &nd->guard, nd->error, sizeof nd->error);
         if (!nd->ctx) {
             int auth = strstr(nd->error, "authentication") != NULL;
             int tls = !strncmp(nd->error, "TLS", 3);
@@ -571,7 +600,9 @@ int cli_doctor(int argc, char **argv)
         }
         reachable++;
         check_info(&d, (int)i + 1, nd, ttl_text);
-        check_commands(&d, (int)i + 1, nd, common.key_prefix);
+        if (usable(&d, (int)i + 1, nd))
+            check_commands(&d, (int)i + 1, nd, common.key_prefix);
+        usable(&d, (int)i + 1, nd);
     }
     /* The same server under two names (127.0.0.1 and localhost, a DNS
      * alias, a second listener...) would count twice toward the quorum. */
@@ -587,13 +618,13 @@ int cli_doctor(int argc, char **argv)
 
     if (probe_ms > 0) {
         for (size_t i = 0; i < n; i++)
-            if (nodes[i].ctx)
+            if (usable(&d, (int)i + 1, &nodes[i]))
                 clock_start(&nodes[i], common.key_prefix, probe_ms);
         struct timespec ts = { .tv_sec = probe_ms / 1000, .tv_nsec = (long)(probe_ms % 1000) * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
         for (size_t i = 0; i < n; i++)
-            if (nodes[i].ctx)
+            if (usable(&d, (int)i + 1, &nodes[i]))
                 clock_finish(&d, (int)i + 1, &nodes[i]);
     }
 

@@ -56,7 +56,9 @@ static void probe(const cli_common *common, const char *url, const char *key, si
         return;
     }
     snprintf(ns->url, sizeof ns->url, "%s", ep.display);
-    redisContext *ctx = cli_connect(common, &ep, timeout_ms, err, sizeof err);
+    /* Hardens ctx's reader: it must outlive ctx, freed below. */
+    rl_reply_guard guard = RL_REPLY_GUARD_INSPECT;
+    redisContext *ctx = cli_connect(common, &ep, timeout_ms, &guard, err, sizeof err);
     rl_endpoint_clear(&ep);
     if (!ctx) {
         ns->state = ST_ERROR;
@@ -67,14 +69,17 @@ static void probe(const cli_common *common, const char *url, const char *key, si
     redisAppendCommand(ctx, "GET %b", key, key_len);
     redisAppendCommand(ctx, "PTTL %b", key, key_len);
     redisReply *get = NULL, *pttl = NULL;
-    if (redisGetReply(ctx, (void **)&get) != REDIS_OK || redisGetReply(ctx, (void **)&pttl) != REDIS_OK) {
+    if (cli_read_reply(ctx, &get, ns->error, sizeof ns->error) ||
+        cli_read_reply(ctx, &pttl, ns->error, sizeof ns->error)) {
         ns->state = ST_ERROR;
-        cli_io_error(ctx, ns->error, sizeof ns->error);
     } else if (get->type == REDIS_REPLY_ERROR) {
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "GET: %.*s", (int)get->len, get->str);
     } else if (get->type == REDIS_REPLY_NIL) {
         ns->state = ST_FREE;
+    } else if (get->type == REDIS_REPLY_STRING && pttl->type != REDIS_REPLY_INTEGER) {
+        ns->state = ST_ERROR;
+        snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to PTTL (not a Redis server?)", pttl->type);
     } else if (get->type == REDIS_REPLY_STRING) {
         ns->state = ST_HELD;
         ns->value = malloc(get->len + 1);
@@ -83,16 +88,15 @@ static void probe(const cli_common *common, const char *url, const char *key, si
             ns->value[get->len] = '\0';
             ns->value_len = get->len;
         }
-        if (pttl->type == REDIS_REPLY_INTEGER)
-            ns->ttl_ms = pttl->integer;
+        ns->ttl_ms = pttl->integer;
         if (ns->ttl_ms == -2)  /* expired between the two commands */
             ns->state = ST_FREE;
     } else {
         ns->state = ST_ERROR;
-        snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to GET", get->type);
+        snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to GET (not a Redis server?)", get->type);
     }
-    freeReplyObject(get);
-    freeReplyObject(pttl);
+    rl_reply_free(get);
+    rl_reply_free(pttl);
     redisFree(ctx);
 }
 

@@ -120,11 +120,10 @@ int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char
      * so after the handshake, at the first read: one round trip finds out
      * here, so that the failure is reported as what it is. Any reply will
      * do, even an error (NOAUTH, NOPERM). */
-    redisReply *r = redisCommand(ctx, "PING");
+    char why[256];
+    redisReply *r = cli_command(ctx, why, sizeof why, "PING");
     if (!r) {
-        char why[256];
-        cli_io_error(ctx, why, sizeof why);
-        if (!strncmp(why, "TLS", 3))
+        if (!strncmp(why, "TLS", 3) || !strncmp(why, "protocol error", 14))
             snprintf(err, errsize, "%s", why);
         else if (!strcmp(why, "timed out"))
             snprintf(err, errsize, "timed out after the TLS handshake");
@@ -135,7 +134,7 @@ int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char
                                         "--tls-key)");
         return -1;
     }
-    freeReplyObject(r);
+    rl_reply_free(r);
     return 0;
 }
 

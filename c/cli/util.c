@@ -605,8 +605,8 @@ static void reply_error_text(redisReply *r, char *err, size_t errsize)
     snprintf(err, errsize, "%.*s", (int)r->len, r->str);
 }
 
-redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, char *err,
-                          size_t errsize)
+redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, rl_reply_guard *guard,
+                          char *err, size_t errsize)
 {
     struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
     redisContext *ctx = ep->path ? redisConnectUnixWithTimeout(ep->path, tv)
@@ -621,58 +621,82 @@ redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t ti
         return NULL;
     }
     redisSetTimeout(ctx, tv);
+    /* Before the first reply: hiredis's own reader builds nested replies
+     * recursively, and a node answering "*1\r\n" a few hundred thousand
+     * times would overflow our stack. */
+    rl_reply_harden(ctx, guard);
     redisReply *r = NULL;
     /* Nothing is sent before the certificate has been verified. */
     if (ep->tls && cli_tls_start(c, ctx, ep->host, err, errsize) != 0)
         goto fail;
     if (ep->password) {
-        r = ep->user ? redisCommand(ctx, "AUTH %s %s", ep->user, ep->password)
-                     : redisCommand(ctx, "AUTH %s", ep->password);
+        char why[256];
+        r = ep->user ? cli_command(ctx, why, sizeof why, "AUTH %s %s", ep->user, ep->password)
+                     : cli_command(ctx, why, sizeof why, "AUTH %s", ep->password);
         if (!r) {
-            char why[256];
-            cli_io_error(ctx, why, sizeof why);
             snprintf(err, errsize, "AUTH: %s", why);
             goto fail;
         }
         if (r->type == REDIS_REPLY_ERROR) {
-            char why[256];
             reply_error_text(r, why, sizeof why);
             snprintf(err, errsize, "authentication failed: %s", why);
             goto fail;
         }
-        freeReplyObject(r);
+        rl_reply_free(r);
+        r = NULL;
     }
     if (ep->db) {
-        r = redisCommand(ctx, "SELECT %d", ep->db);
+        char why[256];
+        r = cli_command(ctx, why, sizeof why, "SELECT %d", ep->db);
         if (!r) {
-            char why[256];
-            cli_io_error(ctx, why, sizeof why);
             snprintf(err, errsize, "SELECT: %s", why);
             goto fail;
         }
         if (r->type == REDIS_REPLY_ERROR) {
-            char why[256];
             reply_error_text(r, why, sizeof why);
             snprintf(err, errsize, "SELECT %d: %s", ep->db, why);
             goto fail;
         }
-        freeReplyObject(r);
+        rl_reply_free(r);
+        r = NULL;
     }
     return ctx;
 fail:
-    freeReplyObject(r);
+    rl_reply_free(r);
     redisFree(ctx);
     return NULL;
+}
+
+int cli_read_reply(redisContext *ctx, redisReply **out, char *err, size_t errsize)
+{
+    rl_reply_guard *g = ctx->reader ? ctx->reader->privdata : NULL;
+    if (!g) {
+        /* Every context of the tool is hardened by cli_connect. */
+        snprintf(err, errsize, "internal error: reply reader not hardened");
+        *out = NULL;
+        return -1;
+    }
+    if (rl_reply_read(ctx, g, out) == REDIS_OK)
+        return 0;
+    *out = NULL;
+    if (g->why)
+        snprintf(err, errsize, "protocol error: the node sent a reply no Redis server sends (%s)", g->why);
+    else
+        cli_io_error(ctx, err, errsize);
+    return -1;
 }
 
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = redisvCommand(ctx, fmt, ap);
+    int rc = redisvAppendCommand(ctx, fmt, ap);
     va_end(ap);
-    if (!r)
+    redisReply *r = NULL;
+    if (rc != REDIS_OK)
         cli_io_error(ctx, err, errsize);
+    else
+        cli_read_reply(ctx, &r, err, errsize);
     return r;
 }
 

@@ -1,0 +1,70 @@
+# Nodes that are not what they claim: a hostile node whose replies would crash a client with an
+# unguarded reader, and nodes that answer +OK to everything. They are fake nodes (fakenode.py),
+# because no real server can be made to answer so; the honest nodes next to them are real.
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakenode import NESTED, OK, FakeNode  # noqa: E402
+
+
+def assert_no_signal(r, what):
+    # A crash shows as a negative returncode (killed by a signal); 139 would be a shell's view.
+    assert r.returncode >= 0, "%s died of %s: %s" % (what, signal.Signals(-r.returncode).name, r.stderr)
+    assert r.returncode not in (134, 139), (what, r.returncode, r.stderr)
+
+
+def test_status_survives_a_node_nesting_replies(runner, cluster5, resource):
+    with FakeNode(NESTED) as fake:
+        # Alone: the one node fails, clearly, and status says the state is unknown.
+        r = runner.run("status", "--nodes", fake.url, resource, timeout=60)
+        assert_no_signal(r, "status")
+        assert r.returncode == 69, (r.returncode, r.stdout, r.stderr)
+        assert "protocol error" in r.stdout and "nested" in r.stdout, r.stdout
+        # Next to real nodes: the other nodes' answers still count, the fake one is an error.
+        urls = cluster5.urls[:2] + [fake.url]
+        r = runner.run("status", "--json", "--nodes", ",".join(urls), resource, timeout=60)
+        assert_no_signal(r, "status")
+        doc = json.loads(r.stdout)
+        assert doc["nodes"][2]["state"] == "error"
+        assert "protocol error" in doc["nodes"][2]["error"]
+        assert [n["state"] for n in doc["nodes"][:2]] == ["free", "free"]
+        assert r.returncode == 1   # 2 of 3 answered: a quorum, and the key is free
+        assert fake.commands, "the fake node was never asked"
+
+
+def test_doctor_survives_a_node_nesting_replies(runner, cluster5):
+    with FakeNode(NESTED) as fake:
+        urls = cluster5.urls[:2] + [fake.url]
+        r = runner.run("doctor", "--json", "--clock-probe", "0", "--nodes", ",".join(urls), timeout=60)
+        assert_no_signal(r, "doctor")
+        assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+        doc = json.loads(r.stdout)
+        mine = [f for f in doc["findings"] if f["node"] == 3]
+        assert any(f["check"] == "protocol" and f["severity"] == "severe" and "nested" in f["message"]
+                   for f in mine), mine
+        # The real nodes were checked as usual.
+        assert not [f for f in doc["findings"] if f["node"] in (1, 2) and f["severity"] == "severe"]
+
+        r = runner.run("doctor", "--clock-probe", "0", "--nodes", fake.url, timeout=60)
+        assert_no_signal(r, "doctor")
+        assert r.returncode == 1
+        assert "SEVERE" in r.stdout and "no Redis server sends" in r.stdout, r.stdout
+
+
+def test_a_password_does_not_reach_a_hostile_node_unhardened(runner):
+    # AUTH's reply is read by the hardened reader too: a node nesting replies to AUTH fails
+    # cleanly at connect time.
+    with FakeNode(NESTED) as fake:
+        url = "redis://:s3cret-pw@127.0.0.1:%d" % fake.port
+        r = runner.run("status", "--nodes", url, "res", timeout=60)
+        assert_no_signal(r, "status")
+        assert r.returncode == 69
+        assert "s3cret-pw" not in r.stdout + r.stderr
+        assert "protocol error" in r.stdout
