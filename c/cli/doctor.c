@@ -77,6 +77,7 @@ typedef struct dnode {
     int have_info, have_save, aof, replicas, cluster;
     /* clock probe */
     int probing;
+    char clock_skip[300];      /* why the probe could not be made; "" if it was */
     char clock_key[128];
     long long pttl0;
     int64_t mid0_us, rtt0_us;
@@ -209,12 +210,27 @@ static void check_info(doctor *d, int idx, dnode *n, const char *ttl_text)
         return;
     }
     const char *info = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB ? r->str : "";
-    n->have_info = 1;
     info_field(info, "run_id", n->run_id, sizeof n->run_id);
     if (info_field(info, "valkey_version", n->version, sizeof n->version))
         snprintf(n->server, sizeof n->server, "valkey");
     else if (info_field(info, "redis_version", n->version, sizeof n->version))
         snprintf(n->server, sizeof n->server, "%.15s", info_field(info, "server_name", buf, sizeof buf) ? buf : "redis");
+    /* Every Redis and Valkey INFO has its version and run_id. Without them
+     * the node is not what it claims (a proxy, a fake, a broken server),
+     * and nothing else it says about itself can be trusted: severe. */
+    if (!*info || !n->version[0] || strlen(n->run_id) != 40) {
+        add(d, idx, SEV_SEVERE, "info-invalid",
+            "check that the URL reaches a Redis or Valkey server itself, not a proxy or another service",
+            "INFO is %s: replication, memory and persistence cannot be checked, and the node is not "
+            "a Redis or Valkey server as it claims",
+            r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB ? "not a text reply"
+            : !*info                                                     ? "empty"
+                                                                         : "unparsable (no version or run_id)");
+        n->run_id[0] = n->version[0] = n->server[0] = '\0';
+        rl_reply_free(r);
+        return;
+    }
+    n->have_info = 1;
     info_field(info, "role", n->role, sizeof n->role);
     if (info_field(info, "connected_slaves", buf, sizeof buf))
         n->replicas = atoi(buf);
@@ -332,6 +348,29 @@ static void check_commands(doctor *d, int idx, dnode *n, const char *prefix)
     if (!set_ok)
         return;
 
+    /* Commands that must fail. A node that says OK to them says OK to
+     * anything: to every lock's SET NX too, so a majority of such nodes
+     * lets any number of clients hold the same lock (docs/security.md,
+     * Trust model). The key was just set, so SET NX must answer nil; and no
+     * server knows the command below. */
+    r = cli_command(n->ctx, err, sizeof err, "SET %s %s NX PX %d", key, "another-value", 60000);
+    if (r && r->type != REDIS_REPLY_NIL && !is_acl_error(r))
+        add(d, idx, SEV_SEVERE, "fake-ok",
+            "remove this node: check that the URL reaches a Redis or Valkey server itself, not a proxy or fake",
+            "SET NX on a key that exists answered %s instead of nil: the node grants locks that are held, so "
+            "two clients can hold one lock",
+            r->type == REDIS_REPLY_STATUS ? "+OK" : "something else");
+    rl_reply_free(r);
+    r = cli_command(n->ctx, err, sizeof err, "REDLOCK-DOCTOR-NO-SUCH-COMMAND %s", hex);
+    if (r && r->type != REDIS_REPLY_ERROR)
+        add(d, idx, SEV_SEVERE, "fake-ok",
+            "remove this node: check that the URL reaches a Redis or Valkey server itself, not a proxy or fake",
+            "an unknown command answered %s instead of an error: the node does not check what it is told",
+            r->type == REDIS_REPLY_STATUS ? "+OK" : "a value");
+    rl_reply_free(r);
+    if (!usable(d, idx, n))
+        return;
+
     /* EVALSHA of an unknown script: NOSCRIPT if allowed, NOPERM if not; the
      * ACL is checked before the script cache. */
     r = cli_command(n->ctx, err, sizeof err, "EVALSHA %s 1 %s %s", "ffffffffffffffffffffffffffffffffffffffff", key,
@@ -367,19 +406,38 @@ static void clock_start(dnode *n, const char *prefix, int64_t probe_ms)
     redisReply *r = cli_command(n->ctx, err, sizeof err, "SET %s 1 PX %lld", n->clock_key,
                                 (long long)(probe_ms + 60000));
     int ok = r && r->type == REDIS_REPLY_STATUS;
+    if (!ok)
+        snprintf(n->clock_skip, sizeof n->clock_skip, "SET PX %s", !r ? err : r->type == REDIS_REPLY_ERROR
+                                                                             ? r->str : "gave no status reply");
     rl_reply_free(r);
     if (!ok)
         return;
     int64_t t0 = cli_now_us();
     r = cli_command(n->ctx, err, sizeof err, "PTTL %s", n->clock_key);
     int64_t t1 = cli_now_us();
-    if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0 && r->integer <= probe_ms + 60000) {
         n->probing = 1;
         n->pttl0 = r->integer;
         n->mid0_us = (t0 + t1) / 2;
         n->rtt0_us = t1 - t0;
+    } else {
+        snprintf(n->clock_skip, sizeof n->clock_skip, "PTTL of the key just set %s",
+                 !r                              ? err
+                 : r->type == REDIS_REPLY_ERROR   ? r->str
+                 : r->type == REDIS_REPLY_INTEGER ? "was out of range"
+                                                  : "was not an integer");
     }
     rl_reply_free(r);
+}
+
+/* A clock probe that could not be made leaves the node's expiry clock
+ * unchecked: a node that cannot keep a TTL, or lies about it, is the node
+ * where locks end unexpectedly. Severe, and said so. */
+static void clock_skipped(doctor *d, int idx, const dnode *n)
+{
+    add(d, idx, SEV_SEVERE, "clock-skipped",
+        "check that the node keeps TTLs (SET PX, PTTL) and that the lock user may run PTTL",
+        "clock probe skipped: %s; the node's expiry clock is unchecked", n->clock_skip);
 }
 
 static void clock_finish(doctor *d, int idx, dnode *n)
@@ -390,7 +448,13 @@ static void clock_finish(doctor *d, int idx, dnode *n)
     int64_t t0 = cli_now_us();
     redisReply *r = cli_command(n->ctx, err, sizeof err, "PTTL %s", n->clock_key);
     int64_t t1 = cli_now_us();
-    if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+    if (!(r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0 && r->integer <= n->pttl0))
+        snprintf(n->clock_skip, sizeof n->clock_skip, "the second PTTL %s",
+                 !r                              ? err
+                 : r->type == REDIS_REPLY_ERROR   ? r->str
+                 : r->type == REDIS_REPLY_INTEGER ? "was out of range (the key expired or grew)"
+                                                  : "was not an integer");
+    else {
         double local_ms = (double)((t0 + t1) / 2 - n->mid0_us) / 1000;
         double remote_ms = (double)(n->pttl0 - r->integer);
         /* PTTL has 1 ms steps at each end, and each reading may be anywhere
@@ -623,9 +687,15 @@ int cli_doctor(int argc, char **argv)
         struct timespec ts = { .tv_sec = probe_ms / 1000, .tv_nsec = (long)(probe_ms % 1000) * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             if (usable(&d, (int)i + 1, &nodes[i]))
                 clock_finish(&d, (int)i + 1, &nodes[i]);
+            if (nodes[i].ctx && nodes[i].clock_skip[0])
+                clock_skipped(&d, (int)i + 1, &nodes[i]);
+        }
+    } else if (reachable) {
+        add(&d, 0, SEV_WARN, "clock-skipped", "run doctor without --clock-probe 0 (the default probe takes 1s)",
+            "clock probe skipped (--clock-probe 0): no node's expiry clock was compared with this host's");
     }
 
     if (tls_nodes && common.tls.insecure)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import sys
 
 import pytest
@@ -68,3 +69,60 @@ def test_a_password_does_not_reach_a_hostile_node_unhardened(runner):
         assert r.returncode == 69
         assert "s3cret-pw" not in r.stdout + r.stderr
         assert "protocol error" in r.stdout
+
+
+def test_doctor_flags_nodes_that_say_ok_to_everything(runner, cluster5):
+    with FakeNode(OK) as f1, FakeNode(OK) as f2, FakeNode(OK) as f3:
+        urls = cluster5.urls[:2] + [f1.url, f2.url, f3.url]
+        r = runner.run("doctor", "--json", "--clock-probe", "200ms", "--nodes", ",".join(urls), timeout=60)
+        assert_no_signal(r, "doctor")
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        doc = json.loads(r.stdout)
+        severe = {(f["node"], f["check"]) for f in doc["findings"] if f["severity"] == "severe"}
+        for node in (3, 4, 5):
+            for check in ("fake-ok", "info-invalid", "clock-skipped"):
+                assert (node, check) in severe, (node, check, doc["findings"])
+        # The honest nodes: no severe finding, and their clocks were compared.
+        assert not {s for s in severe if s[0] in (1, 2)}, severe
+        assert {(f["node"], f["check"]) for f in doc["findings"]} >= {(1, "clock-rate"), (2, "clock-rate")}
+        fake_msgs = [f["message"] for f in doc["findings"] if f["check"] == "fake-ok" and f["node"] == 3]
+        assert any("SET NX" in m and "+OK" in m for m in fake_msgs), fake_msgs
+        assert any("unknown command" in m for m in fake_msgs), fake_msgs
+
+        # Text output says it too.
+        r = runner.run("doctor", "--clock-probe", "0", "--nodes", ",".join(urls), timeout=60)
+        assert r.returncode == 1
+        assert r.stdout.count("[fake-ok]") >= 3 and "[clock-skipped]" in r.stdout
+
+
+def test_why_it_matters_three_lying_nodes_of_five_let_two_clients_hold_one_lock(runner, cluster5, resource):
+    # What doctor's fake-ok finding protects against (docs/security.md, Trust model): with a
+    # majority of nodes answering +OK to everything, a second client gets a lock already held.
+    with FakeNode(OK) as f1, FakeNode(OK) as f2, FakeNode(OK) as f3:
+        nodes = ",".join(cluster5.urls[:2] + [f1.url, f2.url, f3.url])
+        first = runner.popen("run", "--nodes", nodes, resource, "--", "sleep", "3")
+        try:
+            deadline = time.monotonic() + 10
+            while not cluster5.cmd(0, "EXISTS", resource):
+                assert time.monotonic() < deadline, "first run never took the lock"
+                time.sleep(0.02)
+            second = runner.run("run", "-n", "--nodes", nodes, resource, "--", "true", timeout=30)
+            # Honest nodes would give the conflict code 75; three liars make it a second holder.
+            assert second.returncode == 0, (second.returncode, second.stderr)
+        finally:
+            first.kill()
+            first.wait()
+        with FakeNode(OK) as g:
+            honest = ",".join(cluster5.urls[:4] + [g.url])
+            first = runner.popen("run", "--nodes", honest, resource + "-b", "--", "sleep", "3")
+            try:
+                deadline = time.monotonic() + 10
+                while not cluster5.cmd(0, "EXISTS", resource + "-b"):
+                    assert time.monotonic() < deadline
+                    time.sleep(0.02)
+                second = runner.run("run", "-n", "--nodes", honest, resource + "-b", "--", "true", timeout=30)
+                # One liar of five cannot: the honest majority refuses.
+                assert second.returncode == 75, (second.returncode, second.stderr)
+            finally:
+                first.kill()
+                first.wait()
