@@ -6,8 +6,10 @@ import re
 from setuptools import setup
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-# setuptools' egg_info wants its folder to exist (see options= below).
-os.makedirs(os.path.join(ROOT, "build", "python"), exist_ok=True)
+# Setuptools' intermediate files: build/python beside CMake's, or $REDLOCK_PY_BUILD_DIR, so that
+# parallel builds (a wheel, a test venv) need not share one folder. egg_info wants it to exist.
+BUILD_BASE = os.environ.get("REDLOCK_PY_BUILD_DIR") or os.path.join("build", "python")
+os.makedirs(os.path.join(ROOT, BUILD_BASE), exist_ok=True)
 
 
 def c_version() -> str:
@@ -36,8 +38,7 @@ setup(
     cffi_modules=["bindings/python/redlock_build.py:ffibuilder"],
     zip_safe=False,
     # Intermediate files in build/python, beside CMake's and out of the source folders.
-    options={"build": {"build_base": os.path.join("build", "python")},
-             "egg_info": {"egg_base": os.path.join("build", "python")}},
+    options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Programming Language :: C",

@@ -37,6 +37,7 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_RESOURCE_LEN ...
 #define REDLOCK_MAX_PREFIX_LEN ...
 #define REDLOCK_MAX_TTL_MS ...
+#define REDLOCK_MAX_WAIT_MS ...
 
 typedef struct redlock_client redlock_client;
 typedef struct redlock_lock redlock_lock;
@@ -125,6 +126,20 @@ int redlock_try_acquire(redlock_client *client, const char *resource,
                         uint32_t ttl_ms, redlock_lock **out);
 int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
+
+#define REDLOCK_LOCK_OPTIONS_VERSION ...
+typedef struct redlock_lock_options {
+    unsigned int version;
+    uint32_t retry_count;
+    uint32_t retry_delay_ms;
+    uint32_t retry_jitter_ms;
+    uint32_t wait_ms;
+    double drift_factor;
+    uint32_t drift_min_ms;
+    ...;
+} redlock_lock_options;
+int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out);
+int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts);
 
 #define REDLOCK_WAIT_DEFAULT ...
 #define REDLOCK_WAIT_NONE ...

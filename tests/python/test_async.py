@@ -18,8 +18,10 @@ def test_async_with(client, other, name):
     async def main():
         async with client.alock(name, ttl=5.0) as lock:
             assert lock.held and 4.0 < lock.validity <= 5.0
-            with pytest.raises(LockNotAcquired):
-                await other.lock(name, ttl=1.0, blocking=False).acquire_async()
+            rival = other.alock(name, ttl=1.0)
+            assert await rival.acquire(blocking=False) is False
+            assert isinstance(rival.last_error, LockNotAcquired)
+            assert await rival.locked() is False
             await lock.extend_async(10.0)
             assert lock.validity > 9.0
         assert not lock.held

@@ -85,7 +85,7 @@ def test_failed_attempts(make_client, other, cluster5, name):
     holder = other.acquire(name, ttl=10.0)
     try:
         with pytest.raises(LockNotAcquired):
-            c.acquire(name, ttl=5.0)
+            c.acquire(name, ttl=5.0, wait=None)  # wait=None: the client's retry_count
     finally:
         holder.release()
     failed = rec.of(EventType.ACQUIRE_FAILED)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._callbacks import Event, EventType, NodeOutcome, NodeResult
-from ._core import Lock, Redlock, redlock
+from ._core import AsyncLock, Lock, Redlock, redlock
 from ._errors import (
     AuthError,
     Cancelled,
@@ -32,7 +32,7 @@ __version__ = f"{_lib.REDLOCK_VERSION_MAJOR}.{_lib.REDLOCK_VERSION_MINOR}.{_lib.
 LIBRARY_VERSION: str = _ffi.string(_lib.redlock_version()).decode("ascii", "replace")
 
 __all__ = [
-    "Redlock", "Lock", "redlock", "strerror", "LIBRARY_VERSION",
+    "Redlock", "Lock", "AsyncLock", "redlock", "strerror", "LIBRARY_VERSION",
     "Event", "EventType", "NodeOutcome", "NodeResult",
     "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",

@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
-from ._errors import RedlockError, error
+from ._errors import RedlockError, error, scrub
 from ._redlock import ffi, lib
 
 __all__ = ["EventType", "NodeOutcome", "Event", "NodeResult"]
@@ -158,6 +158,7 @@ class EventSink:
     def __init__(self, callback: Callable[[Event], Any]) -> None:
         self.callback = callback
         self.node_urls: Tuple[str, ...] = ()
+        self.secrets: Tuple[str, ...] = ()  # what no message may show (url_secrets)
         self.key = next(_ids)
         self.userdata = ffi.cast("void *", self.key)
         _sinks[self.key] = self
@@ -183,7 +184,10 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
             node_url = sink.node_urls[node] if node < len(sink.node_urls) else ""
             outcome = _enum(NodeOutcome, ev.node_outcome)
             node_rtt = ev.node_rtt_us / 1e6
-        event = Event(t, ev.code, _text(ev.resource), _text(ev.message), ev.attempt,
+        message = _text(ev.message)
+        if sink.secrets and message:
+            message = scrub(message, sink.secrets)
+        event = Event(t, ev.code, _text(ev.resource), message, ev.attempt,
                       bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
                       ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
                       ev.fencing_token or None, node, node_url, outcome, node_rtt)
@@ -210,7 +214,8 @@ class Watch:
     thread. Holds the Lock weakly: an armed auto-extension must not keep a
     dropped Lock alive (its finalizer frees it, which stops the extension)."""
 
-    def __init__(self, lock: Any, resource: str) -> None:
+    def __init__(self, lock: Any, resource: str, secrets: Tuple[str, ...] = ()) -> None:
+        self.secrets = secrets
         self.lost = threading.Event()
         self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
         self.resource = resource
@@ -246,7 +251,7 @@ class Watch:
 
     def error(self) -> Optional[RedlockError]:
         loss = self.loss
-        return None if loss is None else error(loss[0], loss[1], self.resource)
+        return None if loss is None else error(loss[0], loss[1], self.resource, self.secrets)
 
 
 @ffi.def_extern()
