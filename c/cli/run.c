@@ -384,6 +384,74 @@ static void take_terminal(int tty_fd, pid_t pgid)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* 1 if an environment entry ("NAME=value") carries a node's secret: its
+ * value is a node's password (raw or decoded), or holds a node URL's
+ * userinfo ("user:password@"), as a copy of the node list would. */
+static int carries_secret(const run_opts *o, const char *entry)
+{
+    const char *value = strchr(entry, '=');
+    if (!value)
+        return 0;
+    value++;
+    for (size_t i = 0; i < o->common.n_urls; i++) {
+        const char *url = o->common.urls[i];
+        const char *sep = strstr(url, "://");
+        const char *at = sep ? strrchr(sep + 3, '@') : NULL;
+        if (!at)
+            continue;
+        const char *userinfo = sep + 3;
+        size_t ulen = (size_t)(at + 1 - userinfo); /* with the '@' */
+        if (ulen > 1 && memmem(value, strlen(value), userinfo, ulen))
+            return 1;
+        const char *colon = memchr(userinfo, ':', ulen - 1);
+        if (colon && (size_t)(at - colon - 1) == strlen(value) && !memcmp(colon + 1, value, strlen(value)) &&
+            *value)
+            return 1;
+        rl_endpoint ep;
+        char err[64];
+        int same = 0;
+        if (rl_endpoint_parse(&ep, url, err, sizeof err) == 0 && ep.password && *value)
+            same = !strcmp(ep.password, value);
+        rl_endpoint_clear(&ep);
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+/* COMMAND gets only what it needs from redlock: REDLOCK_RESOURCE,
+ * REDLOCK_VALIDITY_MS and, with --fencing, REDLOCK_FENCING_TOKEN. What
+ * configured redlock (REDLOCK_NODES, REDLOCK_CONFIG) and any variable that
+ * carries a node's password are taken out of the environment it inherits:
+ * the command is not trusted with the nodes (docs/cli.md). Done in redlock
+ * itself, which has read them already, before the fork. */
+static int scrub_environment(const run_opts *o)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **names = calloc(n + 1, sizeof *names);
+    if (!names)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        const char *eq = strchr(e, '=');
+        if (!eq)
+            continue;
+        if (!strncmp(e, "REDLOCK_NODES=", 14) || !strncmp(e, "REDLOCK_CONFIG=", 15) || carries_secret(o, e))
+            if (!(names[k++] = strndup(e, (size_t)(eq - e))))
+                k--;
+    }
+    for (size_t i = 0; i < k; i++) {
+        unsetenv(names[i]);
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
 /* Runs the command with the lock held; returns the tool's exit code.
  * *passthrough is set when that code is the command's own status, which the
  * release may still override; *killed_by to the signal that killed it. */
@@ -395,7 +463,8 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     snprintf(validity, sizeof validity, "%lld", (long long)redlock_lock_validity_ms(g_lock));
     char token[32];
     snprintf(token, sizeof token, "%llu", (unsigned long long)redlock_lock_fencing_token(g_lock));
-    if (setenv("REDLOCK_RESOURCE", o->resource, 1) || setenv("REDLOCK_VALIDITY_MS", validity, 1) ||
+    if (scrub_environment(o) || setenv("REDLOCK_RESOURCE", o->resource, 1) ||
+        setenv("REDLOCK_VALIDITY_MS", validity, 1) ||
         (o->fencing ? setenv("REDLOCK_FENCING_TOKEN", token, 1) : unsetenv("REDLOCK_FENCING_TOKEN"))) {
         cli_err(CMD, "out of memory");
         return CLI_EXIT_SOFTWARE;

@@ -302,7 +302,21 @@ int cli_common_option(cli_common *c, const char *cmd, int opt, const char *arg)
     return 1;
 }
 
-/* Splits a comma-separated URL list into c->urls. */
+/* 1 if s (of length n) starts with a URL scheme: letters, then "://". */
+static int has_scheme(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isalpha((unsigned char)s[i]))
+        i++;
+    return i > 0 && n - i >= 3 && !memcmp(s + i, "://", 3);
+}
+
+/* Splits a comma-separated URL list into c->urls. A password may hold a
+ * comma that was not percent-encoded: an item that does not start with a
+ * scheme continues the item before it (a comma inside a password), so the
+ * password is neither split in two nor half-printed in an error. What still
+ * does not parse is shown masked by rl_mask_url, which hides what has no
+ * scheme. */
 static int split_nodes(cli_common *c, const char *cmd, const char *list, const char *source)
 {
     free_urls(c);
@@ -316,14 +330,29 @@ static int split_nodes(cli_common *c, const char *cmd, const char *list, const c
             len--;
         if (len == 0)
             return cli_usage(cmd, "empty node URL in %s", source);
-        char **grown = realloc(c->urls, (c->n_urls + 1) * sizeof *grown);
-        if (!grown)
-            return cli_usage(cmd, "out of memory");
-        c->urls = grown;
-        c->urls[c->n_urls] = strndup(p, len);
-        if (!c->urls[c->n_urls])
-            return cli_usage(cmd, "out of memory");
-        c->n_urls++;
+        if (c->n_urls && !has_scheme(p, len)) {
+            char *prev = c->urls[c->n_urls - 1];
+            size_t pl = strlen(prev);
+            char *joined = malloc(pl + 1 + len + 1);
+            if (!joined)
+                return cli_usage(cmd, "out of memory");
+            memcpy(joined, prev, pl);
+            joined[pl] = ',';
+            memcpy(joined + pl + 1, p, len);
+            joined[pl + 1 + len] = '\0';
+            explicit_bzero(prev, pl);
+            free(prev);
+            c->urls[c->n_urls - 1] = joined;
+        } else {
+            char **grown = realloc(c->urls, (c->n_urls + 1) * sizeof *grown);
+            if (!grown)
+                return cli_usage(cmd, "out of memory");
+            c->urls = grown;
+            c->urls[c->n_urls] = strndup(p, len);
+            if (!c->urls[c->n_urls])
+                return cli_usage(cmd, "out of memory");
+            c->n_urls++;
+        }
         if (!comma)
             break;
         p = comma + 1;

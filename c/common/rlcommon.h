@@ -8,11 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <hiredis/hiredis.h>
+
 #include "redlock.h"
 
-struct redisContext;
-struct redisReader;
-struct redisReply;
 struct ssl_ctx_st;
 struct ssl_st;
 
@@ -37,7 +36,9 @@ typedef struct rl_endpoint {
 int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsize);
 void rl_endpoint_clear(rl_endpoint *ep);
 /* url for a message, with any userinfo (which may hold a password) hidden;
- * works on URLs that don't parse. */
+ * works on URLs that don't parse, however malformed: only the scheme and a
+ * part with the shape of host[:port][/db] (or a unix path) are shown, the
+ * rest is "***", and a string with no scheme is not shown at all. */
 void rl_mask_url(char *out, size_t size, const char *url);
 /* 1 if a and b are the same server after resolving names. */
 int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b);
@@ -80,17 +81,17 @@ typedef struct rl_reply_guard {
 /* Makes ctx's reader build replies through the guard (which must outlive
  * ctx). Call before the first reply is read. Replies it makes are freed
  * with rl_reply_free (freeReplyObject also works on them). */
-void rl_reply_harden(struct redisContext *ctx, rl_reply_guard *g);
+void rl_reply_harden(redisContext *ctx, rl_reply_guard *g);
 void rl_reply_free(void *reply);
 /* After a read: 0, or -1 if the reader holds more unparsed bytes than the
  * guard allows (g->why then says so). */
-int rl_reply_check_buffer(const struct redisContext *ctx, rl_reply_guard *g);
+int rl_reply_check_buffer(const redisContext *ctx, rl_reply_guard *g);
 /* The reason for the context's last error: the guard's refusal if it made
  * one, else hiredis's errstr. */
-const char *rl_reply_error(const struct redisContext *ctx, const rl_reply_guard *g);
+const char *rl_reply_error(const redisContext *ctx, const rl_reply_guard *g);
 /* A blocking read of the next reply on a hardened blocking context (for the
  * command-line tool): REDIS_OK with *out set, or REDIS_ERR with the reason in
  * rl_reply_error. */
-int rl_reply_read(struct redisContext *ctx, rl_reply_guard *g, struct redisReply **out);
+int rl_reply_read(redisContext *ctx, rl_reply_guard *g, redisReply **out);
 
 #endif

@@ -323,12 +323,79 @@ int rl_endpoint_same_server(const rl_endpoint *a, const rl_endpoint *b)
     return same;
 }
 
+/* 1 if [s, s+n) is what a URL shows after its userinfo and can be printed
+ * as is: host[:port][/db] ([IPv6] allowed) or, for unix, /path[?db=N]. A
+ * password cut off from its URL (no '@' after it: "redis://:hunter2", or a
+ * list split at a comma inside it) never has this shape: an empty host, or
+ * a character that no host, port or path shown here has. */
+static int printable_tail(const char *s, size_t n, int unix_path)
+{
+    size_t i = 0;
+    if (n == 0 || n > 200)
+        return 0;
+    if (unix_path) {
+        if (s[0] != '/')
+            return 0;
+        while (i < n && (isalnum((unsigned char)s[i]) || strchr("/._-+~", s[i])))
+            i++;
+        if (i < n && n - i > 4 && !strncmp(s + i, "?db=", 4)) {
+            for (i += 4; i < n && isdigit((unsigned char)s[i]); i++)
+                ;
+        }
+        return i == n;
+    }
+    if (s[0] == '[') {
+        for (i = 1; i < n && (isalnum((unsigned char)s[i]) || strchr(":.%", s[i])); i++)
+            ;
+        if (i == 1 || i >= n || s[i] != ']')
+            return 0;
+        i++;
+    } else {
+        while (i < n && (isalnum((unsigned char)s[i]) || strchr(".-_", s[i])))
+            i++;
+        if (i == 0)
+            return 0;
+    }
+    if (i < n && s[i] == ':') {
+        size_t d = ++i;
+        while (i < n && isdigit((unsigned char)s[i]))
+            i++;
+        if (i == d)
+            return 0;
+    }
+    if (i < n && s[i] == '/')
+        for (i++; i < n && isdigit((unsigned char)s[i]); i++)
+            ;
+    return i == n;
+}
+
 void rl_mask_url(char *out, size_t size, const char *url)
 {
-    const char *scheme_end = strstr(url, "://");
-    const char *at = strrchr(url, '@');
-    if (scheme_end && at && at > scheme_end)
-        rl_fmt(out, size, "%.*s://***@%.200s", (int)(scheme_end - url), url, at + 1);
+    if (!out || size == 0)
+        return;
+    if (!url) {
+        rl_fmt(out, size, "(null)");
+        return;
+    }
+    /* Shows the scheme, and the host part only when it has a host's shape;
+     * everything that may be userinfo, and anything malformed, is "***".
+     * Nothing of a string without a scheme is shown: it may be a password
+     * alone. */
+    const char *sep = strstr(url, "://");
+    size_t slen = sep ? (size_t)(sep - url) : 0;
+    int scheme_ok = sep && slen > 0 && slen <= 10;
+    for (size_t i = 0; scheme_ok && i < slen; i++)
+        scheme_ok = isalpha((unsigned char)url[i]) != 0;
+    if (!scheme_ok) {
+        rl_fmt(out, size, "*** (not a URL; hidden, it may hold a password)");
+        return;
+    }
+    const char *rest = sep + 3;
+    const char *at = strrchr(rest, '@');
+    const char *tail = at ? at + 1 : rest;
+    int unix_path = slen == 4 && !strncasecmp(url, "unix", 4);
+    if (printable_tail(tail, strlen(tail), unix_path))
+        rl_fmt(out, size, "%.*s://%s%s", (int)slen, url, at ? "***@" : "", tail);
     else
-        rl_fmt(out, size, "%.240s", url);
+        rl_fmt(out, size, "%.*s://%s***", (int)slen, url, at ? "***@" : "");
 }
