@@ -31,7 +31,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			if err := m.TryLock(); err != nil {
 				b.Fatal(err)
 			}
-			if err := m.Unlock(); err != nil {
+			if _, err := m.Unlock(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -44,7 +44,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				if err := m.Unlock(); err != nil {
+				if _, err := m.Unlock(); err != nil {
 					b.Error(err)
 					return
 				}
@@ -92,7 +92,7 @@ func BenchmarkCompare(b *testing.B) {
 			cycle := func() error {
 				err := m.TryLock()
 				if err == nil {
-					err = m.Unlock()
+					_, err = m.Unlock()
 				}
 				return err
 			}

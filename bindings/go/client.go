@@ -97,10 +97,14 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
+	if cfg.timeoutFactor > 0 {
+		cfg.s.nodeTimeoutMs = cfg.millis("WithTimeoutFactor", time.Duration(float64(cfg.expiry)*cfg.timeoutFactor))
+	}
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
 	cfg.s = cfg.s.effective()
+	cfg.clientOnly = nil
 	p, err := openC(urls, cfg.s)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,17 @@ var (
 	// ErrClosed is returned by every operation after Client.Close, and by
 	// a LockContext that Close interrupted.
 	ErrClosed = errors.New("redlock: client is closed")
+
+	// go-redsync's error values, for code moving from it: every failed
+	// Lock or TryLock (the lock held elsewhere, too few nodes, a deadline,
+	// a node error; not a bad argument) matches ErrFailed, every failed
+	// Extend matches ErrExtendFailed, and an Unlock that found the lock no
+	// longer ours (ErrLost: expired, or taken by another owner) matches
+	// ErrLockAlreadyExpired. Compare with errors.Is, not ==: the error
+	// returned is an *Error that carries the detail.
+	ErrFailed             = errors.New("redlock: failed to acquire lock")
+	ErrExtendFailed       = errors.New("redlock: failed to extend lock")
+	ErrLockAlreadyExpired = errors.New("redlock: failed to unlock, lock was already expired")
 )
 
 var sentinels = map[int]error{}
@@ -104,6 +115,15 @@ func (e *Error) Unwrap() []error {
 	out := make([]error, 0, 1+len(e.also))
 	if s, ok := sentinels[e.Code]; ok {
 		out = append(out, s)
+	}
+	switch {
+	case e.Code == int(C.REDLOCK_EINVAL) || e.Code == int(C.REDLOCK_ESTATE) || e.Code == int(C.REDLOCK_ENOMEM):
+	case e.Op == "lock":
+		out = append(out, ErrFailed)
+	case e.Op == "extend":
+		out = append(out, ErrExtendFailed)
+	case e.Op == "unlock" && e.Code == int(C.REDLOCK_ELOST):
+		out = append(out, ErrLockAlreadyExpired)
 	}
 	return append(out, e.also...)
 }

@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err) // errors.Is(err, redlock.ErrTimeout), redlock.ErrNoQuorum, ...
 	}
 	defer func() {
-		if err := m.Unlock(); errors.Is(err, redlock.ErrLost) {
+		if _, err := m.Unlock(); errors.Is(err, redlock.ErrLost) {
 			log.Print("the lock expired before we were done: another process may have overlapped")
 		}
 	}()

@@ -27,7 +27,7 @@ func TestMinorityDown(t *testing.T) {
 		t.Fatalf("Extend with a minority down: %v", err)
 	}
 	mustIs(t, c.NewMutex(m.Name()).TryLock(), redlock.ErrNotAcquired)
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatalf("Unlock with a minority down: %v", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestMajorityDown(t *testing.T) {
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatalf("LockContext after the nodes came back: %v", err)
 	}
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -76,7 +76,7 @@ func TestPausedNode(t *testing.T) {
 		if ok, err := m.Extend(); !ok {
 			t.Fatalf("Extend with node 0 paused: %v", err)
 		}
-		if err := m.Unlock(); err != nil {
+		if _, err := m.Unlock(); err != nil {
 			t.Fatalf("Unlock with node 0 paused: %v", err)
 		}
 	}

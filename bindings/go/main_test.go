@@ -239,3 +239,12 @@ func mustIs(t testing.TB, err error, targets ...error) {
 		}
 	}
 }
+
+// unlockErr is m.Unlock's error, for checks that need only that.
+func unlockErr(m *redlock.Mutex) error {
+	ok, err := m.Unlock()
+	if ok != (err == nil) {
+		panic(fmt.Sprintf("Unlock returned %v with error %v", ok, err))
+	}
+	return err
+}

@@ -8,6 +8,25 @@ package redlock
 
 // #include <stdlib.h>
 // #include "redlock.h"
+//
+// /* A new lock handle with its own acquisition policy when set is 1, in one
+//  * call: the policy starts as the client's, and only the fields a Mutex
+//  * can choose change. On a refused policy the handle is kept, for its
+//  * message, and the caller frees it. */
+// static int rl_go_lock_new(redlock_lock **out, redlock_client *c, const char *name, int set,
+//                           uint32_t retry_count, uint32_t delay_ms, uint32_t jitter_ms, double drift) {
+//     int rc = redlock_lock_new(out, c, name);
+//     if (rc != 0 || !set)
+//         return rc;
+//     redlock_lock_options o;
+//     o.version = REDLOCK_LOCK_OPTIONS_VERSION;
+//     redlock_lock_get_options(*out, &o);
+//     o.retry_count = retry_count;
+//     o.retry_delay_ms = delay_ms;
+//     o.retry_jitter_ms = jitter_ms;
+//     o.drift_factor = drift;
+//     return redlock_lock_set_options(*out, &o);
+// }
 import "C"
 
 import (
@@ -37,6 +56,9 @@ type Mutex struct {
 	ttlMs  uint32
 	err    error // why this Mutex cannot work (bad name or option); every operation returns it
 
+	delayFunc DelayFunc // WithRetryDelayFunc: Lock's attempts are paced from Go
+	tries     int       // attempts per Lock, for the delayFunc loop
+
 	mu sync.Mutex // serialises calls on the C handle, which is single-threaded
 	t  *tracker
 }
@@ -57,14 +79,20 @@ type tracker struct {
 
 // NewMutex makes a Mutex for name; it does no I/O and never fails. A bad
 // name (empty, longer than 4096 bytes) or option makes every operation on
-// the Mutex return the error (matching ErrInvalid). Client-level options
-// given here (WithTries, WithRetryDelay, ...) give this Mutex its own C
-// client and connections; WithExpiry is the usual mutex option.
+// the Mutex return the error (matching ErrInvalid). The Mutex's own
+// acquisition policy (WithExpiry, WithTries, WithRetryDelay,
+// WithRetryJitter, WithRetryDelayFunc, WithDriftFactor) goes onto its C lock
+// handle: it uses the client's connections whatever its options. Client
+// options (WithKeyPrefix, WithNodeTimeout, ...) are refused here.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{name: name, client: c, t: &tracker{}}
 	cfg := c.cfg
+	cfg.clientOnly = nil
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if cfg.err == nil && len(cfg.clientOnly) > 0 {
+		cfg.fail("%s configures the client, not one mutex: give it to NewClient", strings.Join(cfg.clientOnly, ", "))
 	}
 	if cfg.err != nil {
 		e := *cfg.err.(*Error)
@@ -84,6 +112,12 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 			Detail: "name contains a NUL byte"}
 		return m
 	}
+	pol := cfg.s.effective().policy()
+	m.delayFunc, m.tries = cfg.delayFunc, int(pol.retryCount)+1
+	set := C.int(0)
+	if pol != c.cfg.s.policy() {
+		set = 1
+	}
 
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -91,28 +125,20 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		m.err = closedErr("new mutex", name)
 		return m
 	}
-	cp := c.p
-	if s := cfg.s.effective(); s != c.cfg.s {
-		own, err := openC(c.urls, s)
-		if err != nil {
-			e := *err.(*Error)
-			e.Resource = name
-			m.err = &e
-			return m
-		}
-		// The lock handle takes its own reference; ours goes right away,
-		// so the private client lives exactly as long as the handle, and
-		// so does its event hook (C lets it go when the handle is freed).
-		defer C.redlock_client_free(own)
-		cp = own
-	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var p *C.redlock_lock
-	if rc := C.redlock_lock_new(&p, cp, cname); rc != 0 {
-		// C has no detail channel for lock_new; the size is what's usually wrong.
-		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
-			Detail: fmt.Sprintf("name of %d bytes", len(name))}
+	rc := C.rl_go_lock_new(&p, c.p, cname, set, C.uint32_t(pol.retryCount), C.uint32_t(pol.retryDelayMs),
+		C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor))
+	if rc != 0 {
+		if p == nil {
+			// C has no detail channel for lock_new; the size is what's usually wrong.
+			m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
+				Detail: fmt.Sprintf("name of %d bytes", len(name))}
+			return m
+		}
+		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc), Detail: C.GoString(C.redlock_lock_errmsg(p))}
+		C.redlock_lock_free(p)
 		return m
 	}
 	m.h = &handle{p: p, t: m.t}
@@ -162,10 +188,11 @@ func (m *Mutex) Until() time.Time {
 // docs/fencing.md). It never waits for a call in progress.
 func (m *Mutex) Token() uint64 { return m.h.token() }
 
-// Lock acquires the lock, retrying per the client's WithTries,
-// WithRetryDelay and WithRetryJitter. It fails with ErrNotAcquired (held
-// elsewhere), ErrNoQuorum (too few nodes answered) or another *Error.
-func (m *Mutex) Lock() error { return m.acquire(nil, C.REDLOCK_WAIT_DEFAULT, false) }
+// Lock acquires the lock, retrying per WithTries, WithRetryDelay and
+// WithRetryJitter (or WithRetryDelayFunc). It fails with an error matching
+// ErrFailed and, more precisely, ErrNotAcquired (held elsewhere),
+// ErrNoQuorum (too few nodes answered) or another sentinel.
+func (m *Mutex) Lock() error { return m.LockContext(context.Background()) }
 
 // TryLock makes exactly one attempt; ErrNotAcquired if the lock is held elsewhere.
 func (m *Mutex) TryLock() error { return m.acquire(nil, C.REDLOCK_WAIT_NONE, false) }
@@ -192,6 +219,9 @@ func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
 	if err := ctx.Err(); err != nil {
 		return m.ctxErr(ctx, nil)
 	}
+	if m.delayFunc != nil && wait == C.REDLOCK_WAIT_DEFAULT {
+		return m.lockPaced(ctx)
+	}
 	if dl, ok := ctx.Deadline(); ok && wait != C.REDLOCK_WAIT_NONE {
 		// C's wait_ms is the deadline, rounded up so C does not give up
 		// before ctx does; >= 1 because 0 means "one attempt".
@@ -203,6 +233,45 @@ func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
 		wait = maxWaitMs
 	}
 	return m.acquire(ctx, wait, false)
+}
+
+// lockPaced is LockContext with WithRetryDelayFunc: one C attempt at a
+// time, with the function's pauses between them. With a deadline it tries
+// until the deadline, as C's own loop does; without one, m.tries times.
+func (m *Mutex) lockPaced(ctx context.Context) error {
+	_, hasDeadline := ctx.Deadline()
+	var timer *time.Timer
+	for i := 1; ; i++ {
+		err := m.acquire(ctx, C.REDLOCK_WAIT_NONE, false)
+		if err == nil || !retryable(err) || (!hasDeadline && i >= m.tries) {
+			return err
+		}
+		d := max(m.delayFunc(i), 0)
+		if timer == nil {
+			timer = time.NewTimer(d)
+			defer timer.Stop()
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return m.ctxErr(ctx, nil)
+		case <-timer.C:
+		}
+	}
+}
+
+// retryable are the failures C's own retry loop tries again after.
+func retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || len(e.also) > 0 {
+		return false
+	}
+	switch C.int(e.Code) {
+	case C.REDLOCK_ENOTACQUIRED, C.REDLOCK_ENOQUORUM, C.REDLOCK_EEXPIRED, C.REDLOCK_EIO, C.REDLOCK_ESERVER:
+		return true
+	}
+	return false
 }
 
 // maxWaitMs is the longest wait_ms C accepts (seven times its longest
@@ -264,7 +333,8 @@ func (m *Mutex) acquire(ctx context.Context, wait int64, waitIsCtx bool) error {
 // ErrNoQuorum, ErrLimit...). An expired lock is never re-created.
 func (m *Mutex) Extend() (bool, error) { return m.ExtendContext(context.Background()) }
 
-// ExtendContext is Extend that does nothing if ctx is already done. Extend
+// ExtendContext is Extend that does nothing if ctx is already done. Failures
+// match ErrExtendFailed too, as go-redsync's do. Extend
 // is a single round bounded by the client's node timeout, so ctx is not
 // consulted during it.
 func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
@@ -287,15 +357,22 @@ func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Unlock releases the lock on every node. It returns nil when the lock was
-// still ours on a majority; an error matching ErrLost when it was not (it
-// had expired, or another owner took it: the critical section may have
-// overlapped with theirs); ErrState when the Mutex is not locked.
-func (m *Mutex) Unlock() error { return m.UnlockContext(context.Background()) }
+// Unlock releases the lock on every node, with go-redsync's signature. It
+// returns true, nil when the lock was still ours on a majority; false and an
+// error matching ErrLost (and go-redsync's ErrLockAlreadyExpired) when it was
+// not: it had expired, or another owner took it, so the critical section
+// may have overlapped with theirs; false and ErrState when the Mutex is not
+// locked.
+func (m *Mutex) Unlock() (bool, error) { return m.UnlockContext(context.Background()) }
 
 // UnlockContext is Unlock that does nothing if ctx is already done (the
 // release is a single round bounded by the node timeout).
-func (m *Mutex) UnlockContext(ctx context.Context) error {
+func (m *Mutex) UnlockContext(ctx context.Context) (bool, error) {
+	err := m.unlock(ctx)
+	return err == nil, err
+}
+
+func (m *Mutex) unlock(ctx context.Context) error {
 	if ctx != nil && ctx.Err() != nil {
 		return m.ctxErr(ctx, nil)
 	}
@@ -329,10 +406,39 @@ func (l locker) Lock() {
 }
 
 func (l locker) Unlock() {
-	if err := l.m.Unlock(); err != nil {
+	if _, err := l.m.Unlock(); err != nil {
 		panic(err)
 	}
 }
+
+// Valid reports whether the current acquisition is still valid: whether
+// Until is in the future. Unlike go-redsync's (deprecated there in favour of
+// Until), it asks no node: the C library's validity already accounts for the
+// time the acquisition took and for clock drift. The error is non-nil only
+// for a Mutex that cannot work (bad name or option, closed client).
+func (m *Mutex) Valid() (bool, error) { return m.ValidContext(context.Background()) }
+
+// ValidContext is Valid; it returns ctx's error if ctx is already done.
+func (m *Mutex) ValidContext(ctx context.Context) (bool, error) {
+	if ctx != nil && ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if m.err != nil {
+		return false, m.err
+	}
+	if m.client.closing.Load() {
+		return false, closedErr("valid", m.name)
+	}
+	return time.Now().Before(m.Until()), nil
+}
+
+// Value is "" always. go-redsync returns the random value it stored on the
+// nodes, mostly to hand ownership to another process (its WithValue); here
+// the value is made by the C library for each acquisition and never leaves
+// it, so that no log line or error can leak what would let another process
+// release or extend the lock. Use Token (with WithFencing) to tell
+// acquisitions apart.
+func (m *Mutex) Value() string { return "" }
 
 // enter takes the Mutex and the client's read side, in that order (Close
 // takes only the client's write side, so this order cannot deadlock).

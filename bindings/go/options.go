@@ -1,5 +1,7 @@
-// Options for NewClient and NewMutex, named after go-redsync's. One Option
-// type serves both: a Mutex starts from its client's settings.
+// Options for NewClient and NewMutex, with go-redsync v4's names and
+// defaults. One Option type serves both: a Mutex starts from its client's
+// settings, and its own acquisition policy (tries, delays, drift) goes onto
+// its C lock handle, never into a client of its own.
 
 //go:build cgo
 
@@ -21,9 +23,19 @@ import (
 	"unsafe"
 )
 
-// DefaultExpiry is a Mutex's expiry (the lock's time to live) when
-// WithExpiry is not given; it is go-redsync's default.
-const DefaultExpiry = 8 * time.Second
+// Defaults, go-redsync v4's: a Mutex lives 8 s on the nodes, Lock makes up
+// to 32 attempts, and waits 50 ms plus a random 0-200 ms between them (its
+// rand(50 ms, 250 ms)).
+const (
+	DefaultExpiry      = 8 * time.Second
+	DefaultTries       = 32
+	DefaultRetryDelay  = 50 * time.Millisecond
+	DefaultRetryJitter = 200 * time.Millisecond
+)
+
+// A DelayFunc gives the pause before attempt number tries+1 of a Lock
+// (tries counts the attempts made so far, from 1), as go-redsync's does.
+type DelayFunc func(tries int) time.Duration
 
 // settings are the client-level values that go into C's redlock_options.
 // It is comparable, so NewMutex can tell whether a mutex's options differ
@@ -52,16 +64,26 @@ type settings struct {
 }
 
 type config struct {
-	s      settings
-	expiry time.Duration
-	err    error // the first invalid option
+	s         settings
+	expiry    time.Duration
+	delayFunc DelayFunc // WithRetryDelayFunc: Go paces the attempts
+	// timeoutFactor (WithTimeoutFactor) makes the node timeout this
+	// fraction of the expiry; 0 when not given.
+	timeoutFactor float64
+	// clientOnly names the options given that C keeps per client; NewMutex
+	// refuses them rather than open a client (and connections) per Mutex.
+	clientOnly []string
+	err        error // the first invalid option
 }
 
-// Option configures NewClient or NewMutex. Options that shape the node
-// conversation (tries, delays, timeouts, prefix, bounds) belong on
-// NewClient; given to NewMutex they still work, but that Mutex then gets a
-// C client of its own, with its own connections. WithExpiry given to
-// NewClient sets the default for the client's mutexes.
+// Option configures NewClient or NewMutex. The acquisition policy
+// (WithExpiry, WithTries, WithRetryDelay, WithRetryJitter,
+// WithRetryDelayFunc, WithDriftFactor) works on both: on NewClient it is the
+// default of the client's mutexes, on NewMutex it is that Mutex's, carried
+// by its C lock handle over the client's connections. The other options
+// shape the client itself (connections, timeouts, key prefix, bounds, TLS,
+// fencing, events) and belong on NewClient; a Mutex given one of them
+// returns an error matching ErrInvalid from every operation.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -73,9 +95,9 @@ func defaultConfig() config {
 	C.rl_go_options_init(&o)
 	return config{
 		s: settings{
-			retryCount:       uint32(o.retry_count),
-			retryDelayMs:     uint32(o.retry_delay_ms),
-			retryJitterMs:    uint32(o.retry_jitter_ms),
+			retryCount:       DefaultTries - 1,
+			retryDelayMs:     uint32(DefaultRetryDelay / time.Millisecond),
+			retryJitterMs:    uint32(DefaultRetryJitter / time.Millisecond),
 			driftFactor:      float64(o.drift_factor),
 			nodeTimeoutMs:    uint32(o.node_timeout_ms),
 			connectTimeoutMs: uint32(o.connect_timeout_ms),
@@ -85,6 +107,9 @@ func defaultConfig() config {
 		expiry: DefaultExpiry,
 	}
 }
+
+// client records that a client-level option was given.
+func (c *config) client(name string) { c.clientOnly = append(c.clientOnly, name) }
 
 func (c *config) fail(format string, args ...any) {
 	if c.err == nil {
@@ -108,7 +133,7 @@ func (c *config) millis(name string, d time.Duration) uint32 {
 }
 
 // WithTries sets the number of attempts Lock makes (go-redsync's meaning:
-// the first attempt plus n-1 retries); n must be at least 1.
+// the first attempt plus n-1 retries; default 32); n must be at least 1.
 func WithTries(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 || uint64(n-1) > math.MaxUint32 {
@@ -119,13 +144,25 @@ func WithTries(n int) Option {
 	})
 }
 
-// WithRetryDelay sets the fixed pause between attempts. It also turns the
-// random part off unless WithRetryJitter is given too.
+// WithRetryDelay sets the fixed pause between attempts (go-redsync's
+// meaning). It also turns the random part off unless WithRetryJitter is
+// given too, and replaces a WithRetryDelayFunc given before it.
 func WithRetryDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.s.retryDelayMs = c.millis("WithRetryDelay", d)
 		c.s.delaySet = true
+		c.delayFunc = nil
 	})
+}
+
+// WithRetryDelayFunc lets f choose the pause before each new attempt of
+// Lock and LockContext: f(1) before the second, f(2) before the third, and
+// so on, as in go-redsync. The attempts are then made one by one from Go
+// (each one C call), instead of C's own retry loop; the pause is cut short
+// when the context is done. A negative duration counts as 0. nil goes back
+// to WithRetryDelay and WithRetryJitter's pauses.
+func WithRetryDelayFunc(f DelayFunc) Option {
+	return optionFunc(func(c *config) { c.delayFunc = f })
 }
 
 // WithRetryJitter sets the random part added to each pause between
@@ -138,20 +175,51 @@ func WithRetryJitter(d time.Duration) Option {
 }
 
 // WithDriftFactor sets the clock drift allowance, a fraction of the expiry
-// subtracted from the validity (C default 0.01).
+// subtracted from the validity (default 0.01, as go-redsync's; C adds 2 ms).
 func WithDriftFactor(f float64) Option {
 	return optionFunc(func(c *config) { c.s.driftFactor = f })
 }
 
 // WithNodeTimeout sets how long one round waits for each node's reply.
 func WithNodeTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.s.nodeTimeoutMs = c.millis("WithNodeTimeout", d) })
+	return optionFunc(func(c *config) {
+		c.client("WithNodeTimeout")
+		c.s.nodeTimeoutMs = c.millis("WithNodeTimeout", d)
+		c.timeoutFactor = 0
+	})
 }
+
+// WithTimeoutFactor makes the per-node reply deadline of a round this
+// fraction of the client's expiry (WithExpiry given to NewClient, else 8 s),
+// as go-redsync's timeout factor does with each mutex's expiry. The C
+// library keeps that deadline per client, so this is a client option:
+// NewMutex refuses it. Without it the deadline is WithNodeTimeout's (50 ms by
+// default), which is what keeps a slow node from slowing every lock.
+func WithTimeoutFactor(f float64) Option {
+	return optionFunc(func(c *config) {
+		c.client("WithTimeoutFactor")
+		if !(f > 0 && f < 1) {
+			c.fail("WithTimeoutFactor: %v (want 0 < factor < 1)", f)
+			return
+		}
+		c.timeoutFactor = f
+	})
+}
+
+// WithFailFast is accepted for go-redsync compatibility and changes
+// nothing: every round already ends as soon as a majority has said yes, or
+// can no longer say it, whatever the other nodes are doing.
+func WithFailFast(bool) Option { return optionFunc(func(*config) {}) }
+
+// WithShufflePools is accepted for go-redsync compatibility and changes
+// nothing: every round sends to all nodes at once, so their order does not
+// matter.
+func WithShufflePools(bool) Option { return optionFunc(func(*config) {}) }
 
 // WithConnectTimeout sets the extra time allowed when a node's connection
 // has to be made first.
 func WithConnectTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.s.connectTimeoutMs = c.millis("WithConnectTimeout", d) })
+	return optionFunc(func(c *config) { c.client("WithConnectTimeout"); c.s.connectTimeoutMs = c.millis("WithConnectTimeout", d) })
 }
 
 // str records s for a C string option, refusing NUL bytes (C would see a
@@ -167,7 +235,7 @@ func (c *config) str(name, s string, dst *string) {
 // WithKeyPrefix sets a prefix put before every mutex name to make the key
 // on the nodes. go-redsync uses no prefix; keep it empty to share keys with it.
 func WithKeyPrefix(p string) Option {
-	return optionFunc(func(c *config) { c.str("WithKeyPrefix", p, &c.s.keyPrefix) })
+	return optionFunc(func(c *config) { c.client("WithKeyPrefix"); c.str("WithKeyPrefix", p, &c.s.keyPrefix) })
 }
 
 // WithFunctions makes release and extend call the "redlock" function
@@ -175,7 +243,7 @@ func WithKeyPrefix(p string) Option {
 // permission. Load the library once per node with Client.LoadFunctions
 // (Redis 7+, Valkey 7.2+).
 func WithFunctions() Option {
-	return optionFunc(func(c *config) { c.s.functions = true })
+	return optionFunc(func(c *config) { c.client("WithFunctions"); c.s.functions = true })
 }
 
 // WithFencing makes every acquisition mint a fencing token, read with
@@ -183,7 +251,7 @@ func WithFunctions() Option {
 // (docs/fencing.md). It costs one more round trip per acquisition, and
 // keeps one more key per name on the nodes (the name plus ":fencing").
 func WithFencing() Option {
-	return optionFunc(func(c *config) { c.s.fencing = true })
+	return optionFunc(func(c *config) { c.client("WithFencing"); c.s.fencing = true })
 }
 
 // WithEventHandler calls fn for every acquire attempt, extension, loss,
@@ -193,10 +261,10 @@ func WithFencing() Option {
 // itself; it must be quick and must not call methods of the Client or of
 // its Mutexes other than Until, Token and Name (the call it reports has
 // the Mutex and the client in use). A panic in fn crashes the program. nil
-// removes a handler set earlier. Given to NewMutex, it gives that Mutex a
-// C client of its own (see Option).
+// removes a handler set earlier. It is a client option (see Option).
 func WithEventHandler(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
+		c.client("WithEventHandler")
 		c.s.hook = nil
 		if fn != nil {
 			c.s.hook = &eventHook{fn: fn}
@@ -208,18 +276,19 @@ func WithEventHandler(fn func(Event)) Option {
 // default, the system's CAs). The TLS options are refused with redis://
 // TCP nodes, so that a typo cannot send the lock in plain text.
 func WithTLSCAFile(path string) Option {
-	return optionFunc(func(c *config) { c.str("WithTLSCAFile", path, &c.s.tlsCAFile) })
+	return optionFunc(func(c *config) { c.client("WithTLSCAFile"); c.str("WithTLSCAFile", path, &c.s.tlsCAFile) })
 }
 
 // WithTLSCADir trusts a directory of hashed CA certificates (openssl rehash).
 func WithTLSCADir(dir string) Option {
-	return optionFunc(func(c *config) { c.str("WithTLSCADir", dir, &c.s.tlsCADir) })
+	return optionFunc(func(c *config) { c.client("WithTLSCADir"); c.str("WithTLSCADir", dir, &c.s.tlsCADir) })
 }
 
 // WithTLSClientCert presents this certificate chain and its (unencrypted)
 // private key, both PEM files, for mutual TLS.
 func WithTLSClientCert(certFile, keyFile string) Option {
 	return optionFunc(func(c *config) {
+		c.client("WithTLSClientCert")
 		c.str("WithTLSClientCert", certFile, &c.s.tlsCertFile)
 		c.str("WithTLSClientCert", keyFile, &c.s.tlsKeyFile)
 	})
@@ -228,19 +297,23 @@ func WithTLSClientCert(certFile, keyFile string) Option {
 // WithTLSServerName is the name (or IP) every node's certificate must
 // carry, also sent as SNI; by default each URL's own host.
 func WithTLSServerName(name string) Option {
-	return optionFunc(func(c *config) { c.str("WithTLSServerName", name, &c.s.tlsServerName) })
+	return optionFunc(func(c *config) {
+		c.client("WithTLSServerName")
+		c.str("WithTLSServerName", name, &c.s.tlsServerName)
+	})
 }
 
 // WithTLSInsecureSkipVerify accepts ANY server certificate: no protection
 // against a man in the middle. For tests only.
 func WithTLSInsecureSkipVerify() Option {
-	return optionFunc(func(c *config) { c.s.tlsInsecure = true })
+	return optionFunc(func(c *config) { c.client("WithTLSInsecureSkipVerify"); c.s.tlsInsecure = true })
 }
 
 // WithMaxExtensions bounds the Extend calls per acquisition (0 = no bound);
 // Extend beyond it fails with ErrLimit.
 func WithMaxExtensions(n int) Option {
 	return optionFunc(func(c *config) {
+		c.client("WithMaxExtensions")
 		if n < 0 || uint64(n) > math.MaxUint32 {
 			c.fail("WithMaxExtensions: %d", n)
 			return
@@ -252,7 +325,7 @@ func WithMaxExtensions(n int) Option {
 // WithMaxHold bounds the total time one acquisition can be held by
 // extending it (0 = no bound); Extend beyond it fails with ErrLimit.
 func WithMaxHold(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.s.maxHoldMs = c.millis("WithMaxHold", d) })
+	return optionFunc(func(c *config) { c.client("WithMaxHold"); c.s.maxHoldMs = c.millis("WithMaxHold", d) })
 }
 
 // WithExpiry sets how long an acquired lock lives on the nodes, and what
@@ -266,6 +339,17 @@ func WithExpiry(d time.Duration) Option {
 		}
 		c.expiry = d
 	})
+}
+
+// policyOf is the part of s that a lock handle can carry
+// (redlock_lock_options); the rest is the client's.
+type policy struct {
+	retryCount, retryDelayMs, retryJitterMs uint32
+	driftFactor                             float64
+}
+
+func (s settings) policy() policy {
+	return policy{s.retryCount, s.retryDelayMs, s.retryJitterMs, s.driftFactor}
 }
 
 // effective resolves the delay/jitter rule, so two settings that give C the

@@ -34,7 +34,7 @@ func TestLockUnlockCycle(t *testing.T) {
 		if n := holders(name); n < quorum() {
 			t.Fatalf("key on %d nodes after Lock, want at least %d", n, quorum())
 		}
-		if err := m.Unlock(); err != nil {
+		if _, err := m.Unlock(); err != nil {
 			t.Fatalf("round %d: Unlock: %v", round, err)
 		}
 		if n := holders(name); n != 0 {
@@ -44,7 +44,7 @@ func TestLockUnlockCycle(t *testing.T) {
 			t.Fatalf("Until = %v in the future after Unlock", u)
 		}
 	}
-	err := m.Unlock()
+	_, err := m.Unlock()
 	mustIs(t, err, redlock.ErrState)
 	if !strings.Contains(err.Error(), "not held") {
 		t.Fatalf("Unlock of an idle mutex: %q lacks the C detail", err)
@@ -53,7 +53,7 @@ func TestLockUnlockCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustIs(t, m.Lock(), redlock.ErrState) // already held by this Mutex
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -80,13 +80,13 @@ func TestTryLockContended(t *testing.T) {
 	}
 	// Lock retries per the client (default: 4 attempts) and still fails.
 	mustIs(t, b.Lock(), redlock.ErrNotAcquired)
-	if err := a.Unlock(); err != nil {
+	if _, err := a.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.TryLock(); err != nil {
 		t.Fatalf("TryLock after the holder unlocked: %v", err)
 	}
-	if err := b.Unlock(); err != nil {
+	if _, err := b.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,7 +122,7 @@ func TestContentionOneHolder(t *testing.T) {
 				acquired.Add(1)
 				time.Sleep(time.Millisecond)
 				inside.Add(-1)
-				if err := m.Unlock(); err != nil {
+				if _, err := m.Unlock(); err != nil {
 					errs <- err
 					return
 				}
@@ -163,7 +163,7 @@ func TestSharedMutexMisuse(t *testing.T) {
 				if _, err := m.Extend(); err != nil && !errors.Is(err, redlock.ErrState) {
 					t.Errorf("Extend: %v", err)
 				}
-				if err := m.Unlock(); err != nil && !errors.Is(err, redlock.ErrState) {
+				if _, err := m.Unlock(); err != nil && !errors.Is(err, redlock.ErrState) {
 					t.Errorf("Unlock: %v", err)
 				}
 			}
@@ -272,7 +272,7 @@ func TestLockContextSucceedsWhenFreed(t *testing.T) {
 	if err := b.LockContext(ctx); err != nil {
 		t.Fatalf("LockContext while the holder lets go: %v", err)
 	}
-	if err := b.Unlock(); err != nil {
+	if _, err := b.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -296,7 +296,7 @@ func TestUnlockExpiredIsLost(t *testing.T) {
 	if holders(name) != 0 {
 		t.Fatal("Extend re-created the expired key")
 	}
-	mustIs(t, m.Unlock(), redlock.ErrLost)
+	mustIs(t, unlockErr(m), redlock.ErrLost)
 }
 
 func TestUnlockTakenOverIsLost(t *testing.T) {
@@ -311,7 +311,7 @@ func TestUnlockTakenOverIsLost(t *testing.T) {
 	if err := b.TryLock(); err != nil {
 		t.Fatal(err)
 	}
-	err := a.Unlock()
+	_, err := a.Unlock()
 	mustIs(t, err, redlock.ErrLost)
 	if !strings.Contains(err.Error(), "overlapped") && !strings.Contains(err.Error(), "majority") {
 		t.Logf("ErrLost text: %v", err)
@@ -321,7 +321,7 @@ func TestUnlockTakenOverIsLost(t *testing.T) {
 		t.Fatalf("b's key on %d nodes after a's late Unlock", n)
 	}
 	mustIs(t, c.NewMutex(name).TryLock(), redlock.ErrNotAcquired)
-	if err := b.Unlock(); err != nil {
+	if _, err := b.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -356,7 +356,7 @@ func TestExtend(t *testing.T) {
 	if m.Until().Before(time.Now()) {
 		t.Fatal("a refused extension ended the hold")
 	}
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -425,7 +425,7 @@ func TestLockedContext(t *testing.T) {
 		t.Fatalf("context ended at %v though Extend moved Until to %v", first, m.Until())
 	}
 	// ...and Unlock ends.
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -455,22 +455,15 @@ func TestLocker(t *testing.T) {
 	l.Unlock()
 }
 
-// A Mutex's own client-level options give it a private C client.
-func TestMutexOwnOptions(t *testing.T) {
-	c := newClient(t, redlock.WithKeyPrefix("go-test-a:"))
+// Closing the client ends its mutexes, whatever their own options.
+func TestMutexOwnOptionsClosed(t *testing.T) {
+	c := newClient(t, redlock.WithTries(1))
 	name := lockName(t)
-	m := c.NewMutex(name, redlock.WithKeyPrefix("go-test-b:"), redlock.WithTries(1))
+	m := c.NewMutex(name, redlock.WithTries(3), redlock.WithRetryDelay(time.Millisecond))
 	if err := m.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if holders("go-test-b:"+name) < quorum() || holders("go-test-a:"+name) != 0 {
-		t.Fatal("the mutex's WithKeyPrefix did not decide the key")
-	}
-	mustIs(t, c.NewMutex(name, redlock.WithKeyPrefix("go-test-b:")).TryLock(), redlock.ErrNotAcquired)
-	if err := c.NewMutex(name).TryLock(); err != nil { // client prefix: another key
-		t.Fatal(err)
-	}
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -500,7 +493,7 @@ func TestCloseInterruptsWait(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	mustIs(t, m.Lock(), redlock.ErrClosed)
-	mustIs(t, m.Unlock(), redlock.ErrClosed)
+	mustIs(t, unlockErr(m), redlock.ErrClosed)
 	_, err = m.Extend()
 	mustIs(t, err, redlock.ErrClosed)
 	mustIs(t, c.NewMutex("after-close").TryLock(), redlock.ErrClosed)
@@ -542,7 +535,7 @@ func TestCloseUnderLoad(t *testing.T) {
 						_, err := m.Extend()
 						check("Extend", err)
 						m.Until()
-						check("Unlock", m.Unlock())
+						check("Unlock", unlockErr(m))
 					}
 					ops.Add(1)
 				}
@@ -587,7 +580,7 @@ func TestFinalizersFreeHandles(t *testing.T) {
 	if n := redlock.LiveHandles(c); n != 0 {
 		t.Fatalf("%d C handles live after Close", n)
 	}
-	mustIs(t, keep.Unlock(), redlock.ErrClosed)
+	mustIs(t, unlockErr(keep), redlock.ErrClosed)
 }
 
 func TestVersion(t *testing.T) {
@@ -629,7 +622,7 @@ func TestFunctions(t *testing.T) {
 	if ok, err := m2.Extend(); !ok {
 		t.Fatalf("Extend with the library loaded: %v", err)
 	}
-	if err := m2.Unlock(); err != nil {
+	if _, err := m2.Unlock(); err != nil {
 		t.Fatalf("Unlock with the library loaded: %v", err)
 	}
 	if holders(m2.Name()) != 0 {

@@ -38,7 +38,7 @@ func TestNodesReport(t *testing.T) {
 	}{
 		{"Lock", m.Lock},
 		{"Extend", func() error { _, err := m.Extend(); return err }},
-		{"Unlock", m.Unlock},
+		{"Unlock", func() error { return unlockErr(m) }},
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
@@ -107,7 +107,7 @@ func TestNodesReportNodeKilled(t *testing.T) {
 		t.Fatalf("dead node after Lock: %+v", r)
 	}
 	// The release waits for every answering node.
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	rs := m.Nodes()
@@ -222,7 +222,7 @@ func TestEvents(t *testing.T) {
 		return e.Type == redlock.EventExtended && e.Automatic && e.Resource == name
 	})
 
-	if err := m.Unlock(); err != nil {
+	if _, err := m.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	rel := only(rec.take(), redlock.EventReleased)
@@ -246,7 +246,7 @@ func TestEvents(t *testing.T) {
 	if len(lost) != 1 || !errors.Is(lost[0].Err, redlock.ErrLost) || !lost[0].Automatic || lost[0].Resource != name {
 		t.Fatalf("lost events: %+v", lost)
 	}
-	mustIs(t, m.Unlock(), redlock.ErrLost)
+	mustIs(t, unlockErr(m), redlock.ErrLost)
 	if n := len(only(rec.take(), redlock.EventNodeError)); n != 0 {
 		t.Fatalf("%d node errors with every node up", n)
 	}
@@ -264,7 +264,7 @@ func TestEventsNodeError(t *testing.T) {
 	if err := m.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Unlock(); err != nil { // waits for every answering node
+	if _, err := m.Unlock(); err != nil { // waits for every answering node
 		t.Fatal(err)
 	}
 	errs := only(rec.take(), redlock.EventNodeError)
@@ -280,36 +280,9 @@ func TestEventsNodeError(t *testing.T) {
 	t.Logf("node error: %+v", errs[0])
 }
 
-// A handler given to NewMutex: that Mutex's events go to it, through a C
-// client of its own.
-func TestEventsMutexHandler(t *testing.T) {
-	rec := &recorder{}
-	c := newClient(t)
-	m := c.NewMutex(lockName(t), redlock.WithEventHandler(rec.handle))
-	if err := m.Lock(); err != nil {
-		t.Fatal(err)
-	}
-	plain := c.NewMutex(lockName(t)) // the client's own C client: no handler
-	if err := plain.Lock(); err != nil {
-		t.Fatal(err)
-	}
-	if err := plain.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	evs := rec.take()
-	if len(evs) != 2 || evs[0].Type != redlock.EventAcquired || evs[1].Type != redlock.EventReleased {
-		t.Fatalf("events: %+v", evs)
-	}
-}
-
 // C lets a handler go (its cgo.Handle deleted) once the C client it was
-// given to and that client's last lock are freed, and not before. A Mutex's
-// own handler outlives the Mutex's private C client, which NewMutex frees
-// at once, until the Mutex's finalizer frees its lock; the client's handler
-// goes with the closed Client.
+// given to and that client's last lock are freed, and not before: the
+// client's handler goes with the closed Client.
 func TestEventHandlersLetGo(t *testing.T) {
 	var n atomic.Int32
 	count := func(e redlock.Event) {
@@ -323,35 +296,15 @@ func TestEventHandlersLetGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	clientFn = nil
-	mutexFn, mutexGone := witnessed(count)
-	m := c.NewMutex(lockName(t), redlock.WithEventHandler(mutexFn))
-	mutexFn = nil
-	if collected(mutexGone, 5) {
-		t.Fatal("the Mutex's handler was let go while its lock lives")
-	}
-	if err := m.Lock(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	if got := n.Load(); got != 2 {
-		t.Fatalf("%d events from the Mutex, want 2 (acquired, released)", got)
-	}
-	m = nil
-	if !collected(mutexGone, 500) {
-		t.Fatal("the Mutex's handler was not let go after its finalizer freed the lock")
-	}
-
 	shared := c.NewMutex(lockName(t)) // on the client's C client
 	if err := shared.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.Unlock(); err != nil {
+	if _, err := shared.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.Load(); got != 4 {
-		t.Fatalf("%d events in all, want 4", got)
+	if got := n.Load(); got != 2 {
+		t.Fatalf("%d events in all, want 2 (acquired, released)", got)
 	}
 	c.Close()
 	c, shared = nil, nil

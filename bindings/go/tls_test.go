@@ -76,7 +76,7 @@ func tlsInner(t *testing.T, dir string) {
 		if ok, err := m.Extend(); !ok {
 			return err
 		}
-		return m.Unlock()
+		return unlockErr(m)
 	}
 	if err := cycle(redlock.WithTLSCAFile(ca), cert); err != nil {
 		t.Fatalf("CA file and client certificate: %v", err)
