@@ -579,8 +579,10 @@ class Lock:
 
     @property
     def _foreign(self) -> bool:
-        # Acquired by another process: this is a forked child's copy of the parent's Lock.
-        return self._acquired and self._pid != _pid
+        # The handle's last acquisition was made by another process: this is a forked child's
+        # copy of its parent's Lock. The C handle still carries the parent's value, so nothing
+        # that sends it (release, extend) may run here, not even after a release() here.
+        return self._pid != 0 and self._pid != _pid
 
     def _not_ours(self, what: str) -> LockStateError:
         return LockStateError(
@@ -668,7 +670,7 @@ class Lock:
         timed = mode is None or isinstance(mode, float)
         self._enter()
         try:
-            if self._foreign:
+            if self._foreign and lib.redlock_lock_is_held(self._ptr):
                 raise LockStateError(
                     f"{self._display!r}: this Lock holds the lock for process {self._pid}; a "
                     f"forked child must make a Lock of its own", detail="acquired by another process",
@@ -996,7 +998,7 @@ class Lock:
         return None
 
     def __repr__(self) -> str:
-        if self._foreign:
+        if self._foreign and self._acquired:
             state = f"acquired by process {self._pid}"
         else:
             state = "acquired" if self._acquired else "not acquired"
