@@ -146,7 +146,7 @@ static int rl_java_cstring(JNIEnv *jenv, jbyteArray in, const char *what, char *
 
 /* A handle used after close() has a NULL pointer: an exception, not a crash. */
 %typemap(in, noblock=1) struct redlock_client *self, struct redlock_lock *self,
-                        struct redlock_options *self {
+                        struct redlock_options *self, struct redlock_lock_options *self {
   $1 = *($&1_ltype)&$input;
   if (!$1) {
     rl_java_throw(jenv, REDLOCK_ESTATE, "the handle is closed");
@@ -730,9 +730,11 @@ static int rl_open(redlock_client **out, const char *const *nodes, size_t n_node
 RL_JAVA_HANDLE(struct redlock_client, Redlock)
 RL_JAVA_HANDLE(struct redlock_lock, Lock)
 RL_JAVA_HANDLE(struct redlock_options, Options)
+RL_JAVA_HANDLE(struct redlock_lock_options, LockOptions)
 
 %typemap(javainterfaces) struct redlock_client, struct redlock_lock "AutoCloseable"
-%typemap(javaclassmodifiers) struct redlock_client, struct redlock_lock, struct redlock_options "public final class"
+%typemap(javaclassmodifiers) struct redlock_client, struct redlock_lock, struct redlock_options,
+                              struct redlock_lock_options "public final class"
 
 %typemap(javaimports) struct redlock_client %{
 import java.util.ArrayList;
@@ -763,6 +765,17 @@ import java.util.List;
  * {@link #close()} releases the lock if it is held and frees the handle.
  * The client's auto-extend thread may extend it meanwhile
  * ({@link #autoExtend(long, LockLostListener)}).
+ */%}
+%typemap(javaimports) struct redlock_lock_options %{
+/**
+ * One lock's acquisition policy (redlock_lock_options): retries, their delay
+ * and jitter, the default wait, and the clock-drift allowance. Read a lock's
+ * with {@link Lock#getOptions()} (its client's options until changed), change
+ * fields, and give it back with {@link Lock#setOptions(LockOptions)} or
+ * {@link Redlock#newLock(String, LockOptions)}: locks with different
+ * policies share their client's connections. {@code new LockOptions()} holds
+ * the C library's defaults. Times are in milliseconds; values must fit
+ * 0..2^32-1. Not thread-safe.
  */%}
 %typemap(javaimports) struct redlock_options %{
 /**
@@ -837,6 +850,23 @@ import java.util.List;
     Lock lock = newLockNative(resource);
     lock.swigNodeUrls = urls;
     return lock;
+  }
+
+  /**
+   * A handle for resource, not yet acquired, with its own acquisition policy
+   * (retries, wait, drift: {@link Lock#setOptions(LockOptions)}) instead of
+   * this client's. It uses this client's connections, however many locks
+   * have a policy of their own. Invalid options throw InvalidArgumentException.
+   */
+  public Lock newLock(String resource, LockOptions options) {
+    Lock lock = newLock(resource);
+    try {
+      lock.setOptions(options);
+      return lock;
+    } catch (RuntimeException | Error e) {
+      lock.swigFree();
+      throw e;
+    }
   }
 %}
 
@@ -973,6 +1003,31 @@ import java.util.List;
 %}
 %typemap(javain) const redlock_options *options "Options.getCPtrChecked($javainput)"
 
+%typemap(javacode) struct redlock_lock_options %{
+  /** Frees the options now rather than when collected. Idempotent. */
+  public synchronized void free() {
+    swigFree();
+  }
+
+  @Override
+  public String toString() {
+    return "LockOptions[retryCount=" + getRetryCount() + ", retryDelayMs=" + getRetryDelayMs()
+        + ", retryJitterMs=" + getRetryJitterMs() + ", waitMs=" + getWaitMs()
+        + ", driftFactor=" + getDriftFactor() + ", driftMinMs=" + getDriftMinMs() + "]";
+  }
+
+  // Freed options must not silently mean "none" (a NULL pointer, EINVAL).
+  static long getCPtrChecked(LockOptions obj) {
+    if (obj == null)
+      return 0;
+    long p = obj.swigCPtr;
+    if (p == 0)
+      throw new LockStateException("REDLOCK_ESTATE", "the handle is closed", "these LockOptions were freed");
+    return p;
+  }
+%}
+%typemap(javain) const redlock_lock_options *opts "LockOptions.getCPtrChecked($javainput)"
+
 /* Calls that use a lock handle are serialised on it (the C handle is for one
  * thread at a time); client calls that touch the C client are serialised
  * with close(). */
@@ -1027,6 +1082,21 @@ import java.util.List;
    * holders' tokens strictly increase (docs/fencing.md).
    */
   public synchronized";
+%javamethodmodifiers redlock_lock::rl_getOptions "
+  /**
+   * This lock's acquisition policy (a copy): its client's options until
+   * {@link #setOptions(LockOptions)} changed them.
+   */
+  public synchronized";
+%javamethodmodifiers redlock_lock::rl_setOptions "
+  /**
+   * Sets this lock's acquisition policy for its next acquisitions (retries,
+   * delay, jitter, the wait of acquire(ttlMs) and acquire(ttlMs, WAIT_DEFAULT))
+   * and the drift allowance of its validity; the options are copied. Checked
+   * as the client's options are: InvalidArgumentException, with the reason,
+   * leaves the policy unchanged. Waits for an acquire under way on this handle.
+   */
+  public synchronized";
 %javamethodmodifiers redlock_lock::rl_stopAutoExtend "
   /**
    * Stops auto-extension, waiting for an extension under way; the lock stays
@@ -1063,6 +1133,7 @@ import java.util.List;
 #endif
 %ignore REDLOCK_EXTERN;
 %ignore redlock_options::version;
+%ignore redlock_lock_options::version; /* set by the constructor and by Lock.getOptions */
 %ignore redlock_options::key_prefix; /* owned copy below */
 %ignore redlock_options::tls_ca_file;  /* owned copies below, like key_prefix */
 %ignore redlock_options::tls_ca_dir;
@@ -1080,6 +1151,7 @@ import java.util.List;
 %rename(Redlock) redlock_client;
 %rename(Lock) redlock_lock;
 %rename(Options) redlock_options;
+%rename(LockOptions) redlock_lock_options;
 /* Generated helper functions are named struct_method (redlock_lock_acquire
  * would clash with the C API), so methods are declared with an rl_ prefix
  * that the target languages never see. */
@@ -1087,6 +1159,7 @@ import java.util.List;
 %nodefaultctor redlock_client;
 %nodefaultctor redlock_lock;
 %nodefaultctor redlock_options;
+%nodefaultctor redlock_lock_options;
 
 %include "redlock.h"
 
@@ -1100,6 +1173,7 @@ struct redlock_lock {};
  * all decided in libredlock.
  * ------------------------------------------------------------------------- */
 %newobject redlock_client::rl_newLock;
+%newobject redlock_lock::rl_getOptions;
 #ifndef SWIGJAVA
 %newobject redlock_lock::rl_nodeMessage;
 %newobject redlock_client::rl_acquire;
@@ -1283,11 +1357,60 @@ struct redlock_lock {};
   }
 #endif
 
+  /* The lock's own acquisition policy (redlock_lock_get_options /
+   * redlock_lock_set_options): per-lock settings on the client's connections. */
+  redlock_lock_options *rl_getOptions(rl_status *st) {
+    redlock_lock_options *o = malloc(sizeof *o);
+    int rc;
+    if (!o) {
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+      return NULL;
+    }
+    o->version = REDLOCK_LOCK_OPTIONS_VERSION;
+    if ((rc = redlock_lock_get_options($self, o)) != 0) {
+      rl_lock_fail(st, $self, rc);
+      free(o);
+      return NULL;
+    }
+    return o;
+  }
+
+  void rl_setOptions(rl_status *st, const redlock_lock_options *opts) {
+    int rc = redlock_lock_set_options($self, opts);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+
   /* true if auto-extension was on; it waits for an extension under way. */
   bool rl_stopAutoExtend() {
     int rc = redlock_lock_auto_extend_stop($self);
     rl_lock_unwatch($self);
     return rc == 0;
+  }
+}
+
+%extend redlock_lock_options {
+  /* The C library's defaults, those of redlock_options_init. */
+  redlock_lock_options(rl_status *st) {
+    redlock_lock_options *o = malloc(sizeof *o);
+    redlock_options d;
+    if (!o) {
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+      return NULL;
+    }
+    redlock_options_init(&d);
+    o->version = REDLOCK_LOCK_OPTIONS_VERSION;
+    o->retry_count = d.retry_count;
+    o->retry_delay_ms = d.retry_delay_ms;
+    o->retry_jitter_ms = d.retry_jitter_ms;
+    o->wait_ms = d.wait_ms;
+    o->drift_factor = d.drift_factor;
+    o->drift_min_ms = d.drift_min_ms;
+    return o;
+  }
+
+  ~redlock_lock_options() {
+    free($self);
   }
 }
 

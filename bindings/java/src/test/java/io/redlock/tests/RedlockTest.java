@@ -31,7 +31,7 @@ public final class RedlockTest {
 
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
-      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|threads|"
+      System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
           + "fencing|autoextend|noderesults|events|tls|no_nodes");
       System.exit(2);
     }
@@ -43,6 +43,7 @@ public final class RedlockTest {
       case "quorum": quorum(); break;
       case "arguments": arguments(); break;
       case "options": options(); break;
+      case "lockoptions": lockOptions(); break;
       case "threads": threads(); break;
       case "fencing": fencing(); break;
       case "autoextend": autoExtend(); break;
@@ -568,6 +569,219 @@ public final class RedlockTest {
     opts.setKeyPrefix(null);
     checkEq(null, opts.getKeyPrefix(), "keyPrefix cleared");
     opts.free();
+  }
+
+  /** connected_clients of node i. */
+  private static long connectedClients(int node) throws IOException {
+    String info = (String) harness("CMD", Integer.toString(node), "INFO", "clients");
+    for (String line : info.split("\r?\n"))
+      if (line.startsWith("connected_clients:"))
+        return Long.parseLong(line.substring("connected_clients:".length()).trim());
+    throw new IOException("no connected_clients in INFO clients");
+  }
+
+  private static long elapsedMs(long t0) {
+    return (System.nanoTime() - t0) / 1_000_000;
+  }
+
+  // Per-lock acquisition policy (redlock_lock_get_options/_set_options):
+  // retries, delay, jitter, wait and drift for one handle, on its client's
+  // connections.
+  static void lockOptions() throws Exception {
+    LockOptions defaults = new LockOptions();
+    checkEq(3L, defaults.getRetryCount(), "default retryCount");
+    checkEq(0L, defaults.getRetryDelayMs(), "default retryDelayMs");
+    checkEq(200L, defaults.getRetryJitterMs(), "default retryJitterMs");
+    checkEq(0L, defaults.getWaitMs(), "default waitMs");
+    checkEq(0.01, defaults.getDriftFactor(), "default driftFactor");
+    checkEq(2L, defaults.getDriftMinMs(), "default driftMinMs");
+    check(defaults.toString().contains("retryCount=3"), "toString: " + defaults);
+    defaults.free();
+    defaults.free(); // idempotent
+    passed++;
+    expect(LockStateException.class, "lock options used after free", () -> defaults.setRetryCount(1));
+    expect(InvalidArgumentException.class, "negative retryCount", () -> new LockOptions().setRetryCount(-1));
+    expect(InvalidArgumentException.class, "waitMs over 2^32-1", () -> new LockOptions().setWaitMs(1L << 32));
+
+    Options copts = new Options();
+    copts.setRetryCount(7);
+    copts.setRetryDelayMs(11);
+    copts.setRetryJitterMs(0);
+    copts.setDriftFactor(0.02);
+    copts.setDriftMinMs(5);
+    try (Redlock holder = new Redlock(nodes());
+         Redlock client = new Redlock(nodes(), copts)) {
+      copts.free();
+
+      // A new lock's policy is its client's.
+      try (Lock lock = client.newLock("lo-defaults")) {
+        LockOptions o = lock.getOptions();
+        checkEq(7L, o.getRetryCount(), "lock inherits retryCount");
+        checkEq(11L, o.getRetryDelayMs(), "lock inherits retryDelayMs");
+        checkEq(0L, o.getRetryJitterMs(), "lock inherits retryJitterMs");
+        checkEq(0.02, o.getDriftFactor(), "lock inherits driftFactor");
+        checkEq(5L, o.getDriftMinMs(), "lock inherits driftMinMs");
+        o.setRetryCount(1);
+        checkEq(7L, lock.getOptions().getRetryCount(), "getOptions returns a copy");
+      }
+
+      try (Lock blocker = holder.acquire("lo-busy", 20_000)) {
+        // The client's 7 retries x 11 ms: 8 attempts.
+        Lock viaClient = client.newLock("lo-busy");
+        RedlockException e = expect(LockNotAcquiredException.class, "client policy runs out",
+            () -> viaClient.acquire(10_000));
+        check(e != null && e.getDetail().contains("after 8 attempts"), "8 attempts: " + (e == null ? "" : e.getDetail()));
+        viaClient.close();
+
+        // One lock with 1 retry after 400 ms, another with none: each its own.
+        LockOptions one = new LockOptions();
+        one.setRetryCount(1);
+        one.setRetryDelayMs(400);
+        one.setRetryJitterMs(0);
+        Lock slow = client.newLock("lo-busy", one);
+        one.setRetryCount(50); // copied: no effect on the lock
+        Lock other = client.newLock("lo-other");
+        LockOptions none = other.getOptions(); // read, change, set: the usual way
+        other.close();
+        none.setRetryCount(0);
+        Lock fast = client.newLock("lo-busy", none);
+        checkEq(1L, slow.getOptions().getRetryCount(), "newLock(resource, options) set the policy");
+        long t0 = System.nanoTime();
+        e = expect(LockNotAcquiredException.class, "per-lock retryCount 1", () -> slow.acquire(10_000));
+        long ms = elapsedMs(t0);
+        check(e != null && e.getDetail().contains("after 2 attempts"), "2 attempts: " + (e == null ? "" : e.getDetail()));
+        check(ms >= 390 && ms < 5_000, "one 400 ms retry delay: " + ms + " ms");
+        t0 = System.nanoTime();
+        e = expect(LockNotAcquiredException.class, "per-lock retryCount 0", () -> fast.acquire(10_000, Redlock.WAIT_DEFAULT));
+        ms = elapsedMs(t0);
+        check(e != null && !e.getDetail().contains("attempts"), "1 attempt: " + (e == null ? "" : e.getDetail()));
+        check(ms < 390, "no retry delay: " + ms + " ms");
+        // An explicit wait still overrides the count, with the lock's delay.
+        LockOptions paced = fast.getOptions();
+        paced.setRetryDelayMs(40);
+        paced.setRetryJitterMs(0);
+        fast.setOptions(paced);
+        t0 = System.nanoTime();
+        expect(LockTimeoutException.class, "explicit wait with the lock's delay", () -> fast.acquire(10_000, 200));
+        ms = elapsedMs(t0);
+        check(ms >= 190 && ms < 3_000, "200 ms wait: " + ms + " ms");
+
+        // The lock's own waitMs bounds acquire(ttl).
+        LockOptions waiting = new LockOptions();
+        waiting.setRetryCount(1_000_000);
+        waiting.setRetryDelayMs(20);
+        waiting.setRetryJitterMs(0);
+        waiting.setWaitMs(250);
+        Lock bounded = client.newLock("lo-busy", waiting);
+        t0 = System.nanoTime();
+        expect(LockTimeoutException.class, "per-lock waitMs", () -> bounded.acquire(10_000));
+        ms = elapsedMs(t0);
+        check(ms >= 240 && ms < 3_000, "250 ms lock wait: " + ms + " ms");
+
+        // Others on the same client keep the client's policy.
+        try (Lock plain = client.newLock("lo-x")) {
+          checkEq(7L, plain.getOptions().getRetryCount(), "other locks keep the client's policy");
+        }
+
+        // A waiting lock gets it once the holder lets go.
+        waiting.setWaitMs(10_000);
+        bounded.setOptions(waiting);
+        Thread releaser = new Thread(() -> {
+          try {
+            Thread.sleep(200);
+            blocker.release();
+          } catch (Exception ex) {
+            throw new RuntimeException(ex);
+          }
+        });
+        releaser.start();
+        bounded.acquire(10_000);
+        releaser.join();
+        check(bounded.isHeld(), "per-lock wait acquired after the release");
+        bounded.close();
+        slow.close();
+        fast.close();
+        one.free();
+        none.free();
+        paced.free();
+        waiting.free();
+      }
+
+      // Drift: validity = ttl - elapsed - (ttl * factor + min).
+      LockOptions drift = new LockOptions();
+      drift.setDriftFactor(0.2);
+      drift.setDriftMinMs(100);
+      try (Lock lock = client.newLock("lo-drift", drift)) {
+        lock.acquire(1_000);
+        long v = lock.validityMs();
+        check(v > 0 && v <= 700, "validity with drift 0.2 + 100 ms: " + v);
+      }
+      try (Lock lock = client.acquire("lo-drift", 1_000)) {
+        long v = lock.validityMs();
+        check(v > 900, "validity with the client's drift: " + v);
+      }
+
+      // Invalid policies are refused with the reason; the old one stays.
+      try (Lock lock = client.newLock("lo-bad")) {
+        LockOptions bad = lock.getOptions();
+        bad.setDriftFactor(0.6);
+        InvalidArgumentException ie = expect(InvalidArgumentException.class, "driftFactor 0.6",
+            () -> lock.setOptions(bad));
+        check(ie != null && ie.getDetail().contains("drift_factor"), "reason names drift_factor: "
+            + (ie == null ? "" : ie.getDetail()));
+        expect(InvalidArgumentException.class, "driftFactor 0.6 via newLock",
+            () -> client.newLock("lo-bad", bad));
+        bad.setDriftFactor(0.01);
+        bad.setDriftMinMs(60_001);
+        expect(InvalidArgumentException.class, "driftMinMs over 60000", () -> lock.setOptions(bad));
+        checkEq(0.02, lock.getOptions().getDriftFactor(), "a refused policy leaves the old one");
+        expect(InvalidArgumentException.class, "null options", () -> lock.setOptions(null));
+        bad.free();
+        expect(LockStateException.class, "freed options", () -> lock.setOptions(bad));
+        // A drift allowance that leaves no validity is refused at acquire.
+        LockOptions huge = new LockOptions();
+        huge.setDriftMinMs(60_000);
+        lock.setOptions(huge);
+        expect(InvalidArgumentException.class, "no validity left", () -> lock.tryAcquire(10_000));
+        huge.free();
+      }
+      Lock closed = client.newLock("lo-closed");
+      closed.close();
+      expect(LockStateException.class, "getOptions after close", closed::getOptions);
+
+      // Many locks, each with its own policy, and still only the client's
+      // connections: no hidden client per lock.
+      try (Lock warm = client.acquire("lo-warm", 10_000)) {
+        // every node connected once
+      }
+      long[] before = new long[nodes().length];
+      for (int n = 0; n < before.length; n++)
+        before[n] = connectedClients(n);
+      List<Lock> locks = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        LockOptions o = new LockOptions();
+        o.setRetryCount(i);
+        o.setDriftMinMs(i);
+        Lock l = client.newLock("lo-many-" + i, o);
+        l.acquire(10_000);
+        locks.add(l);
+        o.free();
+        // Lets the minority's replies arrive: a connection that still owes
+        // one is not reused, and the pool would open another for the next.
+        Thread.sleep(20);
+      }
+      // A client per lock would add 20 connections on every node. The pool
+      // itself may add a few on a node that lags (its replies are not waited
+      // for, and a connection that owes one is not reused), never on all.
+      long fewest = Long.MAX_VALUE;
+      for (int n = 0; n < before.length; n++)
+        fewest = Math.min(fewest, connectedClients(n) - before[n]);
+      check(fewest < 10, "20 per-lock policies on the client's connections: +" + fewest + " on the least-used node");
+      for (int i = 0; i < locks.size(); i++) {
+        checkEq((long) i, locks.get(i).getOptions().getRetryCount(), "lock " + i + " kept its policy");
+        locks.get(i).close();
+      }
+    }
   }
 
   // ------------------------------------------------------- issue 6 helpers
