@@ -137,7 +137,8 @@ enum {
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_SERVER_NAME,
-    OPT_TLS_INSECURE
+    OPT_TLS_INSECURE,
+    OPT_FLOCK_SHARED
 };
 
 /* The TLS options every subcommand accepts, for its getopt_long table. */

@@ -28,6 +28,7 @@
 static void help(void)
 {
     fputs("usage: redlock run [options] RESOURCE [--] COMMAND [ARG...]\n"
+          "       redlock run [options] RESOURCE -c 'SHELL COMMAND'\n"
           "\n"
           "Acquires the Redlock on RESOURCE, runs COMMAND while holding it (extending it in the\n"
           "background every TTL/3), then releases it. Exits with COMMAND's status.\n"
@@ -36,7 +37,9 @@ static void help(void)
           "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
           "      --config FILE           config file (else $REDLOCK_CONFIG)\n"
           "      --ttl DURATION          lock TTL, extended while COMMAND runs (default 30s)\n"
-          "  -w, --wait DURATION         wait at most this long for the lock (default: forever)\n"
+          "  -c, --command 'CMD'         run CMD with /bin/sh -c instead of COMMAND (as flock -c)\n"
+          "  -w, --wait, --timeout DURATION\n"
+          "                              wait at most this long for the lock (default: forever)\n"
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
@@ -48,6 +51,7 @@ static void help(void)
           "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
           CLI_TLS_HELP
           "  -v, --verbose               log acquire, extensions and release on stderr\n"
+          "  -o, --close, -x, --exclusive  accepted for flock(1) compatibility; change nothing\n"
           "  -h, --help                  this help\n"
           "\n"
           "DURATION: 250ms, 30s, 5m, 1h; a bare number is seconds.\n"
@@ -65,6 +69,8 @@ typedef struct run_opts {
     cli_common common;
     const char *resource;
     char **argv;               /* COMMAND and its arguments */
+    const char *shell_command; /* -c: run with /bin/sh -c, as flock -c does */
+    char *sh_argv[4];
     int nonblock;
     int verbose;
     int fencing;
@@ -238,7 +244,15 @@ static int parse_args(run_opts *o, int argc, char **argv)
         { "node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT },
         { "ttl", required_argument, NULL, OPT_TTL },
         { "wait", required_argument, NULL, 'w' },
+        { "timeout", required_argument, NULL, 'w' },   /* flock's name for -w */
         { "nonblock", no_argument, NULL, 'n' },
+        { "nb", no_argument, NULL, 'n' },              /* flock's other name */
+        { "command", required_argument, NULL, 'c' },
+        { "close", no_argument, NULL, 'o' },
+        { "exclusive", no_argument, NULL, 'x' },
+        { "shared", no_argument, NULL, OPT_FLOCK_SHARED },
+        { "unlock", no_argument, NULL, 'u' },
+        { "no-fork", no_argument, NULL, 'F' },
         { "conflict-exit-code", required_argument, NULL, 'E' },
         { "lost-exit-code", required_argument, NULL, OPT_LOST_EXIT },
         { "lost-signal", required_argument, NULL, 's' },
@@ -259,7 +273,7 @@ static int parse_args(run_opts *o, int argc, char **argv)
         optind = 0;
         opterr = 0;
         int c;
-        while ((c = getopt_long(pass_argc, pass_argv, "+:w:nE:s:k:vh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(pass_argc, pass_argv, "+:w:nE:s:k:vhc:oxeuF", longopts, NULL)) != -1) {
             const char *bad = pass_argv[optind - 1];
             switch (c) {
             case 'h':
@@ -292,6 +306,22 @@ static int parse_args(run_opts *o, int argc, char **argv)
             case 'v':
                 o->verbose = 1;
                 break;
+            case 'c':
+                o->shell_command = optarg;
+                break;
+            case 'o':
+                /* flock: don't let COMMAND inherit the lock's descriptor.
+                 * COMMAND never gets the node sockets anyway. */
+                break;
+            case 'x':
+            case 'e':
+                break;  /* flock's exclusive lock: the only kind there is */
+            case OPT_FLOCK_SHARED:
+                return cli_usage(CMD, "--shared: Redlock locks are exclusive only");
+            case 'u':
+                return cli_usage(CMD, "--unlock: a lock is released when COMMAND ends, or expires after its TTL");
+            case 'F':
+                return cli_usage(CMD, "--no-fork: redlock must outlive COMMAND to keep the lock extended");
             case OPT_FENCING:
                 o->fencing = 1;
                 break;
@@ -308,12 +338,21 @@ static int parse_args(run_opts *o, int argc, char **argv)
         }
         if (pass == 0) {
             if (optind >= pass_argc)
-                return cli_usage(CMD, "missing RESOURCE and COMMAND");
+                return cli_usage(CMD, o->shell_command ? "missing RESOURCE" : "missing RESOURCE and COMMAND");
             o->resource = pass_argv[optind];
             /* Second pass over what follows RESOURCE, RESOURCE standing in
              * for argv[0]. */
             pass_argv += optind;
             pass_argc -= optind;
+        } else if (o->shell_command) {
+            /* flock FILE -c COMMAND: one shell command line, nothing after */
+            if (optind < pass_argc)
+                return cli_usage(CMD, "-c gives the command: '%s' is extra", pass_argv[optind]);
+            o->sh_argv[0] = "/bin/sh";
+            o->sh_argv[1] = "-c";
+            o->sh_argv[2] = (char *)o->shell_command;
+            o->sh_argv[3] = NULL;
+            o->argv = o->sh_argv;
         } else {
             if (optind >= pass_argc)
                 return cli_usage(CMD, "missing COMMAND to run under the lock");
@@ -743,7 +782,7 @@ int cli_run(int argc, char **argv)
     char d1[32], d2[32];
     vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes", o.resource, cli_fmt_duration(ttl, d1, sizeof d1),
          wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o.common.n_urls);
-    int64_t left = wait;
+    int64_t left = wait, started_ms = cli_now_ms();
     for (;;) {
         int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;
         rc = redlock_lock_acquire(g_lock, (uint32_t)ttl, piece);
@@ -790,7 +829,8 @@ int cli_run(int argc, char **argv)
         }
         goto out;
     }
-    vlog(&o, "acquired '%s' (validity %lld ms)", o.resource, (long long)redlock_lock_validity_ms(g_lock));
+    vlog(&o, "acquired '%s' (validity %lld ms); getting the lock took %s", o.resource,
+         (long long)redlock_lock_validity_ms(g_lock), cli_fmt_duration(cli_now_ms() - started_ms, d1, sizeof d1));
 
     int passthrough, killed_by;
     rc = run_command(&o, &inherited, &passthrough, &killed_by);
