@@ -129,9 +129,11 @@ def _cstr(value: Any, what: str, secret: bool = False) -> bytes:
     if isinstance(value, str):
         try:
             data = value.encode("utf-8")
+            reason = None
         except UnicodeEncodeError as err:
-            raise _invalid(f"{what} {shown or repr(value)} cannot be encoded as UTF-8: "
-                           f"{err.reason}") from None
+            reason = err.reason
+        if reason is not None:  # raised here, not in the handler: no __context__ holding value
+            raise _invalid(f"{what} {shown or repr(value)} cannot be encoded as UTF-8: {reason}")
     elif isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
     else:

@@ -134,7 +134,9 @@ def url_secrets(url: str) -> Tuple[str, ...]:
     """The parts of a node URL that may be a password: the user info before the last '@' (and
     its password part), or, with no '@', a "port" that is not a number (redis://:secret)."""
     m = _SCHEME.match(url)
-    rest = url[m.end():] if m else url
+    if not m:  # not a URL at all: maybe a password pasted in the wrong place
+        return (url,) if url else ()
+    rest = url[m.end():]
     found = []
     if "@" in rest:
         userinfo = rest[:rest.rindex("@")]
