@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/cgo"
 	"strings"
@@ -31,8 +32,10 @@ type Client struct {
 	closing   atomic.Bool       // set first thing in Close; new operations stop
 	closeOnce sync.Once
 
-	urls  []string
-	shown []string // the URLs as C shows them (password masked), for reports and events
+	// The node URLs as C shows them, password masked: for reports, events
+	// and printing. The URLs as given are not kept, so that no formatting
+	// of a Client, %#v included, can print a password.
+	shown []string
 	cfg   config   // effective settings, and the default expiry for mutexes
 
 	// Every live C lock handle of this client's mutexes, so Close can
@@ -109,7 +112,7 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{p: p, urls: append([]string(nil), urls...), shown: shownURLs(p), cfg: cfg,
+	c := &Client{p: p, shown: shownURLs(p), cfg: cfg,
 		reg: map[*handle]struct{}{}}
 	// Memory only: the C client closes its connections when freed.
 	runtime.SetFinalizer(c, (*Client).finalize)
@@ -248,6 +251,37 @@ func (c *Client) LoadFunctions() error {
 		return &Error{Op: "load functions", Code: int(rc), Detail: C.GoString(&errbuf[0])}
 	}
 	return nil
+}
+
+// String describes the client by its nodes, with every password masked
+// ("redis://user:***@host:6379"), and says whether it is closed.
+func (c *Client) String() string {
+	if c == nil {
+		return "redlock.Client(nil)"
+	}
+	state := "open"
+	if c.closing.Load() {
+		state = "closed"
+	}
+	return fmt.Sprintf("redlock.Client{nodes: [%s], %s}", strings.Join(c.shown, " "), state)
+}
+
+// GoString is String, so that %#v masks passwords too.
+func (c *Client) GoString() string { return c.String() }
+
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, %x...), so
+// that no verb walks the struct.
+func (c *Client) Format(f fmt.State, verb rune) { formatString(f, verb, c.String()) }
+
+// formatString prints s for verb: quoted or in hex for %q, %x and %X, as
+// it is for the others.
+func formatString(f fmt.State, verb rune, s string) {
+	switch verb {
+	case 'q', 'x', 'X':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), s)
+	default:
+		io.WriteString(f, s)
+	}
 }
 
 // Version is the version of the C library actually linked, "MAJOR.MINOR.PATCH".

@@ -150,6 +150,21 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 
 func (m *Mutex) finalize() { m.client.unregister(m.h) }
 
+// String describes the Mutex by its name and its client (whose String
+// masks passwords).
+func (m *Mutex) String() string {
+	if m == nil {
+		return "redlock.Mutex(nil)"
+	}
+	return fmt.Sprintf("redlock.Mutex{name: %s, client: %s}", quoteShort(m.name), m.client)
+}
+
+// GoString is String.
+func (m *Mutex) GoString() string { return m.String() }
+
+// Format prints String for every verb, as Client's does.
+func (m *Mutex) Format(f fmt.State, verb rune) { formatString(f, verb, m.String()) }
+
 // Name is the mutex's name (the key on the nodes, after the client's prefix).
 func (m *Mutex) Name() string { return m.name }
 
