@@ -65,3 +65,25 @@ int rl_decide_release(const rl_outcome *out, size_t n, int quorum)
         return REDLOCK_ELOST;
     return rl_failure_code(&t);
 }
+
+int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait)
+{
+    int yes = 0, no = 0, pending = 0;
+    for (size_t i = 0; i < n; i++) {
+        yes += out[i] == RL_YES;
+        no += out[i] == RL_NO;
+        pending += out[i] == RL_PENDING;
+    }
+    int decided = yes >= quorum || pending == 0;
+    if (!decided && yes + pending < quorum) {
+        /* The round has failed. Wait for the rest only while the reason is
+         * uncertain: refusals alone rule a quorum out ("held by another
+         * owner", "lost"), or, for an acquisition, failures alone do ("no
+         * quorum"). Otherwise the caller could not tell the two apart. */
+        int failed = (int)n - yes - no - pending;
+        decided = no > (int)n - quorum || (acquire && failed > (int)n - quorum);
+    }
+    for (size_t i = 0; i < n; i++)
+        wait[i] = !decided && out[i] == RL_PENDING;
+    return decided ? 0 : pending;
+}

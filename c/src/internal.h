@@ -17,9 +17,6 @@
 #define RL_VALUE_HEX (RL_VALUE_BYTES * 2)
 #define RL_MSG_MAX 2048                /* detail message size */
 #define RL_NODE_MSG_MAX 160            /* per-node part of a detail message */
-#define RL_POOL_IDLE_MAX 32            /* idle connections kept per node */
-#define RL_BACKOFF_MIN_MS 25
-#define RL_BACKOFF_MAX_MS 1000
 
 /* ---- util.c ---- */
 int64_t rl_now_us(void);                          /* CLOCK_MONOTONIC */
@@ -27,18 +24,17 @@ int rl_random_bytes(void *buf, size_t len);       /* getrandom(2); 0 or -1 */
 int rl_random_hex(char *out, size_t nbytes);      /* out gets 2*nbytes hex + NUL */
 uint32_t rl_random_below(uint32_t bound);         /* uniform in [0, bound) */
 void rl_sha1_hex(const char *s, char out[41]);
-/* ---- engine.c: connections and one multiplexed round over all nodes ---- */
-typedef struct rl_conn rl_conn;
+/* ---- the engine (engine.h has its private types) ---- */
+struct rl_conn;
+struct rl_io;
 
 typedef struct rl_node {
     rl_endpoint ep;
-    pthread_mutex_t mu;                 /* guards the fields below */
-    rl_conn *idle[RL_POOL_IDLE_MAX];
-    int n_idle;
-    _Atomic int64_t retry_after_us;     /* reconnect backoff; no mutex needed */
-    _Atomic uint32_t backoff_ms;
-    _Atomic int suspect;                /* timed out lately: not waited for
-                                         * once a round is decided */
+    /* the fields below are guarded by the client's I/O mutex */
+    struct rl_conn *conn;       /* the node's one connection, shared by every lock */
+    int64_t retry_after_us;     /* reconnect backoff */
+    uint32_t backoff_ms;
+    int suspect;                /* timed out lately and silent since: not waited for long */
 } rl_node;
 
 /* What one node said in a round. */
@@ -80,7 +76,8 @@ typedef enum rl_cmd {
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
 #define RL_FENCE_SUFFIX_LEN 8
 
-typedef struct rl_round {
+typedef struct rl_round rl_round;
+struct rl_round {
     rl_cmd cmd;
     const char *key;
     size_t key_len;
@@ -91,22 +88,28 @@ typedef struct rl_round {
     const char *token;       /* FENCE_COMMIT: the token, in decimal */
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
-    int64_t decided_us;      /* out: when the outcome was known (stragglers may follow) */
-    char *fmt[3];            /* the command, formatted once per round, per way of sending */
-    size_t fmt_len[3];
-    int quorum;              /* stop as soon as the result can't change */
+    int64_t decided_us;      /* out: when the outcome was known */
+    int quorum;              /* nodes needed; the round returns once decided */
     int no_wait;             /* send and return without waiting for replies */
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
-    rl_conn **pinned;        /* per node, or NULL: connections that still owe
-                              * this lock a reply; used first, refilled at the end */
     rl_outcome out[REDLOCK_MAX_NODES];
     unsigned char sent[REDLOCK_MAX_NODES];   /* RL_UNSENT: 1 if sent but not waited for */
     uint64_t counter[REDLOCK_MAX_NODES];     /* SET_FENCED, RL_YES: the node's counter */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
-} rl_round;
+    /* the engine's part (round.c, conn.c, mux.c), under the client's I/O mutex */
+    char *fmt[3];            /* the command, formatted once per way of sending */
+    size_t fmt_len[3];
+    int64_t deadline[REDLOCK_MAX_NODES];
+    uint64_t seq[REDLOCK_MAX_NODES];         /* its request's number on node i's connection */
+    unsigned char via[REDLOCK_MAX_NODES];
+    unsigned char resent[REDLOCK_MAX_NODES]; /* re-sent as EVAL after NOSCRIPT */
+    rl_round *next;          /* the client's list of rounds under way */
+    pthread_cond_t cv;       /* a follower waits here */
+    int following;
+};
 
 /* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */
 typedef struct rl_watch {
@@ -126,6 +129,7 @@ struct redlock_client {
     size_t n;
     int quorum;
     rl_node *nodes;
+    struct rl_io *io;        /* the connections' multiplexer (mux.c) */
     redlock_options opts;    /* key_prefix points to prefix below; the tls_* strings
                               * are NULL (read once, into tls_ctx) except tls_server_name */
     char *prefix;
@@ -165,7 +169,6 @@ struct redlock_lock {
     char errmsg[RL_MSG_MAX];
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
-    rl_conn **pinned;         /* see rl_round.pinned */
     rl_report *report;        /* per node: the last round */
     int lost_code;            /* why state became LOCK_LOST */
     char lost_msg[RL_MSG_MAX];
@@ -201,14 +204,31 @@ int rl_watch_remove(redlock_lock *lock);
 int rl_tls_client_init(redlock_client *c, const redlock_options *opts, char *err, size_t errsize);
 void rl_tls_client_free(redlock_client *c);
 
-void rl_node_init(rl_node *node);
-void rl_node_destroy(rl_node *node);
-/* Reads replies the node's pooled connections still owe, until deadline_us. */
-void rl_node_settle(rl_node *node, int64_t deadline_us);
+/* The client's connections and their multiplexer (mux.c): set up, torn
+ * down, and, before the last user closes them, read what they still owe
+ * until deadline_us (a release written but not answered yet). */
+int rl_io_init(redlock_client *cl);
+void rl_io_destroy(redlock_client *cl);
+void rl_io_settle(redlock_client *cl, int64_t deadline_us);
 /* Runs one round over every node of client; fills r->out/msg/rtt. */
 void rl_round_run(redlock_client *client, rl_round *r);
-/* Gives pinned connections back to their nodes' pools; no network I/O. */
-void rl_unpin(redlock_client *client, rl_conn **pinned);
+/* Which nodes a round still waits for (decide.c): sets wait[i] for each, and
+ * returns how many; 0 once more replies cannot change what the caller will
+ * conclude. */
+int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait);
+
+/* ---- policy.c: every timing rule of retries, backoff, deadlines and extension ---- */
+int64_t rl_policy_retry_delay_us(const redlock_lock_options *pol);
+uint32_t rl_policy_backoff_next_ms(uint32_t prev_ms);
+/* How long a round waits for a node: a fresh connection also gets the
+ * connect timeout; a node that timed out lately gets a fraction. */
+int64_t rl_policy_node_wait_us(const redlock_options *o, int fresh, int suspect);
+/* A connection whose oldest owed reply is this old has stopped answering. */
+int64_t rl_policy_stall_us(const redlock_options *o);
+/* When the auto-extend thread extends a lock of ttl_ms: every third. */
+int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
+/* After a failed automatic extension, try again no sooner than this. */
+#define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 
 extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
@@ -218,7 +238,7 @@ extern char rl_sha_acquire_fenced[41];
 extern char rl_sha_fence_commit[41];
 extern const char rl_script_acquire_fenced[];
 extern const char rl_script_fence_commit[];
-extern const char rl_function_library[];
+extern char rl_function_library[2048];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 
 #endif

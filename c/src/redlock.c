@@ -103,9 +103,11 @@ static void client_destroy(redlock_client *c)
     rl_watch_destroy(&c->watch);
     if (c->opts.on_event_userdata_free && c->created)
         c->opts.on_event_userdata_free(c->opts.on_event_userdata);
+    if (c->io)
+        rl_io_destroy(c);
     if (c->nodes) {
         for (size_t i = 0; i < c->n; i++)
-            rl_node_destroy(&c->nodes[i]);
+            rl_endpoint_clear(&c->nodes[i].ep);
         free(c->nodes);
     }
     if (c->urls) {
@@ -165,6 +167,10 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         return REDLOCK_ENOMEM;
     }
     rl_watch_init(&c->watch);
+    if ((rc = rl_io_init(c)) != 0) {
+        rl_fmt(errbuf, errbuf_size, "cannot set up the client's I/O: %s", redlock_strerror(rc));
+        goto fail;
+    }
     c->opts = *opts;
     c->opts.version = REDLOCK_OPTIONS_VERSION;
     /* Caller's memory is not kept: the TLS files are read below, the name copied. */
@@ -177,7 +183,6 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
             rc = REDLOCK_EINVAL;
             goto fail;
         }
-        rl_node_init(&c->nodes[i]);
         c->n = i + 1;
         rc = rl_endpoint_parse(&c->nodes[i].ep, node_urls[i], why, sizeof why);
         rl_mask_url(shown, sizeof shown, node_urls[i]);
@@ -248,9 +253,7 @@ void redlock_client_free(redlock_client *client)
          * pooled connections still owe (a release written but not yet
          * answered), at most one node timeout in all. A lock that outlives
          * its client frees it without this: lock_free does no I/O. */
-        int64_t deadline = rl_now_us() + (int64_t)client->opts.node_timeout_ms * 1000;
-        for (size_t i = 0; i < client->n; i++)
-            rl_node_settle(&client->nodes[i], deadline);
+        rl_io_settle(client, rl_now_us() + (int64_t)client->opts.node_timeout_ms * 1000);
     }
     if (atomic_fetch_sub(&client->refs, 1) == 1)
         client_destroy(client);
@@ -308,12 +311,10 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     l->key_len = client->prefix_len + rlen;
     l->fkey_len = l->key_len + RL_FENCE_SUFFIX_LEN;
     l->key = malloc(l->fkey_len + 1);
-    l->pinned = calloc(client->n, sizeof *l->pinned);
     l->report = calloc(client->n, sizeof *l->report);
-    if (!l->resource || !l->key || !l->pinned || !l->report) {
+    if (!l->resource || !l->key || !l->report) {
         free(l->resource);
         free(l->key);
-        free(l->pinned);
         free(l->report);
         free(l);
         return REDLOCK_ENOMEM;
@@ -353,8 +354,6 @@ void redlock_lock_free(redlock_lock *lock)
     int fd = atomic_load(&lock->wake_fd);
     if (fd >= 0)
         close(fd);
-    rl_unpin(lock->client, lock->pinned);
-    free(lock->pinned);
     free(lock->report);
     pthread_mutex_destroy(&lock->mu);
     redlock_client_free(lock->client);
@@ -509,7 +508,6 @@ static void init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl
     r->quorum = lock->client->quorum;
     r->no_wait = 0;
     r->n = lock->client->n;
-    r->pinned = lock->pinned;
     memset(r->skip, 0, r->n);
 }
 
@@ -712,7 +710,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
             return set_err(lock, REDLOCK_ETIMEDOUT, "gave up after %lld ms and %llu attempts; last attempt: %.1900s",
                            (long long)((now - start) / 1000), (unsigned long long)n, last);
         }
-        int64_t delay = ((int64_t)o->retry_delay_ms + rl_random_below(o->retry_jitter_ms + 1)) * 1000;
+        int64_t delay = rl_policy_retry_delay_us(o);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
         if (nap(lock, delay) != 0) {

@@ -12,8 +12,6 @@
 
 #include "internal.h"
 
-#define RL_RETRY_MIN_US 5000   /* after a failed extension, try again no sooner than this */
-
 void rl_watch_init(rl_watch *w)
 {
     pthread_condattr_t ca;
@@ -110,7 +108,7 @@ static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *
         if (rc == 0) {
             l->ae_msg[0] = '\0';
             l->ae_limited = last;
-            *next_due = last ? atomic_load(&l->valid_until_us) : now + (int64_t)l->ttl_ms * 1000 / 3;
+            *next_due = last ? atomic_load(&l->valid_until_us) : now + rl_policy_extend_interval_us(l->ttl_ms);
         } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
             if (rc == REDLOCK_EEXPIRED)
                 rl_mark_lost(l, rc, l->ae_msg, 1);     /* ELOST was marked by the extension */
@@ -126,8 +124,8 @@ static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *
             int64_t retry = (int64_t)l->ttl_ms * 1000 / 10;
             if (retry > left / 2)
                 retry = left / 2;
-            if (retry < RL_RETRY_MIN_US)
-                retry = RL_RETRY_MIN_US;
+            if (retry < RL_POLICY_EXTEND_RETRY_MIN_US)
+                retry = RL_POLICY_EXTEND_RETRY_MIN_US;
             *next_due = now + retry < valid_until ? now + retry : valid_until;
         }
     }
@@ -216,7 +214,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae_until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
     l->ae_limited = 0;
     l->ae_msg[0] = '\0';
-    l->ae_due_us = rl_now_us() + (int64_t)l->ttl_ms * 1000 / 3;
+    l->ae_due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae_on) {
         l->ae_prev = NULL;
         l->ae_next = w->head;
