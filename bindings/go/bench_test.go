@@ -53,101 +53,131 @@ func BenchmarkLockUnlock(b *testing.B) {
 	})
 }
 
-// BenchmarkCompare times try-lock + unlock cycles three ways in one run:
-// "c" (a loop inside C, no Go in between), "go" (this binding) and
-// "redsync" (go-redsync with go-redis), first on healthy nodes and then with
-// node 0 paused, and prints p50/p99 and the ratios to "c".
+// BenchmarkCompare times try-lock + unlock cycles four ways in one run,
+// interleaved in blocks so that the machine's changing load falls on all of
+// them alike: "c" (a loop inside C on one reused handle, no Go in between),
+// "go" (this binding, one reused Mutex), "go-per-call" (this binding written
+// the way go-redsync users write it: NewMutex with its options for every
+// cycle) and "redsync" (go-redsync with go-redis, the same way), first on
+// healthy nodes and then with node 0 paused. It prints p50/p99 and the
+// ratios to "c" and to "redsync".
 func BenchmarkCompare(b *testing.B) {
 	const ttl = 10 * time.Second
-	const warmup = 20
-	results := map[string]sample{}
-	// Each impl does warm-up cycles first (connections), then b.N timed
-	// cycles. A failed cycle (a loaded machine can push a node past the
-	// 50 ms reply timeout) is timed and counted, not fatal.
-	impls := []struct {
-		name string
-		run  func(b *testing.B, name string) sample
-	}{
-		{"c", func(b *testing.B, name string) sample {
-			l, err := cbaseline.Open(nodeURLs, name)
+	const warmup, block = 20, 25
+	type impl struct {
+		name  string
+		setup func(b *testing.B, name string) (cycle func() error, done func())
+	}
+	impls := []impl{
+		{"c", nil}, // timed inside C; see below
+		{"go", func(b *testing.B, name string) (func() error, func()) {
+			c, err := redlock.NewClient(nodeURLs) // C's timeouts, like the baseline
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer l.Close()
-			l.Cycles(warmup, ttl)
-			b.ResetTimer()
-			d, failed, err := l.Cycles(b.N, ttl)
-			if err != nil {
-				b.Logf("%d of %d C cycles failed, first: %v", failed, b.N, err)
-			}
-			return sample{d, failed}
-		}},
-		{"go", func(b *testing.B, name string) sample {
-			c, err := redlock.NewClient(nodeURLs) // C's defaults, like the baseline
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
 			m := c.NewMutex(name, redlock.WithExpiry(ttl))
-			cycle := func() error {
+			return func() error {
 				err := m.TryLock()
 				if err == nil {
 					_, err = m.Unlock()
 				}
 				return err
-			}
-			return timeCycles(b, warmup, cycle)
+			}, func() { c.Close() }
 		}},
-		{"redsync", func(b *testing.B, name string) sample {
-			m := newRedsync(b).NewMutex(name, redsync.WithExpiry(ttl), redsync.WithTries(1))
-			cycle := func() error {
-				err := m.TryLock()
+		{"go-per-call", func(b *testing.B, name string) (func() error, func()) {
+			c, err := redlock.NewClient(nodeURLs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func() error {
+				m := c.NewMutex(name, redlock.WithExpiry(ttl), redlock.WithTries(1))
+				err := m.Lock()
 				if err == nil {
 					_, err = m.Unlock()
 				}
 				return err
-			}
-			return timeCycles(b, warmup, cycle)
+			}, func() { c.Close() }
+		}},
+		{"redsync", func(b *testing.B, name string) (func() error, func()) {
+			rs := newRedsync(b)
+			return func() error {
+				m := rs.NewMutex(name, redsync.WithExpiry(ttl), redsync.WithTries(1))
+				err := m.Lock()
+				if err == nil {
+					_, err = m.Unlock()
+				}
+				return err
+			}, func() {}
 		}},
 	}
+	results := map[string]sample{}
 	for _, scenario := range []string{"healthy", "paused"} {
 		if scenario == "paused" && os.Getenv(envHarness) == "" {
 			break
 		}
-		for _, impl := range impls {
-			key := scenario + "/" + impl.name
-			if scenario == "paused" {
-				// A fresh node for each implementation: connections the
-				// previous one left in the paused node's listen backlog
-				// would otherwise change what the next one meets.
-				ctl(b, "RESTART", "0")
-				ctl(b, "PAUSE", "0")
+		if scenario == "paused" {
+			ctl(b, "RESTART", "0")
+			ctl(b, "PAUSE", "0")
+		}
+		b.Run(scenario, func(b *testing.B) {
+			base, err := cbaseline.Open(nodeURLs, lockName(b))
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.Run(key, func(b *testing.B) {
-				s := impl.run(b, lockName(b))
-				b.StopTimer()
-				p50, p99 := percentiles(s.d)
-				b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
-				b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
-				b.ReportMetric(float64(s.failed), "failed")
-				results[key] = s // the last (largest) run is kept
-			})
-			if scenario == "paused" {
-				ctl(b, "RESUME", "0")
+			defer base.Close()
+			base.Cycles(warmup, ttl)
+			cycles := make([]func() error, len(impls))
+			for k, im := range impls[1:] {
+				cycle, done := im.setup(b, lockName(b))
+				defer done()
+				for range warmup {
+					cycle()
+				}
+				cycles[k+1] = cycle
 			}
+			got := make([]sample, len(impls))
+			b.ResetTimer()
+			for n := 0; n < b.N; n += block {
+				k := min(block, b.N-n)
+				for i := range impls {
+					if i == 0 {
+						d, failed, _ := base.Cycles(k, ttl)
+						got[0].d = append(got[0].d, d...)
+						got[0].failed += failed
+						continue
+					}
+					for range k {
+						t0 := time.Now()
+						if err := cycles[i](); err != nil {
+							got[i].failed++
+						}
+						got[i].d = append(got[i].d, time.Since(t0))
+					}
+				}
+			}
+			b.StopTimer()
+			for i, im := range impls {
+				results[scenario+"/"+im.name] = got[i] // the last (largest) run is kept
+				p50, _ := percentiles(got[i].d)
+				b.ReportMetric(float64(p50.Microseconds()), im.name+"-p50-µs")
+			}
+		})
+		if scenario == "paused" {
+			ctl(b, "RESUME", "0")
 		}
 	}
-	fmt.Printf("\n%-18s %12s %12s %8s %8s %7s\n", "lock+unlock", "p50", "p99", "p50/c", "p99/c", "failed")
+	fmt.Printf("\n%-20s %10s %10s %7s %7s %9s %7s\n", "try-lock+unlock", "p50", "p99", "p50/c", "p99/c", "redsync/x", "failed")
 	for _, scenario := range []string{"healthy", "paused"} {
 		base50, base99 := percentiles(results[scenario+"/c"].d)
-		for _, impl := range impls {
-			s, ok := results[scenario+"/"+impl.name]
+		rs50, _ := percentiles(results[scenario+"/redsync"].d)
+		for _, im := range impls {
+			s, ok := results[scenario+"/"+im.name]
 			if !ok {
 				continue
 			}
 			p50, p99 := percentiles(s.d)
-			fmt.Printf("%-18s %12v %12v %8s %8s %7d\n", scenario+"/"+impl.name, p50.Round(time.Microsecond),
-				p99.Round(time.Microsecond), ratio(p50, base50), ratio(p99, base99), s.failed)
+			fmt.Printf("%-20s %10v %10v %7s %7s %9s %7d\n", scenario+"/"+im.name, p50.Round(time.Microsecond),
+				p99.Round(time.Microsecond), ratio(p50, base50), ratio(p99, base99), ratio(rs50, p50), s.failed)
 		}
 	}
 }
@@ -156,30 +186,6 @@ func BenchmarkCompare(b *testing.B) {
 type sample struct {
 	d      []time.Duration
 	failed int
-}
-
-// timeCycles runs warmup untimed cycles, then b.N timed ones.
-func timeCycles(b *testing.B, warmup int, cycle func() error) sample {
-	for i := 0; i < warmup; i++ {
-		cycle()
-	}
-	d := make([]time.Duration, b.N)
-	failed := 0
-	var first error
-	b.ResetTimer()
-	for i := range d {
-		t0 := time.Now()
-		if err := cycle(); err != nil {
-			if failed++; first == nil {
-				first = err
-			}
-		}
-		d[i] = time.Since(t0)
-	}
-	if first != nil {
-		b.Logf("%d of %d cycles failed, first: %v", failed, b.N, first)
-	}
-	return sample{d, failed}
 }
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
