@@ -116,6 +116,7 @@ void cli_json_bytes(FILE *f, const char *s, size_t len);
 int cli_run(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_completion(int argc, char **argv);
 
 /* Common long options shared by subcommands (values above 255). */
 enum {

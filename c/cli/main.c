@@ -1,5 +1,5 @@
 /* main.c: entry point of the redlock command-line tool (a distributed
- * flock(1)): dispatches to the run, status and doctor subcommands. */
+ * flock(1)): dispatches to the run, status, doctor and completion subcommands. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +16,7 @@ static void usage(FILE *f)
           "  run RESOURCE [--] COMMAND [ARG...]   run COMMAND while holding the lock on RESOURCE\n"
           "  status RESOURCE                      show who holds RESOURCE on each node\n"
           "  doctor                               check that the nodes are safe for Redlock\n"
+          "  completion bash|zsh                  print a shell completion script\n"
           "\n"
           "nodes come from --nodes URL,URL,..., else $REDLOCK_NODES, else 'nodes = ...' in the\n"
           "config file named by --config FILE or $REDLOCK_CONFIG. rediss:// nodes use TLS: see\n"
@@ -49,7 +50,9 @@ int main(int argc, char **argv)
         return cli_status(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor"))
         return cli_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "completion"))
+        return cli_completion(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return cli_usage(NULL, "unknown option '%s'", cmd);
-    return cli_usage(NULL, "unknown command '%s' (commands: run, status, doctor)", cmd);
+    return cli_usage(NULL, "unknown command '%s' (commands: run, status, doctor, completion)", cmd);
 }

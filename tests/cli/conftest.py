@@ -66,3 +66,9 @@ class Runner:
 @pytest.fixture(scope="session")
 def runner(cli) -> Runner:
     return Runner(cli)
+
+
+def pytest_configure(config):
+    # Show why a test was skipped (a missing tool: zsh, systemd-analyze, openssl...) in the summary.
+    if "s" not in config.option.reportchars:
+        config.option.reportchars += "s"
