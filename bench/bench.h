@@ -27,4 +27,24 @@ void bench_floor_close(bench_floor *f);
 int bench_floor_cycle(bench_floor *f, const char *key, size_t key_len, const char *value,
                       uint32_t ttl_ms, int64_t *mid_ns, char *err, size_t errsize);
 
+/* The quorum floor: the same two rounds, but each returns as soon as a
+ * majority (n/2+1) has answered, which is all Redlock needs. A slower node's
+ * replies are read when they arrive during a later round, before that
+ * node's reply to the later command can count (and are checked to be OK / 1).
+ * Redlock's real limit: no library that waits for a majority can be faster. */
+int bench_floor_quorum_cycle(bench_floor *f, const char *key, size_t key_len, const char *value,
+                             uint32_t ttl_ms, int64_t *mid_ns, char *err, size_t errsize);
+
+/* A loopback TCP proxy on its own thread that forwards requests at once and
+ * holds every reply chunk for delay_ms (order kept) before passing it on: a
+ * node that answers delay_ms late. Listens on 127.0.0.1, port chosen by the
+ * kernel. */
+typedef struct bench_proxy bench_proxy;
+
+/* upstream: redis://host:port (loopback only). 0, or -1 with err filled. */
+int bench_proxy_start(bench_proxy **out, const char *upstream, int delay_ms, char *err, size_t errsize);
+/* "redis://127.0.0.1:PORT" of the proxy. */
+const char *bench_proxy_url(const bench_proxy *p);
+void bench_proxy_stop(bench_proxy *p);
+
 #endif
