@@ -56,7 +56,8 @@ static void help(void)
           "\n"
           "DURATION: 250ms, 30s, 5m, 1h; a bare number is seconds.\n"
           "COMMAND sees REDLOCK_RESOURCE, REDLOCK_VALIDITY_MS (validity at start) and, with --fencing,\n"
-          "REDLOCK_FENCING_TOKEN in its environment.\n"
+          "REDLOCK_FENCING_TOKEN in its environment; REDLOCK_NODES, REDLOCK_CONFIG and any variable\n"
+          "holding a node's password are taken out of it.\n"
           "exit codes: COMMAND's status (128+N if killed by signal N); 2 usage error; 75 lock not\n"
           "acquired (-E); 76 lock lost while COMMAND ran; 69 nodes unavailable; 70 internal error;\n"
           "126 COMMAND not executable; 127 COMMAND not found. Interrupted by SIGINT/TERM/HUP/QUIT\n"
@@ -99,6 +100,11 @@ static void on_signal(int sig)
         g_signal = sig;
         redlock_lock_cancel(g_lock);  /* async-signal-safe and sticky */
     }
+}
+
+static void on_wake(int sig)
+{
+    (void)sig;  /* WAKE_SIGNAL is taken by sigwaitinfo; this only keeps a stray one harmless */
 }
 
 static void on_sigchld(int sig)
@@ -677,6 +683,14 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
      * and nothing can signal the command's pid, which is reaped next. */
     if (have_auto)
         redlock_lock_auto_extend_stop(g_lock);
+    /* A wake-up sent by on_lost as the command ended may still be pending:
+     * take it now, before the mask is restored. */
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, WAKE_SIGNAL);
+    struct timespec zero = { 0, 0 };
+    while (sigtimedwait(&wake, NULL, &zero) > 0)
+        ;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -737,6 +751,8 @@ int cli_run(int argc, char **argv)
     sigemptyset(&chld.sa_mask);
     chld.sa_flags = SA_RESTART;
     sigaction(SIGCHLD, &chld, NULL);
+    chld.sa_handler = on_wake;
+    sigaction(WAKE_SIGNAL, &chld, NULL);
     signal(SIGPIPE, SIG_IGN);
     fdset inherited;
     fds_snapshot(&inherited);
