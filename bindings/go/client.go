@@ -30,6 +30,7 @@ type Client struct {
 	mu        sync.RWMutex
 	p         *C.redlock_client // nil after Close
 	closing   atomic.Bool       // set first thing in Close; new operations stop
+	done      chan struct{}     // closed by Close, for the pauses of WithRetryDelayFunc
 	closeOnce sync.Once
 
 	// The node URLs as C shows them, password masked: for reports, events
@@ -112,7 +113,7 @@ func NewClient(urls []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{p: p, shown: shownURLs(p), cfg: cfg,
+	c := &Client{p: p, shown: shownURLs(p), cfg: cfg, done: make(chan struct{}),
 		reg: map[*handle]struct{}{}}
 	// Memory only: the C client closes its connections when freed.
 	runtime.SetFinalizer(c, (*Client).finalize)
@@ -195,6 +196,7 @@ func (c *Client) Close() error {
 		// closing or is cancelled after its reset. Either way it ends
 		// within a round, and the write side below is not kept waiting.
 		c.closing.Store(true)
+		close(c.done)
 		c.cancelAll()
 		c.mu.Lock()
 		c.regMu.Lock()

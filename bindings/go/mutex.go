@@ -271,6 +271,8 @@ func (m *Mutex) lockPaced(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return m.ctxErr(ctx, nil)
+		case <-m.client.done:
+			return closedErr("lock", m.name)
 		case <-timer.C:
 		}
 	}

@@ -76,8 +76,12 @@ func TestRedsyncReadmeExample(t *testing.T) {
 	if ok, err := mutex.Unlock(); !ok || err != nil {
 		panic("unlock failed")
 	}
-	if holders(mutexname) != 0 {
-		t.Fatal("key left behind")
+	// Unlock returns once a majority confirmed; the other nodes' deletes
+	// are on their way.
+	for deadline := time.Now().Add(2 * time.Second); holders(mutexname) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("key left behind")
+		}
 	}
 }
 
@@ -320,5 +324,26 @@ func TestTimeoutFactor(t *testing.T) {
 	for _, f := range []float64{0, -1, 1} {
 		_, err := redlock.NewClient(nodeURLs, redlock.WithTimeoutFactor(f))
 		mustIs(t, err, redlock.ErrInvalid)
+	}
+}
+
+// Close ends a WithRetryDelayFunc pause at once.
+func TestCloseEndsDelayFuncPause(t *testing.T) {
+	c := newClient(t, redlock.WithTries(1))
+	name := lockName(t)
+	holder := c.NewMutex(name)
+	if err := holder.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	m := c.NewMutex(name, redlock.WithTries(3), redlock.WithRetryDelayFunc(func(int) time.Duration { return time.Hour }))
+	errc := make(chan error, 1)
+	go func() { errc <- m.Lock() }()
+	time.Sleep(200 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-errc:
+		mustIs(t, err, redlock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the pause")
 	}
 }
