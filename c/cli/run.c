@@ -796,8 +796,17 @@ int cli_run(int argc, char **argv)
         sigaction(forwarded[i], &sa, NULL);
 
     char d1[32], d2[32];
-    vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes", o.resource, cli_fmt_duration(ttl, d1, sizeof d1),
-         wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o.common.n_urls);
+    /* The retry policy is the library's own (its defaults for every lock),
+     * not the tool's: shown so that a slow acquisition can be explained. */
+    redlock_lock_options policy;
+    memset(&policy, 0, sizeof policy);
+    policy.version = REDLOCK_LOCK_OPTIONS_VERSION;
+    if (redlock_lock_get_options(g_lock, &policy) != 0)
+        policy.retry_delay_ms = policy.retry_jitter_ms = 0;
+    vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes; retry delay %u ms + up to %u ms of jitter (the library's)",
+         o.resource, cli_fmt_duration(ttl, d1, sizeof d1),
+         wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o.common.n_urls,
+         (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms);
     int64_t left = wait, started_ms = cli_now_ms();
     for (;;) {
         int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;
