@@ -1,0 +1,729 @@
+/* conn.c: a node's one connection, shared by every lock of the client. Its
+ * states (CLOSED, CONNECTING, HANDSHAKE, READY) change only in
+ * rl_conn_transition. Every command handed to it goes into its FIFO of
+ * owed replies, is written whole, and is answered in order: by its round
+ * while that waits, else read and dropped by whoever drives next. A
+ * connection that fails is closed at once and everything it still owed
+ * counts as failed. So no command is ever half-written, or left in a buffer
+ * nothing drives, and no reply is ever taken for a later command's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/hiredis_ssl.h>
+#include <hiredis/sds.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "engine.h"
+
+/* hiredis_ssl.h declares this; some compatibility builds of it (hiredict's
+ * hiredis shims) only define the name. An identical redeclaration is valid C. */
+int redisInitiateSSL(redisContext *c, struct ssl_st *ssl);
+
+/* ---- the FIFO of owed replies ---- */
+
+static rl_req *q_at(rl_conn *c, uint32_t k)
+{
+    return &c->q[(c->head + k) % c->cap];
+}
+
+static rl_req *q_push(rl_conn *c)
+{
+    if (c->len == c->cap) {
+        if (c->cap >= RL_PIPE_MAX)
+            return NULL;
+        uint32_t cap = c->cap ? c->cap * 2 : 8;
+        rl_req *q = malloc(sizeof *q * cap);
+        if (!q)
+            return NULL;
+        for (uint32_t k = 0; k < c->len; k++)
+            q[k] = *q_at(c, k);
+        free(c->q);
+        c->q = q;
+        c->cap = cap;
+        c->head = 0;
+    }
+    rl_req *e = q_at(c, c->len++);
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static void q_pop(rl_conn *c)
+{
+    rl_req *e = q_at(c, 0);
+    free(e->resend);
+    c->head = (c->head + 1) % c->cap;
+    c->len--;
+    c->seq0++;
+}
+
+static rl_req *q_find(rl_conn *c, uint64_t seq)
+{
+    return seq >= c->seq0 && seq - c->seq0 < c->len ? q_at(c, (uint32_t)(seq - c->seq0)) : NULL;
+}
+
+/* ---- rounds ---- */
+
+static void finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int64_t now)
+{
+    r->out[i] = out;
+    r->rtt_us[i] = now - r->start_us;
+    if (msg)
+        rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s", msg);
+    rl_io_notify(r);
+}
+
+static void node_backoff(rl_node *node, int64_t now)
+{
+    node->backoff_ms = rl_policy_backoff_next_ms(node->backoff_ms);
+    node->retry_after_us = now + (int64_t)node->backoff_ms * 1000;
+}
+
+/* ---- states ---- */
+
+/* Closing a socket with unread data sends RST instead of FIN, and a server
+ * that gets RST may drop commands it has not run yet, such as the release
+ * just written. Drop what has arrived first: whatever arrives later answers
+ * a command the server has already run. */
+static void close_socket(rl_conn *c)
+{
+    if (c->ctx && c->ctx->fd >= 0 && c->state == RL_CONN_READY && c->pid == getpid()) {
+        char sink[4096];
+        while (recv(c->ctx->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+        }
+    }
+    redisFree(c->ctx);   /* frees c->ssl too once handed over */
+    c->ctx = NULL;
+    c->ssl = NULL;
+}
+
+void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outcome fail, const char *why)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    if (to != RL_CONN_CLOSED) {
+        c->state = to;
+        return;
+    }
+    int64_t now = rl_now_us();
+    /* Everything it owed fails: the rounds that still wait learn why. */
+    while (c->len) {
+        rl_req *e = q_at(c, 0);
+        if (e->round && e->round->out[i] == RL_PENDING)
+            finish(e->round, i, fail, why, now);
+        q_pop(c);
+    }
+    close_socket(c);
+    c->state = RL_CONN_CLOSED;
+    c->wpending = 0;
+    c->scripts_sent = 0;
+}
+
+/* A forked child shares the parent's sockets: it drops its copies without
+ * touching them, or the rounds of the parent's threads they point to. */
+static void forget(rl_conn *c)
+{
+    while (c->len)
+        q_pop(c);
+    if (c->ctx && c->ssl) {
+        /* SSL_free would send nothing, but keep the parent's session alone. */
+        close(c->ctx->fd);
+        c->ctx->fd = -1;
+    }
+    redisFree(c->ctx);
+    c->ctx = NULL;
+    c->ssl = NULL;
+    c->state = RL_CONN_CLOSED;
+    c->wpending = 0;
+    c->scripts_sent = 0;
+}
+
+void rl_conn_free(redlock_client *cl, size_t i)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    if (!c)
+        return;
+    if (c->pid != getpid())
+        forget(c);
+    else
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "client closed");
+    free(c->q);
+    free(c);
+    cl->nodes[i].conn = NULL;
+}
+
+/* ---- TLS (see c/common/tls.c for the rules) ----
+ * hiredis's redisInitiateSSL starts the handshake; on a non-blocking context
+ * it returns as soon as the handshake waits for the server, and hiredis
+ * would finish it inside SSL_read/SSL_write, which cannot say whether the
+ * socket must become readable or writable. So the handshake is driven here
+ * (SSL_do_handshake, polling for what it wants), and the connection is
+ * handed to hiredis's reads and writes only once it is complete. */
+
+int rl_tls_client_init(redlock_client *c, const redlock_options *o, char *err, size_t errsize)
+{
+    int any = 0;
+    for (size_t i = 0; i < c->n; i++)
+        any |= c->nodes[i].ep.tls;
+    if (o->tls_server_name) {
+        c->tls_server_name = strdup(o->tls_server_name);
+        if (!c->tls_server_name) {
+            rl_fmt(err, errsize, "out of memory");
+            return REDLOCK_ENOMEM;
+        }
+    }
+    if (!any)
+        return 0;
+    return rl_tls_ctx_new(&c->tls_ctx, o->tls_ca_file, o->tls_ca_dir, o->tls_cert_file, o->tls_key_file,
+                          (int)o->tls_insecure_skip_verify, err, errsize);
+}
+
+void rl_tls_client_free(redlock_client *c)
+{
+    SSL_CTX_free(c->tls_ctx);
+    c->tls_ctx = NULL;
+    free(c->tls_server_name);
+    c->tls_server_name = NULL;
+}
+
+static const char *tls_name(const redlock_client *cl, size_t i)
+{
+    return cl->tls_server_name ? cl->tls_server_name : cl->nodes[i].ep.host;
+}
+
+/* Continues the handshake: 0 done, 1 waiting (c->tls_want says for what),
+ * -1 failed (reason in msg). */
+static int tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    ERR_clear_error();
+    int rv = SSL_do_handshake(c->ssl);
+    if (rv == 1)
+        return 0;
+    int e = SSL_get_error(c->ssl, rv);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        c->tls_want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        return 1;
+    }
+    rl_tls_describe(c->ssl, e, "TLS handshake", tls_name(cl, i), msg, msgsize);
+    return -1;
+}
+
+/* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
+static int tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    const char *name = tls_name(cl, i);
+    SSL *ssl = rl_tls_ssl_new(cl->tls_ctx, name, (int)cl->opts.tls_insecure_skip_verify, msg, msgsize);
+    if (!ssl)
+        return -1;
+    if (redisInitiateSSL(c->ctx, ssl) != REDIS_OK) {
+        /* Its first SSL_connect may already have met the server's answer. */
+        if (rl_tls_reason(NULL))
+            rl_tls_describe(ssl, SSL_ERROR_SSL, "TLS handshake", name, msg, msgsize);
+        else
+            rl_fmt(msg, msgsize, "TLS: %s", c->ctx->errstr[0] ? c->ctx->errstr : "cannot start the handshake");
+        ERR_clear_error();
+        SSL_free(ssl);  /* on failure the SSL object stays ours */
+        return -1;
+    }
+    c->ssl = ssl;
+    return 0;
+}
+
+/* hiredis writes with send(fd, ..., 0): a node that closed its end makes
+ * that raise SIGPIPE, which kills a program that does not ignore it. Plain
+ * connections (TCP and unix) write through this instead; TLS ones through
+ * OpenSSL, with SIGPIPE blocked for the round (see round.c). */
+static ssize_t nosignal_write(redisContext *c)
+{
+    ssize_t n = send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return 0;
+    c->err = REDIS_ERR_IO;
+    snprintf(c->errstr, sizeof c->errstr, "%s", strerror(errno));
+    return -1;
+}
+
+static pthread_mutex_t plain_funcs_mu = PTHREAD_MUTEX_INITIALIZER;
+static redisContextFuncs plain_funcs;
+static int plain_funcs_ready;
+
+static void use_nosignal_write(redisContext *ctx)
+{
+    pthread_mutex_lock(&plain_funcs_mu);
+    if (!plain_funcs_ready) {
+        plain_funcs = *ctx->funcs;
+        plain_funcs.write = nosignal_write;
+        plain_funcs_ready = 1;
+    }
+    pthread_mutex_unlock(&plain_funcs_mu);
+    ctx->funcs = &plain_funcs;
+}
+
+/* ---- opening ---- */
+
+static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
+{
+    rl_req *e = q_push(c);
+    if (e) {
+        e->kind = (unsigned char)kind;
+        e->sent_us = now;
+    }
+    return e;
+}
+
+/* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
+ * the reason in msg. */
+static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    redisOptions o;
+    memset(&o, 0, sizeof o);
+    if (node->ep.path)
+        REDIS_OPTIONS_SET_UNIX(&o, node->ep.path);
+    else
+        REDIS_OPTIONS_SET_TCP(&o, node->ep.host, node->ep.port);
+    o.options |= REDIS_OPT_NONBLOCK;
+    c->ctx = redisConnectWithOptions(&o);
+    if (!c->ctx) {
+        rl_fmt(msg, msgsize, "out of memory");
+        return -1;
+    }
+    if (c->ctx->err) {
+        rl_fmt(msg, msgsize, "connect: %s", c->ctx->errstr);
+        redisFree(c->ctx);
+        c->ctx = NULL;
+        node_backoff(node, now);
+        return -1;
+    }
+    if (!node->ep.path) {
+        int one = 1;
+        /* Each round is one small write per node; Nagle would hold it back. */
+        setsockopt(c->ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    /* hiredis doesn't set close-on-exec: a program this process runs must
+     * not inherit the node connections. */
+    fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
+    use_nosignal_write(c->ctx);
+    c->guard = (rl_reply_guard)RL_REPLY_GUARD_LOCK;
+    rl_reply_harden(c->ctx, &c->guard);
+    c->pid = getpid();
+    c->gen++;
+    c->opened_us = now;
+    c->last_reply_us = 0;
+    c->scripts_sent = 0;
+    c->wpending = 1;
+    c->state = RL_CONN_CONNECTING;
+    int ok = 1;
+    if (node->ep.password) {
+        ok = (node->ep.user ? redisAppendCommand(c->ctx, "AUTH %s %s", node->ep.user, node->ep.password)
+                            : redisAppendCommand(c->ctx, "AUTH %s", node->ep.password)) == REDIS_OK &&
+             push_setup(c, RL_REQ_AUTH, now);
+    }
+    if (ok && node->ep.db)
+        ok = redisAppendCommand(c->ctx, "SELECT %d", node->ep.db) == REDIS_OK && push_setup(c, RL_REQ_SELECT, now);
+    if (!ok) {
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "out of memory");
+        rl_fmt(msg, msgsize, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- writing and reading ---- */
+
+static void io_fail(redlock_client *cl, size_t i, const char *what)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    char msg[RL_NODE_MSG_MAX];
+    if (c->guard.why) {
+        rl_fmt(msg, sizeof msg, "protocol: %s", c->guard.why);
+    } else if (c->ssl && rl_tls_reason(NULL)) {
+        /* hiredis reports a failed SSL_read/SSL_write without the reason,
+         * e.g. the alert of a server that refused our client certificate. */
+        rl_tls_describe(c->ssl, SSL_ERROR_SSL, what, NULL, msg, sizeof msg);
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
+        return;
+    } else {
+        rl_fmt(msg, sizeof msg, "%s: %s", what, c->ctx->errstr[0] ? c->ctx->errstr : "connection error");
+        if (!c->last_reply_us && !c->ssl && !cl->nodes[i].ep.path && strcmp(what, "protocol") != 0)
+            rl_append(msg, sizeof msg, " (closed before any reply; a TLS port needs rediss://)");
+    }
+    rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
+}
+
+/* Writes what is buffered, as far as the socket takes it: 0, or -1 once
+ * the connection has been closed. */
+static int flush(redlock_client *cl, size_t i)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    if (c->state != RL_CONN_READY || !c->wpending)
+        return 0;
+    int done = 0;
+    if (c->ssl)
+        ERR_clear_error();
+    if (redisBufferWrite(c->ctx, &done) == REDIS_ERR) {
+        io_fail(cl, i, "write");
+        return -1;
+    }
+    c->wpending = !done;
+    return 0;
+}
+
+/* Queues a command: its bytes into the context's buffer, its request into
+ * the FIFO. NULL when the FIFO is full or out of memory. */
+static rl_req *enqueue(rl_conn *c, const char *buf, size_t len, int64_t now)
+{
+    rl_req *e = q_push(c);
+    if (!e)
+        return NULL;
+    if (redisAppendFormattedCommand(c->ctx, buf, len) != REDIS_OK) {
+        c->len--;  /* the entry just pushed: nothing was queued */
+        return NULL;
+    }
+    e->kind = RL_REQ_CMD;
+    e->sent_us = now;
+    c->wpending = 1;
+    return e;
+}
+
+/* The reply to the FIFO's front request. */
+static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    c->last_reply_us = now;
+    /* Any answer proves the node is back. */
+    node->suspect = 0;
+    node->backoff_ms = 0;
+    node->retry_after_us = 0;
+    if (!c->len) {
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "a reply that no command asked for");
+        return;
+    }
+    rl_req *e = q_at(c, 0);
+    int err = rep->type == REDIS_REPLY_ERROR;
+    if (e->kind == RL_REQ_AUTH || e->kind == RL_REQ_SELECT) {
+        int auth = e->kind == RL_REQ_AUTH;
+        q_pop(c);
+        if (err) {
+            char msg[RL_NODE_MSG_MAX];
+            rl_fmt(msg, sizeof msg, "%s: %.120s", auth ? "AUTH" : "SELECT", rep->str);
+            rl_conn_transition(cl, i, RL_CONN_CLOSED,
+                               auth || rl_proto_is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, msg);
+        }
+        return;
+    }
+    rl_round *r = e->round;
+    if (!r) {
+        /* Late: its round returned without it. NOSCRIPT means it never ran. */
+        char *resend = e->resend;
+        size_t resend_len = e->resend_len;
+        unsigned char late_cmd = e->cmd;
+        e->resend = NULL;
+        q_pop(c);
+        rl_req *n = err && resend && strncmp(rep->str, "NOSCRIPT", 8) == 0 ? enqueue(c, resend, resend_len, now)
+                                                                          : NULL;
+        if (n) {
+            n->cmd = late_cmd;
+            n->via = RL_VIA_EVAL;
+            c->scripts_sent |= 1u << late_cmd;
+        }
+        free(resend);
+        return;
+    }
+    rl_parsed p;
+    unsigned char cmd = e->cmd;
+    rl_proto_parse(r, e->via, rep, &p);
+    q_pop(c);
+    if (p.out == RL_PENDING && !r->resent[i]) {
+        /* Script cache flushed or server restarted: send the body once. */
+        if (!r->fmt[RL_VIA_EVAL]) {
+            long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
+            r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
+        }
+        rl_req *n = r->fmt[RL_VIA_EVAL] ? enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        if (n) {
+            n->round = r;
+            n->cmd = cmd;
+            n->via = RL_VIA_EVAL;
+            r->seq[i] = c->seq0 + c->len - 1;
+            r->via[i] = RL_VIA_EVAL;
+            r->resent[i] = 1;
+            c->scripts_sent |= 1u << cmd;
+            return;
+        }
+        rl_fmt(p.msg, sizeof p.msg, "EVAL after NOSCRIPT could not be queued");
+        p.out = RL_ERR_IO;
+    } else if (p.out == RL_PENDING) {
+        rl_fmt(p.msg, sizeof p.msg, "NOSCRIPT again after EVAL");
+        p.out = RL_ERR_SERVER;
+    }
+    r->counter[i] = p.counter;
+    finish(r, i, p.out, p.msg, now);
+}
+
+static void read_replies(redlock_client *cl, size_t i, int64_t now)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    for (;;) {
+        if (c->ssl)
+            ERR_clear_error();
+        if (redisBufferRead(c->ctx) == REDIS_ERR) {
+            io_fail(cl, i, "read");
+            return;
+        }
+        if (rl_reply_check_buffer(c->ctx, &c->guard) != 0) {
+            io_fail(cl, i, "read");
+            return;
+        }
+        for (;;) {
+            void *rep = NULL;
+            if (redisGetReply(c->ctx, &rep) == REDIS_ERR) {
+                io_fail(cl, i, "protocol");
+                return;
+            }
+            if (!rep)
+                break;
+            dispatch(cl, i, rep, now);
+            rl_reply_free(rep);
+            if (c->state != RL_CONN_READY)
+                return;
+        }
+        /* Decrypted bytes that OpenSSL holds are invisible to poll(). */
+        if (!c->ssl || SSL_pending(c->ssl) <= 0)
+            break;
+    }
+    flush(cl, i);   /* a NOSCRIPT answered with EVAL */
+}
+
+void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    char msg[RL_NODE_MSG_MAX];
+    if (c->state == RL_CONN_CONNECTING) {
+        if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
+            return;
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(c->ctx->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err) {
+            node_backoff(node, now);
+            rl_fmt(msg, sizeof msg, "connect: %s", strerror(err));
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
+            return;
+        }
+        if (!node->ep.tls) {
+            rl_conn_transition(cl, i, RL_CONN_READY, RL_PENDING, NULL);
+            flush(cl, i);
+            return;
+        }
+        if (tls_begin(cl, i, msg, sizeof msg) != 0) {
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
+            return;
+        }
+        rl_conn_transition(cl, i, RL_CONN_HANDSHAKE, RL_PENDING, NULL);
+        revents = 0;
+    }
+    if (c->state == RL_CONN_HANDSHAKE) {
+        int st = tls_step(cl, i, msg, sizeof msg);
+        if (st < 0) {
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
+            return;
+        }
+        if (st > 0)
+            return;
+        rl_conn_transition(cl, i, RL_CONN_READY, RL_PENDING, NULL);
+        revents = POLLOUT;   /* handshake done: send what is queued */
+    }
+    if (c->wpending && (revents & (POLLOUT | POLLERR | POLLHUP)) && flush(cl, i) != 0)
+        return;
+    if (revents & (POLLIN | POLLERR | POLLHUP))
+        read_replies(cl, i, now);
+}
+
+short rl_conn_poll_events(const redlock_client *cl, size_t i)
+{
+    const rl_conn *c = cl->nodes[i].conn;
+    if (!c)
+        return 0;
+    switch (c->state) {
+    case RL_CONN_CONNECTING: return POLLOUT;
+    case RL_CONN_HANDSHAKE: return c->tls_want;
+    case RL_CONN_READY: return (short)(POLLIN | (c->wpending ? POLLOUT : 0));
+    default: return 0;
+    }
+}
+
+int rl_conn_needs_driving(const redlock_client *cl, size_t i)
+{
+    const rl_conn *c = cl->nodes[i].conn;
+    return c && (c->state == RL_CONN_CONNECTING || c->state == RL_CONN_HANDSHAKE ||
+                 (c->state == RL_CONN_READY && c->wpending));
+}
+
+uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
+{
+    const rl_conn *c = cl->nodes[i].conn;
+    return c && c->state != RL_CONN_CLOSED ? c->len : 0;
+}
+
+void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    char msg[RL_NODE_MSG_MAX];
+    if (!c || c->state == RL_CONN_CLOSED)
+        return;
+    if (c->state != RL_CONN_READY) {
+        int64_t limit = ((int64_t)cl->opts.connect_timeout_ms + cl->opts.node_timeout_ms) * 1000;
+        if (now - c->opened_us > limit) {
+            /* Not even accepting connections: back off. */
+            node_backoff(node, now);
+            rl_fmt(msg, sizeof msg, "%s not finished within %lld ms",
+                   c->state == RL_CONN_HANDSHAKE ? "TLS handshake" : "connect", (long long)(limit / 1000));
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
+        }
+        return;
+    }
+    if (!c->len)
+        return;
+    int64_t oldest = q_at(c, 0)->sent_us;
+    if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts)) {
+        /* A partition can leave a connection that never answers again, even
+         * once the network heals: close it (FIN: the node still runs what
+         * it was sent) and let the next round open a new one. */
+        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - oldest) / 1000));
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TIMEOUT, msg);
+    }
+}
+
+/* 1 if an idle connection was closed by the node (restart, idle timeout):
+ * one recv without waiting. Then the round opens a new one instead of
+ * losing its command on the dead one. */
+static int closed_while_idle(rl_conn *c)
+{
+    char b;
+    ssize_t n = recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
+{
+    rl_node *node = &cl->nodes[i];
+    char msg[RL_NODE_MSG_MAX];
+    if (r->skip[i]) {
+        r->out[i] = RL_UNSENT;
+        return;
+    }
+    if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn))) {
+        finish(r, i, RL_ERR_IO, "out of memory", now);
+        return;
+    }
+    rl_conn *c = node->conn;
+    if (c->state != RL_CONN_CLOSED && c->pid != getpid())
+        forget(c);
+    rl_conn_check_stall(cl, i, now);
+    if (c->state == RL_CONN_READY && !c->len && closed_while_idle(c))
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
+    int fresh = c->state != RL_CONN_READY;
+    if (c->state == RL_CONN_CLOSED) {
+        if (node->retry_after_us > now) {
+            rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms",
+                   (long long)((node->retry_after_us - now + 999) / 1000));
+            finish(r, i, RL_ERR_DOWN, msg, now);
+            return;
+        }
+        if (conn_open(cl, i, now, msg, sizeof msg) != 0) {
+            finish(r, i, RL_ERR_IO, msg, now);
+            return;
+        }
+        rl_io_kick(cl);
+    }
+    int via = RL_VIA_EVALSHA;
+    if (r->via_fcall)
+        via = RL_VIA_FCALL;
+    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || r->no_wait || node->suspect))
+        /* EVAL where a NOSCRIPT could not be answered in this round: on a
+         * connection that never sent the script (its server may never have
+         * seen it), and where the round won't wait for the reply. */
+        via = RL_VIA_EVAL;
+    if (!r->fmt[via]) {
+        long long len = rl_proto_format(&r->fmt[via], r, via);
+        if (len < 0) {
+            finish(r, i, RL_ERR_IO, "out of memory", now);
+            return;
+        }
+        r->fmt_len[via] = (size_t)len;
+    }
+    rl_req *e = enqueue(c, r->fmt[via], r->fmt_len[via], now);
+    if (!e) {
+        rl_fmt(msg, sizeof msg, c->len >= RL_PIPE_MAX ? "owes %u replies: not answering" : "out of memory",
+               (unsigned)c->len);
+        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
+        finish(r, i, RL_ERR_IO, msg, now);
+        return;
+    }
+    e->round = r;
+    e->cmd = (unsigned char)r->cmd;
+    e->via = (unsigned char)via;
+    if (via == RL_VIA_EVAL)
+        c->scripts_sent |= 1u << r->cmd;
+    r->seq[i] = c->seq0 + c->len - 1;
+    r->via[i] = (unsigned char)via;
+    int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
+    r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
+    if (flush(cl, i) == 0 && c->wpending)
+        rl_io_kick(cl);   /* the socket took part of it: the leader writes the rest */
+}
+
+void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
+{
+    if (r->out[i] != RL_PENDING)
+        return;
+    rl_conn *c = cl->nodes[i].conn;
+    rl_req *e = c ? q_find(c, r->seq[i]) : NULL;
+    if (e && e->round == r) {
+        e->round = NULL;
+        if (e->via == RL_VIA_EVALSHA && rl_proto_resend_late(r->cmd)) {
+            long long len = rl_proto_format(&e->resend, r, RL_VIA_EVAL);
+            e->resend_len = len < 0 ? 0 : (size_t)len;
+            if (len < 0)
+                e->resend = NULL;
+        }
+    }
+    r->out[i] = RL_UNSENT;
+    r->sent[i] = 1;
+    rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
+}
+
+/* The round's deadline for node i passed with no reply. */
+void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    char msg[RL_NODE_MSG_MAX];
+    int handshake = c && c->state == RL_CONN_HANDSHAKE;
+    rl_fmt(msg, sizeof msg, handshake ? "TLS handshake not finished within %lld ms" : "no reply within %lld ms",
+           (long long)((now - r->start_us) / 1000));
+    rl_conn_orphan(cl, i, r);   /* the request stays: its late reply is read and dropped */
+    node->suspect = 1;
+    r->sent[i] = 0;
+    /* A command still behind the handshake was never sent: nothing to clean
+     * up there, unlike after a timeout that may hide a reply. */
+    finish(r, i, handshake ? RL_ERR_IO : RL_ERR_TIMEOUT, msg, now);
+}

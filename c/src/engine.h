@@ -1,0 +1,149 @@
+/* engine.h: the I/O engine's private types, shared by its files and by
+ * nothing else (docs/design.md draws them):
+ *   proto.c   the wire format: one table of commands (format, parse, what a
+ *             late reply means)
+ *   conn.c    one connection per node, its states and their transitions,
+ *             and the FIFO of requests it owes replies to
+ *   mux.c     the client's multiplexer: whoever has a round under way drives
+ *             every connection (leader/follower); a helper thread finishes
+ *             writes and connects nobody else is driving
+ *   round.c   one round: submit a command to every node, return as soon as
+ *             the outcome is decided (decide.c says which nodes it still
+ *             needs), leave the rest to the connection
+ * Every field below is guarded by the client's rl_io.mu unless it says
+ * otherwise. */
+#ifndef REDLOCK_ENGINE_H
+#define REDLOCK_ENGINE_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+struct ssl_st;
+typedef struct rl_conn rl_conn;
+
+/* ---- proto.c ---- */
+enum { RL_VIA_EVALSHA, RL_VIA_EVAL, RL_VIA_FCALL, RL_VIA_N };
+
+/* What one reply says, for the round that waits for it. */
+typedef struct rl_parsed {
+    rl_outcome out;
+    uint64_t counter;              /* SET_FENCED granted: the node's counter */
+    char msg[RL_NODE_MSG_MAX];
+} rl_parsed;
+
+/* Formats cmd for r in the given way; length, or -1. Free with redisFreeCommand. */
+long long rl_proto_format(char **out, const rl_round *r, int via);
+/* 1 if cmd runs a script (may meet NOSCRIPT when sent by EVALSHA). */
+int rl_proto_is_script(rl_cmd cmd);
+/* 1 if a late NOSCRIPT to cmd must be answered by re-sending it as EVAL. */
+int rl_proto_resend_late(rl_cmd cmd);
+/* Reads a reply to r's command into p. NOSCRIPT gives RL_PENDING: re-send as EVAL. */
+void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed *p);
+/* 1 if an error reply says authentication is missing or wrong. */
+int rl_proto_is_auth_error(const char *err);
+
+/* ---- conn.c ---- */
+typedef enum rl_conn_state {
+    RL_CONN_CLOSED = 0,   /* no socket; the next submit opens one (unless in backoff) */
+    RL_CONN_CONNECTING,   /* non-blocking connect under way; commands wait in the buffer */
+    RL_CONN_HANDSHAKE,    /* TLS handshake under way (driven here, not by hiredis) */
+    RL_CONN_READY         /* commands are written and replies matched, in order */
+} rl_conn_state;
+
+enum { RL_REQ_AUTH = 1, RL_REQ_SELECT, RL_REQ_CMD };
+
+/* One command a connection has been handed and owes a reply to. */
+typedef struct rl_req {
+    rl_round *round;       /* the round waiting for it, or NULL once that round returned */
+    unsigned char kind;    /* RL_REQ_* */
+    unsigned char cmd;     /* rl_cmd */
+    unsigned char via;     /* RL_VIA_* */
+    int64_t sent_us;       /* handed to the connection */
+    char *resend;          /* an orphaned EVALSHA release/extend: its EVAL form, for NOSCRIPT */
+    size_t resend_len;
+} rl_req;
+
+#define RL_PIPE_MAX 4096   /* requests a connection may owe; beyond, the node is not answering */
+
+struct rl_conn {
+    rl_conn_state state;
+    redisContext *ctx;
+    struct ssl_st *ssl;        /* owned by ctx once handed over; NULL for plain connections */
+    short tls_want;            /* HANDSHAKE: POLLIN or POLLOUT */
+    pid_t pid;                 /* the process that opened it */
+    int64_t opened_us;
+    int64_t last_reply_us;     /* when the node last answered on it, 0 = never */
+    unsigned scripts_sent;     /* bit per rl_cmd: its script went by EVAL on this connection */
+    rl_reply_guard guard;      /* hardened reader (c/common/reply.c) */
+    rl_req *q;                 /* ring of owed replies: q[(head + k) % cap] */
+    uint32_t head, len, cap;
+    uint64_t seq0;             /* sequence number of q[head] */
+    int wpending;              /* output not fully written */
+    uint32_t gen;              /* counts opens: poll results name the socket they are for */
+};
+
+/* Moves c to state `to`; RL_CONN_CLOSED fails every request it carried
+ * (their rounds get `fail` and why) and closes the socket. The one place
+ * where a connection changes state. */
+void rl_conn_transition(redlock_client *cl, size_t node, rl_conn_state to, rl_outcome fail, const char *why);
+/* Hands r's command to node i's connection (opening one if needed); sets
+ * r->seq[i], or finishes the node at once when it cannot be sent. */
+void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
+/* The round stops waiting for node i: its request becomes an orphan whose
+ * reply is read and dropped (or acted on: NOSCRIPT) by whoever drives next. */
+void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r);
+/* The round's deadline for node i passed with no reply: a timeout, and the
+ * node is suspect until it answers again. */
+void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now);
+/* Handles poll() events on node i's connection. */
+void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now);
+/* What to poll for on node i (0: nothing). */
+short rl_conn_poll_events(const redlock_client *cl, size_t i);
+/* 1 if the connection has a connect, a handshake or a write that nobody
+ * would finish unless driven. */
+int rl_conn_needs_driving(const redlock_client *cl, size_t i);
+/* Closes connections that stopped answering (RL_STALL) or time out connecting. */
+void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now);
+/* Requests owed on node i's connection. */
+uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
+void rl_conn_free(redlock_client *cl, size_t i);
+
+/* ---- round.c ---- */
+/* 1 once more replies cannot change what r's caller will conclude. */
+int rl_round_decided(const rl_round *r);
+
+/* ---- mux.c ---- */
+typedef struct rl_io {
+    pthread_mutex_t mu;
+    int leader;                /* a thread is driving (in or around poll) */
+    int polling;               /* the leader is inside poll(): wake it through wake_fd */
+    int wake_fd;               /* eventfd */
+    rl_round *active;          /* rounds under way (r->next), the leader's included */
+    int followers;             /* rounds waiting for someone else to drive */
+    /* the helper thread: finishes what no round is driving */
+    pthread_t thread;
+    pthread_cond_t helper_cv;
+    int helper_started, helper_stop, helper_busy;
+    pid_t pid;                 /* the process these connections belong to */
+} rl_io;
+
+/* Takes the client's I/O mutex (starting over first in a forked child). */
+void rl_io_enter(redlock_client *cl);
+void rl_io_leave(redlock_client *cl);
+/* Runs r (already submitted and linked) until decided; mu held. */
+void rl_io_wait(redlock_client *cl, rl_round *r);
+/* A round returned: pass the lead on if it was ours; mu held. */
+void rl_io_done(redlock_client *cl);
+/* 1 if node i has a connection open (for the connection-count report). */
+int rl_io_connections(const redlock_client *cl, size_t i);
+/* After a submit that needs the leader's attention (a new socket, a write
+ * left over): wake it. mu held. */
+void rl_io_kick(redlock_client *cl);
+/* Tells a round waiting on its condition variable that its state changed. */
+void rl_io_notify(rl_round *r);
+
+#endif

@@ -1,0 +1,353 @@
+/* mux.c: the client's multiplexer. Every lock of a client shares one
+ * connection per node; the thread of some round under way drives all of
+ * them (the leader: one poll() over every socket, replies handed to the
+ * rounds they answer), the others wait for their round to be decided (the
+ * followers). A leader whose round is decided passes the lead on and
+ * returns. What is left unfinished when no round is under way (a connect,
+ * a TLS handshake, a write the socket did not take whole) is finished by a
+ * helper thread, started on first need. docs/design.md has the reasons. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define HELPER_SLICE_US 50000   /* the helper's longest poll before it looks around */
+
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);  /* the clock of rl_now_us */
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_us)
+{
+    if (until_us == INT64_MAX) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts = { (time_t)(until_us / 1000000), (long)(until_us % 1000000) * 1000 };
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+int rl_io_init(redlock_client *cl)
+{
+    rl_io *io = calloc(1, sizeof *io);
+    if (!io)
+        return REDLOCK_ENOMEM;
+    io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->wake_fd < 0) {
+        free(io);
+        return REDLOCK_EIO;
+    }
+    pthread_mutex_init(&io->mu, NULL);
+    cond_init(&io->helper_cv);
+    io->pid = getpid();
+    cl->io = io;
+    return 0;
+}
+
+/* In a forked child the parent's other threads are gone: a leader, the
+ * helper and rounds under way among them. Start over with no connections
+ * (those are the parent's). */
+static void after_fork(redlock_client *cl)
+{
+    rl_io *io = cl->io;
+    pthread_mutex_lock(&fork_mu);
+    if (io->pid != getpid()) {
+        pthread_mutex_init(&io->mu, NULL);
+        cond_init(&io->helper_cv);
+        io->leader = io->polling = io->followers = 0;
+        io->helper_started = io->helper_stop = io->helper_busy = 0;
+        io->active = NULL;
+        for (size_t i = 0; i < cl->n; i++)
+            rl_conn_free(cl, i);   /* drops the parent's sockets without I/O */
+        io->pid = getpid();
+    }
+    pthread_mutex_unlock(&fork_mu);
+}
+
+void rl_io_enter(redlock_client *cl)
+{
+    if (cl->io->pid != getpid())
+        after_fork(cl);
+    pthread_mutex_lock(&cl->io->mu);
+}
+
+void rl_io_leave(redlock_client *cl)
+{
+    pthread_mutex_unlock(&cl->io->mu);
+}
+
+void rl_io_notify(rl_round *r)
+{
+    if (r->following && rl_round_decided(r))
+        pthread_cond_signal(&r->cv);
+}
+
+/* Deadlines of every round under way that have passed. */
+static void expire(redlock_client *cl, int64_t now)
+{
+    for (rl_round *r = cl->io->active; r; r = r->next)
+        for (size_t i = 0; i < r->n; i++)
+            if (r->out[i] == RL_PENDING && r->deadline[i] <= now)
+                rl_conn_expire(cl, i, r, now);
+}
+
+static int64_t next_deadline(redlock_client *cl)
+{
+    int64_t next = INT64_MAX;
+    for (rl_round *r = cl->io->active; r; r = r->next)
+        for (size_t i = 0; i < r->n; i++)
+            if (r->out[i] == RL_PENDING && r->deadline[i] < next)
+                next = r->deadline[i];
+    return next;
+}
+
+/* One poll() over every connection, then what it found: the leader's work,
+ * with mu held on entry and exit (released while in poll). */
+static void drive(redlock_client *cl, int64_t max_wait_us)
+{
+    rl_io *io = cl->io;
+    struct pollfd pfd[REDLOCK_MAX_NODES + 1];
+    size_t map[REDLOCK_MAX_NODES + 1];
+    uint32_t gen[REDLOCK_MAX_NODES + 1];
+    nfds_t nfds = 0;
+    pfd[nfds].fd = io->wake_fd;
+    pfd[nfds].events = POLLIN;
+    nfds++;
+    for (size_t i = 0; i < cl->n; i++) {
+        short ev = rl_conn_poll_events(cl, i);
+        if (!ev)
+            continue;
+        pfd[nfds].fd = cl->nodes[i].conn->ctx->fd;
+        pfd[nfds].events = ev;
+        map[nfds] = i;
+        gen[nfds] = cl->nodes[i].conn->gen;
+        nfds++;
+    }
+    int64_t now = rl_now_us(), until = next_deadline(cl);
+    if (max_wait_us >= 0 && now + max_wait_us < until)
+        until = now + max_wait_us;
+    int64_t wait_us = until == INT64_MAX ? -1 : until - now;
+    int timeout = wait_us < 0 ? (until == INT64_MAX ? -1 : 0) : (int)((wait_us + 999) / 1000);
+    io->polling = 1;
+    pthread_mutex_unlock(&io->mu);
+    int n = poll(pfd, nfds, timeout);
+    int saved = errno;
+    pthread_mutex_lock(&io->mu);
+    io->polling = 0;
+    now = rl_now_us();
+    if (n < 0 && saved != EINTR) {
+        /* Only EINVAL/ENOMEM: nothing sensible to wait on; let deadlines run. */
+        struct timespec ts = { 0, 1000000 };
+        pthread_mutex_unlock(&io->mu);
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&io->mu);
+        now = rl_now_us();
+    }
+    for (nfds_t k = 0; n > 0 && k < nfds; k++) {
+        if (!pfd[k].revents)
+            continue;
+        if (k == 0) {
+            uint64_t v;
+            ssize_t rd = read(io->wake_fd, &v, sizeof v);
+            (void)rd;
+            continue;
+        }
+        size_t i = map[k];
+        rl_conn *c = cl->nodes[i].conn;
+        /* A follower may have closed and reopened it meanwhile. */
+        if (c && c->state != RL_CONN_CLOSED && c->gen == gen[k])
+            rl_conn_events(cl, i, pfd[k].revents, now);
+    }
+    expire(cl, now);
+    for (size_t i = 0; i < cl->n; i++)
+        rl_conn_check_stall(cl, i, now);
+}
+
+static int needs_driving(const redlock_client *cl)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        if (rl_conn_needs_driving(cl, i))
+            return 1;
+    return 0;
+}
+
+static int owes_anything(const redlock_client *cl)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        if (rl_conn_owed(cl, i))
+            return 1;
+    return 0;
+}
+
+/* The leader is done: a follower takes over, or the helper if something
+ * must still be driven. */
+static void pass_lead(redlock_client *cl)
+{
+    rl_io *io = cl->io;
+    io->leader = 0;
+    for (rl_round *r = io->active; r; r = r->next) {
+        if (r->following) {
+            pthread_cond_signal(&r->cv);
+            return;
+        }
+    }
+    /* Late replies need no hurry (the kernel keeps them, the next round
+     * reads them): once started, the helper looks at them on its timer. */
+    if (needs_driving(cl) || (!io->helper_started && owes_anything(cl)))
+        rl_io_kick(cl);
+}
+
+static void *helper_main(void *arg)
+{
+    redlock_client *cl = arg;
+    rl_io *io = cl->io;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the program's, not ours */
+    pthread_mutex_lock(&io->mu);
+    while (!io->helper_stop) {
+        int work = needs_driving(cl);
+        if (!io->leader && !io->followers && (work || owes_anything(cl))) {
+            /* Finish writes and connects; read late replies (a NOSCRIPT to
+             * re-send, a connection to close once it stalls) without
+             * holding the lead long, so a caller rarely finds it taken. */
+            io->leader = io->helper_busy = 1;
+            drive(cl, work ? HELPER_SLICE_US : 0);
+            io->helper_busy = 0;
+            pass_lead(cl);
+            if (needs_driving(cl))
+                continue;
+        }
+        if (io->helper_stop)
+            break;
+        int64_t until = owes_anything(cl) ? rl_now_us() + (int64_t)cl->opts.node_timeout_ms * 1000 : INT64_MAX;
+        cond_wait_until(&io->helper_cv, &io->mu, until);
+    }
+    pthread_mutex_unlock(&io->mu);
+    return NULL;
+}
+
+void rl_io_kick(redlock_client *cl)
+{
+    rl_io *io = cl->io;
+    if (io->polling) {
+        uint64_t one = 1;
+        ssize_t w = write(io->wake_fd, &one, sizeof one);
+        (void)w;
+        return;
+    }
+    if (io->leader)
+        return;   /* it looks at every connection before it polls again */
+    if (!io->helper_started) {
+        if (pthread_create(&io->thread, NULL, helper_main, cl) != 0)
+            return;   /* rounds still drive everything; only idle time is lost */
+        io->helper_started = 1;
+    }
+    pthread_cond_signal(&io->helper_cv);
+}
+
+void rl_io_wait(redlock_client *cl, rl_round *r)
+{
+    rl_io *io = cl->io;
+    while (!rl_round_decided(r)) {
+        if (!io->leader) {
+            io->leader = 1;
+            drive(cl, -1);
+            io->leader = 0;
+            continue;
+        }
+        /* Someone else drives: wait to be told the round is decided, or to
+         * take over the lead. The helper yields at once. */
+        if (io->helper_busy && io->polling) {
+            uint64_t one = 1;
+            ssize_t w = write(io->wake_fd, &one, sizeof one);
+            (void)w;
+        }
+        r->following = 1;
+        io->followers++;
+        int64_t next = INT64_MAX;
+        for (size_t i = 0; i < r->n; i++)
+            if (r->out[i] == RL_PENDING && r->deadline[i] < next)
+                next = r->deadline[i];
+        cond_wait_until(&r->cv, &io->mu, next);
+        io->followers--;
+        r->following = 0;
+        int64_t now = rl_now_us();
+        for (size_t i = 0; i < r->n; i++)
+            if (r->out[i] == RL_PENDING && r->deadline[i] <= now)
+                rl_conn_expire(cl, i, r, now);
+    }
+    r->decided_us = rl_now_us();
+}
+
+void rl_io_done(redlock_client *cl)
+{
+    if (!cl->io->leader)
+        pass_lead(cl);
+}
+
+static void stop_helper(redlock_client *cl)
+{
+    rl_io *io = cl->io;
+    pthread_mutex_lock(&io->mu);
+    int started = io->helper_started;
+    io->helper_stop = 1;
+    pthread_cond_signal(&io->helper_cv);
+    pthread_mutex_unlock(&io->mu);
+    if (started && io->pid == getpid())
+        pthread_join(io->thread, NULL);
+    io->helper_started = 0;
+}
+
+void rl_io_settle(redlock_client *cl, int64_t deadline_us)
+{
+    if (!cl->io)
+        return;
+    if (cl->io->pid != getpid())
+        after_fork(cl);
+    stop_helper(cl);
+    rl_io *io = cl->io;
+    pthread_mutex_lock(&io->mu);
+    /* The last user: drive alone until nothing is owed, or the deadline. */
+    while (!io->leader && (needs_driving(cl) || owes_anything(cl)) && rl_now_us() < deadline_us) {
+        io->leader = 1;
+        drive(cl, deadline_us - rl_now_us());
+        io->leader = 0;
+    }
+    pthread_mutex_unlock(&io->mu);
+}
+
+void rl_io_destroy(redlock_client *cl)
+{
+    rl_io *io = cl->io;
+    if (!io)
+        return;
+    if (io->pid != getpid())
+        after_fork(cl);
+    stop_helper(cl);
+    for (size_t i = 0; i < cl->n; i++)
+        rl_conn_free(cl, i);
+    close(io->wake_fd);
+    pthread_cond_destroy(&io->helper_cv);
+    pthread_mutex_destroy(&io->mu);
+    free(io);
+    cl->io = NULL;
+}
+
+int rl_io_connections(const redlock_client *cl, size_t i)
+{
+    const rl_conn *c = cl->nodes[i].conn;
+    return c && c->state != RL_CONN_CLOSED;
+}

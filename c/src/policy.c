@@ -1,0 +1,46 @@
+/* policy.c: every timing rule in one place: the delay between acquire
+ * attempts, reconnect backoff, how long a round waits for a node, when a
+ * silent connection is given up, and when auto-extension extends. */
+#include "internal.h"
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+
+int64_t rl_policy_retry_delay_us(const redlock_lock_options *pol)
+{
+    return ((int64_t)pol->retry_delay_ms + rl_random_below(pol->retry_jitter_ms + 1)) * 1000;
+}
+
+uint32_t rl_policy_backoff_next_ms(uint32_t prev_ms)
+{
+    if (!prev_ms)
+        return BACKOFF_MIN_MS;
+    return prev_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : prev_ms * 2;
+}
+
+int64_t rl_policy_node_wait_us(const redlock_options *o, int fresh, int suspect)
+{
+    int64_t us = (int64_t)o->node_timeout_ms * 1000;
+    if (suspect) {
+        /* It timed out lately and has not answered since: giving up early is
+         * always safe, and waiting the full timeout for a node that is most
+         * likely stopped makes contenders split their votes for longer. A
+         * node that is back answers within its round trip; a fifth of the
+         * timeout leaves room for that. */
+        us /= 5;
+        return us < 1000 ? 1000 : us;
+    }
+    if (fresh)
+        us += (int64_t)o->connect_timeout_ms * 1000;
+    return us;
+}
+
+int64_t rl_policy_stall_us(const redlock_options *o)
+{
+    return (4 * (int64_t)o->node_timeout_ms + o->connect_timeout_ms) * 1000;
+}
+
+int64_t rl_policy_extend_interval_us(uint32_t ttl_ms)
+{
+    return (int64_t)ttl_ms * 1000 / 3;
+}

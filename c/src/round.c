@@ -1,0 +1,101 @@
+/* round.c: one round: the same command to every node at once, returned as
+ * soon as its outcome is decided at quorum (decide.c says which nodes it
+ * still needs). The nodes it did not wait for keep their command: the
+ * connection writes it whole and reads its reply later (conn.c), so a
+ * release still reaches every node it can. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "engine.h"
+
+static int is_acquire(rl_cmd cmd)
+{
+    return cmd == RL_CMD_SET || cmd == RL_CMD_SET_FENCED;
+}
+
+int rl_round_decided(const rl_round *r)
+{
+    unsigned char wait[REDLOCK_MAX_NODES];
+    if (r->no_wait)
+        return 1;
+    return rl_round_wait_set(r->out, r->n, r->quorum, is_acquire(r->cmd), wait) == 0;
+}
+
+static void cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void rl_round_run(redlock_client *cl, rl_round *r)
+{
+    rl_io *io = cl->io;
+    rl_scripts_init();
+    /* OpenSSL writes with write(2): a TLS node that closed its end would
+     * raise SIGPIPE. Keep it blocked for the round and take back one that
+     * this round raised (plain connections use MSG_NOSIGNAL instead). */
+    sigset_t pipe_set, old_mask;
+    int masked = 0, pipe_was_pending = 0;
+    if (cl->tls_ctx) {
+        sigset_t pend;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        sigpending(&pend);
+        pipe_was_pending = sigismember(&pend, SIGPIPE);
+        masked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask) == 0;
+    }
+    r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
+    memset(r->fmt, 0, sizeof r->fmt);
+    for (size_t i = 0; i < r->n; i++) {
+        r->out[i] = RL_PENDING;
+        r->msg[i][0] = '\0';
+        r->rtt_us[i] = 0;
+        r->sent[i] = 0;
+        r->counter[i] = 0;
+        r->resent[i] = 0;
+        r->deadline[i] = INT64_MAX;
+    }
+    r->following = 0;
+    r->decided_us = 0;
+    cond_init(&r->cv);
+
+    rl_io_enter(cl);
+    r->next = io->active;
+    io->active = r;
+    int64_t now = rl_now_us();
+    for (size_t i = 0; i < r->n; i++)
+        rl_conn_submit(cl, i, r, now);
+    if (!r->no_wait)
+        rl_io_wait(cl, r);
+    if (!r->decided_us)
+        r->decided_us = rl_now_us();
+    for (size_t i = 0; i < r->n; i++)
+        rl_conn_orphan(cl, i, r);
+    for (rl_round **p = &io->active; *p; p = &(*p)->next) {
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    }
+    rl_io_done(cl);
+    rl_io_leave(cl);
+
+    pthread_cond_destroy(&r->cv);
+    for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
+        redisFreeCommand(r->fmt[k]);
+    if (masked) {
+        sigset_t pend;
+        if (!pipe_was_pending && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
+            struct timespec zero = { 0, 0 };
+            sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    }
+}
