@@ -6,13 +6,18 @@
 // retries, quorum and validity are decided by the C library, and Go only
 // turns its results into errors, contexts and times.
 //
-//	client, err := redlock.NewClient([]string{"redis://a:6379", "redis://b:6379", "redis://c:6379"},
-//		redlock.WithTries(5), redlock.WithRetryDelay(100*time.Millisecond))
+//	client, err := redlock.NewClient([]string{"redis://a:6379", "redis://b:6379", "redis://c:6379"})
 //	if err != nil { ... }
 //	defer client.Close()
-//	m := client.NewMutex("invoices", redlock.WithExpiry(30*time.Second))
+//	m := client.NewMutex("invoices", redlock.WithExpiry(30*time.Second), redlock.WithTries(5))
 //	if err := m.LockContext(ctx); err != nil { ... }
 //	defer m.Unlock()
+//
+// The Mutex has go-redsync v4's methods and signatures, and the options
+// its names and defaults (32 tries, 50-250 ms apart, an 8 s expiry), so
+// code moves from go-redsync by changing the import and the constructor.
+// A Mutex's own options go onto its C lock handle: it always uses its
+// client's connections.
 //
 // Mutex.AutoExtend keeps a held lock alive from the C library's background
 // thread, and Mutex.LockedContext gives a context that ends if it is lost.
@@ -25,8 +30,10 @@
 // ErrNoQuorum, ErrLost, ...) with errors.Is, and carry the C library's
 // per-node detail in their text.
 //
-// The package needs cgo. By default it compiles the C sources of the
-// repository into itself (needs the hiredis, hiredis_ssl and OpenSSL
-// development files); with -tags redlock_system it links an installed libredlock found by
-// pkg-config instead. See docs/go.md.
+// The package needs cgo. By default it compiles the C sources that come in
+// the same module (github.com/redlock-project/redlock) into itself, so
+// `go get` and a plain `go build` are enough, given pkg-config and the
+// hiredis (>= 1.0, with hiredis_ssl) and OpenSSL development files; with
+// -tags redlock_system it links an installed libredlock found by pkg-config
+// instead. See docs/go.md.
 package redlock
