@@ -59,6 +59,19 @@ def test_doctor_survives_a_node_nesting_replies(runner, cluster5):
         assert "SEVERE" in r.stdout and "no Redis server sends" in r.stdout, r.stdout
 
 
+def test_run_survives_a_node_nesting_replies(runner, cluster5, resource):
+    # run goes through the library, whose connections are hardened too: the fake node is one
+    # failed vote, and the real majority still grants the lock.
+    with FakeNode(NESTED) as fake:
+        r = runner.run("run", "-n", "--nodes", fake.url, resource, "true", timeout=60)
+        assert_no_signal(r, "run")
+        assert r.returncode == 69 and "nested" in r.stderr, (r.returncode, r.stderr)
+        urls = cluster5.urls[:2] + [fake.url]
+        r = runner.run("run", "-n", "--nodes", ",".join(urls), resource, "--", "echo", "ran", timeout=60)
+        assert_no_signal(r, "run")
+        assert r.returncode == 0 and r.stdout.strip() == "ran", (r.returncode, r.stderr)
+
+
 def test_a_password_does_not_reach_a_hostile_node_unhardened(runner):
     # AUTH's reply is read by the hardened reader too: a node nesting replies to AUTH fails
     # cleanly at connect time.
