@@ -139,3 +139,17 @@ def test_why_it_matters_three_lying_nodes_of_five_let_two_clients_hold_one_lock(
             finally:
                 first.kill()
                 first.wait()
+
+
+@pytest.mark.parametrize("reply,word", [(b"$0\r\n\r\n", "empty"), (b"$5\r\nhello\r\n", "unparsable"),
+                                        (b":1\r\n", "not a text reply")])
+def test_doctor_flags_an_empty_or_unparsable_info(runner, cluster5, reply, word):
+    with FakeNode(reply) as fake:
+        r = runner.run("doctor", "--json", "--clock-probe", "0", "--nodes", fake.url, timeout=60)
+        assert_no_signal(r, "doctor")
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        doc = json.loads(r.stdout)
+        found = [f for f in doc["findings"] if f["node"] == 1 and f["check"] == "info-invalid"]
+        assert found and found[0]["severity"] == "severe" and word in found[0]["message"], doc["findings"]
+        # Whatever it said about itself is not shown as the server's identity.
+        assert doc["nodes"][0]["server"] is None and doc["nodes"][0]["run_id"] is None
