@@ -164,7 +164,7 @@ class Runner:
     def redlock_bench(self):
         if not self.a.c_bench:
             return
-        self.log("C core: redlock_bench (floor, handle, try+release; threads; paused)")
+        self.log("C core: redlock_bench (floors, handle, try+release; one slow; threads; connections; paused)")
         out = os.path.join(self.a.out_dir, "redlock_bench.csv")
         it = str(self.a.c_iterations)
         argv = [self.a.c_bench, "--iterations", it, "--csv", out, "--nodes", ",".join(map(str, self.a.nodes))]
@@ -183,6 +183,10 @@ class Runner:
             sec = r["section"]
             label = {"cycle": f"nodes={r['nodes']}", "threads": f"workers={r['threads']}",
                      "healthy": "healthy-phase", "one_paused": "one-paused"}.get(sec, sec)
+            # The one-slow-node section runs at 3, 5 and 7 nodes; the peers' case is 5.
+            if sec in ("one_slow", "slow_healthy", "conns"):
+                label = {"one_slow": "one-slow", "slow_healthy": "slow-healthy", "conns": "conns"}[sec]
+                label += "" if sec != "conns" and r["nodes"] == "5" else f" nodes={r['nodes']} threads={r['threads']}"
             self.rows.append({"impl": impl, "case": "cycle", "nodes": int(r["nodes"]),
                               "workers": int(r["threads"] or 1), "ops": int(r["cycles"]),
                               "errors": int(r["errors"]), "p50_us": num("p50_us"), "p99_us": num("p99_us"),
