@@ -209,7 +209,7 @@ func TestMutexOwnPolicy(t *testing.T) {
 	// The client's own policy is still 1 attempt.
 	t0 = time.Now()
 	mustIs(t, c.NewMutex(name).Lock(), redlock.ErrNotAcquired)
-	if d := time.Since(t0); d > 250*time.Millisecond {
+	if d := time.Since(t0); d > time.Second { // 32 tries would take at least 1.55 s
 		t.Fatalf("1 try took %v", d)
 	}
 	// WithRetryDelayFunc: called with 1, 2, 3 between 4 attempts.
