@@ -1,5 +1,0 @@
-// Compiles the C library's redlock.c into the Go package (default link mode).
-// One file per C source, so that their static names never meet.
-//go:build cgo && !redlock_system
-
-#include "../../c/src/redlock.c"
