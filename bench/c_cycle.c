@@ -46,8 +46,9 @@ static struct {
     long node_timeout_ms;   /* 0 = the library's default */
     int sections;           /* SEC_* bits; 0 = decided after parsing */
     unsigned slow_mask;     /* bit n set: run the one-slow section on n nodes */
+    int mt_delay_ms;        /* > 0: the threads section reaches every node through a delaying proxy */
 } cfg = { 4000, -1, 50, -1.0, NULL, (1u << 1) | (1u << 3) | (1u << 5) | (1u << 7) | (1u << 9), -1, 0, 0,
-          (1u << 3) | (1u << 5) | (1u << 7) };
+          (1u << 3) | (1u << 5) | (1u << 7), 0 };
 
 enum { SEC_CYCLE = 1, SEC_THREADS = 2, SEC_PAUSED = 4, SEC_SLOW = 8, SEC_CONNS = 16 };
 static const char *const sec_names[] = { "cycle", "threads", "paused", "slow", "conns" };
@@ -775,14 +776,33 @@ static void section_threads(const char *const *urls, size_t n_urls)
         printf("\nThread scaling: skipped (needs %d nodes)\n", MT_NODES);
         return;
     }
-    redlock_client *client;
-    if (open_client(&client, urls, MT_NODES, 0) != 0) {
-        failures++;
-        return;
+    /* --mt-delay-ms: every node answers that much later, so the cycle waits
+     * on the network rather than on the CPUs; then the scaling shows what the
+     * client itself allows on a machine too small to scale by CPU. */
+    bench_proxy *px[MT_NODES] = { NULL };
+    const char *murls[MT_NODES];
+    for (int i = 0; i < MT_NODES; i++) {
+        char err[256];
+        murls[i] = urls[i];
+        if (cfg.mt_delay_ms > 0) {
+            if (bench_proxy_start(&px[i], urls[i], cfg.mt_delay_ms, err, sizeof err) != 0) {
+                fprintf(stderr, "%s\n", err);
+                failures++;
+                goto out;
+            }
+            murls[i] = bench_proxy_url(px[i]);
+        }
     }
-    printf("\nThreads sharing one client, %d nodes, try+release on distinct keys per thread, %.1f s each\n"
+    redlock_client *client;
+    if (open_client(&client, murls, MT_NODES, 0) != 0) {
+        failures++;
+        goto out;
+    }
+    printf("\nThreads sharing one client, %d nodes%s, try+release on distinct keys per thread, %.1f s each\n"
            "in %d round(s); 'vs 1 thread' is the median of the per-round throughput ratios\n",
-           MT_NODES, cfg.mt_seconds, rounds);
+           MT_NODES, cfg.mt_delay_ms > 0 ? " each behind a delaying proxy" : "", cfg.mt_seconds, rounds);
+    if (cfg.mt_delay_ms > 0)
+        printf("(every reply %d ms late: the cycle waits on the network, not on the CPUs)\n", cfg.mt_delay_ms);
     printf("%7s %10s %9s %9s %12s %10s %9s\n", "threads", "cycles/s", "p50", "p99", "vs 1 thread", "cpu/cycle",
            "CPUs busy");
     samples acc[NT];
@@ -820,14 +840,18 @@ static void section_threads(const char *const *urls, size_t n_urls)
         failures += acc[t].errors > 0;
         printf("%7d %10.0f %9.1f %9.1f %11.2fx %10.1f %8.0f%%\n", tcounts[t], st.per_s, st.p50, st.p99, med,
                st.cpu_us, busy_sum[t] / rounds);
-        csv_row("threads", MT_NODES, "try+release", tcounts[t], &st, med, 0);
+        csv_row(cfg.mt_delay_ms > 0 ? "threads_delayed" : "threads", MT_NODES, "try+release", tcounts[t], &st, med,
+                0);
         samples_free(&acc[t]);
     }
     fflush(stdout);
     redlock_client_free(client);
-    printf("8-thread / 1-thread throughput on one shared client at %d nodes: %.2fx (%ld CPUs on this machine)"
+    printf("8-thread / 1-thread throughput on one shared client at %d nodes%s: %.2fx (%ld CPUs on this machine)"
            "; aim: >= 2x\n",
-           MT_NODES, ratio8, sysconf(_SC_NPROCESSORS_ONLN));
+           MT_NODES, cfg.mt_delay_ms > 0 ? ", delayed replies" : "", ratio8, sysconf(_SC_NPROCESSORS_ONLN));
+out:
+    for (int i = 0; i < MT_NODES; i++)
+        bench_proxy_stop(px[i]);
 }
 
 /* ---- section 2b: connections held by one client ---- */
@@ -1199,6 +1223,8 @@ static void usage(FILE *to)
             "  --block B      cycles per block; variants alternate by block (50)\n"
             "  --warmup W     untimed cycles per variant first (iterations/10, 20..1000)\n"
             "  --mt-seconds S measuring time per thread count (2.0; 0.25 when K < 2000)\n"
+            "  --mt-delay-ms D  threads section only: reach every node through a proxy that answers D ms\n"
+            "                 late, so that scaling is not limited by a small machine's CPUs\n"
             "  --csv FILE     also write the results as CSV\n"
             "  --node-timeout-ms T  client node_timeout_ms (library default 50); CI smoke runs on a\n"
             "                 loaded machine use a large one so that timings never fail the run\n"
@@ -1227,6 +1253,8 @@ int main(int argc, char **argv)
             cfg.warmup = atol(val), i++;
         } else if (val && strcmp(a, "--mt-seconds") == 0) {
             cfg.mt_seconds = atof(val), i++;
+        } else if (val && strcmp(a, "--mt-delay-ms") == 0) {
+            cfg.mt_delay_ms = atoi(val), i++;
         } else if (val && strcmp(a, "--node-timeout-ms") == 0) {
             cfg.node_timeout_ms = atol(val), i++;
         } else if (val && strcmp(a, "--csv") == 0) {
