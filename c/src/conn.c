@@ -348,6 +348,13 @@ static void io_fail(redlock_client *cl, size_t i, const char *what)
 {
     rl_conn *c = cl->nodes[i].conn;
     char msg[RL_NODE_MSG_MAX];
+    if (c->ssl && !c->guard.why && !rl_tls_reason(NULL) && !c->last_reply_us) {
+        /* A server that rejects the client after the handshake (no client
+         * certificate, TLS 1.3) sends an alert and resets the connection;
+         * the alert may still wait to be read, and it says why. */
+        char sink[256];
+        SSL_read(c->ssl, sink, sizeof sink);
+    }
     if (c->guard.why) {
         rl_fmt(msg, sizeof msg, "protocol: %s", c->guard.why);
     } else if (c->ssl && rl_tls_reason(NULL)) {

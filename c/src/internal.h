@@ -51,7 +51,7 @@ typedef enum rl_outcome {
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
 
-/* ---- redlock.c ---- */
+/* ---- client.c ---- */
 /* Validates a caller's options (read up to their version); reason in err. */
 int rl_check_options(const redlock_options *o, char *err, size_t errsize);
 
@@ -185,7 +185,21 @@ struct redlock_lock {
     void *ae_userdata;
 };
 
-/* redlock.c, for watch.c: one extension by the auto-extend thread, with the
+/* lock.c: the handle's error detail (printf-style), the TTL check, a round for the lock */
+int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int rl_lock_ok(redlock_lock *lock);
+int rl_ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size);
+void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms);
+
+/* report.c: "; node (url): what" for every node into buf; the round as the
+ * lock's last (mutex held), with on_event told about each failed node; one
+ * event to on_event. */
+void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl_round *r);
+void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
+void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
+             uint32_t attempt, int64_t elapsed_us);
+
+/* lock.c, for watch.c: one extension by the auto-extend thread, with the
  * lock's mutex held; the outcome's message goes to msg. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
 /* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */

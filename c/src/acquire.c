@@ -1,0 +1,281 @@
+/* acquire.c: acquisition: one attempt (SET NX on every node, decided at
+ * quorum within the validity, the fencing token committed, a clean-up
+ * release after a failure), and the retries around it. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_until, uint64_t *token)
+{
+    redlock_client *c = lock->client;
+    uint64_t max = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->out[i] == RL_YES && set->counter[i] > max)
+            max = set->counter[i];
+    if (max == UINT64_MAX)
+        return rl_lock_err(lock, REDLOCK_ESERVER, "the fencing counter of '%s' is at its maximum", lock->resource);
+    *token = max + 1;
+    char digits[24];
+    snprintf(digits, sizeof digits, "%llu", (unsigned long long)*token);
+
+    rl_round r;
+    rl_init_round(&r, lock, RL_CMD_FENCE_COMMIT, 0);
+    r.token = digits;
+    r.cap_us = valid_until;
+    for (size_t i = 0; i < set->n; i++)
+        r.skip[i] = set->out[i] == RL_NO || set->out[i] == RL_ERR_DOWN;
+    rl_round_run(c, &r);
+    rl_record_round(lock, &r, 0);
+    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
+    if (code == 0)
+        return 0;
+    rl_tally t = rl_tally_of(r.out, r.n);
+    if (code == REDLOCK_ELOST)
+        code = REDLOCK_ENOQUORUM;  /* the key vanished from nodes in between: no acquisition */
+    if (code == REDLOCK_EEXPIRED)
+        rl_lock_err(lock, code, "token %s of '%s' recorded on a majority only after the validity ran out",
+                digits, lock->resource);
+    else
+        rl_lock_err(lock, code, "acquired, but token %s was recorded on %d of %zu nodes, %d needed", digits, t.yes, r.n,
+                c->quorum);
+    rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    return code;
+}
+
+/* One acquisition attempt. On failure every node that may hold our value
+ * gets a release before returning. */
+static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
+{
+    redlock_client *c = lock->client;
+    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0;
+    rl_round r;
+
+    if (rl_random_hex(lock->value, RL_VALUE_BYTES) != 0)
+        return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
+    rl_init_round(&r, lock, fencing ? RL_CMD_SET_FENCED : RL_CMD_SET, ttl_ms);
+    r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
+    rl_round_run(c, &r);
+    rl_record_round(lock, &r, 0);
+    int64_t now = rl_now_us();
+
+    rl_tally t = rl_tally_of(r.out, r.n);
+    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
+    int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
+    uint64_t token = 0;
+    if (code == 0 && fencing)
+        code = commit_token(lock, &r, valid_until, &token);
+    if (code == 0) {
+        atomic_store(&lock->token, token);
+        atomic_store(&lock->valid_until_us, valid_until);
+        atomic_store(&lock->state, LOCK_HELD);
+        lock->acquired_us = r.start_us;
+        lock->ttl_ms = ttl_ms;
+        lock->n_ext = 0;
+        rl_lock_ok(lock);
+        rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
+        return 0;
+    }
+
+    if (lock->errcode != code || !lock->errmsg[0]) {
+        int hard = t.auth + t.server + t.io + t.tls;
+        if (code == REDLOCK_EEXPIRED)
+            rl_lock_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
+                    t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms,
+                    (long long)(rl_drift_us(lock, ttl_ms) / 1000));
+        else if (code == REDLOCK_ENOTACQUIRED)
+            rl_lock_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
+        else
+            rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
+                    code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
+        rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    }
+
+    /* Release wherever our SET may have landed: every node but those that
+     * refused it (another owner's key is there) and those skipped while
+     * down. An error is no proof: a pipelined SET runs after a failed AUTH
+     * on a server without a password, or before a connection breaks. */
+    rl_round rel;
+    rl_init_round(&rel, lock, RL_CMD_RELEASE, 0);
+    rel.no_wait = 1;
+    int any = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        rl_outcome o = r.out[i];
+        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN;
+        any |= !rel.skip[i];
+    }
+    if (any)
+        rl_round_run(c, &rel);
+    atomic_store(&lock->state, LOCK_IDLE);
+    rl_emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, lock->errmsg, &r, 0, number, rl_now_us() - r.start_us);
+    return code;
+}
+
+static int retryable(int code)
+{
+    return code == REDLOCK_ENOTACQUIRED || code == REDLOCK_ENOQUORUM || code == REDLOCK_EEXPIRED ||
+           code == REDLOCK_EIO || code == REDLOCK_ESERVER;
+}
+
+/* Sleeps delay_us unless cancelled: 0 or REDLOCK_ECANCELED. */
+static int nap(redlock_lock *lock, int64_t delay_us)
+{
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd < 0) {
+        int nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        int expected = -1;
+        if (nfd >= 0 && !atomic_compare_exchange_strong(&lock->wake_fd, &expected, nfd)) {
+            close(nfd);
+            nfd = expected;
+        }
+        fd = nfd;
+    }
+    int64_t end = rl_now_us() + delay_us;
+    for (;;) {
+        if (atomic_load(&lock->cancel))
+            return REDLOCK_ECANCELED;
+        int64_t left = end - rl_now_us();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
+        /* Without an eventfd (fd limit), poll the flag every 10 ms. */
+        int ms = (int)((left + 999) / 1000);
+        int n = fd >= 0 ? poll(&p, 1, ms) : poll(NULL, 0, ms < 10 ? ms : 10);
+        if (n > 0) {
+            uint64_t v;
+            ssize_t rd = read(fd, &v, sizeof v);
+            (void)rd;
+        }
+    }
+}
+
+static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+{
+    int rc = rl_ttl_problem(lock, ttl_ms, lock->errmsg, sizeof lock->errmsg);
+    if (rc)
+        return lock->errcode = rc;
+    if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
+        return rl_lock_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
+    if (redlock_lock_is_held(lock))
+        return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
+
+    const redlock_lock_options *o = &lock->pol;
+    if (atomic_load(&lock->cancel))
+        return rl_lock_err(lock, REDLOCK_ECANCELED, "acquisition of '%s' is cancelled (redlock_lock_cancel_reset clears it)",
+                       lock->resource);
+    int64_t start = rl_now_us(), deadline = 0;
+    uint64_t max_attempts;
+    if (wait_ms == REDLOCK_WAIT_NONE) {
+        max_attempts = 1;
+    } else if (wait_ms > 0) {
+        max_attempts = UINT64_MAX;
+        deadline = start + wait_ms * 1000;
+    } else {
+        max_attempts = (uint64_t)o->retry_count + 1;
+        if (o->wait_ms)
+            deadline = start + (int64_t)o->wait_ms * 1000;
+    }
+
+    for (uint64_t n = 1;; n++) {
+        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+        if (rc == 0 || !retryable(rc))
+            return rc;
+        if (n >= max_attempts) {
+            if (n > 1)
+                rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
+            return rc;
+        }
+        int64_t now = rl_now_us();
+        if (deadline && now >= deadline) {
+            char last[RL_MSG_MAX];
+            memcpy(last, lock->errmsg, sizeof last);
+            return rl_lock_err(lock, REDLOCK_ETIMEDOUT, "gave up after %lld ms and %llu attempts; last attempt: %.1900s",
+                           (long long)((now - start) / 1000), (unsigned long long)n, last);
+        }
+        int64_t delay = rl_policy_retry_delay_us(o);
+        if (deadline && now + delay > deadline)
+            delay = deadline - now;
+        if (nap(lock, delay) != 0) {
+            char last[RL_MSG_MAX];
+            memcpy(last, lock->errmsg, sizeof last);
+            return rl_lock_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempt%s; last attempt: %.1900s",
+                           (unsigned long long)n, n == 1 ? "" : "s", last);
+        }
+    }
+}
+
+int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    /* A new acquisition: the auto-extension of the last one (lost or
+     * expired) is over. Not under the mutex: the thread may be working on
+     * this lock and need it. */
+    if (!redlock_lock_is_held(lock))
+        rl_watch_remove(lock);
+    pthread_mutex_lock(&lock->mu);
+    int rc = acquire_locked(lock, ttl_ms, wait_ms);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+void redlock_lock_cancel(redlock_lock *lock)
+{
+    if (!lock)
+        return;
+    atomic_store(&lock->cancel, 1);
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(fd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+static int acquire_new(redlock_client *client, const char *resource, uint32_t ttl_ms,
+                       int64_t wait_ms, redlock_lock **out)
+{
+    redlock_lock *lock;
+    if (!out)
+        return REDLOCK_EINVAL;
+    *out = NULL;
+    int rc = redlock_lock_new(&lock, client, resource);
+    if (rc)
+        return rc;
+    rc = redlock_lock_acquire(lock, ttl_ms, wait_ms);
+    if (rc) {
+        redlock_lock_free(lock);
+        return rc;
+    }
+    *out = lock;
+    return 0;
+}
+
+void redlock_lock_cancel_reset(redlock_lock *lock)
+{
+    if (!lock)
+        return;
+    atomic_store(&lock->cancel, 0);
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0) {
+        uint64_t v;
+        ssize_t rd = read(fd, &v, sizeof v);  /* drain a pending wake-up */
+        (void)rd;
+    }
+}
+
+int redlock_acquire(redlock_client *client, const char *resource, uint32_t ttl_ms, redlock_lock **out)
+{
+    return acquire_new(client, resource, ttl_ms, REDLOCK_WAIT_DEFAULT, out);
+}
+
+int redlock_try_acquire(redlock_client *client, const char *resource, uint32_t ttl_ms, redlock_lock **out)
+{
+    return acquire_new(client, resource, ttl_ms, REDLOCK_WAIT_NONE, out);
+}
+
+/* An extension, by the owner or by the auto-extend thread (automatic), with
+ * the lock's mutex held; the reason of a failure goes to m. */

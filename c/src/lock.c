@@ -1,0 +1,391 @@
+/* lock.c: lock handles, and everything on a held lock but acquiring it:
+ * extension, release, validity, the per-lock policy and auto-extension. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- lock handles ---- */
+
+int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
+{
+    va_list ap;
+    lock->errcode = code;
+    va_start(ap, fmt);
+    vsnprintf(lock->errmsg, sizeof lock->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rl_lock_ok(redlock_lock *lock)
+{
+    lock->errcode = 0;
+    lock->errmsg[0] = '\0';
+    return 0;
+}
+
+int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *resource)
+{
+    if (!out)
+        return REDLOCK_EINVAL;
+    *out = NULL;
+    if (!client || !resource)
+        return REDLOCK_EINVAL;
+    size_t rlen = strlen(resource);
+    if (rlen == 0 || rlen > REDLOCK_MAX_RESOURCE_LEN)
+        return REDLOCK_EINVAL;
+    /* With fencing, "<key>:fencing" is the counter: a lock on it would never
+     * be granted. */
+    if ((client->opts.flags & REDLOCK_OPT_FENCING) && rlen >= RL_FENCE_SUFFIX_LEN &&
+        memcmp(resource + rlen - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0)
+        return REDLOCK_EINVAL;
+    redlock_lock *l = calloc(1, sizeof *l);
+    if (!l)
+        return REDLOCK_ENOMEM;
+    l->resource = strdup(resource);
+    l->key_len = client->prefix_len + rlen;
+    l->fkey_len = l->key_len + RL_FENCE_SUFFIX_LEN;
+    l->key = malloc(l->fkey_len + 1);
+    l->report = calloc(client->n, sizeof *l->report);
+    if (!l->resource || !l->key || !l->report) {
+        free(l->resource);
+        free(l->key);
+        free(l->report);
+        free(l);
+        return REDLOCK_ENOMEM;
+    }
+    memcpy(l->key, client->prefix, client->prefix_len);
+    memcpy(l->key + client->prefix_len, resource, rlen);
+    memcpy(l->key + l->key_len, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN + 1);
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&l->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    l->pol.version = REDLOCK_LOCK_OPTIONS_VERSION;
+    l->pol.retry_count = client->opts.retry_count;
+    l->pol.retry_delay_ms = client->opts.retry_delay_ms;
+    l->pol.retry_jitter_ms = client->opts.retry_jitter_ms;
+    l->pol.wait_ms = client->opts.wait_ms;
+    l->pol.drift_factor = client->opts.drift_factor;
+    l->pol.drift_min_ms = client->opts.drift_min_ms;
+    atomic_init(&l->state, LOCK_IDLE);
+    atomic_init(&l->valid_until_us, 0);
+    atomic_init(&l->token, 0);
+    atomic_init(&l->ae_used, 0);
+    atomic_init(&l->cancel, 0);
+    atomic_init(&l->wake_fd, -1);
+    atomic_fetch_add(&client->refs, 1);
+    l->client = client;
+    *out = l;
+    return 0;
+}
+
+void redlock_lock_free(redlock_lock *lock)
+{
+    if (!lock)
+        return;
+    rl_watch_remove(lock);
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0)
+        close(fd);
+    free(lock->report);
+    pthread_mutex_destroy(&lock->mu);
+    redlock_client_free(lock->client);
+    free(lock->resource);
+    free(lock->key);
+    free(lock);
+}
+
+int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms)
+{
+    return (int64_t)((double)ttl_ms * lock->pol.drift_factor * 1000.0) + (int64_t)lock->pol.drift_min_ms * 1000;
+}
+
+/* "" or the reason ttl_ms cannot be used, in msg; 0 or REDLOCK_EINVAL. */
+int rl_ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size)
+{
+    if (ttl_ms == 0) {
+        rl_fmt(msg, size, "ttl_ms must be greater than 0");
+        return REDLOCK_EINVAL;
+    }
+    if (ttl_ms > REDLOCK_MAX_TTL_MS) {
+        rl_fmt(msg, size, "ttl_ms %u is over the limit of %u (one day); use extend for longer holds", ttl_ms,
+               REDLOCK_MAX_TTL_MS);
+        return REDLOCK_EINVAL;
+    }
+    int64_t d = rl_drift_us(lock, ttl_ms);
+    if (d >= (int64_t)ttl_ms * 1000) {
+        rl_fmt(msg, size, "ttl_ms %u is too small: the clock-drift allowance (%lld ms) leaves no validity", ttl_ms,
+               (long long)(d / 1000));
+        return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
+{
+    r->cmd = cmd;
+    r->key = lock->key;
+    r->key_len = lock->key_len;
+    r->fkey = lock->key;
+    r->fkey_len = lock->fkey_len;
+    r->token = NULL;
+    r->value = lock->value;
+    r->ttl_ms = ttl_ms;
+    r->start_us = rl_now_us();
+    r->cap_us = 0;
+    r->quorum = lock->client->quorum;
+    r->no_wait = 0;
+    r->n = lock->client->n;
+    memset(r->skip, 0, r->n);
+}
+
+void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)
+{
+    lock->lost_code = code;
+    rl_fmt(lock->lost_msg, sizeof lock->lost_msg, "%s", msg);
+    atomic_store(&lock->state, LOCK_LOST);
+    atomic_store(&lock->token, 0);
+    rl_emit(lock, REDLOCK_EVENT_LOST, code, msg, NULL, automatic, 0, 0);
+}
+
+/* With fencing, after a granted SET round: the token is one more than the
+ * highest counter the granting nodes hold, and it counts only once a
+ * majority has it (docs/fencing.md). 0, or a failure code with the reason in
+ * the lock's message. */
+int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
+{
+    m[0] = '\0';
+    int rc = rl_ttl_problem(lock, ttl_ms, m, msize);
+    if (rc)
+        return rc;
+    int state = atomic_load(&lock->state);
+    if (state == LOCK_LOST) {
+        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg);
+        return lock->lost_code == REDLOCK_ELOST ? REDLOCK_ELOST : REDLOCK_EEXPIRED;
+    }
+    if (state != LOCK_HELD) {
+        rl_fmt(m, msize, "lock '%s' is not held", lock->resource);
+        return REDLOCK_ESTATE;
+    }
+
+    redlock_client *c = lock->client;
+    int64_t now = rl_now_us();
+    int64_t valid_until = atomic_load(&lock->valid_until_us);
+    if (valid_until <= now) {
+        rl_fmt(m, msize, "lock '%s' expired %lld ms ago; an expired lock is never extended", lock->resource,
+               (long long)((now - valid_until) / 1000));
+        return REDLOCK_EEXPIRED;
+    }
+    if (c->opts.max_extensions && lock->n_ext >= c->opts.max_extensions) {
+        rl_fmt(m, msize, "lock '%s' was extended %u times, the limit (max_extensions)", lock->resource, lock->n_ext);
+        return REDLOCK_ELIMIT;
+    }
+    if (c->opts.max_hold_ms &&
+        now + (int64_t)ttl_ms * 1000 - lock->acquired_us > (int64_t)c->opts.max_hold_ms * 1000) {
+        rl_fmt(m, msize, "extending '%s' by %u ms would hold it past max_hold_ms (%u)", lock->resource, ttl_ms,
+               c->opts.max_hold_ms);
+        return REDLOCK_ELIMIT;
+    }
+
+    rl_round r;
+    rl_init_round(&r, lock, RL_CMD_EXTEND, ttl_ms);
+    /* Replies after the current validity are useless: the lock may have
+     * changed hands in between. */
+    r.cap_us = valid_until;
+    rl_round_run(c, &r);
+    rl_record_round(lock, &r, automatic);
+    rl_tally t = rl_tally_of(r.out, r.n);
+    int unknown = (int)r.n - t.yes - t.no;
+    /* Within validity means when the quorum confirmed, not when the last
+     * straggler was read. */
+    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
+    if (code == 0) {
+        atomic_store(&lock->valid_until_us, r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
+        lock->n_ext++;
+        rl_emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, &r, automatic, 0, r.decided_us - r.start_us);
+        return 0;
+    }
+    if (code == REDLOCK_ELOST)
+        rl_fmt(m, msize, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource, t.yes, r.n,
+               c->quorum);
+    else if (code == REDLOCK_EEXPIRED)
+        rl_fmt(m, msize, "extension of '%s' confirmed only after its validity ran out", lock->resource);
+    else
+        rl_fmt(m, msize, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
+               lock->resource, t.yes, r.n, c->quorum, unknown);
+    rl_describe_round(m, msize, c, &r);
+    if (code == REDLOCK_ELOST)
+        rl_mark_lost(lock, code, m, automatic);
+    else
+        rl_emit(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, &r, automatic, 0, r.decided_us - r.start_us);
+    return code;
+}
+
+int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    pthread_mutex_lock(&lock->mu);
+    int rc = rl_extend_locked(lock, ttl_ms, 0, lock->errmsg, sizeof lock->errmsg);
+    lock->errcode = rc;
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+static int release_locked(redlock_lock *lock)
+{
+    if (atomic_load(&lock->state) == LOCK_IDLE)
+        return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is not held", lock->resource);
+
+    redlock_client *c = lock->client;
+    rl_round r;
+    rl_init_round(&r, lock, RL_CMD_RELEASE, 0);
+    rl_round_run(c, &r);
+    rl_record_round(lock, &r, 0);
+    atomic_store(&lock->state, LOCK_IDLE);
+    atomic_store(&lock->valid_until_us, 0);
+    atomic_store(&lock->token, 0);
+    rl_tally t = rl_tally_of(r.out, r.n);
+    int unknown = (int)r.n - t.yes - t.no;
+    int code = rl_decide_release(r.out, r.n, c->quorum);
+    int64_t took = r.decided_us - r.start_us;
+    if (code == 0) {
+        rl_lock_ok(lock);
+        rl_emit(lock, REDLOCK_EVENT_RELEASED, 0, NULL, &r, 0, 0, took);
+        return 0;
+    }
+    if (code == REDLOCK_ELOST) {
+        rl_lock_err(lock, code,
+                "lock '%s' was no longer ours on a majority when released (%d of %zu nodes, %d needed): "
+                "it expired or was taken over, so the critical section may have overlapped another owner",
+                lock->resource, t.yes, r.n, c->quorum);
+    } else {
+        rl_lock_err(lock, code, "release of '%s' not confirmed: %d of %zu nodes confirmed, %d needed, %d could not answer",
+                lock->resource, t.yes, r.n, c->quorum, unknown);
+    }
+    rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    rl_emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, lock->errmsg, &r, 0, 0,
+         took);
+    return lock->errcode;
+}
+
+int redlock_release(redlock_lock *lock)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    rl_watch_remove(lock);
+    pthread_mutex_lock(&lock->mu);
+    int rc = release_locked(lock);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int64_t redlock_lock_validity_ms(const redlock_lock *lock)
+{
+    if (!lock || atomic_load(&lock->state) != LOCK_HELD)
+        return 0;
+    int64_t left = atomic_load(&lock->valid_until_us) - rl_now_us();
+    /* Round toward minus infinity so that 0 never hides an expired lock. */
+    return left >= 0 ? left / 1000 : -((-left + 999) / 1000);
+}
+
+int redlock_lock_is_held(const redlock_lock *lock)
+{
+    return lock && atomic_load(&lock->state) == LOCK_HELD && atomic_load(&lock->valid_until_us) > rl_now_us();
+}
+
+uint64_t redlock_lock_fencing_token(const redlock_lock *lock)
+{
+    return redlock_lock_is_held(lock) ? atomic_load(&lock->token) : 0;
+}
+
+int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out)
+{
+    if (!lock || !out || out->version != REDLOCK_LOCK_OPTIONS_VERSION)
+        return REDLOCK_EINVAL;
+    redlock_lock *l = (redlock_lock *)lock;  /* the mutex only */
+    pthread_mutex_lock(&l->mu);
+    *out = l->pol;
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    pthread_mutex_lock(&lock->mu);
+    int rc = 0;
+    if (!opts || opts->version != REDLOCK_LOCK_OPTIONS_VERSION) {
+        rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock options are NULL or of an unknown version (set version to "
+                                           "REDLOCK_LOCK_OPTIONS_VERSION)");
+    } else {
+        /* The same rules as the client's options of the same names. */
+        redlock_options check = lock->client->opts;
+        check.retry_count = opts->retry_count;
+        check.retry_delay_ms = opts->retry_delay_ms;
+        check.retry_jitter_ms = opts->retry_jitter_ms;
+        check.wait_ms = opts->wait_ms;
+        check.drift_factor = opts->drift_factor;
+        check.drift_min_ms = opts->drift_min_ms;
+        rc = rl_check_options(&check, lock->errmsg, sizeof lock->errmsg);
+        if (rc)
+            lock->errcode = rc;
+        else {
+            lock->pol = *opts;
+            rl_lock_ok(lock);
+        }
+    }
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    /* Not under the lock's mutex: rl_watch_add may wait for the thread to
+     * finish with this lock, which needs the mutex. The fields it reads are
+     * the owner's, and the owner is the caller. */
+    int held = redlock_lock_is_held(lock);
+    int rc = held ? rl_watch_add(lock, max_hold_ms, on_lost, userdata) : REDLOCK_ESTATE;
+    /* The message under the mutex: a loss callback may already be releasing. */
+    pthread_mutex_lock(&lock->mu);
+    if (!held)
+        rl_lock_err(lock, rc, "lock '%s' is not held: nothing to extend", lock->resource);
+    else if (rc)
+        rl_lock_err(lock, rc, "%s", rc == REDLOCK_ENOTSUP
+                ? "the client's auto-extend thread runs in the parent process: make a new client after fork"
+                : "cannot start the auto-extend thread");
+    else
+        rl_lock_ok(lock);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int redlock_lock_auto_extend_stop(redlock_lock *lock)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    return rl_watch_remove(lock) ? 0 : REDLOCK_ESTATE;
+}
+
+const char *redlock_lock_resource(const redlock_lock *lock)
+{
+    return lock ? lock->resource : "";
+}
+
+const char *redlock_lock_errmsg(const redlock_lock *lock)
+{
+    return lock ? lock->errmsg : "lock is NULL";
+}
+
+int redlock_lock_errcode(const redlock_lock *lock)
+{
+    return lock ? lock->errcode : REDLOCK_EINVAL;
+}
