@@ -165,6 +165,7 @@ class Runner:
         if not self.a.c_bench:
             return
         self.log("C core: redlock_bench (floors, handle, try+release; one slow; threads; connections; paused)")
+        os.makedirs(self.a.out_dir, exist_ok=True)
         out = os.path.join(self.a.out_dir, "redlock_bench.csv")
         it = str(self.a.c_iterations)
         argv = [self.a.c_bench, "--iterations", it, "--csv", out, "--nodes", ",".join(map(str, self.a.nodes))]
