@@ -113,6 +113,52 @@ static void client_destroy(redlock_client *c)
     free(c);
 }
 
+/* Parses the node URLs into c->nodes (c->n counts those to clear on
+ * failure), refusing duplicates and TLS options beside plain TCP nodes. */
+static int parse_nodes(redlock_client *c, const char *const *node_urls, size_t n_nodes, const redlock_options *opts,
+                       char *errbuf, size_t errbuf_size)
+{
+    int rc;
+    for (size_t i = 0; i < n_nodes; i++) {
+        char why[256], shown[300];
+        if (!node_urls[i]) {
+            rl_fmt(errbuf, errbuf_size, "node %zu: URL is NULL", i);
+            return REDLOCK_EINVAL;
+        }
+        c->n = i + 1;
+        rc = rl_endpoint_parse(&c->nodes[i].ep, node_urls[i], why, sizeof why);
+        rl_mask_url(shown, sizeof shown, node_urls[i]);
+        if (rc) {
+            rl_fmt(errbuf, errbuf_size, "node %zu '%s': %s", i, shown, why);
+            return rc;
+        }
+        if (!(c->urls[i] = strdup(shown))) {
+            rl_fmt(errbuf, errbuf_size, "out of memory");
+            return REDLOCK_ENOMEM;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (rl_endpoint_same_server(&c->nodes[j].ep, &c->nodes[i].ep)) {
+                rl_fmt(errbuf, errbuf_size,
+                       "node %zu (%s) and node %zu (%s) are the same server; it would be counted twice in the quorum",
+                       j, c->nodes[j].ep.display, i, c->nodes[i].ep.display);
+                return REDLOCK_EINVAL;
+            }
+        }
+    }
+    if (any_tls_option(opts)) {
+        /* TLS settings next to a plain TCP URL are most likely a typo in the
+         * scheme: refuse rather than send credentials and locks in the clear. */
+        for (size_t i = 0; i < c->n; i++) {
+            if (!c->nodes[i].ep.tls && !c->nodes[i].ep.path) {
+                rl_fmt(errbuf, errbuf_size, "node %zu (%s) is plain TCP but tls_* options are set: use rediss://",
+                       i, c->nodes[i].ep.display);
+                return REDLOCK_EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
 int redlock_client_open(redlock_client **out, const char *const *node_urls, size_t n_nodes,
                         const redlock_options *opts, char *errbuf, size_t errbuf_size)
 {
@@ -169,47 +215,8 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
     /* Caller's memory is not kept: the TLS files are read below, the name copied. */
     c->opts.tls_ca_file = c->opts.tls_ca_dir = c->opts.tls_cert_file = c->opts.tls_key_file = NULL;
     c->opts.tls_server_name = NULL;
-    for (size_t i = 0; i < n_nodes; i++) {
-        char why[256], shown[300];
-        if (!node_urls[i]) {
-            rl_fmt(errbuf, errbuf_size, "node %zu: URL is NULL", i);
-            rc = REDLOCK_EINVAL;
-            goto fail;
-        }
-        c->n = i + 1;
-        rc = rl_endpoint_parse(&c->nodes[i].ep, node_urls[i], why, sizeof why);
-        rl_mask_url(shown, sizeof shown, node_urls[i]);
-        if (rc) {
-            rl_fmt(errbuf, errbuf_size, "node %zu '%s': %s", i, shown, why);
-            goto fail;
-        }
-        if (!(c->urls[i] = strdup(shown))) {
-            rl_fmt(errbuf, errbuf_size, "out of memory");
-            rc = REDLOCK_ENOMEM;
-            goto fail;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (rl_endpoint_same_server(&c->nodes[j].ep, &c->nodes[i].ep)) {
-                rl_fmt(errbuf, errbuf_size,
-                       "node %zu (%s) and node %zu (%s) are the same server; it would be counted twice in the quorum",
-                       j, c->nodes[j].ep.display, i, c->nodes[i].ep.display);
-                rc = REDLOCK_EINVAL;
-                goto fail;
-            }
-        }
-    }
-    if (any_tls_option(opts)) {
-        /* TLS settings next to a plain TCP URL are most likely a typo in the
-         * scheme: refuse rather than send credentials and locks in the clear. */
-        for (size_t i = 0; i < c->n; i++) {
-            if (!c->nodes[i].ep.tls && !c->nodes[i].ep.path) {
-                rl_fmt(errbuf, errbuf_size, "node %zu (%s) is plain TCP but tls_* options are set: use rediss://",
-                       i, c->nodes[i].ep.display);
-                rc = REDLOCK_EINVAL;
-                goto fail;
-            }
-        }
-    }
+    if ((rc = parse_nodes(c, node_urls, n_nodes, opts, errbuf, errbuf_size)) != 0)
+        goto fail;
     if ((rc = rl_tls_client_init(c, opts, errbuf, errbuf_size)) != 0)
         goto fail;
     c->prefix = strdup(opts->key_prefix ? opts->key_prefix : "");

@@ -25,10 +25,6 @@
 
 #include "engine.h"
 
-/* hiredis_ssl.h declares this; some compatibility builds of it (hiredict's
- * hiredis shims) only define the name. An identical redeclaration is valid C. */
-int redisInitiateSSL(redisContext *c, struct ssl_st *ssl);
-
 /* ---- the FIFO of owed replies ---- */
 
 static rl_req *q_at(rl_conn *c, uint32_t k)
@@ -160,117 +156,6 @@ void rl_conn_free(redlock_client *cl, size_t i)
     cl->nodes[i].conn = NULL;
 }
 
-/* ---- TLS (see c/common/tls.c for the rules) ----
- * hiredis's redisInitiateSSL starts the handshake; on a non-blocking context
- * it returns as soon as the handshake waits for the server, and hiredis
- * would finish it inside SSL_read/SSL_write, which cannot say whether the
- * socket must become readable or writable. So the handshake is driven here
- * (SSL_do_handshake, polling for what it wants), and the connection is
- * handed to hiredis's reads and writes only once it is complete. */
-
-int rl_tls_client_init(redlock_client *c, const redlock_options *o, char *err, size_t errsize)
-{
-    int any = 0;
-    for (size_t i = 0; i < c->n; i++)
-        any |= c->nodes[i].ep.tls;
-    if (o->tls_server_name) {
-        c->tls_server_name = strdup(o->tls_server_name);
-        if (!c->tls_server_name) {
-            rl_fmt(err, errsize, "out of memory");
-            return REDLOCK_ENOMEM;
-        }
-    }
-    if (!any)
-        return 0;
-    return rl_tls_ctx_new(&c->tls_ctx, o->tls_ca_file, o->tls_ca_dir, o->tls_cert_file, o->tls_key_file,
-                          (int)o->tls_insecure_skip_verify, err, errsize);
-}
-
-void rl_tls_client_free(redlock_client *c)
-{
-    SSL_CTX_free(c->tls_ctx);
-    c->tls_ctx = NULL;
-    free(c->tls_server_name);
-    c->tls_server_name = NULL;
-}
-
-static const char *tls_name(const redlock_client *cl, size_t i)
-{
-    return cl->tls_server_name ? cl->tls_server_name : cl->nodes[i].ep.host;
-}
-
-/* Continues the handshake: 0 done, 1 waiting (c->tls_want says for what),
- * -1 failed (reason in msg). */
-static int tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
-{
-    rl_conn *c = cl->nodes[i].conn;
-    ERR_clear_error();
-    int rv = SSL_do_handshake(c->ssl);
-    if (rv == 1)
-        return 0;
-    int e = SSL_get_error(c->ssl, rv);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        c->tls_want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-        return 1;
-    }
-    rl_tls_describe(c->ssl, e, "TLS handshake", tls_name(cl, i), msg, msgsize);
-    return -1;
-}
-
-/* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
-static int tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
-{
-    rl_conn *c = cl->nodes[i].conn;
-    const char *name = tls_name(cl, i);
-    SSL *ssl = rl_tls_ssl_new(cl->tls_ctx, name, (int)cl->opts.tls_insecure_skip_verify, msg, msgsize);
-    if (!ssl)
-        return -1;
-    if (redisInitiateSSL(c->ctx, ssl) != REDIS_OK) {
-        /* Its first SSL_connect may already have met the server's answer. */
-        if (rl_tls_reason(NULL))
-            rl_tls_describe(ssl, SSL_ERROR_SSL, "TLS handshake", name, msg, msgsize);
-        else
-            rl_fmt(msg, msgsize, "TLS: %s", c->ctx->errstr[0] ? c->ctx->errstr : "cannot start the handshake");
-        ERR_clear_error();
-        SSL_free(ssl);  /* on failure the SSL object stays ours */
-        return -1;
-    }
-    c->ssl = ssl;
-    return 0;
-}
-
-/* hiredis writes with send(fd, ..., 0): a node that closed its end makes
- * that raise SIGPIPE, which kills a program that does not ignore it. Plain
- * connections (TCP and unix) write through this instead; TLS ones through
- * OpenSSL, with SIGPIPE blocked for the round (see round.c). */
-static ssize_t nosignal_write(redisContext *c)
-{
-    ssize_t n = send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
-    if (n >= 0)
-        return n;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-        return 0;
-    c->err = REDIS_ERR_IO;
-    snprintf(c->errstr, sizeof c->errstr, "%s", strerror(errno));
-    return -1;
-}
-
-static pthread_mutex_t plain_funcs_mu = PTHREAD_MUTEX_INITIALIZER;
-static redisContextFuncs plain_funcs;
-static int plain_funcs_ready;
-
-static void use_nosignal_write(redisContext *ctx)
-{
-    pthread_mutex_lock(&plain_funcs_mu);
-    if (!plain_funcs_ready) {
-        plain_funcs = *ctx->funcs;
-        plain_funcs.write = nosignal_write;
-        plain_funcs_ready = 1;
-    }
-    pthread_mutex_unlock(&plain_funcs_mu);
-    ctx->funcs = &plain_funcs;
-}
-
 /* ---- opening ---- */
 
 static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
@@ -316,7 +201,7 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
     /* hiredis doesn't set close-on-exec: a program this process runs must
      * not inherit the node connections. */
     fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
-    use_nosignal_write(c->ctx);
+    rl_conn_nosignal(c->ctx);
     c->guard = (rl_reply_guard)RL_REPLY_GUARD_LOCK;
     rl_reply_harden(c->ctx, &c->guard);
     c->pid = getpid();
@@ -539,7 +424,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
             flush(cl, i);
             return;
         }
-        if (tls_begin(cl, i, msg, sizeof msg) != 0) {
+        if (rl_conn_tls_begin(cl, i, msg, sizeof msg) != 0) {
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
             return;
         }
@@ -547,7 +432,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
         revents = 0;
     }
     if (c->state == RL_CONN_HANDSHAKE) {
-        int st = tls_step(cl, i, msg, sizeof msg);
+        int st = rl_conn_tls_step(cl, i, msg, sizeof msg);
         if (st < 0) {
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
             return;

@@ -116,6 +116,15 @@ void rl_conn_free(redlock_client *cl, size_t i);
 /* 1 once more replies cannot change what r's caller will conclude. */
 int rl_round_decided(const rl_round *r);
 
+/* ---- conn_tls.c ---- */
+/* Starts TLS on node i's connected socket: 0 (handshake under way or done)
+ * or -1 with the reason in msg. */
+int rl_conn_tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
+/* Continues the handshake: 0 done, 1 waiting (tls_want says for what), -1 failed. */
+int rl_conn_tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
+/* Makes a plain context write with MSG_NOSIGNAL. */
+void rl_conn_nosignal(redisContext *ctx);
+
 /* ---- mux.c ---- */
 typedef struct rl_io {
     pthread_mutex_t mu;

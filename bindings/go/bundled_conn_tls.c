@@ -1,0 +1,5 @@
+// Compiles the C library's conn_tls.c into the Go package (default link mode).
+// One file per C source, so that their static names never meet.
+//go:build cgo && !redlock_system
+
+#include "../../c/src/conn_tls.c"
