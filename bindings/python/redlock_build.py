@@ -5,8 +5,10 @@ from __future__ import annotations
 import glob
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import sysconfig
 
 from cffi import FFI
 
@@ -183,20 +185,81 @@ extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const cha
 """
 
 
+# What the default build needs, as pkg-config modules, with the oldest version that works.
+BUNDLED_MODULES = {"hiredis": "1.0.0", "hiredis_ssl": "1.0.0", "libssl": "1.1.1", "libcrypto": "1.1.1"}
+
+HOW_TO_GET = """\
+How to get them:
+  Debian 12 (bookworm): hiredis 1.x is in bookworm-backports (bookworm's own libhiredis-dev is 0.14):
+      echo 'deb http://deb.debian.org/debian bookworm-backports main' \\
+          > /etc/apt/sources.list.d/bookworm-backports.list
+      apt-get update
+      apt-get install -t bookworm-backports libhiredict-shims-dev   # or libhiredis-dev >= 1.0
+      apt-get install pkg-config libssl-dev
+  Debian 13 and later, Ubuntu 24.04 and later:
+      apt-get install pkg-config libhiredis-dev libssl-dev
+  Ubuntu 22.04 and older (libhiredis-dev 0.14): build hiredis >= 1.0 with TLS from source
+      (https://github.com/redis/hiredis: make USE_SSL=1 && make USE_SSL=1 install), then run
+      ldconfig, and set PKG_CONFIG_PATH if it went outside /usr/local.
+  Fedora, RHEL: dnf install pkgconf-pkg-config hiredis-devel openssl-devel
+Or install the prebuilt manylinux wheel (`make wheel`), which carries hiredis and OpenSSL inside."""
+
+
+def _pkg_config_cmd() -> list[str]:
+    cmd = shlex.split(os.environ.get("PKG_CONFIG", "pkg-config"))
+    if not cmd or shutil.which(cmd[0]) is None:
+        sys.exit(f"redlock: cannot build the extension: {cmd[0] if cmd else 'pkg-config'} not found.\n"
+                 "Install pkg-config (Debian, Ubuntu: apt-get install pkg-config; Fedora: dnf install "
+                 "pkgconf-pkg-config), or set PKG_CONFIG to its path.\n" + HOW_TO_GET)
+    return cmd
+
+
+def require_modules(modules: dict[str, str]) -> None:
+    """Stops the build with one message that names every missing or too old module."""
+    cmd = _pkg_config_cmd()
+    missing, old = [], []
+    for module, least in modules.items():
+        if subprocess.run([*cmd, "--exists", module], capture_output=True).returncode != 0:
+            missing.append(module)
+        elif least and subprocess.run([*cmd, f"--atleast-version={least}", module],
+                                      capture_output=True).returncode != 0:
+            have = subprocess.run([*cmd, "--modversion", module], capture_output=True,
+                                  text=True).stdout.strip()
+            old.append(f"{module} {have or '(unknown version)'} is older than {least}")
+    if not missing and not old:
+        return
+    what = []
+    if missing:
+        what.append("pkg-config finds no " + ", ".join(missing))
+    what += old
+    path = os.environ.get("PKG_CONFIG_PATH")
+    sys.exit(
+        "redlock: cannot build the extension: " + "; ".join(what) + ".\n"
+        "It needs the development files (headers and .pc files) of hiredis >= 1.0 with its TLS part\n"
+        "(hiredis.pc and hiredis_ssl.pc; hiredict's shims provide both) and of OpenSSL (libssl.pc,\n"
+        "libcrypto.pc)" + (f"; PKG_CONFIG_PATH is {path!r}" if path else "") + ".\n" + HOW_TO_GET)
+
+
+def require_compiler() -> None:
+    include = sysconfig.get_paths().get("include") or ""
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        sys.exit(f"redlock: cannot build the extension: Python.h is not in {include}.\n"
+                 "Install the Python headers (Debian, Ubuntu: apt-get install python3-dev; "
+                 "Fedora: dnf install python3-devel).")
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    if cc and shutil.which(cc[0]) is None:
+        sys.exit(f"redlock: cannot build the extension: no C compiler ({cc[0]} not found).\n"
+                 "Install one (Debian, Ubuntu: apt-get install gcc; Fedora: dnf install gcc).")
+
+
 def pkg_config(*args: str) -> list[str]:
-    """Flags from pkg-config, with an error that says what to install."""
-    cmd = [os.environ.get("PKG_CONFIG", "pkg-config"), *args]
+    """Flags from pkg-config (the modules were checked by require_modules)."""
+    cmd = [*_pkg_config_cmd(), *args]
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        sys.exit("redlock: pkg-config not found; install it (Debian: apt-get install pkg-config)")
     except subprocess.CalledProcessError as err:
-        sys.exit(
-            f"redlock: `{' '.join(cmd)}` failed: {err.stderr.strip()}\n"
-            "Install the development packages (Debian: apt-get install libhiredis-dev libssl-dev;"
-            " hiredis_ssl comes with libhiredis-dev),"
-            " or for REDLOCK_USE_SYSTEM_LIB=1 install libredlock with its redlock.pc."
-        )
+        sys.exit(f"redlock: cannot build the extension: `{' '.join(cmd)}` failed: "
+                 f"{err.stderr.strip()}\n" + HOW_TO_GET)
     return shlex.split(out)
 
 
@@ -241,23 +304,47 @@ def use_system_lib() -> bool:
 def make_ffibuilder() -> FFI:
     ffibuilder = FFI()
     ffibuilder.cdef(CDEF)
+    require_compiler()
     if use_system_lib():
         # The installed libredlock and its header; the module links to libredlock.so.0.
-        kw = split_flags(pkg_config("--cflags", "--libs", "redlock"))
+        cmd = _pkg_config_cmd()
+        if subprocess.run([*cmd, "--exists", "redlock"], capture_output=True).returncode != 0:
+            sys.exit("redlock: REDLOCK_USE_SYSTEM_LIB=1, but pkg-config finds no redlock.pc.\n"
+                     "Install libredlock (cmake -S . -B build && cmake --build build && "
+                     "cmake --install build --prefix PREFIX) and set PKG_CONFIG_PATH=PREFIX/lib/pkgconfig,"
+                     " or build without REDLOCK_USE_SYSTEM_LIB to compile the C core into the module.")
+        flags = pkg_config("--cflags", "--libs", "redlock")
+        kw = split_flags(flags)
         # pkg-config prints -L only for a prefix outside the linker's default path: find it there at run time too.
         kw["runtime_library_dirs"] = list(kw["library_dirs"])
         sources: list[str] = []
+        depends: list[str] = []
+        mode = "system libredlock"
     else:
-        # The C core compiled into the extension: no libredlock needed at run time.
+        # The C core compiled into the extension: no libredlock needed at run time. Every
+        # c/src/*.c and c/common/*.c, globbed, so files the core is split into are picked up.
         sources = sorted(rel(p) for d in (C_SRC, C_COMMON) for p in glob.glob(os.path.join(d, "*.c")))
         if not sources:
             sys.exit(f"redlock: no C sources found under {C_SRC}")
-        kw = split_flags(pkg_config("--cflags", "--libs", "hiredis", "hiredis_ssl", "libssl", "libcrypto"))
+        require_modules(BUNDLED_MODULES)
+        flags = pkg_config("--cflags", "--libs", *BUNDLED_MODULES)
+        kw = split_flags(flags)
         kw["include_dirs"][:0] = [rel(C_INCLUDE), rel(C_SRC), rel(C_COMMON)]
         kw["define_macros"][:0] = [("REDLOCK_BUILDING", None), ("_GNU_SOURCE", None)]
         kw["extra_compile_args"][:0] = ["-fvisibility=hidden", "-std=gnu11"]
         kw["libraries"].append("pthread")
-    ffibuilder.set_source("redlock._redlock", '#include "redlock.h"\n', sources=sources, **kw)
+        # Headers too: setuptools rebuilds only when a listed file is newer than the module.
+        depends = sorted(rel(p) for d in (C_INCLUDE, C_SRC, C_COMMON)
+                         for p in glob.glob(os.path.join(d, "*.h")))
+        mode = "C core compiled in"
+    # The build's mode and flags go into the generated C file. cffi rewrites that file only when
+    # its text changes, and setuptools relinks only when a source is newer than the module: without
+    # this line, switching REDLOCK_USE_SYSTEM_LIB (or pkg-config's answer) after an earlier build in
+    # the same build folder kept the old module until the folder was deleted.
+    shown = " ".join(flags).replace("*/", "* /")
+    stamp = f"/* redlock build: {mode}; flags: {shown} */\n"
+    ffibuilder.set_source("redlock._redlock", stamp + '#include "redlock.h"\n', sources=sources,
+                          depends=depends, **kw)
     return ffibuilder
 
 
