@@ -12,7 +12,8 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/c/tsan.supp
 
-.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench bench clean
+.PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
+        test-bench test-docs test-jar test-deb bench stress fuzz-long jar clean
 
 all: build
 
@@ -30,7 +31,8 @@ demo: build
 	tools/demo-cli $(BUILD)/c/cli/redlock
 	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
-test: build test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench
+test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
+      test-jar test-deb
 	@echo "all test suites passed"
 
 test-c: build
@@ -44,7 +46,9 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
-	cd $(BUILD)-tsan && $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure -R 'threads|core_5|faults|autoextend|report|fencing'
+	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
+	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_'
+
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +74,27 @@ test-go: build
 
 test-fuzz: deps
 	tests/fuzz/run 20
+
+# Man pages, docs/cli.md and docs/c-api.md against the built tool and redlock.h.
+test-docs: build
+	tools/docs-check --build $(BUILD)
+
+# The Maven jar with its native library inside; runs the java_* ctest cases on
+# it, then the jar alone with the system's hiredis hidden (needs root, else SKIPPED).
+jar: deps
+	cd bindings/java && mvn -q -B package
+test-jar: jar
+	tools/java-jar-test
+
+# The Debian packages: built, linted, installed, their consumers run, purged.
+test-deb: deps
+	tools/deb-test
+
+# The long forms of the short runs in 'make test' (docs/safety.md, docs/design.md).
+stress: build
+	cd $(BUILD) && REDLOCK_STRESS_CYCLES=20000 ctest --output-on-failure -R 'engine_stress'
+fuzz-long: deps
+	tests/fuzz/run 600
 
 # The benchmark's smoke run keeps it from rotting; it asserts no timing.
 test-bench: build
