@@ -160,7 +160,7 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
         specs[r->cmd].parse(r, rep, p);
         return;
     }
-    if (via == RL_VIA_EVALSHA && strncmp(rep->str, "NOSCRIPT", 8) == 0)
+    if (via == RL_VIA_EVALSHA && rl_proto_is_script(r->cmd) && strncmp(rep->str, "NOSCRIPT", 8) == 0)
         return;   /* the script cache was flushed: the caller sends the body */
     if (via == RL_VIA_FCALL && strstr(rep->str, "Function not found"))
         say(p, RL_ERR_SERVER, "%.80s (load it with redlock_client_load_functions)", rep->str);

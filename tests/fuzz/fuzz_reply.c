@@ -26,8 +26,9 @@ static void parse_all(const redisReply *rep)
         for (int via = 0; via < RL_VIA_N; via++) {
             rl_parsed p;
             rl_proto_parse(&r, via, rep, &p);
-            if (p.out == RL_PENDING && !(via == RL_VIA_EVALSHA && rep->type == REDIS_REPLY_ERROR))
-                abort();   /* only a NOSCRIPT to EVALSHA leaves the outcome open */
+            if (p.out == RL_PENDING &&
+                !(via == RL_VIA_EVALSHA && rl_proto_is_script(r.cmd) && rep->type == REDIS_REPLY_ERROR))
+                abort();   /* only a NOSCRIPT to a script sent by EVALSHA leaves the outcome open */
             if (p.out == RL_YES && rep->type == REDIS_REPLY_ERROR)
                 abort();   /* an error never counts as a grant */
         }
