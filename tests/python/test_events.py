@@ -64,8 +64,9 @@ def test_acquire_extend_release(make_client, cluster5, name):
     assert 4.0 < acquired.validity <= 5.0
     assert acquired.token is None  # no fencing
     assert acquired.node is None and acquired.node_url is None and acquired.node_outcome is None
-    assert 7.0 < extended.validity <= 8.0 and not extended.automatic and extended.nodes_ok == 5
-    assert released.code == 0 and released.nodes_ok == 5
+    # Extensions and releases, too, are decided once a quorum answered.
+    assert 7.0 < extended.validity <= 8.0 and not extended.automatic and 3 <= extended.nodes_ok <= 5
+    assert released.code == 0 and 3 <= released.nodes_ok <= 5
     # Called synchronously on the thread that ran the round.
     assert all(t is threading.current_thread() for t in rec.threads)
 
@@ -143,7 +144,7 @@ def test_node_errors(fresh5, make_client, name):
     (acquired,) = rec.of(EventType.ACQUIRED)
     assert 3 <= acquired.nodes_ok <= 4
     (released,) = rec.of(EventType.RELEASED)
-    assert released.nodes_ok == 4
+    assert 3 <= released.nodes_ok <= 4  # decided at quorum, like every round
 
 
 def test_events_are_immutable_and_name_the_lock_without_prefix(make_client, cluster5, name):
