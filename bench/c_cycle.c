@@ -69,6 +69,7 @@ typedef struct samples {
     int64_t wall_ns;        /* time spent in timed blocks */
     int64_t cpu_ns;         /* this thread's CPU time (user+sys) in them */
     long errors;
+    long warm_errors;       /* of errors, how many in untimed warm-up cycles (threads) */
     char first_err[512];
 } samples;
 
@@ -462,8 +463,11 @@ static void run_interleaved(bench_set *b, const int *vs, int nv, samples *out)
 
 static void print_err(const char *ctx, size_t n, const char *variant, const samples *s)
 {
+    char warm[64] = "";
+    if (s->warm_errors)
+        snprintf(warm, sizeof warm, " (%ld in warm-up)", s->warm_errors);
     if (s->errors)
-        fprintf(stderr, "%s, %zu nodes, %s: %ld failed cycles; first: %s\n", ctx, n, variant, s->errors,
+        fprintf(stderr, "%s, %zu nodes, %s: %ld failed cycles%s; first: %s\n", ctx, n, variant, s->errors, warm,
                 s->first_err);
 }
 
@@ -693,12 +697,15 @@ static void *mt_thread(void *p)
         int rc = redlock_try_acquire(a->client, keys[k % KEYS], TTL_MS, &l);
         int64_t t1 = bench_now_ns();
         if (rc) {
+            a->s.warm_errors += k < a->warm;
             samples_error(&a->s, "redlock_try_acquire", rc, NULL);
             continue;
         }
         rc = redlock_release(l);
-        if (rc)
+        if (rc) {
+            a->s.warm_errors += k < a->warm;
             samples_error(&a->s, "redlock_release", rc, redlock_lock_errmsg(l));
+        }
         redlock_lock_free(l);
         if (rc == 0 && k >= a->warm) {
             int64_t t2 = bench_now_ns();
@@ -754,6 +761,7 @@ static void run_threads(redlock_client *client, int nt, double seconds, void (*t
         for (size_t k = 0; k < args[i].s.n; k++)
             samples_push(all, args[i].s.cycle[k], args[i].s.acq[k], 0, args[i].s.rel[k]);
         all->errors += args[i].s.errors;
+        all->warm_errors += args[i].s.warm_errors;
         if (args[i].s.errors && !all->first_err[0])
             memcpy(all->first_err, args[i].s.first_err, sizeof all->first_err);
         samples_free(&args[i].s);
@@ -823,6 +831,7 @@ static void section_threads(const char *const *urls, size_t n_urls)
             if (all.errors && !acc[t].errors)
                 memcpy(acc[t].first_err, all.first_err, sizeof all.first_err);
             acc[t].errors += all.errors;
+            acc[t].warm_errors += all.warm_errors;
             samples_free(&all);
         }
     }
@@ -836,7 +845,9 @@ static void section_threads(const char *const *urls, size_t n_urls)
         if (tcounts[t] == 8)
             ratio8 = med;
         stats st = summarize(&acc[t]);
-        print_err("threads", MT_NODES, "try+release", &acc[t]);
+        char ctx[64];
+        snprintf(ctx, sizeof ctx, "threads, %d threads", tcounts[t]);
+        print_err(ctx, MT_NODES, "try+release", &acc[t]);
         failures += acc[t].errors > 0;
         printf("%7d %10.0f %9.1f %9.1f %11.2fx %10.1f %8.0f%%\n", tcounts[t], st.per_s, st.p50, st.p99, med,
                st.cpu_us, busy_sum[t] / rounds);
@@ -884,8 +895,10 @@ typedef struct conn_probe {
     int samples;
 } conn_probe;
 
-/* Connections on node i other than the probe's own, from CLIENT LIST. */
-static int count_clients(conn_probe *p, size_t i)
+/* Connections on node i other than the probe's own, from CLIENT LIST; with
+ * dump set, also prints their lines (address, age, idle, last command) to
+ * stderr, to tell a reconnect from a second connection. */
+static int count_clients(conn_probe *p, size_t i, int dump)
 {
     redisReply *r = redisCommand(p->c[i], "CLIENT LIST");
     int cnt = -1;
@@ -894,8 +907,11 @@ static int count_clients(conn_probe *p, size_t i)
         snprintf(self, sizeof self, "id=%lld ", p->self_id[i]);
         cnt = 0;
         for (const char *line = r->str; line && *line;) {
-            if (strncmp(line, self, strlen(self)) != 0 && *line != '\n')
+            if (strncmp(line, self, strlen(self)) != 0 && *line != '\n') {
                 cnt++;
+                if (dump)
+                    fprintf(stderr, "  node %zu: %.*s\n", i, (int)strcspn(line, "\n"), line);
+            }
             line = strchr(line, '\n');
             if (line)
                 line++;
@@ -909,7 +925,12 @@ static void conn_tick(void *ctx)
 {
     conn_probe *p = ctx;
     for (size_t i = 0; i < p->n; i++) {
-        int c = count_clients(p, i) - p->base[i];
+        int c = count_clients(p, i, 0) - p->base[i];
+        if (c > 1 && c > p->max[i]) {
+            fprintf(stderr, "connections: %d on node %zu (not counting %d from before); CLIENT LIST:\n", c, i,
+                    p->base[i]);
+            count_clients(p, i, 1);
+        }
         if (c > p->max[i])
             p->max[i] = c;
     }
@@ -937,7 +958,7 @@ static void section_conns(const char *const *urls, size_t n_urls)
         }
         p.self_id[i] = r->integer;
         freeReplyObject(r);
-        p.base[i] = count_clients(&p, i);
+        p.base[i] = count_clients(&p, i, 0);
     }
     printf("\nConnections per node held by ONE client (CLIENT LIST on each of %d nodes, the inspecting\n"
            "connection and any present before the client opened left out; most seen while running)\n",
@@ -960,7 +981,9 @@ static void section_conns(const char *const *urls, size_t n_urls)
         run_threads(client, nt, cfg.mt_seconds, conn_tick, &p, &all, &busy);
         conn_tick(&p);  /* once more after the threads stopped, before the client is freed */
         stats st = summarize(&all);
-        print_err("connections", MT_NODES, "try+release", &all);
+        char ctx[64];
+        snprintf(ctx, sizeof ctx, "connections, %d threads", nt);
+        print_err(ctx, MT_NODES, "try+release", &all);
         failures += all.errors > 0;
         int most = 0;
         printf("%7d %10.0f %9.1f %9.1f  ", nt, st.per_s, st.p50, st.p99);
