@@ -250,10 +250,11 @@ void redlock_client_free(redlock_client *client)
         return;
     if (atomic_load(&client->refs) == 1) {
         /* The last reference, so no other user: before closing, read what
-         * pooled connections still owe (a release written but not yet
-         * answered), at most one node timeout in all. A lock that outlives
-         * its client frees it without this: lock_free does no I/O. */
-        rl_io_settle(client, rl_now_us() + (int64_t)client->opts.node_timeout_ms * 1000);
+         * the connections still owe (a release written but not yet
+         * answered) while replies keep coming, up to the stall limit; a
+         * node silent for a node timeout is not waited for. A lock that
+         * outlives its client frees it without this: lock_free does no I/O. */
+        rl_io_settle(client, rl_now_us() + rl_policy_stall_us(&client->opts));
     }
     if (atomic_fetch_sub(&client->refs, 1) == 1)
         client_destroy(client);

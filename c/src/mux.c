@@ -311,6 +311,14 @@ static void stop_helper(redlock_client *cl)
     io->helper_started = 0;
 }
 
+static uint64_t owed_total(const redlock_client *cl)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < cl->n; i++)
+        n += rl_conn_owed(cl, i);
+    return n;
+}
+
 void rl_io_settle(redlock_client *cl, int64_t deadline_us)
 {
     if (!cl->io)
@@ -320,11 +328,27 @@ void rl_io_settle(redlock_client *cl, int64_t deadline_us)
     stop_helper(cl);
     rl_io *io = cl->io;
     pthread_mutex_lock(&io->mu);
-    /* The last user: drive alone until nothing is owed, or the deadline. */
-    while (!io->leader && (needs_driving(cl) || owes_anything(cl)) && rl_now_us() < deadline_us) {
+    /* The last user: drive alone until nothing is owed. A node that still
+     * answers (slow, not stopped) is waited for as long as its replies keep
+     * coming, up to deadline_us: closing a socket while replies arrive
+     * resets it, and a node (or a proxy) that gets the reset may drop
+     * commands it has not read yet, such as the last release. A node that
+     * has gone quiet for a node timeout is not waited for: it gets FIN,
+     * and runs what it was sent when it wakes. */
+    int64_t quiet_us = (int64_t)cl->opts.node_timeout_ms * 1000, last_progress = rl_now_us();
+    uint64_t owed = owed_total(cl);
+    while (!io->leader && (needs_driving(cl) || owed)) {
+        int64_t now = rl_now_us();
+        int64_t until = last_progress + quiet_us < deadline_us ? last_progress + quiet_us : deadline_us;
+        if (now >= until)
+            break;
         io->leader = 1;
-        drive(cl, deadline_us - rl_now_us());
+        drive(cl, until - now);
         io->leader = 0;
+        uint64_t left = owed_total(cl);
+        if (left < owed)
+            last_progress = rl_now_us();
+        owed = left;
     }
     pthread_mutex_unlock(&io->mu);
 }

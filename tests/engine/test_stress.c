@@ -14,6 +14,17 @@ static int cycles_per_thread;
 static const char *prefix;
 static atomic_int acquired, failed_acquire, released, failed_release, extended, bad;
 
+/* Node failures seen through the metrics hook: counted, the first few shown. */
+static atomic_int node_errors;
+static void on_event(const redlock_event *ev, void *ud)
+{
+    (void)ud;
+    if (ev->type != REDLOCK_EVENT_NODE_ERROR)
+        return;
+    if (atomic_fetch_add(&node_errors, 1) < 5)
+        fprintf(stderr, "node %zu: %s\n", ev->node, ev->message);
+}
+
 static void *worker(void *arg)
 {
     long id = (long)arg;
@@ -63,7 +74,8 @@ int main(int argc, char **argv)
     redlock_options_init(&o);
     o.retry_jitter_ms = 20;
     o.node_timeout_ms = 100;
-    o.tls_ca_file = getenv("REDLOCK_TEST_CA");   /* the driver's test CA, for rediss:// nodes */
+    o.tls_ca_file = getenv("REDLOCK_TEST_CA");
+    o.on_event = on_event;   /* the driver's test CA, for rediss:// nodes */
     client = make_client(t_nurls, &o);
     cycles_per_thread = (cycles + threads - 1) / threads;
     pthread_t th[256];
@@ -76,9 +88,10 @@ int main(int argc, char **argv)
     /* Closing the client reads what connections still owe. */
     redlock_client_free(client);
     printf("stress %s: %d threads, %d cycles: acquired %d (failed %d), extended %d, released %d (failed %d), "
-           "contract violations %d\n",
+           "node errors %d, contract violations %d\n",
            prefix, threads, cycles_per_thread * threads, atomic_load(&acquired), atomic_load(&failed_acquire),
-           atomic_load(&extended), atomic_load(&released), atomic_load(&failed_release), atomic_load(&bad));
+           atomic_load(&extended), atomic_load(&released), atomic_load(&failed_release), atomic_load(&node_errors),
+           atomic_load(&bad));
     CHECK(atomic_load(&bad) == 0);
     CHECK(atomic_load(&acquired) > 0);
     return finish_tests();
