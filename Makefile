@@ -13,7 +13,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/c/tsan.supp
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
-        test-bench test-docs test-jar test-deb bench stress fuzz-long jar clean
+        test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean
 
 all: build
 
@@ -32,7 +32,7 @@ demo: build
 	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
-      test-jar test-deb
+      test-jar test-deb test-wheel test-go-module
 	@echo "all test suites passed"
 
 test-c: build
@@ -85,6 +85,18 @@ jar: deps
 	cd bindings/java && mvn -q -B package
 test-jar: jar
 	tools/java-jar-test
+
+# The self-contained Python wheel (hiredis and OpenSSL inside, manylinux tag),
+# then installed in a fresh venv with the system's hiredis hidden.
+wheel: deps
+	tools/wheel-build --build-dir $(BUILD)/wheel --python $(PYTHON)
+test-wheel: wheel
+	tools/wheel-test --build-dir $(BUILD)/wheel --python $(PYTHON)
+
+# The Go module as 'go get' sees it: zipped, served from a file:// proxy, built
+# with default settings in a fresh module outside the tree, run against nodes.
+test-go-module: deps
+	tools/go-module-test
 
 # The Debian packages: built, linted, installed, their consumers run, purged.
 test-deb: deps
