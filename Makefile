@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Entry points: 'make demo' (the main job on 5 local nodes) and 'make test'
 # (the whole suite). Both install what is missing first (Debian 12, as root).
 BUILD      ?= build

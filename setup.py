@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Packaging of the Python binding: the pure-Python package in bindings/python/redlock plus the cffi
 # extension redlock._redlock built by bindings/python/redlock_build.py (see docs/python.md).
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # What 'cmake --install' and the Debian packages add besides the library and
 # the command: the man pages, generated at build time from their one source
 # (tools/man-gen: docs/man/*.md, docs/c-api.md, redlock.h) by go-md2man, and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Auto-extension (redlock_lock_auto_extend): the client's background thread
 // keeps a held lock alive; its loss ends the Mutex's LockedContext contexts.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Auto-extension (Mutex.AutoExtend) against real nodes: a short-lived lock
 // held across many expiries, and each kind of loss ending LockedContext.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Benchmarks: lock/unlock cycles through the binding (one goroutine and
 // parallel), and a comparison of cycle latency against the C core called
 // directly and against go-redsync, on healthy nodes and with one paused.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Every C source of the library must be compiled into the package by a
 // bundled_*.c file; a source added to c/src or c/common without one would
 // otherwise show up only as undefined symbols, or not at all.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // The Go functions C calls back (events, the release of an event handler and
 // auto-extension losses), kept in a file of their own: a file with //export may
 // only declare in its preamble.

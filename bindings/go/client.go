@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Client: the node set and settings (one C redlock_client), and the
 // bookkeeping that lets Close end everything safely while goroutines use it.
 

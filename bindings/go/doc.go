@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Package redlock is the Go binding of libredlock: a Redlock distributed lock
 // over N independent Redis or Valkey nodes, with the algorithm in C.
 //

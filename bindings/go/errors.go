@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Errors: every C error code has a sentinel for errors.Is, and failures come
 // back as *Error, which carries the C library's detail text.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // The metrics hook (WithEventHandler): C's redlock_event copied into a Go
 // Event during the call, and the per-node outcome type shared with Nodes.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Examples for the package documentation (compiled by go test, not run:
 // they need real nodes).
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Exposes internals that the external tests check (the handle registry).
 
 //go:build cgo

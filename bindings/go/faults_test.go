@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Node faults through the harness: a minority down, a majority down, a
 // paused node. Each test restores the nodes it faulted.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Fencing tokens (WithFencing, Mutex.Token) against real nodes: strictly
 // increasing across holders and clients, 0 when not held or not minted.
 

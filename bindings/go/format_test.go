@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // No formatting of a Client, a Mutex, their errors, reports or events
 // prints a node password: one is planted in the URLs and looked for in
 // the output of every fmt verb and in every error text.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Every kind of bad input gives an error matching ErrInvalid (or
 // ErrNotSupported) with the C library's detail, never a crash.
 

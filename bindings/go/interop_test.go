@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Interoperation with go-redsync on the same nodes: both use SET NX PX on
 // the bare name, so each one's lock blocks the other.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Default link mode: the C library's sources (../../c/src and ../../c/common,
 // compiled by the bundled_*.c files next to this one) become part of this package.
 

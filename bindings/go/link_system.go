@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Link mode for -tags redlock_system: an installed libredlock, found through
 // its pkg-config file (redlock.pc), instead of the bundled sources.
 

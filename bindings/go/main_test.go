@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Test setup: runs the suite against real nodes from the shared harness
 // (tests/harness/nodes.py), re-executing the test binary under it when
 // REDLOCK_TEST_NODES is not already set, plus helpers to fault nodes.

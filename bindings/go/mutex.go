@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Mutex: one named lock on a Client, backed by one reusable C lock handle;
 // Lock/Extend/Unlock map one-to-one onto C calls. The tracker keeps what the
 // auto-extension's loss callback updates too (autoextend.go).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Fails the build with a message that says what to do when cgo is off:
 // the binding is a cgo wrapper around the C library and cannot work without it.
 

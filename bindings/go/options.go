@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Options for NewClient and NewMutex, with go-redsync v4's names and
 // defaults. One Option type serves both: a Mutex starts from its client's
 // settings, and its own acquisition policy (tries, delays, drift) goes onto

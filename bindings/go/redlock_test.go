@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Behaviour of Client and Mutex against healthy nodes: locking, contention,
 // contexts, extension, expiry, Close, finalizers.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // go-redsync v4 compatibility: the Mutex has redsync's method set and
 // signatures, redsync's option names and defaults work on NewMutex without
 // a C client (or connections) per Mutex, and redsync's README examples run

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // The per-node report of a Mutex's last round (redlock_lock_node_result).
 
 //go:build cgo

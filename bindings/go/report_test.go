@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // The per-node report (Mutex.Nodes) and the metrics hook (WithEventHandler)
 // against real nodes, healthy and with one node killed.
 

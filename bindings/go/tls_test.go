@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // TLS (rediss://) end to end: the test makes a CA, server and client
 // certificates, then runs itself again under the harness with TLS-only
 // nodes that require client certificates, and checks verification there.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # cffi build script (API mode) for the extension module redlock._redlock.
 # setup.py names it in cffi_modules; it compiles c/src/*.c into the module, or links libredlock via pkg-config.
 from __future__ import annotations

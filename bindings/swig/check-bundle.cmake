@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # check-bundle.cmake: fails unless the jar's JNI library (LIB) needs nothing but
 # libc's own libraries and exports nothing but JNI entry points, so that the
 # jar works without hiredis or OpenSSL installed and its static copies cannot

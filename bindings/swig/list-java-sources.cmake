@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # list-java-sources.cmake: writes the Java files SWIG generated in DIR to OUT
 # as a javac @argfile (cmake -DDIR=... -DOUT=... -P list-java-sources.cmake).
 file(GLOB _sources "${DIR}/*.java")

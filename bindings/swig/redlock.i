@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redlock.i: the one SWIG interface over c/include/redlock.h, shared by every
  * SWIG language (Java gets io.redlock.{Redlock,Lock,Options}; see docs/bindings.md). */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.h: declarations shared by the sources of the redlock command-line tool
  * (option and config handling, durations, node URLs, hiredis inspection). */
 #ifndef REDLOCK_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* completion.c: 'redlock completion bash|zsh': prints a shell completion
  * script for the subcommands, their options and the --nodes URL forms
  * (redis://, rediss://, unix:// with socket paths). */

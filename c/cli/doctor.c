@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* doctor.c: 'redlock doctor': inspects each node over hiredis and reports what
  * would make Redlock unsafe there (eviction, persistence, replicas, the same
  * server twice, clock rate, scripts, ACLs), each with a one-line fix. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c: entry point of the redlock command-line tool (a distributed
  * flock(1)): dispatches to the run, status, doctor and completion subcommands. */
 #include <stdio.h>

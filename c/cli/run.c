@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* run.c: 'redlock run': holds a Redlock while a command runs, kept alive by
  * the library's auto-extension, and stops the command if the lock is lost. */
 #define _GNU_SOURCE

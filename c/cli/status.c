@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* status.c: 'redlock status': who holds a resource's key on each node (GET
  * and PTTL over hiredis), as a table or JSON; no lock is taken. */
 #define _GNU_SOURCE

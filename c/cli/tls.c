@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c: TLS for the direct hiredis connections of 'redlock status' and
  * 'redlock doctor', with the rules the library applies to its own (see
  * docs/security.md): the chain verified against --tls-ca-file/--tls-ca-dir

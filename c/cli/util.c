@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* util.c: helpers of the redlock tool: settings from the command line, the
  * environment and the config file; durations, signals, URLs, hiredis, JSON. */
 #define _GNU_SOURCE

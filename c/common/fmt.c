@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fmt.c: bounded formatting into caller buffers, for messages. */
 #include <stdarg.h>
 #include <stdio.h>

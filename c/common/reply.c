@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* reply.c: a hiredis reply reader that builds only flat replies, within
  * size limits, so that no node can crash or exhaust its client (see
  * rlcommon.h). The objects are ordinary redisReply structs. */

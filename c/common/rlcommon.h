@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rlcommon.h: the private library that libredlock and the redlock command
  * share: node URLs, the TLS rules, a reply reader that a hostile node cannot
  * turn against its client, and message formatting. Not installed, not part

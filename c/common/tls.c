@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c: the TLS rules shared by the library and the command-line tool: an
  * SSL_CTX that verifies peers, one SSL object per connection with SNI and
  * name or IP checks, and readable reasons for OpenSSL's failures. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* url.c: parses node URLs (redis://, rediss://, unix://) and decides whether two
  * endpoints are the same server, which would corrupt the quorum count. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* counter_demo.c: the main job's demo. Several processes increment one
  * counter, kept in a plain file with no other protection, under one Redlock;
  * half-way two of the five nodes are killed. No increment may be lost.

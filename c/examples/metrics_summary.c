@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* metrics_summary.c: the on_event metrics hook. Four threads compete for
  * one resource for a few seconds, each holding it with auto-extension; the
  * hook counts what happened and the program prints a summary: acquisitions,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redlock.h: the public, stable C ABI of libredlock, a Redlock distributed
  * lock over N independent Redis-compatible nodes. Everything here is stable;
  * see docs/c-api.md for the conventions and docs/threading.md for threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acquire.c: acquisition: one attempt (SET NX on every node, decided at
  * quorum within the validity, the fencing token committed, a clean-up
  * release after a failure), and the retries around it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c: clients: options (versioned, checked), node URLs, the
  * connections' lifetime, and loading the function library. */
 #include <stdlib.h>

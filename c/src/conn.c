@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c: a node's one connection, shared by every lock of the client. Its
  * states (CLOSED, CONNECTING, HANDSHAKE, READY) change only in
  * rl_conn_transition. Every command handed to it goes into its FIFO of

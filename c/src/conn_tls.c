@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn_tls.c: a connection's TLS handshake, driven by the engine rather than
  * by hiredis, the client's TLS context, and writes that never raise
  * SIGPIPE. The rules themselves (verification, names) are c/common/tls.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* decide.c: the Redlock decisions as pure functions of what each node said
  * and when, kept apart from the I/O so they can be read, tested and fuzzed
  * on their own (tests/fuzz/fuzz_decide.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engine.h: the I/O engine's private types, shared by its files and by
  * nothing else (docs/design.md draws them):
  *   proto.c   the wire format: one table of commands (format, parse, what a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* internal.h: types and helpers shared by the library's sources; nothing here
  * is part of the ABI. */
 #ifndef REDLOCK_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.c: lock handles, and everything on a held lock but acquiring it:
  * extension, release, validity, the per-lock policy and auto-extension. */
 #include <stdarg.h>

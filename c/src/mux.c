@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mux.c: the client's multiplexer. Every lock of a client shares one
  * connection per node; the thread of some round under way drives all of
  * them (the leader: one poll() over every socket, replies handed to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* policy.c: every timing rule in one place: the delay between acquire
  * attempts, reconnect backoff, how long a round waits for a node, when a
  * silent connection is given up, and when auto-extension extends. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proto.c: the wire format, as one table of the commands the library sends:
  * how each is formatted, how its reply is read, and what a reply that comes
  * after its round returned means. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* report.c: what a round tells the caller: the failure detail naming each
  * node, the per-node report of a lock's last round, and the metrics hook. */
 #include <string.h>

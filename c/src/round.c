@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* round.c: one round: the same command to every node at once, returned as
  * soon as its outcome is decided at quorum (decide.c says which nodes it
  * still needs). The nodes it did not wait for keep their command: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scripts.c: the Lua the library runs on the nodes, written once and used
  * two ways: as scripts (EVAL, or EVALSHA by their SHA1) and wrapped into the
  * "redlock" function library (FCALL, for REDLOCK_OPT_FUNCTIONS). Each

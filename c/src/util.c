@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* util.c: clocks, kernel randomness, script digests, error strings and the
  * small formatting helpers the rest of the library uses. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watch.c: auto-extension. One thread per client, started by the first
  * redlock_lock_auto_extend, keeps a list of locks and extends each one when
  * it is due (every TTL/3), one at a time, each under its lock's mutex. It

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Compares the built library's ABI with the stored baseline (abidiff, from
 # Debian's abigail-tools); fails on an incompatible change. Additions pass.
 # Refresh the baseline after an intended change with: tools/abi-baseline

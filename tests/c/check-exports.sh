@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails if the shared library exports any dynamic symbol not named redlock_*.
 set -eu
 lib=$1

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Compiles each public header alone, as C99 and as C++, with warnings as errors.
 set -eu
 inc=$1

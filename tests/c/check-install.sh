@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the build into a temporary prefix, then builds and RUNS consumers as
 # downstream projects write them: through find_package(redlock CONFIG), through
 # pkg-config (found at run time by LD_LIBRARY_PATH, or by an rpath), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Generates throw-away TLS certificates for the TLS tests (a CA, server, client, expired and
 # "other CA" certificates) with the openssl CLI, so that no private key is ever committed.
 #

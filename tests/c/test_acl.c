@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_acl.c: least privilege on real nodes. The minimal ACL rule sets of
  * docs/security.md work and trigger no ACL denial; the FUNCTION library lets
  * a user without EVAL lock; lock values differ across fork(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_autoextend.c: redlock_lock_auto_extend on real nodes: a short-TTL lock
  * stays held for many TTLs; loss (key deleted behind the lock's back,
  * majority down) and the hold bound are reported through the callback and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_core.c: acquire, contention, extend, release and script-cache
  * recovery against the real nodes the harness started (any count). */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_errors.c: server-decided failures on real nodes (NOPERM, READONLY,
  * OOM, wrong password, unreachable nodes): a specific code, a message naming
  * the cause, no secret in it, and never a false "acquired". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_faults.c: node kills, pauses and restarts on a 5-node cluster:
  * quorum with a minority down, prompt "no quorum" with a majority down,
  * deciding without a paused node, and reconnecting to a restarted one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fencing.c: fencing tokens (REDLOCK_OPT_FENCING, docs/fencing.md) on
  * real nodes: strictly increasing across acquisitions and clients, across a
  * node restart, 0 when not held or not enabled, through FCALL, and a broken

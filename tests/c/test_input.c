@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_input.c: every bad input gets a specific code and message, and
  * nothing crashes or leaks. Needs no running node: nothing here connects. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_report.c: the per-node report of a lock's last round and the
  * on_event metrics hook, on real nodes: every outcome a node can have
  * (OK, refused, error, down, timeout), node URLs with passwords masked, and

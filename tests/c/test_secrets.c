@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_secrets.c: a password planted in node URLs, valid and malformed, never
  * shows in what the library says: redlock_client_open's errbuf,
  * redlock_lock_errmsg, redlock_client_node_url. Runs under the harness (the

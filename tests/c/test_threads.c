@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_threads.c: many threads share one client. Mutual exclusion holds on
  * a contended resource (an unguarded read-modify-write loses no update),
  * and uncontended locks on distinct keys all succeed. Run under TSan too. */

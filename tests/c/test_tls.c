@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_tls.c: rediss:// against real Redis and Valkey TLS ports (certificates from
  * make-test-certs.sh): verified connections work; a wrong CA, a wrong name, an
  * expired certificate, a missing client certificate and plain text all fail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* testutil.h: a minimal test framework for the C tests, plus control of
  * the nodes started by tests/harness/nodes.py (exec mode) through its ctl CLI. */
 #ifndef REDLOCK_TESTUTIL_H

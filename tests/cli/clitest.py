@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by the CLI tests (test_cli.py, test_tls.py)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clockrate.c: LD_PRELOAD shim for the doctor's clock-rate test. It makes a server's clocks run
  * $CLOCKRATE times as fast as the real ones from the moment it starts, so its keys expire early. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pytest fixtures for the redlock command-line tool's tests: the built binary (from $REDLOCK_CLI
 # or build/c/cli/redlock), nodes from the shared harness tests/harness/nodes.py, and helpers.
 from __future__ import annotations

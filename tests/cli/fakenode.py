@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A tiny fake node on 127.0.0.1 for the CLI tests of hostile or lying nodes: behaviour no real
 redis-server or valkey-server can be made to show (nested replies 300,000 deep, +OK to every
 command). It parses RESP commands as hiredis sends them and answers each with the same bytes.

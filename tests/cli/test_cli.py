@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the redlock command-line tool (run, status, doctor) against real local nodes from the
 # shared harness. Exit codes and behaviour are those documented in docs/cli.md.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # `redlock completion bash|zsh`: the scripts parse, and completing a few command lines gives
 # the subcommands, their options, and the --nodes URL forms.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # flock(1) compatibility of `redlock run` (docs/cli.md, "flock(1) compatibility"): -c in both
 # positions, -n, -w/--timeout, -E, -o, -x, --verbose, and the flock options redlock refuses.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Nodes that are not what they claim: a hostile node whose replies would crash a client with an
 # unguarded reader, and nodes that answer +OK to everything. They are fake nodes (fakenode.py),
 # because no real server can be made to answer so; the honest nodes next to them are real.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The recipes of docs/cli.md ("Recipes"), from tests/cli/recipes/: each must appear in the doc
 # word for word, and each but the Kubernetes one is run against local nodes, with only the
 # installation paths replaced (the binary, the report program, the config files).

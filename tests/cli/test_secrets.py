@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Passwords never shown, and never handed to COMMAND: malformed URLs in errors, commas inside
 # passwords in --nodes, and the environment `redlock run` gives COMMAND. On real nodes that
 # require a password (an ACL user, and requirepass).

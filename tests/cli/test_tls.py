@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the redlock tool over TLS (rediss://): the --tls-* options and config keys of run,
 # status and doctor, against local nodes that listen on TLS ports only. The certificates are made
 # at run time by tests/c/make-test-certs.sh (a CA, a server certificate for localhost, 127.0.0.1

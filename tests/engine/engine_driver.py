@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs the engine tests that need a node made slow, killed or paused while a C program uses the
 nodes: starts real nodes with the shared harness, puts the fault proxy (tests/safety/proxy.py)
 in front of one, drives the faults, and afterwards checks every node directly (not through the

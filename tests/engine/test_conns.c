@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_conns.c: one client, 1, 8 and 64 threads cycling locks: the nodes
  * see one connection from it each, whatever the thread count (connections
  * are multiplexed, docs/design.md). Counted on the nodes with CLIENT LIST. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_hostile.c: nodes that answer with what no Redis sends, to check that
  * no node can crash or exhaust its client (docs/security.md). Fake servers
  * here stand in for a compromised node: a real one cannot be made to send

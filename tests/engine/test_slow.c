@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_slow.c: one node behind a proxy that delays each reply (run by
  * engine_driver.py). Every round must be decided by the others: the slow
  * node is "not waited" in the report, and acquire, extend and release each

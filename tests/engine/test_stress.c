@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stress.c: many threads on one client, each cycling acquire, extend
  * and release on resources of its own, while engine_driver.py slows, kills
  * or pauses a node. It checks the calls' contract as it goes (an acquire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_decide.c: libFuzzer target for the quorum decisions, fed arbitrary
  * per-node outcomes and timings. The invariants are the algorithm's safety
  * rules: never "acquired" with fewer than N/2+1 OKs or with no validity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_options.c: libFuzzer target for option validation: arbitrary bytes
  * as a redlock_options struct (strings replaced by fuzzed text). Accepted
  * options must be within the documented ranges. */

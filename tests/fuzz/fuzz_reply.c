@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_reply.c: libFuzzer target for the library's reply path: arbitrary
  * bytes, as a node's answer, through the hardened reader (c/common/reply.c)
  * and then read as the reply to each command of the protocol table, in each

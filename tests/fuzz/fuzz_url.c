@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_url.c: libFuzzer target for node-URL parsing. A URL either fails with
  * a reason, or parses into an endpoint whose display form never shows the
  * password. No name resolution happens here, so nothing leaves the machine. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_waitset.c: libFuzzer target for rl_round_wait_set, the function that
  * says which nodes a round still waits for. Its rules: a round never stops
  * waiting while a quorum is still possible and not yet reached; it never

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Test harness: start, stop, kill, pause and restart N local redis-server/valkey-server nodes.
 
 Used as a Python module by pytest (`Cluster`) and as a CLI (`exec` / `ctl`) by the C, Go and Java tests.

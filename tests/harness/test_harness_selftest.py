@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Self-test of the node harness (nodes.py): Python API, exec/ctl CLI, and that no server outlives it.
 # Run: python3 -m pytest -q tests/harness
 import os

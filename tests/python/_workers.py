@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Functions run in child processes by the multiprocessing tests (spawned children import this module).
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pytest fixtures for the Python binding's tests: local Redis/Valkey nodes from the shared harness
 # tests/harness/nodes.py, clients over them, and unique lock names.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # asyncio: `async with client.alock(...)` runs the blocking C calls in the default executor, so the
 # event loop keeps running during a wait, and cancelling the task cancels the wait in C.
 from __future__ import annotations

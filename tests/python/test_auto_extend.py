@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Auto-extension through the Python binding: a short TTL held for many TTLs, loss noticed in the
 # background (lock.lost, lock.check(), on_lost), stop, the hold bound, and cleanup of dropped locks.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Basic behaviour of the Python binding: context managers, explicit acquire/release, validity,
 # extension, re-entry, and what happens to the lock when the block raises.
 from __future__ import annotations

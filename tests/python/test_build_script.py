@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The extension's build script (bindings/python/redlock_build.py), run against a fake pkg-config:
 # a missing or too old dependency stops the build with a message that names it and says how to get
 # it; and the generated C file records the build's mode and flags, so switching

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Threads and signals: C calls run without the GIL, Ctrl-C ends a long wait at once, a harmless
 # signal does not end it, and Lock.cancel() from another thread does.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Mutual exclusion under contention: threads of one process (one Lock object each) and separate
 # processes (multiprocessing) compete for the same name on five nodes.
 from __future__ import annotations

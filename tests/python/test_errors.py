@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input and the exception classes: wrong types give TypeError, bad values give InvalidArgument
 # (a RedlockError and a ValueError) carrying the C library's detail, and each C code has its class.
 from __future__ import annotations

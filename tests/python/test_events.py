@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The metrics hook: Redlock(on_event=...) receives an immutable Event for acquisitions, failed attempts,
 # extensions (also automatic ones), losses, releases and node errors; its exceptions stay in Python.
 from __future__ import annotations

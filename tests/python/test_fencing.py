@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Fencing tokens through the Python binding: Redlock(fencing=True) gives every acquisition a token,
 # lock.token, that grows from holder to holder (also across clients); None without fencing.
 from __future__ import annotations

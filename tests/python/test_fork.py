@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Fork safety: a Lock belongs to the process that acquired it. In a forked child the parent's lock is
 # not held, and release(), `with`'s exit, garbage collection and interpreter exit send nothing, so the
 # parent's lock survives on every node. Children made by multiprocessing's 'fork' and by os.fork().

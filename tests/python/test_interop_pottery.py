@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Interoperability with pottery's Redlock on the same nodes: its keys are "redlock:" + name, so a
 # client with key_prefix="redlock:" contends for the same lock, in both directions.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Lock in threading.Lock's shape (pottery's Redlock is the peer): acquire(blocking, timeout) -> bool,
 # release(), locked(), `with`; errors that waiting cannot fix raise at once; per-lock policy via C.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The per-node report of a lock's last round (lock.node_results): every node OK after a clean acquire,
 # REFUSED where another owner holds the key, and a killed node reported as failed while the others are OK.
 from __future__ import annotations

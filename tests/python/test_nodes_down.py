@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Failure of nodes: the lock survives a minority of five nodes down or paused, fails with
 # QuorumError on a majority, and the error detail names the failing nodes.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Number conversion keeps the sign and refuses NaN, infinities and out-of-range values with a
 # ValueError that names the argument and says why: nothing may wrap or saturate into another value
 # (Redlock(urls, max_hold=-2**1024) was once taken as about 49 days).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pottery's README usage examples for Redlock and AIORedlock, taken from the installed pottery's own
 # metadata and run as doctests against redlock with only the imports and the constructors changed:
 # the migration docs/python.md promises, checked line by line.

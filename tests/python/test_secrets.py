@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # No password in any output: Redlock.nodes, repr/str of every object, every exception (message,
 # detail, args, notes, chained causes), every event, node report and log record. A password is
 # planted in good URLs against nodes that require it, in wrong ones, and in malformed URLs that the

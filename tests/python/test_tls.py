@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # TLS through the Python binding: rediss:// nodes from the shared harness with certificates made
 # at run time by tests/c/make-test-certs.sh; a verified connection works, a wrong CA is a TLSError.
 from __future__ import annotations

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Safety checker: reads the logs of the lock clients (client.c) and of the fault injector from
 one run directory and verifies mutual exclusion. Usage: check.py RUN_DIR  (exit 1 on a violation).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c: one lock client of the safety checker (tests/safety). It loops:
  * acquire, lock-guarded read-modify-write of a counter file, release, and logs
  * every step with CLOCK_MONOTONIC times so that check.py can verify mutual

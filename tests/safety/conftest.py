@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # pytest fixtures of the safety tests: the lock client binary, run directories, proxies.
 import os
 import sys

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Fault-injecting TCP proxy for the safety tests: sits between the lock clients and one node, on
 loopback only, and forwards, delays, swallows, resets, truncates or slices the node's replies.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Reproduction: a failed acquire attempt leaves its key on nodes that timed out (slow, not dead),
 for the whole TTL, although docs/algorithm.md ("Acquire: one attempt", step 7) says those nodes get
 the clean-up release. Exit 1 if the key is left behind, 0 if it was cleaned up.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared pieces of the safety tests and the soak: spawning the C lock clients (client.c), logging
 fault events on the same clock as the clients, and running the checker (check.py) on the result.
 """

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Safety soak: K lock clients (client.c) on 5 local nodes for N seconds while random faults are
 injected, then the checker's verdict. Only faults under which Redlock promises mutual exclusion
 are drawn (a killed node stays down longer than the TTL, no key is deleted by hand), so any

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Self-test of check.py on hand-written logs: each check must fire on the fault it looks for and
 stay quiet on a clean history (no nodes needed)."""
 import check

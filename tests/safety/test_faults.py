@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The fault matrix of docs/safety.md: real lock client processes (client.c) against real nodes
 (tests/harness/nodes.py), faults from the harness and from proxy.py, verdicts from check.py.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The random-fault soak (soak.py) as a test, with fencing tokens, the fake fencing storage and one
 auto-extended client: 20 s in the short suite; set SAFETY_SOAK_SECONDS for a long run, e.g.
 SAFETY_SOAK_SECONDS=1800 python3 -m pytest -s tests/safety -k soak"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # redlock: Redlock distributed locks over N Redis/Valkey nodes, a thin cffi binding of libredlock.
 # Usage: `with redlock("name", nodes=[...], ttl=30.0) as lock: ...`; see docs/python.md.
 from __future__ import annotations

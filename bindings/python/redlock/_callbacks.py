@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Calls from C into Python: the metrics hook (Redlock(on_event=...)) and auto-extension's lost-lock
 # notice, with the records they deliver (Event, NodeResult) and their enums.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The Redlock client and Lock classes: a thin layer over the C ABI in c/include/redlock.h.
 # Python maps arguments (seconds to milliseconds, str to UTF-8), lifetimes and exceptions; every locking decision is C's.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Exceptions of the redlock binding and check() / error(), the one place where a C error code becomes one.
 # Each REDLOCK_E* code has its own class under RedlockError; built-in bases are added where they fit.
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Makes a signal (Ctrl-C) end an acquire wait on the main thread every time, not only when it lands in poll().
 # CPython's C-level handler writes to signal.set_wakeup_fd(); a helper thread turns that into redlock_lock_cancel().
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # redlock_test.tcl: loads the Tcl module SWIG built from redlock.i and uses it
 # against the harness nodes (tclsh redlock_test.tcl path/to/redlock.so).
 load [lindex $argv 0] Redlock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c: the smallest program that uses an installed libredlock, as a
  * downstream project writes it. It checks that the library it runs with is
  * the one its header describes and, given nodes (arguments, or a

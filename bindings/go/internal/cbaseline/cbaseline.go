@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Package cbaseline times the C library's lock/unlock cycle with no binding
 // in between, as the baseline for the Go benchmarks (cgo is not allowed in
 // _test.go files, so it lives here). Not part of the public API.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // Header path for the default (bundled) link mode; the code itself comes
 // with the binding package.
 

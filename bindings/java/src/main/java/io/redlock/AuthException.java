@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // AuthException.java: Authentication to a node failed (REDLOCK_EAUTH).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // CancelledException.java: The wait was cancelled by Lock.cancel() (REDLOCK_ECANCELED).
 package io.redlock;
 

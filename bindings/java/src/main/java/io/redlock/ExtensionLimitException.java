@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // ExtensionLimitException.java: The extension bound was reached (Options maxExtensions or maxHoldMs) (REDLOCK_ELIMIT).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // InvalidArgumentException.java: A bad argument: null or empty resource, TTL out of range, malformed or duplicate node URL (REDLOCK_EINVAL).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockExpiredException.java: The lock's validity ran out (REDLOCK_EEXPIRED).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockLostException.java: The lock was no longer ours on a majority of nodes: expired or taken over (REDLOCK_ELOST).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockLostListener.java: told when an auto-extended lock is lost
 // (redlock_lost_fn); given to Lock.autoExtend.
 package io.redlock;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockNotAcquiredException.java: Another owner holds the lock (REDLOCK_ENOTACQUIRED).
 package io.redlock;
 

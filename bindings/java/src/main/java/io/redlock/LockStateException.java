@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockStateException.java: The call does not fit the handle's state: releasing a lock not held, or using a closed handle (REDLOCK_ESTATE).
 package io.redlock;
 

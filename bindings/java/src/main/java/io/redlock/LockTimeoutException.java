@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // LockTimeoutException.java: The wait for the lock ran out (REDLOCK_ETIMEDOUT).
 package io.redlock;
 

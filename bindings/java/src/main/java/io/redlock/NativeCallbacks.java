@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // NativeCallbacks.java: the Java side of the C-to-Java callbacks written in
 // bindings/swig/redlock.i (JNI): lost-lock listeners, the event hook, and the
 // factory of NodeResult. Its static methods are called from C only.

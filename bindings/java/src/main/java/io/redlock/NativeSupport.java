@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // NativeSupport.java: loads the JNI library (the jar's own copy, else an
 // installed one), owns the C handles behind the SWIG proxies (freed by
 // close() or, if forgotten, by a Cleaner), and converts strings to UTF-8.

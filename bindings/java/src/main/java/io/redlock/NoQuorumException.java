@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // NoQuorumException.java: Too few nodes answered to decide (REDLOCK_ENOQUORUM).
 package io.redlock;
 

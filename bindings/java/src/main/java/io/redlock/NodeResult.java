@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // NodeResult.java: what one node did in a lock's last round
 // (redlock_lock_node_result), as returned by Lock.nodeResults().
 package io.redlock;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // NotSupportedException.java: Not supported, for example a rediss:// URL (REDLOCK_ENOTSUP).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // RedlockEvent.java: one event of the metrics hook (redlock_event), delivered
 // to the RedlockEventListener of a client's Options.
 package io.redlock;

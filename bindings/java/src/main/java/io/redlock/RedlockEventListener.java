@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // RedlockEventListener.java: the metrics hook (redlock_options.on_event) as a
 // Java functional interface; set with Options.setEventListener.
 package io.redlock;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // RedlockException.java: the base of every error the Java binding raises; one
 // subclass per REDLOCK_E* code, carrying the code and the C library's detail.
 package io.redlock;

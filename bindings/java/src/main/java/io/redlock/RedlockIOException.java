@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // RedlockIOException.java: An I/O error talking to the nodes (REDLOCK_EIO).
 package io.redlock;
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // ServerException.java: A node replied with an error such as NOPERM, READONLY or OOM (REDLOCK_ESERVER).
 package io.redlock;
 

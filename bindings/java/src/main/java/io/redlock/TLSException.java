@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // TLSException.java: A TLS failure (REDLOCK_ETLS).
 package io.redlock;
 

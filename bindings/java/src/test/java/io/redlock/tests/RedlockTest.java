@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
 // RedlockTest.java: tests of the Java binding against real nodes started by
 // tests/harness/nodes.py; "java RedlockTest GROUP" runs one group (see main).
 package io.redlock.tests;
