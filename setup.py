@@ -31,6 +31,7 @@ setup(
     long_description=open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8").read()
     if os.path.exists(os.path.join(ROOT, "docs", "python.md")) else "",
     long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
     python_requires=">=3.9",
     package_dir={"": "bindings/python"},
     packages=["redlock"],
@@ -41,6 +42,7 @@ setup(
     # Intermediate files in build/python, beside CMake's and out of the source folders.
     options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
     classifiers=[
+        "License :: OSI Approved :: BSD License",
         "Programming Language :: Python :: 3",
         "Programming Language :: C",
         "Operating System :: POSIX",
