@@ -1246,6 +1246,8 @@ static void usage(FILE *to)
             "  --block B      cycles per block; variants alternate by block (50)\n"
             "  --warmup W     untimed cycles per variant first (iterations/10, 20..1000)\n"
             "  --mt-seconds S measuring time per thread count (2.0; 0.25 when K < 2000)\n"
+            "  --serve-proxy URL  only run a proxy to URL answering 20 ms late; print its URL, serve\n"
+            "                 until stdin closes (for bench/drivers/one_slow.py)\n"
             "  --mt-delay-ms D  threads section only: reach every node through a proxy that answers D ms\n"
             "                 late, so that scaling is not limited by a small machine's CPUs\n"
             "  --csv FILE     also write the results as CSV\n"
@@ -1258,8 +1260,27 @@ static void usage(FILE *to)
             "  --sections L   which sections to run: cycle,slow,threads,conns,paused (all)\n");
 }
 
+/* --serve-proxy: the delaying proxy on its own, for the peer drivers
+ * (bench/drivers/one_slow.py): prints its URL, serves until stdin closes. */
+static int run_proxy(const char *upstream)
+{
+    char err[256], buf[256];
+    bench_proxy *px;
+    if (bench_proxy_start(&px, upstream, SLOW_MS, err, sizeof err) != 0) {
+        fprintf(stderr, "redlock_bench: %s\n", err);
+        return 2;
+    }
+    printf("%s\n", bench_proxy_url(px));
+    fflush(stdout);
+    while (fgets(buf, sizeof buf, stdin))
+        ;
+    bench_proxy_stop(px);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    const char *serve_proxy = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1276,6 +1297,8 @@ int main(int argc, char **argv)
             cfg.warmup = atol(val), i++;
         } else if (val && strcmp(a, "--mt-seconds") == 0) {
             cfg.mt_seconds = atof(val), i++;
+        } else if (val && strcmp(a, "--serve-proxy") == 0) {
+            serve_proxy = val, i++;
         } else if (val && strcmp(a, "--mt-delay-ms") == 0) {
             cfg.mt_delay_ms = atoi(val), i++;
         } else if (val && strcmp(a, "--node-timeout-ms") == 0) {
@@ -1324,6 +1347,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (serve_proxy)
+        return run_proxy(serve_proxy);
     if (cfg.iterations < 1 || cfg.block < 1) {
         fprintf(stderr, "redlock_bench: --iterations and --block must be positive\n");
         return 2;

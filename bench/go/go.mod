@@ -6,7 +6,7 @@ go 1.22
 require (
 	github.com/go-redsync/redsync/v4 v4.13.0
 	github.com/redis/go-redis/v9 v9.5.1
-	github.com/redlock-project/redlock/bindings/go v0.0.0
+	github.com/redlock-project/redlock v0.0.0
 )
 
 require (
@@ -16,4 +16,5 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 )
 
-replace github.com/redlock-project/redlock/bindings/go => ../../bindings/go
+// The binding lives in the repository's root module (package bindings/go).
+replace github.com/redlock-project/redlock => ../..

@@ -54,12 +54,13 @@ func newFactory(urls []string) func(key string, contend bool) locker {
 			fail(err)
 		}
 		return func(key string, contend bool) locker {
+			// Unlock returns (bool, error) like redsync's; both drivers time the same call.
 			if contend {
 				m := c.NewMutex(key, redlock.WithExpiry(ttl), redlock.WithTries(manyTries))
-				return locker{m.Lock, m.Unlock}
+				return locker{m.Lock, func() error { _, err := m.Unlock(); return err }}
 			}
 			m := c.NewMutex(key, redlock.WithExpiry(ttl))
-			return locker{m.TryLock, m.Unlock}
+			return locker{m.TryLock, func() error { _, err := m.Unlock(); return err }}
 		}
 	case "redsync":
 		pl := make([]rsredis.Pool, 0, len(urls))
