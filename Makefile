@@ -11,7 +11,7 @@ VENV       := $(BUILD)/venv
 HARNESS    := tests/harness/nodes.py
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-              TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/c/tsan.supp
+              TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$(CURDIR)/tests/c/tsan.supp
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
         test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean

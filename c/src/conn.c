@@ -396,7 +396,7 @@ static void read_replies(redlock_client *cl, size_t i, int64_t now)
                 return;
         }
         /* Decrypted bytes that OpenSSL holds are invisible to poll(). */
-        if (!c->ssl || SSL_pending(c->ssl) <= 0)
+        if (!c->ssl || !SSL_has_pending(c->ssl))
             break;
     }
     flush(cl, i);   /* a NOSCRIPT answered with EVAL */
@@ -475,6 +475,16 @@ uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
     return c && c->state != RL_CONN_CLOSED ? c->len : 0;
 }
 
+/* 1 if bytes wait to be read: replies that have come, only not read yet by
+ * a busy leader, prove nothing has stalled. */
+static int reply_waiting(rl_conn *c)
+{
+    char b;
+    if (c->ssl && SSL_has_pending(c->ssl))
+        return 1;
+    return recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
 {
     rl_node *node = &cl->nodes[i];
@@ -496,7 +506,7 @@ void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
     if (!c->len)
         return;
     int64_t oldest = q_at(c, 0)->sent_us;
-    if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts)) {
+    if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
         /* A partition can leave a connection that never answers again, even
          * once the network heals: close it (FIN: the node still runs what
          * it was sent) and let the next round open a new one. */
@@ -545,7 +555,7 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
             finish(r, i, RL_ERR_IO, msg, now);
             return;
         }
-        rl_io_kick(cl);
+        rl_io_wake_leader(cl);
     }
     int via = RL_VIA_EVALSHA;
     if (r->via_fcall)
@@ -581,7 +591,7 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
     r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
     if (flush(cl, i) == 0 && c->wpending)
-        rl_io_kick(cl);   /* the socket took part of it: the leader writes the rest */
+        rl_io_wake_leader(cl);   /* the socket took part of it: the leader writes the rest */
 }
 
 void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)

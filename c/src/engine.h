@@ -151,7 +151,11 @@ void rl_io_done(redlock_client *cl);
 /* 1 if node i has a connection open (for the connection-count report). */
 int rl_io_connections(const redlock_client *cl, size_t i);
 /* After a submit that needs the leader's attention (a new socket, a write
- * left over): wake it. mu held. */
+ * left over): wake it if it is in poll(). The submitting round drives
+ * otherwise. mu held. */
+void rl_io_wake_leader(redlock_client *cl);
+/* Work that nobody may drive: the leader if there is one, else the helper
+ * (started on first need). mu held. */
 void rl_io_kick(redlock_client *cl);
 /* Tells a round waiting on its condition variable that its state changed. */
 void rl_io_notify(rl_round *r);

@@ -205,8 +205,9 @@ static void pass_lead(redlock_client *cl)
         }
     }
     /* Late replies need no hurry (the kernel keeps them, the next round
-     * reads them): once started, the helper looks at them on its timer. */
-    if (needs_driving(cl) || (!io->helper_started && owes_anything(cl)))
+     * reads them; once started, the helper also looks at them on its
+     * timer): only a connect, a handshake or a write needs a driver now. */
+    if (needs_driving(cl))
         rl_io_kick(cl);
 }
 
@@ -238,6 +239,15 @@ static void *helper_main(void *arg)
     }
     pthread_mutex_unlock(&io->mu);
     return NULL;
+}
+
+void rl_io_wake_leader(redlock_client *cl)
+{
+    if (cl->io->polling) {
+        uint64_t one = 1;
+        ssize_t w = write(cl->io->wake_fd, &one, sizeof one);
+        (void)w;
+    }
 }
 
 void rl_io_kick(redlock_client *cl)
