@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench.h: declarations shared by the benchmark's sources: the clock and the
  * raw-hiredis "protocol floor" that c_cycle.c compares the library against. */
 #ifndef REDLOCK_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* c_cycle.c: times the library's acquire+release cycle on 1, 3, 5, 7 and 9
  * local nodes against the raw-hiredis protocol and quorum floors (floor.c),
  * plus one node 20 ms slower, thread scaling, one paused node and the

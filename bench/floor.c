@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* floor.c: the benchmark's floors, written directly on hiredis with nothing
  * on top: the protocol floor (wait for every node) and the quorum floor (stop
  * at a majority, the least a Redlock acquire+release can cost). */

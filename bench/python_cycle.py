@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmark of the Python binding: latency of one `with client.lock(...)` cycle on distinct keys over
 # 5 local nodes, against the C core called through the same cffi module, and against pottery's Redlock.
 """Usage: python3 bench/python_cycle.py [--cycles N] [--rounds N] [--nodes N] [--kind redis|valkey|mixed]

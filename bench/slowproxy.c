@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* slowproxy.c: a node that answers late. A loopback TCP proxy on one thread
  * that forwards every request at once and holds every reply chunk for a fixed
  * delay, in order, before passing it on. In C and in-process so that it costs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the peer-benchmark drivers written in Python: the command line every driver accepts
 # (the Go and Node drivers take the same flags) and the one JSON line each run prints.
 from __future__ import annotations

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # One node 20 ms slower, for the peer drivers, interleaved: rounds in which every driver runs a
 # short healthy block and a short one-slow block (5 nodes, node 4 behind a proxy holding every
 # reply 20 ms: redlock_bench --serve-proxy, the C proxy of the C core's one-slow section, or with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs every peer-benchmark case against the nodes of `nodes.py exec --count 9` (bench/run starts
 # it), collects the drivers' JSON lines and redlock_bench's CSV, and writes results and charts.
 from __future__ import annotations

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # Peer-benchmark driver for the Python contenders: our binding (`redlock`), pottery's Redlock, and
 # redis-py's single-instance Lock (the familiar baseline). Run by bench/run; prints one JSON line.
 from __future__ import annotations

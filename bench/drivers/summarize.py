@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 # Turns bench/results/results.json (written by orchestrate.py) into summary.csv, summary.md (the
 # ratio tables and goals quoted in docs/performance.md) and the perf-*.png charts (matplotlib).
 """usage: summarize.py [RESULTS_JSON [OUT_DIR]]"""

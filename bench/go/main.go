@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Peer-benchmark driver for Go: runs one case (cycle or contend) with our
 // binding ("ours-go") or go-redsync ("redsync") and prints one JSON line,
 // with the same flags and fields as bench/drivers/common.py.

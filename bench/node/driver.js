@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Peer-benchmark driver for node-redlock (v5, over ioredis): runs one case
 // (cycle or contend) and prints one JSON line, with the same flags and fields
 // as bench/drivers/common.py. Workers are concurrent async loops.
