@@ -114,28 +114,62 @@ static int64_t next_deadline(redlock_client *cl)
     return next;
 }
 
+typedef struct pollset {
+    struct pollfd pfd[REDLOCK_MAX_NODES + 1];
+    size_t map[REDLOCK_MAX_NODES + 1];
+    uint32_t gen[REDLOCK_MAX_NODES + 1];
+    nfds_t n;
+} pollset;
+
+/* The wake eventfd first (the leader's; -1, which poll() skips, for anyone
+ * else), then every connection that has something to wait for. */
+static void pollset_build(redlock_client *cl, pollset *ps, int leader)
+{
+    ps->n = 0;
+    ps->pfd[ps->n].fd = leader ? cl->io->wake_fd : -1;
+    ps->pfd[ps->n].events = POLLIN;
+    ps->pfd[ps->n].revents = 0;
+    ps->n++;
+    for (size_t i = 0; i < cl->n; i++) {
+        short ev = rl_conn_poll_events(cl, i);
+        if (!ev)
+            continue;
+        ps->pfd[ps->n].fd = cl->nodes[i].conn->ctx->fd;
+        ps->pfd[ps->n].events = ev;
+        ps->map[ps->n] = i;
+        ps->gen[ps->n] = cl->nodes[i].conn->gen;
+        ps->n++;
+    }
+}
+
+/* What poll() found; mu held. */
+static void pollset_handle(redlock_client *cl, pollset *ps, int64_t now)
+{
+    for (nfds_t k = 0; k < ps->n; k++) {
+        if (!ps->pfd[k].revents)
+            continue;
+        if (k == 0) {
+            uint64_t v;
+            ssize_t rd = read(cl->io->wake_fd, &v, sizeof v);
+            (void)rd;
+            continue;
+        }
+        size_t i = ps->map[k];
+        rl_conn *c = cl->nodes[i].conn;
+        /* Another thread may have read it, or closed and reopened it, meanwhile:
+         * a stale event then finds nothing to read. */
+        if (c && c->state != RL_CONN_CLOSED && c->gen == ps->gen[k])
+            rl_conn_events(cl, i, ps->pfd[k].revents, now);
+    }
+}
+
 /* One poll() over every connection, then what it found: the leader's work,
  * with mu held on entry and exit (released while in poll). */
 static void drive(redlock_client *cl, int64_t max_wait_us)
 {
     rl_io *io = cl->io;
-    struct pollfd pfd[REDLOCK_MAX_NODES + 1];
-    size_t map[REDLOCK_MAX_NODES + 1];
-    uint32_t gen[REDLOCK_MAX_NODES + 1];
-    nfds_t nfds = 0;
-    pfd[nfds].fd = io->wake_fd;
-    pfd[nfds].events = POLLIN;
-    nfds++;
-    for (size_t i = 0; i < cl->n; i++) {
-        short ev = rl_conn_poll_events(cl, i);
-        if (!ev)
-            continue;
-        pfd[nfds].fd = cl->nodes[i].conn->ctx->fd;
-        pfd[nfds].events = ev;
-        map[nfds] = i;
-        gen[nfds] = cl->nodes[i].conn->gen;
-        nfds++;
-    }
+    pollset ps;
+    pollset_build(cl, &ps, 1);
     int64_t now = rl_now_us(), until = next_deadline(cl);
     if (max_wait_us >= 0 && now + max_wait_us < until)
         until = now + max_wait_us;
@@ -143,37 +177,35 @@ static void drive(redlock_client *cl, int64_t max_wait_us)
     int timeout = wait_us < 0 ? (until == INT64_MAX ? -1 : 0) : (int)((wait_us + 999) / 1000);
     io->polling = 1;
     pthread_mutex_unlock(&io->mu);
-    int n = poll(pfd, nfds, timeout);
+    int n = poll(ps.pfd, ps.n, timeout);
     int saved = errno;
     pthread_mutex_lock(&io->mu);
     io->polling = 0;
-    now = rl_now_us();
     if (n < 0 && saved != EINTR) {
         /* Only EINVAL/ENOMEM: nothing sensible to wait on; let deadlines run. */
         struct timespec ts = { 0, 1000000 };
         pthread_mutex_unlock(&io->mu);
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&io->mu);
-        now = rl_now_us();
     }
-    for (nfds_t k = 0; n > 0 && k < nfds; k++) {
-        if (!pfd[k].revents)
-            continue;
-        if (k == 0) {
-            uint64_t v;
-            ssize_t rd = read(io->wake_fd, &v, sizeof v);
-            (void)rd;
-            continue;
-        }
-        size_t i = map[k];
-        rl_conn *c = cl->nodes[i].conn;
-        /* A follower may have closed and reopened it meanwhile. */
-        if (c && c->state != RL_CONN_CLOSED && c->gen == gen[k])
-            rl_conn_events(cl, i, pfd[k].revents, now);
-    }
+    now = rl_now_us();
+    if (n > 0)
+        pollset_handle(cl, &ps, now);
     expire(cl, now);
     for (size_t i = 0; i < cl->n; i++)
         rl_conn_check_stall(cl, i, now);
+}
+
+/* A follower whose deadline came: read whatever has arrived, without
+ * waiting and without taking the lead (mu held throughout). A leader that
+ * the scheduler has not run for a while must not make the replies sitting
+ * in its sockets count as timeouts. */
+static void drive_now(redlock_client *cl)
+{
+    pollset ps;
+    pollset_build(cl, &ps, 0);
+    if (poll(ps.pfd, ps.n, 0) > 0)
+        pollset_handle(cl, &ps, rl_now_us());
 }
 
 static int needs_driving(const redlock_client *cl)
@@ -295,6 +327,8 @@ void rl_io_wait(redlock_client *cl, rl_round *r)
         cond_wait_until(&r->cv, &io->mu, next);
         io->followers--;
         r->following = 0;
+        if (!rl_round_decided(r) && rl_now_us() >= next)
+            drive_now(cl);
         int64_t now = rl_now_us();
         for (size_t i = 0; i < r->n; i++)
             if (r->out[i] == RL_PENDING && r->deadline[i] <= now)
