@@ -188,8 +188,11 @@ REDLOCK_EXTERN int redlock_client_open(redlock_client **out, const char *const *
 /* Drops the caller's reference. Locks still alive keep the client's memory
  * until they are freed; connections close with the last reference. When
  * this call drops the last one, it first reads the replies its connections
- * still owe (a release just sent), for at most node_timeout_ms, so that no
- * command is aborted by the close. Accepts NULL. */
+ * still owe (a release just sent) while they keep coming, so that no
+ * command is aborted by the close: at most 4 * node_timeout_ms +
+ * connect_timeout_ms, and a node silent for node_timeout_ms is not waited
+ * for. (When a lock handle drops the last reference instead, nothing is
+ * waited for: redlock_lock_free never does network I/O.) Accepts NULL. */
 REDLOCK_EXTERN void redlock_client_free(redlock_client *client);
 REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
 /* The URL of node i as given, with any password masked; "" if out of range.

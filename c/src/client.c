@@ -245,6 +245,12 @@ int redlock_client_new(redlock_client **out, const char *const *node_urls, size_
     return redlock_client_open(out, node_urls, n_nodes, opts, NULL, 0);
 }
 
+void rl_client_unref(redlock_client *client)
+{
+    if (atomic_fetch_sub(&client->refs, 1) == 1)
+        client_destroy(client);
+}
+
 void redlock_client_free(redlock_client *client)
 {
     if (!client)
@@ -254,11 +260,11 @@ void redlock_client_free(redlock_client *client)
          * the connections still owe (a release written but not yet
          * answered) while replies keep coming, up to the stall limit; a
          * node silent for a node timeout is not waited for. A lock that
-         * outlives its client frees it without this: lock_free does no I/O. */
+         * outlives its client drops the last reference in lock_free,
+         * which does no I/O: rl_client_unref. */
         rl_io_settle(client, rl_now_us() + rl_policy_stall_us(&client->opts));
     }
-    if (atomic_fetch_sub(&client->refs, 1) == 1)
-        client_destroy(client);
+    rl_client_unref(client);
 }
 
 size_t redlock_client_node_count(const redlock_client *client)

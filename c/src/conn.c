@@ -626,7 +626,8 @@ void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     rl_conn_orphan(cl, i, r);   /* the request stays: its late reply is read and dropped */
     node->suspect = 1;
     r->sent[i] = 0;
-    /* A command still behind the handshake was never sent: nothing to clean
-     * up there, unlike after a timeout that may hide a reply. */
+    /* A command still behind the handshake has not been sent yet (it will
+     * be, once the handshake completes): an I/O failure for this round, not
+     * a timeout that may hide a reply. */
     finish(r, i, handshake ? RL_ERR_IO : RL_ERR_TIMEOUT, msg, now);
 }

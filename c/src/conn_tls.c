@@ -3,6 +3,8 @@
  * by hiredis, the client's TLS context, and writes that never raise
  * SIGPIPE. The rules themselves (verification, names) are c/common/tls.c's. */
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,4 +132,32 @@ void rl_conn_nosignal(redisContext *ctx)
     }
     pthread_mutex_unlock(&plain_funcs_mu);
     ctx->funcs = &plain_funcs;
+}
+
+/* OpenSSL writes with write(2): a TLS node that closed its end would raise
+ * SIGPIPE. Plain connections use MSG_NOSIGNAL instead; around I/O on a TLS
+ * client, SIGPIPE is blocked and one that the I/O raised is taken back. */
+void rl_sigpipe_block(const redlock_client *cl, rl_sigpipe *g)
+{
+    g->masked = 0;
+    if (!cl->tls_ctx)
+        return;
+    sigset_t pend;
+    sigemptyset(&g->pipe_set);
+    sigaddset(&g->pipe_set, SIGPIPE);
+    sigpending(&pend);
+    g->was_pending = sigismember(&pend, SIGPIPE);
+    g->masked = pthread_sigmask(SIG_BLOCK, &g->pipe_set, &g->old_mask) == 0;
+}
+
+void rl_sigpipe_restore(rl_sigpipe *g)
+{
+    if (!g->masked)
+        return;
+    sigset_t pend;
+    if (!g->was_pending && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
+        struct timespec zero = { 0, 0 };
+        sigtimedwait(&g->pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old_mask, NULL);
 }

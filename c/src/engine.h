@@ -18,6 +18,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -125,6 +126,14 @@ int rl_conn_tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgs
 int rl_conn_tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
 /* Makes a plain context write with MSG_NOSIGNAL. */
 void rl_conn_nosignal(redisContext *ctx);
+/* Blocks SIGPIPE around I/O on a TLS client (OpenSSL writes with write(2)),
+ * and takes back one that the I/O raised. */
+typedef struct rl_sigpipe {
+    sigset_t pipe_set, old_mask;
+    int masked, was_pending;
+} rl_sigpipe;
+void rl_sigpipe_block(const redlock_client *cl, rl_sigpipe *g);
+void rl_sigpipe_restore(rl_sigpipe *g);
 
 /* ---- mux.c ---- */
 typedef struct rl_io {

@@ -53,6 +53,8 @@ typedef enum rl_outcome {
 } rl_outcome;
 
 /* ---- client.c ---- */
+/* Drops a reference without I/O (destroying the client with the last one). */
+void rl_client_unref(redlock_client *client);
 /* Validates a caller's options (read up to their version); reason in err. */
 int rl_check_options(const redlock_options *o, char *err, size_t errsize);
 

@@ -95,7 +95,7 @@ void redlock_lock_free(redlock_lock *lock)
         close(fd);
     free(lock->report);
     pthread_mutex_destroy(&lock->mu);
-    redlock_client_free(lock->client);
+    rl_client_unref(lock->client);   /* no I/O, even for the last reference */
     free(lock->resource);
     free(lock->key);
     free(lock);

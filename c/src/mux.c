@@ -72,6 +72,12 @@ static void after_fork(redlock_client *cl)
         io->active = NULL;
         for (size_t i = 0; i < cl->n; i++)
             rl_conn_free(cl, i);   /* drops the parent's sockets without I/O */
+        /* A wake-up meant for the parent's leader must not be taken here. */
+        int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (fd >= 0) {
+            close(io->wake_fd);
+            io->wake_fd = fd;
+        }
         io->pid = getpid();
     }
     pthread_mutex_unlock(&fork_mu);
@@ -247,9 +253,6 @@ static void *helper_main(void *arg)
 {
     redlock_client *cl = arg;
     rl_io *io = cl->io;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);   /* signals are the program's, not ours */
     pthread_mutex_lock(&io->mu);
     while (!io->helper_stop) {
         int work = needs_driving(cl);
@@ -294,7 +297,14 @@ void rl_io_kick(redlock_client *cl)
     if (io->leader)
         return;   /* it looks at every connection before it polls again */
     if (!io->helper_started) {
-        if (pthread_create(&io->thread, NULL, helper_main, cl) != 0)
+        /* Signals are for the application's threads, never this one: blocked
+         * before it exists, so none can land on it while it starts. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&io->thread, NULL, helper_main, cl);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0)
             return;   /* rounds still drive everything; only idle time is lost */
         io->helper_started = 1;
     }
@@ -372,6 +382,8 @@ void rl_io_settle(redlock_client *cl, int64_t deadline_us)
         after_fork(cl);
     stop_helper(cl);
     rl_io *io = cl->io;
+    rl_sigpipe pipe;
+    rl_sigpipe_block(cl, &pipe);
     pthread_mutex_lock(&io->mu);
     /* The last user: drive alone until nothing is owed. A node that still
      * answers (slow, not stopped) is waited for as long as its replies keep
@@ -396,6 +408,7 @@ void rl_io_settle(redlock_client *cl, int64_t deadline_us)
         owed = left;
     }
     pthread_mutex_unlock(&io->mu);
+    rl_sigpipe_restore(&pipe);
 }
 
 void rl_io_destroy(redlock_client *cl)

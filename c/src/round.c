@@ -4,7 +4,6 @@
  * still needs). The nodes it did not wait for keep their command: the
  * connection writes it whole and reads its reply later (conn.c), so a
  * release still reaches every node it can. */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,19 +38,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
 {
     rl_io *io = cl->io;
     rl_scripts_init();
-    /* OpenSSL writes with write(2): a TLS node that closed its end would
-     * raise SIGPIPE. Keep it blocked for the round and take back one that
-     * this round raised (plain connections use MSG_NOSIGNAL instead). */
-    sigset_t pipe_set, old_mask;
-    int masked = 0, pipe_was_pending = 0;
-    if (cl->tls_ctx) {
-        sigset_t pend;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        sigpending(&pend);
-        pipe_was_pending = sigismember(&pend, SIGPIPE);
-        masked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask) == 0;
-    }
+    rl_sigpipe pipe;
+    rl_sigpipe_block(cl, &pipe);
     r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
     memset(r->fmt, 0, sizeof r->fmt);
     for (size_t i = 0; i < r->n; i++) {
@@ -91,12 +79,5 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     pthread_cond_destroy(&r->cv);
     for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
         redisFreeCommand(r->fmt[k]);
-    if (masked) {
-        sigset_t pend;
-        if (!pipe_was_pending && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
-            struct timespec zero = { 0, 0 };
-            sigtimedwait(&pipe_set, NULL, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-    }
+    rl_sigpipe_restore(&pipe);
 }
