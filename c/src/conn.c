@@ -573,11 +573,16 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         }
         r->fmt_len[via] = (size_t)len;
     }
-    rl_req *e = enqueue(c, r->fmt[via], r->fmt_len[via], now);
+    /* A node that stopped reading (paused) piles requests up. New ones are
+     * refused rather than the connection closed: what is queued still runs
+     * in order when it wakes, and a new connection could overtake it. New
+     * acquisitions stop at half the limit, so the releases that may follow
+     * the SETs already queued still find room. */
+    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_SET_FENCED ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    rl_req *e = c->len < limit ? enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
     if (!e) {
-        rl_fmt(msg, sizeof msg, c->len >= RL_PIPE_MAX ? "owes %u replies: not answering" : "out of memory",
+        rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
-        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
         finish(r, i, RL_ERR_IO, msg, now);
         return;
     }
