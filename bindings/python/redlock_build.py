@@ -192,9 +192,8 @@ BUNDLED_MODULES = {"hiredis": "1.0.0", "hiredis_ssl": "1.0.0", "libssl": "1.1.1"
 HOW_TO_GET = """\
 How to get them:
   Debian 12 (bookworm): hiredis 1.x is in bookworm-backports (bookworm's own libhiredis-dev is 0.14):
-      echo 'deb http://deb.debian.org/debian bookworm-backports main' \\
-          > /etc/apt/sources.list.d/bookworm-backports.list
-      apt-get update
+      add a "bookworm-backports main" line for the mirror your bookworm line already uses,
+      e.g. in /etc/apt/sources.list.d/bookworm-backports.list, then: apt-get update
       apt-get install -t bookworm-backports libhiredict-shims-dev   # or libhiredis-dev >= 1.0
       apt-get install pkg-config libssl-dev
   Debian 13 and later, Ubuntu 24.04 and later:
