@@ -146,9 +146,12 @@ def test_unreachable_node_errors_show_no_password(caplog):
     assert all("***" in n for n in client.nodes)
 
 
-def test_mask_helpers():
-    from redlock._errors import mask_url, url_secrets
-    assert mask_url(f"redis://u:{PASSWORD}@h:1/0") == "redis://***@h:1/0"
-    assert mask_url(f"redis://:{PASSWORD}") == "redis://:***"
-    assert mask_url("redis://h:6379/1") == "redis://h:6379/1"
-    assert url_secrets("unix:///tmp/r.sock?db=1") == ()
+def test_c_masks_every_url_shown():
+    # The binding shows URLs only as the C core masks them (c/common/url.c).
+    client = redlock.Redlock([f"redis://u:{PASSWORD}@127.0.0.1:1/0", "redis://127.0.0.1:6379/1",
+                              "unix:///tmp/r.sock?db=1"])
+    assert client.nodes[0] == "redis://***@127.0.0.1:1/0"
+    assert client.nodes[1:] == ("redis://127.0.0.1:6379/1", "unix:///tmp/r.sock?db=1")
+    with pytest.raises(redlock.InvalidArgument) as info:
+        redlock.Redlock([f"redis://:{PASSWORD}"])
+    assert PASSWORD not in str(info.value) and "***" in str(info.value)

@@ -14,7 +14,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
-from ._errors import RedlockError, error, scrub
+from ._errors import RedlockError, error
 from ._redlock import ffi, lib
 
 __all__ = ["EventType", "NodeOutcome", "Event", "NodeResult"]
@@ -159,7 +159,6 @@ class EventSink:
     def __init__(self, callback: Callable[[Event], Any]) -> None:
         self.callback = callback
         self.node_urls: Tuple[str, ...] = ()
-        self.secrets: Tuple[str, ...] = ()  # what no message may show (url_secrets)
         self.key = next(_ids)
         self.userdata = ffi.cast("void *", self.key)
         _sinks[self.key] = self
@@ -186,8 +185,6 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
             outcome = _enum(NodeOutcome, ev.node_outcome)
             node_rtt = ev.node_rtt_us / 1e6
         message = _text(ev.message)
-        if sink.secrets and message:
-            message = scrub(message, sink.secrets)
         event = Event(t, ev.code, _text(ev.resource), message, ev.attempt,
                       bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
                       ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
@@ -215,8 +212,7 @@ class Watch:
     thread. Holds the Lock weakly: an armed auto-extension must not keep a
     dropped Lock alive (its finalizer frees it, which stops the extension)."""
 
-    def __init__(self, lock: Any, resource: str, secrets: Tuple[str, ...] = ()) -> None:
-        self.secrets = secrets
+    def __init__(self, lock: Any, resource: str) -> None:
         self.lost = threading.Event()
         self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
         self.resource = resource
@@ -252,7 +248,7 @@ class Watch:
 
     def error(self) -> Optional[RedlockError]:
         loss = self.loss
-        return None if loss is None else error(loss[0], loss[1], self.resource, self.secrets)
+        return None if loss is None else error(loss[0], loss[1], self.resource)
 
 
 @ffi.def_extern()

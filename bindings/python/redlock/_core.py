@@ -17,9 +17,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Tuple, Type, Uni
 from . import _sigwake
 from ._callbacks import (_NO_RTT, Event, EventSink, NodeOutcome, NodeResult, Watch, _enum,
                          finalize, reraise_interrupt)
-from ._errors import scrub
 from ._errors import (Cancelled, InvalidArgument, LockExpired, LockNotAcquired, LockStateError,
-                      RedlockError, check, error, url_secrets)
+                      RedlockError, check, error)
 from ._redlock import ffi, lib
 
 __all__ = ["Redlock", "Lock", "AsyncLock", "redlock"]
@@ -350,9 +349,6 @@ class Redlock:
         except TypeError:
             raise TypeError(f"nodes must be a list of URLs, not {type(nodes).__name__}") from None
         urls = [_cstr(u, f"node {i}", secret=True) for i, u in enumerate(node_list)]
-        # What may be a password in the URLs: never shown, also where C could not mask it.
-        self._secrets: Tuple[str, ...] = tuple(sorted(
-            {x for u in urls for x in url_secrets(u.decode("utf-8", "replace"))}, key=len, reverse=True))
 
         opts = ffi.new("redlock_options *")
         lib.redlock_options_init(opts)
@@ -399,15 +395,14 @@ class Redlock:
         rc = lib.redlock_client_open(out, url_array, len(c_urls), opts, errbuf, _ERRBUF_SIZE)
         if rc and sink is not None:
             sink.discard()
-        check(rc, ffi.string(errbuf).decode("utf-8", "replace"), secrets=self._secrets)
-        # Masked by C (no passwords), and by us: for node reports, events and `nodes`.
+        check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
+        # Masked by C, which shows no URL's user info anywhere, however malformed
+        # (c/common/url.c): for node reports, events and `nodes`.
         self._node_urls: Tuple[str, ...] = tuple(
-            scrub(ffi.string(lib.redlock_client_node_url(out[0], i)).decode("utf-8", "replace"),
-                  self._secrets)
+            ffi.string(lib.redlock_client_node_url(out[0], i)).decode("utf-8", "replace")
             for i in range(lib.redlock_client_node_count(out[0])))
         if sink is not None:
             sink.node_urls = self._node_urls  # before any lock, so before any event
-            sink.secrets = self._secrets
             self._events = sink
         self._ptr = ffi.gc(out[0], _free_in_owner(lib.redlock_client_free))
 
@@ -571,7 +566,7 @@ class Lock:
         self._token: Optional[_CancelToken] = None
         #: Why the last acquire() returned False (or ``with`` raised), else None.
         self.last_error: Optional[RedlockError] = None
-        self._watch = Watch(self, self._display, client._secrets)
+        self._watch = Watch(self, self._display)
         self._ptr = client._new_lock(self._name_b, self._display, self._watch)
         if any(v is not None for v in policy.values()):
             self._set_policy(policy)
@@ -630,7 +625,7 @@ class Lock:
 
     def _error(self, rc: int) -> RedlockError:
         detail = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
-        return error(rc, detail, self._display, self.client._secrets)
+        return error(rc, detail, self._display)
 
     def _check(self, rc: int) -> None:
         if rc:
@@ -871,7 +866,6 @@ class Lock:
         an acquire, an extension by anyone, or a release), in the client's
         node order."""
         urls = self.client._node_urls
-        secrets = self.client._secrets
         code = ffi.new("int *")
         rtt = ffi.new("int64_t *")
         buf = ffi.new("char[]", _NODE_MSG_SIZE)
@@ -884,7 +878,7 @@ class Lock:
                 outcome = _enum(NodeOutcome, outcome)
                 results.append(NodeResult(
                     url, outcome, code[0], None if outcome in _NO_RTT else rtt[0] / 1e6,
-                    scrub(ffi.string(buf).decode("utf-8", "replace"), secrets)))
+                    ffi.string(buf).decode("utf-8", "replace")))
         finally:
             self._busy.release()
         return tuple(results)

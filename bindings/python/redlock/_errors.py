@@ -3,8 +3,7 @@
 # Each REDLOCK_E* code has its own class under RedlockError; built-in bases are added where they fit.
 from __future__ import annotations
 
-import re
-from typing import Dict, Iterable, Optional, Tuple, Type
+from typing import Dict, Optional, Type
 
 from ._redlock import ffi, lib
 
@@ -123,68 +122,17 @@ def strerror(code: int) -> str:
     return str(ffi.string(lib.redlock_strerror(code)).decode("utf-8", "replace"))
 
 
-# -- no password in any output ------------------------------------------------------------
-# The C library masks the password of every URL it prints, but only of URLs it could parse; a
-# malformed one (redis://:pw without '@') may come back as written. So every text the binding
-# shows is also scrubbed of the strings that may be secrets in the URLs it was given.
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def url_secrets(url: str) -> Tuple[str, ...]:
-    """The parts of a node URL that may be a password: the user info before the last '@' (and
-    its password part), or, with no '@', a "port" that is not a number (redis://:secret)."""
-    m = _SCHEME.match(url)
-    if not m:  # not a URL at all: maybe a password pasted in the wrong place
-        return (url,) if url else ()
-    rest = url[m.end():]
-    found = []
-    if "@" in rest:
-        userinfo = rest[:rest.rindex("@")]
-        found.append(userinfo)
-        if ":" in userinfo:
-            found.append(userinfo.split(":", 1)[1])
-    else:
-        authority = re.split(r"[/?#]", rest, 1)[0]
-        if ":" in authority and not authority.startswith("["):
-            tail = authority.split(":", 1)[1]
-            if not tail.isdigit():
-                found.append(tail)
-        # unix:///path?password=... is not a form the library takes, but would be a secret.
-        for key in ("password=", "pass=", "auth="):
-            i = rest.find(key)
-            if i >= 0:
-                found.append(re.split(r"[&#]", rest[i + len(key):], 1)[0])
-    # Longest first, so that a password inside the user info is masked with it.
-    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
-
-
-def mask_url(url: str) -> str:
-    """The URL with what url_secrets() finds replaced by ***."""
-    return scrub(url, url_secrets(url))
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, "***")
-    return text
-
-
-def check(code: int, detail: str = "", resource: Optional[str] = None,
-          secrets: Tuple[str, ...] = ()) -> None:
-    """Raises the exception for a C return code; returns for 0 (success)."""
+def check(code: int, detail: str = "", resource: Optional[str] = None) -> None:
+    """Raises the exception for a C return code; returns for 0 (success). The
+    detail comes from C, which masks every URL it shows."""
     if code != lib.REDLOCK_OK:
-        raise error(code, detail, resource, secrets)
+        raise error(code, detail, resource)
 
 
-def error(code: int, detail: str = "", resource: Optional[str] = None,
-          secrets: Tuple[str, ...] = ()) -> RedlockError:
+def error(code: int, detail: str = "", resource: Optional[str] = None) -> RedlockError:
     """The exception for a failure code, not raised: for failures reported by
-    a callback (a lost auto-extended lock), raised later in the owner's thread.
-    ``secrets`` are removed from the detail (see url_secrets)."""
+    a callback (a lost auto-extended lock), raised later in the owner's thread."""
     cls = _BY_CODE.get(code, RedlockError)
-    detail = scrub(detail, secrets)
     text = strerror(code)
     shown = resource if resource is None or len(resource) <= 80 else resource[:60] + "..."
     where = f"{shown!r}: " if shown is not None else ""
