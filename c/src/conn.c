@@ -130,12 +130,7 @@ static void forget(rl_conn *c)
 {
     while (c->len)
         q_pop(c);
-    if (c->ctx && c->ssl) {
-        /* SSL_free would send nothing, but keep the parent's session alone. */
-        close(c->ctx->fd);
-        c->ctx->fd = -1;
-    }
-    redisFree(c->ctx);
+    redisFree(c->ctx);   /* closes this process's copy of the socket; sends nothing */
     c->ctx = NULL;
     c->ssl = NULL;
     c->state = RL_CONN_CLOSED;
@@ -538,10 +533,14 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         return;
     }
     rl_conn *c = node->conn;
-    if (c->state != RL_CONN_CLOSED && c->pid != getpid())
-        forget(c);
+    /* (A forked child never gets here with the parent's connections:
+     * rl_io_enter drops them first.) */
     rl_conn_check_stall(cl, i, now);
-    if (c->state == RL_CONN_READY && !c->len && closed_while_idle(c))
+    /* A node that answered within the last node timeout is not checked: one
+     * syscall per node per round saved on a busy client, and a restart that
+     * fast costs at worst this round's command to that node. */
+    if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > (int64_t)cl->opts.node_timeout_ms * 1000 &&
+        closed_while_idle(c))
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
     int fresh = c->state != RL_CONN_READY;
     if (c->state == RL_CONN_CLOSED) {

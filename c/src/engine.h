@@ -157,8 +157,7 @@ void rl_io_leave(redlock_client *cl);
 void rl_io_wait(redlock_client *cl, rl_round *r);
 /* A round returned: pass the lead on if it was ours; mu held. */
 void rl_io_done(redlock_client *cl);
-/* 1 if node i has a connection open (for the connection-count report). */
-int rl_io_connections(const redlock_client *cl, size_t i);
+
 /* After a submit that needs the leader's attention (a new socket, a write
  * left over): wake it if it is in poll(). The submitting round drives
  * otherwise. mu held. */

@@ -110,8 +110,8 @@ struct rl_round {
     unsigned char via[REDLOCK_MAX_NODES];
     unsigned char resent[REDLOCK_MAX_NODES]; /* re-sent as EVAL after NOSCRIPT */
     rl_round *next;          /* the client's list of rounds under way */
-    pthread_cond_t cv;       /* a follower waits here */
-    int following;
+    pthread_cond_t cv;       /* a follower waits here (made when first needed) */
+    int cv_ready, following;
 };
 
 /* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */

@@ -328,6 +328,12 @@ void rl_io_wait(redlock_client *cl, rl_round *r)
             ssize_t w = write(io->wake_fd, &one, sizeof one);
             (void)w;
         }
+        if (!r->cv_ready) {
+            /* Made only for a round that waits for another thread: a round
+             * on its own thread never needs it. */
+            cond_init(&r->cv);
+            r->cv_ready = 1;
+        }
         r->following = 1;
         io->followers++;
         int64_t next = INT64_MAX;
@@ -426,10 +432,4 @@ void rl_io_destroy(redlock_client *cl)
     pthread_mutex_destroy(&io->mu);
     free(io);
     cl->io = NULL;
-}
-
-int rl_io_connections(const redlock_client *cl, size_t i)
-{
-    const rl_conn *c = cl->nodes[i].conn;
-    return c && c->state != RL_CONN_CLOSED;
 }

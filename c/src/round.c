@@ -25,15 +25,6 @@ int rl_round_decided(const rl_round *r)
     return rl_round_wait_set(r->out, r->n, r->quorum, is_acquire(r->cmd), wait) == 0;
 }
 
-static void cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
 void rl_round_run(redlock_client *cl, rl_round *r)
 {
     rl_io *io = cl->io;
@@ -51,9 +42,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->resent[i] = 0;
         r->deadline[i] = INT64_MAX;
     }
-    r->following = 0;
+    r->following = r->cv_ready = 0;
     r->decided_us = 0;
-    cond_init(&r->cv);
 
     rl_io_enter(cl);
     r->next = io->active;
@@ -76,7 +66,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     rl_io_done(cl);
     rl_io_leave(cl);
 
-    pthread_cond_destroy(&r->cv);
+    if (r->cv_ready)
+        pthread_cond_destroy(&r->cv);
     for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
         redisFreeCommand(r->fmt[k]);
     rl_sigpipe_restore(&pipe);
