@@ -2,7 +2,6 @@
 /* run.c: 'redlock run': holds a Redlock while a command runs, kept alive by
  * the library's auto-extension, and stops the command if the lock is lost. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -11,13 +10,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "redlock.h"
+#include "run.h"
 
 #define CMD "run"
 #define DEFAULT_TTL_MS 30000
@@ -67,21 +65,6 @@ static void help(void)
           stdout);
 }
 
-typedef struct run_opts {
-    cli_common common;
-    const char *resource;
-    char **argv;               /* COMMAND and its arguments */
-    const char *shell_command; /* -c: run with /bin/sh -c, as flock -c does */
-    char *sh_argv[4];
-    int nonblock;
-    int verbose;
-    int fencing;
-    long conflict_code, lost_code;
-    int lost_signal;
-    int64_t kill_after_ms;
-    const char *kill_after_arg;
-} run_opts;
-
 /* ---- state shared with the signal handler ---- */
 
 enum { PHASE_ACQUIRE, PHASE_CHILD, PHASE_DONE };
@@ -89,8 +72,7 @@ static redlock_lock *g_lock;
 static volatile sig_atomic_t g_phase = PHASE_ACQUIRE;
 static volatile sig_atomic_t g_signal;       /* last INT/TERM/HUP/QUIT/USR* received */
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+const int run_forwarded[N_FORWARDED] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 /* Runs only while the lock is being acquired: later the signals are blocked
  * and taken with sigwaitinfo() (see run_command). */
@@ -124,55 +106,6 @@ static void vlog(const run_opts *o, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fprintf(stderr, "redlock %s [%s pid %d]: %s\n", CMD, cli_timestamp(ts, sizeof ts), (int)getpid(), buf);
-}
-
-/* ---- descriptors: the command gets what we were given, not our sockets ---- */
-
-typedef struct fdset {
-    int *fds;
-    size_t n;
-} fdset;
-
-static void fds_snapshot(fdset *s)
-{
-    s->fds = NULL;
-    s->n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long fd;
-        if (cli_parse_long(e->d_name, 0, 1 << 30, &fd) || fd == dirfd(d))
-            continue;
-        int *grown = realloc(s->fds, (s->n + 1) * sizeof *grown);
-        if (!grown)
-            break;
-        s->fds = grown;
-        s->fds[s->n++] = (int)fd;
-    }
-    closedir(d);
-}
-
-/* Marks close-on-exec every descriptor opened since the snapshot: the
- * library's node sockets must not leak into the command (see
- * docs/threading.md, fork), while descriptors the user handed to redlock
- * (e.g. 3>file) still reach it. */
-static void fds_cloexec_new(const fdset *before)
-{
-    fdset now;
-    fds_snapshot(&now);
-    for (size_t i = 0; i < now.n; i++) {
-        int known = 0;
-        for (size_t j = 0; j < before->n && !known; j++)
-            known = before->fds[j] == now.fds[i];
-        if (!known && now.fds[i] > 2) {
-            int fl = fcntl(now.fds[i], F_GETFD);
-            if (fl >= 0)
-                fcntl(now.fds[i], F_SETFD, fl | FD_CLOEXEC);
-        }
-    }
-    free(now.fds);
 }
 
 /* ---- losing the lock: the library's auto-extension tells us ---- */
@@ -373,131 +306,6 @@ static int parse_args(run_opts *o, int argc, char **argv)
 
 /* In the child, between fork and exec. The process had one thread when it
  * forked (auto-extension starts later), so execvp's allocations are safe. */
-static void child_exec(const run_opts *o, int err_fd, pid_t parent, int tty_fd, const sigset_t *oldmask)
-{
-    setpgid(0, 0);
-    if (tty_fd >= 0)
-        tcsetpgrp(tty_fd, getpid());  /* SIGTTOU is blocked here */
-    /* If redlock dies (even by SIGKILL), nobody extends the lock any more:
-     * the command must stop too. */
-    prctl(PR_SET_PDEATHSIG, o->lost_signal);
-    if (getppid() != parent)
-        _exit(CLI_EXIT_LOST);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &dfl, NULL);
-    sigaction(SIGPIPE, &dfl, NULL);  /* ignored by redlock, not by the command */
-    sigprocmask(SIG_SETMASK, oldmask, NULL);
-    execvp(o->argv[0], o->argv);
-    int e = errno;
-    ssize_t w = write(err_fd, &e, sizeof e);
-    (void)w;
-    _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
-}
-
-static int status_code(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return CLI_EXIT_SOFTWARE;
-}
-
-static void describe_status(int status, char *buf, size_t size)
-{
-    if (WIFEXITED(status))
-        snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(buf, size, "was killed by %s (exit %d)", cli_signal_name(WTERMSIG(status)),
-                 128 + WTERMSIG(status));
-    else
-        snprintf(buf, size, "ended with wait status %d", status);
-}
-
-static void take_terminal(int tty_fd, pid_t pgid)
-{
-    if (tty_fd < 0)
-        return;
-    sigset_t ttou, old;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    pthread_sigmask(SIG_BLOCK, &ttou, &old);
-    tcsetpgrp(tty_fd, pgid);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* 1 if an environment entry ("NAME=value") carries a node's secret: its
- * value is a node's password (raw or decoded), or holds a node URL's
- * userinfo ("user:password@"), as a copy of the node list would. */
-static int carries_secret(const run_opts *o, const char *entry)
-{
-    const char *value = strchr(entry, '=');
-    if (!value)
-        return 0;
-    value++;
-    for (size_t i = 0; i < o->common.n_urls; i++) {
-        const char *url = o->common.urls[i];
-        const char *sep = strstr(url, "://");
-        const char *at = sep ? strrchr(sep + 3, '@') : NULL;
-        if (!at)
-            continue;
-        const char *userinfo = sep + 3;
-        size_t ulen = (size_t)(at + 1 - userinfo); /* with the '@' */
-        if (ulen > 1 && memmem(value, strlen(value), userinfo, ulen))
-            return 1;
-        const char *colon = memchr(userinfo, ':', ulen - 1);
-        if (colon && (size_t)(at - colon - 1) == strlen(value) && !memcmp(colon + 1, value, strlen(value)) &&
-            *value)
-            return 1;
-        rl_endpoint ep;
-        char err[64];
-        int same = 0;
-        if (rl_endpoint_parse(&ep, url, err, sizeof err) == 0 && ep.password && *value)
-            same = !strcmp(ep.password, value);
-        rl_endpoint_clear(&ep);
-        if (same)
-            return 1;
-    }
-    return 0;
-}
-
-/* COMMAND gets only what it needs from redlock: REDLOCK_RESOURCE,
- * REDLOCK_VALIDITY_MS and, with --fencing, REDLOCK_FENCING_TOKEN. What
- * configured redlock (REDLOCK_NODES, REDLOCK_CONFIG) and any variable that
- * carries a node's password are taken out of the environment it inherits:
- * the command is not trusted with the nodes (docs/cli.md). Done in redlock
- * itself, which has read them already, before the fork. */
-static int scrub_environment(const run_opts *o)
-{
-    extern char **environ;
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **names = calloc(n + 1, sizeof *names);
-    if (!names)
-        return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *e = environ[i];
-        const char *eq = strchr(e, '=');
-        if (!eq)
-            continue;
-        if (!strncmp(e, "REDLOCK_NODES=", 14) || !strncmp(e, "REDLOCK_CONFIG=", 15) || carries_secret(o, e))
-            if (!(names[k++] = strndup(e, (size_t)(eq - e))))
-                k--;
-    }
-    for (size_t i = 0; i < k; i++) {
-        unsetenv(names[i]);
-        free(names[i]);
-    }
-    free(names);
-    return 0;
-}
-
 /* Runs the command with the lock held; returns the tool's exit code.
  * *passthrough is set when that code is the command's own status, which the
  * release may still override; *killed_by to the signal that killed it. */
@@ -509,7 +317,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     snprintf(validity, sizeof validity, "%lld", (long long)redlock_lock_validity_ms(g_lock));
     char token[32];
     snprintf(token, sizeof token, "%llu", (unsigned long long)redlock_lock_fencing_token(g_lock));
-    if (scrub_environment(o) || setenv("REDLOCK_RESOURCE", o->resource, 1) ||
+    if (run_scrub_environment(o) || setenv("REDLOCK_RESOURCE", o->resource, 1) ||
         setenv("REDLOCK_VALIDITY_MS", validity, 1) ||
         (o->fencing ? setenv("REDLOCK_FENCING_TOKEN", token, 1) : unsetenv("REDLOCK_FENCING_TOKEN"))) {
         cli_err(CMD, "out of memory");
@@ -528,7 +336,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
         tty_fd = -1;
     }
 
-    fds_cloexec_new(inherited);
+    run_fds_cloexec_new(inherited);
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC)) {
         cli_err(CMD, "pipe: %s", strerror(errno));
@@ -544,7 +352,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     sigset_t block, waitset, oldmask;
     sigemptyset(&waitset);
     for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaddset(&waitset, forwarded[i]);
+        sigaddset(&waitset, run_forwarded[i]);
     sigaddset(&waitset, SIGCHLD);
     sigaddset(&waitset, WAKE_SIGNAL);
     block = waitset;
@@ -554,7 +362,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(o, pipefd[1], parent, tty_fd, &oldmask);
+        run_child_exec(o, pipefd[1], parent, tty_fd, &oldmask);
     close(pipefd[1]);
     if (pid < 0) {
         cli_err(CMD, "fork: %s", strerror(errno));
@@ -581,7 +389,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
             ;
         g_phase = PHASE_DONE;
         sigprocmask(SIG_SETMASK, &oldmask, NULL);
-        take_terminal(tty_fd, getpgrp());
+        run_take_terminal(tty_fd, getpgrp());
         if (tty_fd >= 0)
             close(tty_fd);
         cli_err(CMD, "cannot run '%s': %s", o->argv[0], strerror(exec_errno));
@@ -669,10 +477,10 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
         }
         /* Ctrl-Z: stop ourselves too, so that the shell sees the job
          * stopped; the lock is not extended meanwhile (see docs/cli.md). */
-        take_terminal(tty_fd, getpgrp());
+        run_take_terminal(tty_fd, getpgrp());
         raise(SIGTSTP);
         if (tcgetpgrp(tty_fd) == getpgrp())
-            take_terminal(tty_fd, pid);
+            run_take_terminal(tty_fd, pid);
         kill(-pid, SIGCONT);
     }
 
@@ -696,12 +504,12 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    take_terminal(tty_fd, getpgrp());
+    run_take_terminal(tty_fd, getpgrp());
     if (tty_fd >= 0)
         close(tty_fd);
 
     char how[96];
-    describe_status(status, how, sizeof how);
+    run_describe_status(status, how, sizeof how);
     vlog(o, "command %s", how);
     pthread_mutex_lock(&g_watch.mu);
     int lost = g_watch.lost;
@@ -714,7 +522,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     *passthrough = 1;
     if (WIFSIGNALED(status))
         *killed_by = WTERMSIG(status);
-    return status_code(status);
+    return run_status_code(status);
 }
 
 int cli_run(int argc, char **argv)
@@ -756,7 +564,7 @@ int cli_run(int argc, char **argv)
     sigaction(WAKE_SIGNAL, &chld, NULL);
     signal(SIGPIPE, SIG_IGN);
     fdset inherited;
-    fds_snapshot(&inherited);
+    run_fds_snapshot(&inherited);
 
     redlock_options opts;
     redlock_options_init(&opts);
@@ -794,7 +602,7 @@ int cli_run(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &sa, NULL);
+        sigaction(run_forwarded[i], &sa, NULL);
 
     char d1[32], d2[32];
     /* The retry policy is the library's own (its defaults for every lock),
