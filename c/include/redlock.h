@@ -66,8 +66,22 @@ typedef enum redlock_event_type {
                                        * validity ran out without an extension */
     REDLOCK_EVENT_RELEASED       = 6, /* released while still ours on a majority */
     REDLOCK_EVENT_RELEASE_FAILED = 7, /* release not confirmed by a majority (code) */
-    REDLOCK_EVENT_NODE_ERROR     = 8  /* one node failed in a round: node, node_outcome, message */
+    REDLOCK_EVENT_NODE_ERROR     = 8, /* one node failed in a round: node, node_outcome, message */
+    REDLOCK_EVENT_WOKEN          = 9, /* a waiting acquire was woken by a release (node: from where) */
+    REDLOCK_EVENT_LISTENER       = 10 /* a node's wake-up listener changed state: node,
+                                       * listener_state, message; lock is NULL, resource "" */
 } redlock_event_type;
+
+/* The state of the connection on which a client listens for releases, one
+ * per node (redlock_client_listener_state, REDLOCK_EVENT_LISTENER). */
+typedef enum redlock_listener_state {
+    REDLOCK_LISTENER_OFF        = 0, /* not started: no waiting acquire yet, or wake-up off */
+    REDLOCK_LISTENER_CONNECTING = 1, /* connecting, authenticating or subscribing */
+    REDLOCK_LISTENER_READY      = 2, /* subscribed: a release on this node wakes our waiters */
+    REDLOCK_LISTENER_DOWN       = 3, /* failed; reconnecting with backoff; waiters poll meanwhile */
+    REDLOCK_LISTENER_REFUSED    = 4  /* the node refused SUBSCRIBE (an ACL without the
+                                      * channel &redlock:wake:*); waiters poll */
+} redlock_listener_state;
 
 /* What one node did in a lock's last round (redlock_lock_node_result, events). */
 typedef enum redlock_node_outcome {
@@ -99,6 +113,7 @@ typedef struct redlock_event {
     size_t node;               /* NODE_ERROR: the node's index in the client's URL list */
     int node_outcome;          /* NODE_ERROR: redlock_node_outcome */
     int64_t node_rtt_us;       /* NODE_ERROR: time from the round's start to the failure */
+    int listener_state;        /* LISTENER: the new redlock_listener_state */
 } redlock_event;
 
 /* Called synchronously on the thread that ran the round: the caller's, or the
@@ -120,6 +135,13 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
 #define REDLOCK_OPT_FENCING   0x2u   /* every acquisition mints a fencing token
                                       * (redlock_lock_fencing_token, docs/fencing.md): one
                                       * more round trip per acquisition; nothing without it */
+#define REDLOCK_OPT_NO_WAKE   0x4u   /* waiting acquires only poll (retry_delay_ms + jitter):
+                                      * no listening for releases. Wake-up is on by default
+                                      * (docs/algorithm.md, "Waking waiters"); releases by this
+                                      * client still wake other clients' waiters */
+#define REDLOCK_OPT_FAIR      0x8u   /* fair mode: a free lock goes to the waiter that has
+                                      * waited longest, not to whoever asks first. Every
+                                      * contender of a resource should use it */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
@@ -198,6 +220,13 @@ REDLOCK_EXTERN size_t redlock_client_node_count(const redlock_client *client);
 /* The URL of node i as given, with any password masked; "" if out of range.
  * Borrowed, valid until the client is freed. */
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, size_t i);
+/* The state of node i's wake-up listener (a redlock_listener_state), or
+ * REDLOCK_EINVAL for a NULL client or i out of range; msgbuf, if not NULL,
+ * gets why it is down or refused ("" otherwise). Each client has at most one
+ * listening connection per node, opened by its first waiting acquire and
+ * kept until the client is freed. Thread-safe. */
+REDLOCK_EXTERN int redlock_client_listener_state(const redlock_client *client, size_t i, char *msgbuf,
+                                                 size_t msgbuf_size);
 
 /* Loads (FUNCTION LOAD REPLACE) the "redlock" function library that
  * REDLOCK_OPT_FUNCTIONS calls, on every node (Redis 7+ or Valkey 7.2+). An
@@ -230,7 +259,7 @@ REDLOCK_EXTERN int redlock_lock_new(redlock_lock **out, redlock_client *client,
  * client of their own, so connections stay the client's however many locks
  * differ. Set version to REDLOCK_LOCK_OPTIONS_VERSION; fields are only
  * appended. */
-#define REDLOCK_LOCK_OPTIONS_VERSION 1
+#define REDLOCK_LOCK_OPTIONS_VERSION 2
 typedef struct redlock_lock_options {
     unsigned int version;        /* REDLOCK_LOCK_OPTIONS_VERSION */
     uint32_t retry_count;        /* REDLOCK_WAIT_DEFAULT: retries after the first attempt */
@@ -239,6 +268,9 @@ typedef struct redlock_lock_options {
     uint32_t wait_ms;            /* REDLOCK_WAIT_DEFAULT: give up after this long, 0 = no deadline */
     double   drift_factor;       /* drift allowance = ttl * factor + drift_min_ms, in [0, 0.5) */
     uint32_t drift_min_ms;       /* at most 60000 */
+    /* Version 2 */
+    uint32_t flags;              /* REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR for this lock; the
+                                  * client's flags give the default; other bits are refused */
 } redlock_lock_options;
 
 /* Reads the lock's policy into *out (out->version set by the caller): the

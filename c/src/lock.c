@@ -9,6 +9,8 @@
 
 #include "internal.h"
 
+#define LOCK_FLAGS (REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR)   /* the flags a lock may set */
+
 /* ---- lock handles ---- */
 
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
@@ -73,6 +75,7 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     l->pol.wait_ms = client->opts.wait_ms;
     l->pol.drift_factor = client->opts.drift_factor;
     l->pol.drift_min_ms = client->opts.drift_min_ms;
+    l->pol.flags = client->opts.flags & LOCK_FLAGS;
     atomic_init(&l->state, LOCK_IDLE);
     atomic_init(&l->valid_until_us, 0);
     atomic_init(&l->token, 0);
@@ -305,14 +308,28 @@ uint64_t redlock_lock_fencing_token(const redlock_lock *lock)
     return redlock_lock_is_held(lock) ? atomic_load(&lock->token) : 0;
 }
 
+/* The size of each version of redlock_lock_options; 0 for an unknown one. */
+static size_t lock_options_size(unsigned int version)
+{
+    switch (version) {
+    case 1: return offsetof(redlock_lock_options, flags);
+    case 2: return sizeof(redlock_lock_options);
+    default: return 0;
+    }
+}
+
+
 int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out)
 {
-    if (!lock || !out || out->version != REDLOCK_LOCK_OPTIONS_VERSION)
+    size_t size = out ? lock_options_size(out->version) : 0;
+    if (!lock || !size)
         return REDLOCK_EINVAL;
     redlock_lock *l = (redlock_lock *)lock;  /* the mutex only */
+    unsigned int version = out->version;
     pthread_mutex_lock(&l->mu);
-    *out = l->pol;
+    memcpy(out, &l->pol, size);
     pthread_mutex_unlock(&l->mu);
+    out->version = version;
     return 0;
 }
 
@@ -322,9 +339,13 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
         return REDLOCK_EINVAL;
     pthread_mutex_lock(&lock->mu);
     int rc = 0;
-    if (!opts || opts->version != REDLOCK_LOCK_OPTIONS_VERSION) {
+    size_t size = opts ? lock_options_size(opts->version) : 0;
+    if (!size) {
         rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock options are NULL or of an unknown version (set version to "
                                            "REDLOCK_LOCK_OPTIONS_VERSION)");
+    } else if (opts->version >= 2 && (opts->flags & ~LOCK_FLAGS)) {
+        rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock option flags 0x%x: only REDLOCK_OPT_NO_WAKE and "
+                         "REDLOCK_OPT_FAIR belong to a lock", (unsigned)(opts->flags & ~LOCK_FLAGS));
     } else {
         /* The same rules as the client's options of the same names. */
         redlock_options check = lock->client->opts;
@@ -338,7 +359,9 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
         if (rc)
             lock->errcode = rc;
         else {
-            lock->pol = *opts;
+            /* A version 1 struct leaves the flags as they were. */
+            memcpy(&lock->pol, opts, size);
+            lock->pol.version = REDLOCK_LOCK_OPTIONS_VERSION;
             rl_lock_ok(lock);
         }
     }
