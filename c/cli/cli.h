@@ -140,7 +140,9 @@ enum {
     OPT_TLS_KEY,
     OPT_TLS_SERVER_NAME,
     OPT_TLS_INSECURE,
-    OPT_FLOCK_SHARED
+    OPT_FLOCK_SHARED,
+    OPT_NO_WAKE,
+    OPT_FAIR
 };
 
 /* The TLS options every subcommand accepts, for its getopt_long table. */

@@ -38,7 +38,12 @@ static void help(void)
           "      --ttl DURATION          lock TTL, extended while COMMAND runs (default 30s)\n"
           "  -c, --command 'CMD'         run CMD with /bin/sh -c instead of COMMAND (as flock -c)\n"
           "  -w, --wait, --timeout DURATION\n"
-          "                              wait at most this long for the lock (default: forever)\n"
+          "                              wait at most this long for the lock (default: forever);\n"
+          "                              a release of the lock wakes the wait at once\n"
+          "      --no-wake               while waiting, only poll (retry delay and jitter); do not\n"
+          "                              listen for releases\n"
+          "      --fair                  fair mode: the lock goes to the waiter that has waited\n"
+          "                              longest; give it to every contender of RESOURCE\n"
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
@@ -158,7 +163,21 @@ static void on_event(const redlock_event *ev, void *userdata)
 {
     watch *w = userdata;
     const run_opts *o = w->o;
-    if (!o || !ev->automatic)
+    if (!o)
+        return;
+    if (ev->type == REDLOCK_EVENT_WOKEN) {
+        vlog(o, "woken by a release of '%s' (node %zu)", o->resource, ev->node);
+        return;
+    }
+    if (ev->type == REDLOCK_EVENT_LISTENER) {
+        static const char *const names[] = { "off", "connecting", "ready", "down", "refused" };
+        int st = ev->listener_state;
+        vlog(o, "wake-up listener on node %zu: %s%s%s", ev->node,
+             st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "unknown",
+             *ev->message ? ": " : "", ev->message);
+        return;
+    }
+    if (!ev->automatic)
         return;
     if (ev->type == REDLOCK_EVENT_EXTENDED) {
         if (w->ext_failures)
@@ -199,6 +218,8 @@ static int parse_args(run_opts *o, int argc, char **argv)
         { "kill-after", required_argument, NULL, 'k' },
         { "verbose", no_argument, NULL, 'v' },
         { "fencing", no_argument, NULL, OPT_FENCING },
+        { "no-wake", no_argument, NULL, OPT_NO_WAKE },
+        { "fair", no_argument, NULL, OPT_FAIR },
         CLI_TLS_LONGOPTS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -264,6 +285,12 @@ static int parse_args(run_opts *o, int argc, char **argv)
                 return cli_usage(CMD, "--no-fork: redlock must outlive COMMAND to keep the lock extended");
             case OPT_FENCING:
                 o->fencing = 1;
+                break;
+            case OPT_NO_WAKE:
+                o->no_wake = 1;
+                break;
+            case OPT_FAIR:
+                o->fair = 1;
                 break;
             case ':':
                 return cli_usage(CMD, "option '%s' needs a value", bad);
@@ -400,7 +427,7 @@ static int run_command(run_opts *o, const fdset *inherited, int *passthrough, in
     pthread_mutex_lock(&g_watch.mu);
     g_watch.pgid = pid;
     g_watch.main_thread = pthread_self();
-    g_watch.o = o;
+    /* g_watch.o was set before the client existed: on_event may read it on another thread now */
     g_watch.lost = 0;
     g_watch.child_done = 0;
     pthread_mutex_unlock(&g_watch.mu);
@@ -571,6 +598,10 @@ int cli_run(int argc, char **argv)
     opts.key_prefix = o.common.key_prefix;
     if (o.fencing)
         opts.flags |= REDLOCK_OPT_FENCING;
+    if (o.no_wake)
+        opts.flags |= REDLOCK_OPT_NO_WAKE;
+    if (o.fair)
+        opts.flags |= REDLOCK_OPT_FAIR;
     if (o.common.node_timeout_ms >= 0)
         opts.node_timeout_ms = (uint32_t)(o.common.node_timeout_ms ? o.common.node_timeout_ms : 1);
     opts.tls_ca_file = o.common.tls.ca_file;
@@ -581,6 +612,7 @@ int cli_run(int argc, char **argv)
     opts.tls_insecure_skip_verify = o.common.tls.insecure ? 1 : 0;
     opts.on_event = on_event;
     opts.on_event_userdata = &g_watch;
+    g_watch.o = &o;  /* for on_event's --verbose lines while waiting; before any thread of the client */
     redlock_client *client = NULL;
     char err[1024];
     rc = redlock_client_open(&client, (const char *const *)o.common.urls, o.common.n_urls, &opts, err, sizeof err);
@@ -612,10 +644,11 @@ int cli_run(int argc, char **argv)
     policy.version = REDLOCK_LOCK_OPTIONS_VERSION;
     if (redlock_lock_get_options(g_lock, &policy) != 0)
         policy.retry_delay_ms = policy.retry_jitter_ms = 0;
-    vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes; retry delay %u ms + up to %u ms of jitter (the library's)",
+    vlog(&o, "acquiring '%s' (ttl %s, wait %s) on %zu nodes; retry delay %u ms + up to %u ms of jitter (the library's)%s%s",
          o.resource, cli_fmt_duration(ttl, d1, sizeof d1),
          wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o.common.n_urls,
-         (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms);
+         (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms,
+         o.no_wake ? ", no wake-up" : ", cut short by a release", o.fair ? "; fair mode" : "");
     int64_t left = wait, started_ms = cli_now_ms();
     for (;;) {
         int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;

@@ -18,6 +18,8 @@ typedef struct run_opts {
     int nonblock;
     int verbose;
     int fencing;
+    int no_wake;               /* --no-wake: REDLOCK_OPT_NO_WAKE, waiting only polls */
+    int fair;                  /* --fair: REDLOCK_OPT_FAIR, waiters served in arrival order */
     long conflict_code, lost_code;
     int lost_signal;
     int64_t kill_after_ms;
