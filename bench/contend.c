@@ -1,0 +1,1074 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* contend.c: redlock_contend, W worker processes contending for one resource
+ * with wake-up off (polling), on, and in fair mode: the hand-over latency, the
+ * commands the nodes run per acquisition and the spread of acquisitions over
+ * the workers. Run it through bench/run-contend (see bench/README.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redlock.h"
+
+#ifndef BENCH_BUILD_TYPE
+#define BENCH_BUILD_TYPE "unknown"
+#endif
+
+#define MAX_NODES 16
+#define MAX_WORKERS 1000
+#define MAX_LIST 16
+
+enum { M_OFF, M_WAKE, M_FAIR, NMODES };
+static const char *const mode_name[NMODES] = { "off", "wake", "fair" };
+static const uint32_t mode_flags[NMODES] = { REDLOCK_OPT_NO_WAKE, 0, REDLOCK_OPT_FAIR };
+
+static struct {
+    double seconds;        /* per mode and worker count, over all rounds */
+    int rounds;            /* blocks per mode and worker count; modes take turns */
+    long hold_ms;
+    long think_us;
+    int yield;             /* 1: after a release, ask again only once another worker took the lock */
+    uint32_t ttl_ms;
+    long wait_ms;
+    long node_timeout_ms;  /* 0: the library's default */
+    int n_nodes;
+    int monitor;           /* count top-level commands with MONITOR */
+    const char *csv;
+    int workers[MAX_LIST], n_workers;
+    int modes[NMODES], n_modes;
+} cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, 5, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3 };
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until_ns(int64_t t)
+{
+    struct timespec ts = { (time_t)(t / 1000000000), (long)(t % 1000000000) };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* ---- memory shared with the workers of one block ---- */
+
+typedef struct interval {
+    int64_t acq_ns;         /* right after redlock_lock_acquire returned 0 */
+    int64_t rel_ns;         /* right before redlock_release */
+} interval;
+
+typedef struct wstat {
+    uint32_t n;             /* intervals recorded */
+    uint32_t overflow;      /* acquisitions not recorded: the buffer was full */
+    uint32_t errors;
+    atomic_uint tries;      /* ACQUIRED + ACQUIRE_FAILED events: attempts */
+    atomic_uint woken;      /* WOKEN events */
+    int first_code;
+    char first_err[240];
+} wstat;
+
+typedef struct shared {
+    int64_t start_ns, deadline_ns;
+    _Atomic uint32_t seq;   /* bumped on every acquisition; futex for --yield */
+    uint32_t cap;           /* intervals per worker */
+    /* wstat[W], then interval[W][cap] */
+} shared;
+
+static wstat *wstat_of(shared *s, int i)
+{
+    return (wstat *)(s + 1) + i;
+}
+
+static interval *ivals_of(shared *s, int W, int i)
+{
+    return (interval *)((wstat *)(s + 1) + W) + (size_t)i * s->cap;
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+/* ---- one worker process ---- */
+
+typedef struct worker {
+    shared *sh;
+    int idx;
+    redlock_lock *lock;
+    atomic_int stop;
+} worker;
+
+static void on_event(const redlock_event *e, void *ud)
+{
+    wstat *w = ud;
+    if (e->type == REDLOCK_EVENT_ACQUIRED || e->type == REDLOCK_EVENT_ACQUIRE_FAILED)
+        atomic_fetch_add(&w->tries, 1);
+    else if (e->type == REDLOCK_EVENT_WOKEN)
+        atomic_fetch_add(&w->woken, 1);
+}
+
+/* Stops the loop at the deadline: a waiting acquire returns REDLOCK_ECANCELED
+ * (or 0, if the round in flight got the lock). */
+static void *watcher(void *arg)
+{
+    worker *w = arg;
+    sleep_until_ns(w->sh->deadline_ns);
+    atomic_store(&w->stop, 1);
+    redlock_lock_cancel(w->lock);
+    futex(&w->sh->seq, FUTEX_WAKE, INT_MAX, NULL);
+    return NULL;
+}
+
+static void worker_error(wstat *ws, int idx, int code, const char *what, const char *msg)
+{
+    if (ws->errors++ == 0) {
+        ws->first_code = code;
+        snprintf(ws->first_err, sizeof ws->first_err, "%s: %s: %s", what, redlock_error_name(code), msg);
+    }
+    fprintf(stderr, "redlock_contend: worker %d: %s: %s: %s\n", idx, what, redlock_error_name(code), msg);
+}
+
+static int read_byte(int fd)
+{
+    char b;
+    ssize_t r;
+    while ((r = read(fd, &b, 1)) < 0 && errno == EINTR)
+        ;
+    return (int)r;
+}
+
+static void write_byte(int fd, char b)
+{
+    while (write(fd, &b, 1) < 0 && errno == EINTR)
+        ;
+}
+
+static void worker_main(shared *sh, int W, int idx, const char *const *urls, uint32_t flags, const char *prefix,
+                        const char *resource, int ready_fd, int go_fd, int done_fd, int exit_fd)
+{
+    wstat *ws = wstat_of(sh, idx);
+    interval *iv = ivals_of(sh, W, idx);
+    redlock_options o;
+    redlock_options_init(&o);
+    o.flags = flags;
+    o.key_prefix = prefix;
+    o.on_event = on_event;
+    o.on_event_userdata = ws;
+    if (cfg.node_timeout_ms > 0)
+        o.node_timeout_ms = (uint32_t)cfg.node_timeout_ms;
+    redlock_client *client = NULL;
+    worker w = { .sh = sh, .idx = idx, .lock = NULL };
+    char err[256] = "";
+    int rc = redlock_client_open(&client, urls, (size_t)cfg.n_nodes, &o, err, sizeof err);
+    if (rc == 0 && (rc = redlock_lock_new(&w.lock, client, resource)) != 0)
+        snprintf(err, sizeof err, "redlock_lock_new failed");
+    if (rc)
+        worker_error(ws, idx, rc, "setup", err);
+    write_byte(ready_fd, 'r');
+    read_byte(go_fd); /* EOF: everyone is ready and the block has started */
+
+    pthread_t th;
+    int have_th = 0;
+    if (rc == 0)
+        have_th = pthread_create(&th, NULL, watcher, &w) == 0;
+    while (rc == 0 && have_th && !atomic_load(&w.stop)) {
+        int a = redlock_lock_acquire(w.lock, cfg.ttl_ms, cfg.wait_ms);
+        int64_t t_acq = now_ns();
+        if (a == REDLOCK_ECANCELED)
+            break;
+        if (a != 0) {
+            worker_error(ws, idx, a, "acquire", redlock_lock_errmsg(w.lock));
+            break;
+        }
+        uint32_t seq = atomic_fetch_add(&sh->seq, 1) + 1;
+        if (cfg.yield)
+            futex(&sh->seq, FUTEX_WAKE, INT_MAX, NULL);
+        if (cfg.hold_ms > 0)
+            sleep_until_ns(t_acq + cfg.hold_ms * 1000000);
+        int64_t t_rel = now_ns();
+        int r = redlock_release(w.lock);
+        if (r != 0)
+            worker_error(ws, idx, r, "release", redlock_lock_errmsg(w.lock));
+        if (ws->n < sh->cap)
+            iv[ws->n++] = (interval){ t_acq, t_rel };
+        else
+            ws->overflow++;
+        if (cfg.think_us > 0)
+            sleep_until_ns(now_ns() + cfg.think_us * 1000);
+        /* Pass the baton: wait until another worker has taken the lock, so
+         * that every acquisition is a hand-over to a worker that waited. */
+        while (cfg.yield && atomic_load(&sh->seq) == seq && !atomic_load(&w.stop)) {
+            struct timespec ts = { 0, 20000000 };
+            futex(&sh->seq, FUTEX_WAIT, seq, &ts);
+        }
+    }
+    if (have_th)
+        pthread_join(th, NULL);
+    write_byte(done_fd, 'd');
+    read_byte(exit_fd); /* EOF: the parent has read the nodes' counters */
+    redlock_lock_free(w.lock);
+    redlock_client_free(client);
+    _exit(ws->errors ? 1 : 0);
+}
+
+/* ---- the parent's view of the nodes ---- */
+
+static redisContext *connect_blocking(const char *url)
+{
+    char host[256];
+    int port;
+    struct timeval tv = { 2, 0 };
+    redisContext *c = NULL;
+    if (strncmp(url, "unix://", 7) == 0) {
+        char path[512];
+        snprintf(path, sizeof path, "%s", url + 7);
+        path[strcspn(path, "?")] = '\0';
+        c = redisConnectUnixWithTimeout(path, tv);
+    } else if (sscanf(url, "redis://%255[^:/]:%d", host, &port) == 2 ||
+               sscanf(url, "redis://[%255[^]]]:%d", host, &port) == 2) {
+        c = redisConnectWithTimeout(host, port, tv);
+    }
+    if (c && c->err) {
+        redisFree(c);
+        c = NULL;
+    }
+    return c;
+}
+
+typedef struct node_view {
+    redisContext *ctl;      /* commands: CLIENT LIST, markers */
+    redisContext *mon;      /* MONITOR, or NULL */
+    int counting;           /* between this block's start and end markers */
+    int seen_end;
+    long long top, lua;     /* MONITOR lines: top-level commands and commands run by scripts */
+} node_view;
+
+static node_view nv[MAX_NODES];
+static char marker[96];
+
+/* Reads what MONITOR has for node i and counts it between the markers. */
+static int monitor_read(int i)
+{
+    node_view *v = &nv[i];
+    if (redisBufferRead(v->mon) != REDIS_OK) {
+        fprintf(stderr, "redlock_contend: MONITOR connection to node %d failed: %s\n", i, v->mon->errstr);
+        redisFree(v->mon);
+        v->mon = NULL;
+        return -1;
+    }
+    void *rp;
+    while (redisGetReplyFromReader(v->mon, &rp) == REDIS_OK && rp) {
+        redisReply *r = rp;
+        if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) {
+            const char *m = strstr(r->str, marker);
+            const char *src = strchr(r->str, '[');
+            if (m && m[strlen(marker)] == 's') {
+                v->counting = 1;
+            } else if (m && m[strlen(marker)] == 'e') {
+                v->counting = 0;
+                v->seen_end = 1;
+            } else if (v->counting && src) {
+                src = strchr(src, ' '); /* "[0 lua]" or "[0 127.0.0.1:port]" */
+                if (src && strncmp(src + 1, "lua]", 4) == 0)
+                    v->lua++;
+                else
+                    v->top++;
+            }
+        }
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+static int send_marker(char which)
+{
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        if (!nv[i].mon)
+            continue;
+        char m[128];
+        snprintf(m, sizeof m, "%s%c", marker, which);
+        redisReply *r = redisCommand(nv[i].ctl, "ECHO %s", m);
+        if (!r)
+            return -1;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+/* Drains the MONITOR streams until each has shown the end marker. */
+static int monitor_drain_to_end(void)
+{
+    int64_t limit = now_ns() + 10 * 1000000000LL;
+    for (;;) {
+        struct pollfd p[MAX_NODES];
+        int idx[MAX_NODES], n = 0;
+        for (int i = 0; i < cfg.n_nodes; i++)
+            if (nv[i].mon && !nv[i].seen_end) {
+                p[n] = (struct pollfd){ .fd = nv[i].mon->fd, .events = POLLIN };
+                idx[n++] = i;
+            }
+        if (n == 0)
+            return 0;
+        if (now_ns() > limit)
+            return -1;
+        if (poll(p, (nfds_t)n, 200) > 0)
+            for (int k = 0; k < n; k++)
+                if (p[k].revents)
+                    monitor_read(idx[k]);
+    }
+}
+
+/* Highest client id on node i (ids only grow: clients of a block have
+ * higher ones); with sum set, the sum of tot-cmds over clients above min_id,
+ * or -1 when the server has no tot-cmds field. */
+static long long client_list(int i, long long min_id, long long *sum)
+{
+    redisReply *r = redisCommand(nv[i].ctl, "CLIENT LIST");
+    long long max_id = -1;
+    if (sum)
+        *sum = 0;
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)) {
+        for (const char *line = r->str; line && *line;) {
+            long long id = -1, cmds = -1;
+            const char *eol = strchr(line, '\n');
+            const char *f = strstr(line, "tot-cmds=");
+            sscanf(line, "id=%lld", &id);
+            if (f && (!eol || f < eol))
+                cmds = atoll(f + 9);
+            if (id > max_id)
+                max_id = id;
+            if (sum && id > min_id && *sum >= 0)
+                *sum = cmds >= 0 ? *sum + cmds : -1;
+            line = eol ? eol + 1 : NULL;
+        }
+    } else if (sum) {
+        *sum = -1;
+    }
+    freeReplyObject(r);
+    return max_id;
+}
+
+/* ---- results ---- */
+
+typedef struct dvec {
+    double *v;
+    size_t n, cap;
+} dvec;
+
+static void dvec_push(dvec *d, double x)
+{
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 1024;
+        d->v = realloc(d->v, d->cap * sizeof *d->v);
+        if (!d->v) {
+            perror("realloc");
+            exit(2);
+        }
+    }
+    d->v[d->n++] = x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted vector; NAN when empty. */
+static double pct(const dvec *d, double p)
+{
+    if (d->n == 0)
+        return NAN;
+    size_t k = (size_t)ceil(p * (double)d->n);
+    return d->v[k ? k - 1 : 0];
+}
+
+typedef struct result {
+    int mode, workers, blocks;
+    double seconds;
+    long long acq, again, tries, woken;
+    dvec ho;                /* ms, every acquisition after the first of its block */
+    long long top, lua, totcmds;
+    int monitor_ok, totcmds_ok;
+    long long min_w, max_w; /* acquisitions per worker, over every block */
+    long long errors, overlaps, overflow, crashed;
+} result;
+
+typedef struct rec {
+    int64_t acq, rel;
+    int w;
+} rec;
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const rec *x = a, *y = b;
+    return x->acq < y->acq ? -1 : x->acq > y->acq;
+}
+
+static int run_block(result *res, const char *const *urls, int W, int mode, const char *prefix, int block_no)
+{
+    double block_s = cfg.seconds / cfg.rounds;
+    int64_t block_ns = (int64_t)(block_s * 1e9);
+    /* An acquire+release takes at least two round trips; 20000/s is far above that. */
+    uint32_t cap = (uint32_t)(block_s * 20000) + 256;
+    size_t size = sizeof(shared) + (size_t)W * sizeof(wstat) + (size_t)W * cap * sizeof(interval);
+    shared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (sh == MAP_FAILED) {
+        perror("redlock_contend: mmap");
+        return -1;
+    }
+    memset(sh, 0, sizeof *sh + (size_t)W * sizeof(wstat));
+    sh->cap = cap;
+    char resource[64];
+    snprintf(resource, sizeof resource, "block%d", block_no);
+    snprintf(marker, sizeof marker, "redlock-contend-%ld-%d-", (long)getpid(), block_no);
+
+    long long base_id[MAX_NODES];
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        base_id[i] = client_list(i, 0, NULL);
+        nv[i].counting = nv[i].seen_end = 0;
+        nv[i].top = nv[i].lua = 0;
+    }
+    if (send_marker('s') != 0) {
+        fprintf(stderr, "redlock_contend: a node stopped answering\n");
+        munmap(sh, size);
+        return -1;
+    }
+
+    int ready[2], go[2], done[2], ex[2];
+    if (pipe(ready) || pipe(go) || pipe(done) || pipe(ex)) {
+        perror("redlock_contend: pipe");
+        exit(2);
+    }
+    pid_t *pids = calloc((size_t)W, sizeof *pids);
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < W; i++) {
+        pid_t p = fork();
+        if (p < 0) {
+            perror("redlock_contend: fork");
+            exit(2);
+        }
+        if (p == 0) {
+            close(ready[0]);
+            close(go[1]);
+            close(done[0]);
+            close(ex[1]);
+            worker_main(sh, W, i, urls, mode_flags[mode], prefix, resource, ready[1], go[0], done[1], ex[0]);
+        }
+        pids[i] = p;
+    }
+    close(ready[1]);
+    close(go[0]);
+    close(done[1]);
+    close(ex[0]);
+    for (int i = 0; i < W; i++)
+        if (read_byte(ready[0]) != 1)
+            break;
+    sh->start_ns = now_ns() + 5000000;
+    sh->deadline_ns = sh->start_ns + block_ns;
+    sleep_until_ns(sh->start_ns);
+    close(go[1]);
+
+    /* Read MONITOR while the workers run, until every one is done (or has
+     * died without saying so). */
+    int done_n = 0, gone = 0, *reaped = calloc((size_t)W, sizeof *reaped), *rstat = calloc((size_t)W, sizeof *rstat);
+    int64_t give_up = sh->deadline_ns + (cfg.wait_ms + 120000) * 1000000LL;
+    while (done_n + gone < W) {
+        if (now_ns() > sh->deadline_ns) {
+            for (int i = 0; i < W; i++)
+                if (!reaped[i] && waitpid(pids[i], &rstat[i], WNOHANG) == pids[i]) {
+                    reaped[i] = 1;
+                    gone++;
+                }
+            if (now_ns() > give_up) {
+                fprintf(stderr, "redlock_contend: workers stuck %ld s after the deadline; killing them\n",
+                        (long)((now_ns() - sh->deadline_ns) / 1000000000));
+                for (int i = 0; i < W; i++)
+                    if (!reaped[i])
+                        kill(pids[i], SIGKILL);
+                break;
+            }
+        }
+        struct pollfd p[MAX_NODES + 1];
+        int idx[MAX_NODES], n = 0;
+        for (int i = 0; i < cfg.n_nodes; i++)
+            if (nv[i].mon) {
+                p[n] = (struct pollfd){ .fd = nv[i].mon->fd, .events = POLLIN };
+                idx[n++] = i;
+            }
+        p[n] = (struct pollfd){ .fd = done[0], .events = POLLIN };
+        if (poll(p, (nfds_t)n + 1, 1000) < 0 && errno != EINTR)
+            break;
+        for (int k = 0; k < n; k++)
+            if (p[k].revents)
+                monitor_read(idx[k]);
+        if (p[n].revents) {
+            if (read_byte(done[0]) == 1)
+                done_n++;
+            else
+                break; /* EOF: every worker has gone */
+        }
+        if (done_n + gone >= W)
+            break;
+    }
+    /* The last release returns at quorum; let the slower nodes' commands land. */
+    int64_t settle = now_ns() + 100000000;
+    while (now_ns() < settle) {
+        struct pollfd p[MAX_NODES];
+        int idx[MAX_NODES], n = 0;
+        for (int i = 0; i < cfg.n_nodes; i++)
+            if (nv[i].mon) {
+                p[n] = (struct pollfd){ .fd = nv[i].mon->fd, .events = POLLIN };
+                idx[n++] = i;
+            }
+        if (poll(p, (nfds_t)n, 20) > 0)
+            for (int k = 0; k < n; k++)
+                if (p[k].revents)
+                    monitor_read(idx[k]);
+    }
+    int mon_ok = cfg.monitor;
+    if (cfg.monitor) {
+        if (send_marker('e') != 0 || monitor_drain_to_end() != 0)
+            mon_ok = 0;
+        for (int i = 0; i < cfg.n_nodes; i++)
+            if (!nv[i].mon)
+                mon_ok = 0;
+    }
+    long long tot = 0;
+    int tot_ok = 1;
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        long long s;
+        client_list(i, base_id[i], &s);
+        if (s < 0)
+            tot_ok = 0;
+        else
+            tot += s;
+    }
+    close(ex[1]);
+    int crashed = 0;
+    for (int i = 0; i < W; i++) {
+        int st = rstat[i];
+        if (!reaped[i])
+            while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+                ;
+        if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && wstat_of(sh, i)->errors == 0)) {
+            crashed++;
+            fprintf(stderr, "redlock_contend: worker %d (%s, %d workers) ended with status %d\n", i, mode_name[mode],
+                    W, st);
+        }
+    }
+    close(ready[0]);
+    close(done[0]);
+    free(pids);
+    free(reaped);
+    free(rstat);
+
+    /* Merge the intervals of all workers by acquire time. */
+    size_t total = 0;
+    for (int i = 0; i < W; i++)
+        total += wstat_of(sh, i)->n;
+    rec *all = malloc((total ? total : 1) * sizeof *all);
+    size_t k = 0;
+    for (int i = 0; i < W; i++) {
+        wstat *ws = wstat_of(sh, i);
+        interval *iv = ivals_of(sh, W, i);
+        for (uint32_t j = 0; j < ws->n; j++)
+            all[k++] = (rec){ iv[j].acq_ns, iv[j].rel_ns, i };
+        long long n = (long long)ws->n + ws->overflow;
+        if (res->blocks == 0 && i == 0)
+            res->min_w = res->max_w = n;
+        if (n < res->min_w)
+            res->min_w = n;
+        if (n > res->max_w)
+            res->max_w = n;
+        res->acq += n;
+        res->tries += atomic_load(&ws->tries);
+        res->woken += atomic_load(&ws->woken);
+        res->errors += ws->errors;
+        res->overflow += ws->overflow;
+    }
+    qsort(all, total, sizeof *all, cmp_rec);
+    int64_t last_rel = 0;
+    for (size_t j = 0; j < total; j++) {
+        if (j > 0) {
+            /* Recorded intervals lie inside the real holds, so any overlap is real. */
+            if (all[j].acq < last_rel) {
+                if (res->overlaps++ < 10)
+                    fprintf(stderr,
+                            "redlock_contend: OVERLAP (%s, %d workers): worker %d acquired %.3f ms before "
+                            "the previous holder (worker %d) released\n",
+                            mode_name[mode], W, all[j].w, (double)(last_rel - all[j].acq) / 1e6, all[j - 1].w);
+            }
+            dvec_push(&res->ho, (double)(all[j].acq - all[j - 1].rel) / 1e6);
+            if (all[j].w == all[j - 1].w)
+                res->again++;
+        }
+        if (all[j].rel > last_rel)
+            last_rel = all[j].rel;
+    }
+    free(all);
+    res->seconds += block_s;
+    res->blocks++;
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        res->top += nv[i].top;
+        res->lua += nv[i].lua;
+    }
+    res->monitor_ok = res->blocks == 1 ? mon_ok : res->monitor_ok && mon_ok;
+    res->totcmds += tot;
+    res->totcmds_ok = res->blocks == 1 ? tot_ok : res->totcmds_ok && tot_ok;
+    res->crashed += crashed;
+    munmap(sh, size);
+    return 0;
+}
+
+/* ---- output ---- */
+
+static void cpu_model(char *out, size_t size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(out, size, "unknown CPU");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c += 1 + (c[1] == ' ');
+                c[strcspn(c, "\n")] = '\0';
+                snprintf(out, size, "%s", c);
+            }
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+static void loadavg(char *out, size_t size)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    snprintf(out, size, "?");
+    if (f) {
+        if (fgets(out, (int)size, f))
+            out[strcspn(out, " ")] = '\0';
+        fclose(f);
+    }
+}
+
+/* "valkey 8.0.1" from INFO server on node i. */
+static void server_version(int i, char *out, size_t size)
+{
+    redisReply *r = redisCommand(nv[i].ctl, "INFO server");
+    snprintf(out, size, "?");
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)) {
+        const char *v = strstr(r->str, "valkey_version:");
+        const char *name = "valkey";
+        if (v)
+            v += 15;
+        else if ((v = strstr(r->str, "redis_version:")) != NULL) {
+            v += 14;
+            name = "redis";
+        }
+        if (v)
+            snprintf(out, size, "%s %.*s", name, (int)strcspn(v, "\r\n"), v);
+    }
+    freeReplyObject(r);
+}
+
+static int tot_cmds_field;   /* 1 when every node's CLIENT LIST has tot-cmds */
+
+static void print_header(void)
+{
+    char cpu[256], load[64], ver[64], seen[MAX_NODES][64];
+    int cnt[MAX_NODES] = { 0 }, kinds = 0;
+    struct utsname u;
+    cpu_model(cpu, sizeof cpu);
+    loadavg(load, sizeof load);
+    uname(&u);
+    printf("redlock contention benchmark: workers (processes) contending for one resource\n");
+    printf("machine: %ld CPUs, %s, %s %s %s, 1-min load %s at the start\n", sysconf(_SC_NPROCESSORS_ONLN), cpu,
+           u.sysname, u.release, u.machine, load);
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        server_version(i, ver, sizeof ver);
+        int k = 0;
+        while (k < kinds && strcmp(seen[k], ver) != 0)
+            k++;
+        if (k == kinds)
+            snprintf(seen[kinds++], sizeof seen[0], "%s", ver);
+        cnt[k]++;
+    }
+    printf("nodes:   ");
+    for (int k = 0; k < kinds; k++)
+        printf("%s%s x%d", k ? ", " : "", seen[k], cnt[k]);
+    printf("; library %s (%s build)\n", redlock_version(), BENCH_BUILD_TYPE);
+    printf("loop:    acquire (wait up to %ld ms, TTL %u ms), hold %ld ms, release, think %ld us%s\n", cfg.wait_ms,
+           cfg.ttl_ms, cfg.hold_ms, cfg.think_us,
+           cfg.yield ? ", then wait until another worker has taken the lock (every acquisition is a hand-over)"
+                     : ", then ask again at once (the releaser competes with the waiters)");
+    printf("blocks:  %d per mode and worker count, %.2f s each, modes taking turns; default client options%s\n",
+           cfg.rounds, cfg.seconds / cfg.rounds, cfg.node_timeout_ms > 0 ? " but node_timeout_ms" : "");
+    if (cfg.node_timeout_ms > 0)
+        printf("         (node_timeout_ms %ld)\n", cfg.node_timeout_ms);
+    printf("modes:   off = REDLOCK_OPT_NO_WAKE (polling only: before), wake = default (after), fair = REDLOCK_OPT_FAIR\n");
+    printf("columns: ho = hand-over, the previous holder's release to the next acquire returning (ms);\n"
+           "         again = acquisitions by the worker that held the lock just before; tries, woken = acquire\n"
+           "         attempts and wake-ups (the library's events) per acquisition; min, max = acquisitions per\n"
+           "         worker in any one block, max/min their ratio;\n");
+    if (cfg.monitor)
+        printf("         cmd = top-level commands the nodes ran (MONITOR lines not from scripts), summed over all\n"
+               "         nodes, per acquisition: what the clients sent, connection setup and the listeners'\n"
+               "         SUBSCRIBE included;\n");
+    else
+        printf("         cmd: not counted (--no-monitor);\n");
+    if (tot_cmds_field)
+        printf("         exec = every command the nodes ran for the workers' connections, those run inside\n"
+               "         scripts included (CLIENT LIST tot-cmds), per acquisition\n");
+    else if (cfg.monitor)
+        printf("         exec = every command the nodes ran, those inside scripts included (MONITOR; this\n"
+               "         server has no tot-cmds field), per acquisition\n");
+    else
+        printf("         exec: not counted on this server kind (no tot-cmds in CLIENT LIST)\n");
+    printf("\n%-5s %7s %8s %7s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s\n", "mode", "workers", "acq", "acq/s",
+           "ho p50", "ho p99", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min");
+    fflush(stdout);
+}
+
+static double cmd_per_acq(const result *r)
+{
+    return r->monitor_ok && r->acq ? (double)r->top / (double)r->acq : NAN;
+}
+
+static double exec_per_acq(const result *r)
+{
+    if (!r->acq)
+        return NAN;
+    if (tot_cmds_field)
+        return r->totcmds_ok ? (double)r->totcmds / (double)r->acq : NAN;
+    return r->monitor_ok ? (double)(r->top + r->lua) / (double)r->acq : NAN;
+}
+
+static void fmt(char *out, size_t size, const char *f, double v)
+{
+    if (isnan(v))
+        snprintf(out, size, "-");
+    else if (isinf(v))
+        snprintf(out, size, "inf");
+    else
+        snprintf(out, size, f, v);
+}
+
+static void print_row(result *r, FILE *csv)
+{
+    qsort(r->ho.v, r->ho.n, sizeof *r->ho.v, cmp_double);
+    double acq = (double)r->acq;
+    double p50 = pct(&r->ho, 0.50), p99 = pct(&r->ho, 0.99);
+    double again = r->ho.n ? 100.0 * (double)r->again / (double)r->ho.n : NAN;
+    double tries = acq > 0 ? (double)r->tries / acq : NAN, woken = acq > 0 ? (double)r->woken / acq : NAN;
+    double ratio = r->min_w > 0 ? (double)r->max_w / (double)r->min_w : INFINITY;
+    char s[8][32];
+    fmt(s[0], 32, "%.2f", p50);
+    fmt(s[1], 32, "%.2f", p99);
+    fmt(s[2], 32, "%.1f%%", again);
+    fmt(s[3], 32, "%.2f", tries);
+    fmt(s[4], 32, "%.2f", woken);
+    fmt(s[5], 32, "%.1f", cmd_per_acq(r));
+    fmt(s[6], 32, "%.1f", exec_per_acq(r));
+    fmt(s[7], 32, "%.2f", ratio);
+    printf("%-5s %7d %8lld %7.0f %8s %8s %6s %6s %6s %7s %7s %6lld %6lld %7s\n", mode_name[r->mode], r->workers, r->acq,
+           acq / r->seconds, s[0], s[1], s[2], s[3], s[4], s[5], s[6], r->min_w, r->max_w, s[7]);
+    if (r->errors || r->overlaps || r->crashed || r->overflow)
+        printf("      ^ %lld errors, %lld overlaps, %lld workers died, %lld acquisitions not recorded (buffer full)\n",
+               r->errors, r->overlaps, r->crashed, r->overflow);
+    fflush(stdout);
+    if (csv)
+        fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld\n",
+                mode_name[r->mode], r->workers, r->blocks, r->seconds, cfg.hold_ms, cfg.think_us, cfg.yield, r->acq,
+                acq / r->seconds, p50, p99, isnan(again) ? -1 : again, tries, woken,
+                isnan(cmd_per_acq(r)) ? -1 : cmd_per_acq(r), isnan(exec_per_acq(r)) ? -1 : exec_per_acq(r),
+                r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps);
+}
+
+static void print_ratios(result *rs, int W)
+{
+    const result *off = NULL;
+    for (int m = 0; m < cfg.n_modes; m++)
+        if (rs[m].mode == M_OFF)
+            off = &rs[m];
+    if (!off)
+        return;
+    for (int m = 0; m < cfg.n_modes; m++) {
+        const result *r = &rs[m];
+        if (r == off)
+            continue;
+        char a[32], b[32], c[32];
+        fmt(a, sizeof a, "%.3fx", pct(&r->ho, 0.5) / pct(&off->ho, 0.5));
+        fmt(b, sizeof b, "%.3fx", pct(&r->ho, 0.99) / pct(&off->ho, 0.99));
+        fmt(c, sizeof c, "%.2fx", cmd_per_acq(r) / cmd_per_acq(off));
+        printf("      %s/off at %d workers: hand-over p50 %s, p99 %s, cmd/acq %s\n", mode_name[r->mode], W, a, b, c);
+    }
+}
+
+/* ---- main ---- */
+
+static int parse_list(const char *s, int *out, int max, int lo, int hi)
+{
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end || v < lo || v > hi || n == max) {
+            free(copy);
+            return -1;
+        }
+        out[n++] = (int)v;
+    }
+    free(copy);
+    return n;
+}
+
+static int parse_modes(const char *s)
+{
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int m = 0;
+        while (m < NMODES && strcmp(t, mode_name[m]) != 0)
+            m++;
+        if (m == NMODES || n == NMODES) {
+            free(copy);
+            return -1;
+        }
+        cfg.modes[n++] = m;
+    }
+    free(copy);
+    return n;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: redlock_contend [options]   (node URLs from $REDLOCK_TEST_NODES; see bench/README.md)\n"
+            "  --workers LIST        worker processes per row (2,16,100; 2 = one waiter)\n"
+            "  --modes LIST          off, wake, fair (all three)\n"
+            "  --seconds S           per mode and worker count, over all blocks (15)\n"
+            "  --rounds R            blocks per mode and worker count; the modes take turns (3)\n"
+            "  --hold-ms MS          time each acquisition holds the lock (1)\n"
+            "  --think-us US         pause after each release (0)\n"
+            "  --no-yield            ask again right after a release instead of waiting until\n"
+            "                        another worker has taken the lock\n"
+            "  --nodes N             use the first N node URLs (5)\n"
+            "  --ttl-ms MS           lock TTL (10000)\n"
+            "  --wait-ms MS          wait_ms of each acquire (60000)\n"
+            "  --node-timeout-ms MS  client node_timeout_ms (library default)\n"
+            "  --no-monitor          do not count top-level commands with MONITOR\n"
+            "  --csv FILE            also write the rows as CSV\n"
+            "  --smoke               --seconds 1 --rounds 1 --workers 2,16 unless given\n");
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_WORKERS = 256, O_MODES, O_SECONDS, O_ROUNDS, O_HOLD, O_THINK, O_NOYIELD, O_YIELD, O_NODES, O_TTL, O_WAIT,
+           O_NT, O_NOMON, O_CSV, O_SMOKE };
+    static const struct option opts[] = {
+        { "workers", 1, NULL, O_WORKERS }, { "modes", 1, NULL, O_MODES },        { "mode", 1, NULL, O_MODES },
+        { "seconds", 1, NULL, O_SECONDS }, { "rounds", 1, NULL, O_ROUNDS },      { "hold-ms", 1, NULL, O_HOLD },
+        { "think-us", 1, NULL, O_THINK },  { "no-yield", 0, NULL, O_NOYIELD },   { "yield", 0, NULL, O_YIELD },
+        { "nodes", 1, NULL, O_NODES },     { "ttl-ms", 1, NULL, O_TTL },         { "wait-ms", 1, NULL, O_WAIT },
+        { "node-timeout-ms", 1, NULL, O_NT }, { "no-monitor", 0, NULL, O_NOMON }, { "csv", 1, NULL, O_CSV },
+        { "smoke", 0, NULL, O_SMOKE },     { "help", 0, NULL, 'h' },             { NULL, 0, NULL, 0 }
+    };
+    int smoke = 0, set_workers = 0, set_seconds = 0, set_rounds = 0, c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case O_WORKERS:
+            if ((cfg.n_workers = parse_list(optarg, cfg.workers, MAX_LIST, 2, MAX_WORKERS)) <= 0)
+                goto bad;
+            set_workers = 1;
+            break;
+        case O_MODES:
+            if ((cfg.n_modes = parse_modes(optarg)) <= 0)
+                goto bad;
+            break;
+        case O_SECONDS:
+            cfg.seconds = strtod(optarg, &end);
+            if (*end || !(cfg.seconds > 0))
+                goto bad;
+            set_seconds = 1;
+            break;
+        case O_ROUNDS:
+            cfg.rounds = (int)strtol(optarg, &end, 10);
+            if (*end || cfg.rounds < 1)
+                goto bad;
+            set_rounds = 1;
+            break;
+        case O_HOLD:
+            cfg.hold_ms = strtol(optarg, &end, 10);
+            if (*end || cfg.hold_ms < 0 || cfg.hold_ms > 60000)
+                goto bad;
+            break;
+        case O_THINK:
+            cfg.think_us = strtol(optarg, &end, 10);
+            if (*end || cfg.think_us < 0)
+                goto bad;
+            break;
+        case O_NOYIELD: cfg.yield = 0; break;
+        case O_YIELD: cfg.yield = 1; break;
+        case O_NODES:
+            cfg.n_nodes = (int)strtol(optarg, &end, 10);
+            if (*end || cfg.n_nodes < 1 || cfg.n_nodes > MAX_NODES)
+                goto bad;
+            break;
+        case O_TTL: {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > (long)REDLOCK_MAX_TTL_MS)
+                goto bad;
+            cfg.ttl_ms = (uint32_t)v;
+            break;
+        }
+        case O_WAIT:
+            cfg.wait_ms = strtol(optarg, &end, 10);
+            if (*end || cfg.wait_ms < 1 || cfg.wait_ms > REDLOCK_MAX_WAIT_MS)
+                goto bad;
+            break;
+        case O_NT:
+            cfg.node_timeout_ms = strtol(optarg, &end, 10);
+            if (*end || cfg.node_timeout_ms < 1)
+                goto bad;
+            break;
+        case O_NOMON: cfg.monitor = 0; break;
+        case O_CSV: cfg.csv = optarg; break;
+        case O_SMOKE: smoke = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: goto bad;
+        }
+    }
+    if (optind != argc)
+        goto bad;
+    if (smoke) {
+        if (!set_seconds)
+            cfg.seconds = 1.0;
+        if (!set_rounds)
+            cfg.rounds = 1;
+        if (!set_workers) {
+            cfg.workers[0] = 2;
+            cfg.workers[1] = 16;
+            cfg.n_workers = 2;
+        }
+    }
+
+    const char *env = getenv("REDLOCK_TEST_NODES");
+    if (!env || !*env) {
+        fprintf(stderr, "redlock_contend: $REDLOCK_TEST_NODES is not set; run it through bench/run-contend\n");
+        return 2;
+    }
+    char *list = strdup(env), *save = NULL;
+    const char *urls[MAX_NODES];
+    int n_urls = 0;
+    for (char *t = strtok_r(list, ",", &save); t && n_urls < MAX_NODES; t = strtok_r(NULL, ",", &save))
+        urls[n_urls++] = t;
+    if (n_urls < cfg.n_nodes) {
+        fprintf(stderr, "redlock_contend: %d nodes needed, $REDLOCK_TEST_NODES has %d\n", cfg.n_nodes, n_urls);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    tot_cmds_field = 1;
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        if (!(nv[i].ctl = connect_blocking(urls[i]))) {
+            fprintf(stderr, "redlock_contend: cannot connect to node %d (%s)\n", i, urls[i]);
+            return 2;
+        }
+        redisReply *r = redisCommand(nv[i].ctl, "CLIENT INFO");
+        if (!r || r->type == REDIS_REPLY_ERROR || !strstr(r->str, "tot-cmds="))
+            tot_cmds_field = 0;
+        freeReplyObject(r);
+        if (cfg.monitor) {
+            redisReply *m = NULL;
+            if ((nv[i].mon = connect_blocking(urls[i])) != NULL)
+                m = redisCommand(nv[i].mon, "MONITOR");
+            if (!m || m->type != REDIS_REPLY_STATUS) {
+                fprintf(stderr, "redlock_contend: node %d refused MONITOR (%s); use --no-monitor\n", i,
+                        m && m->type == REDIS_REPLY_ERROR ? m->str : "no reply");
+                return 2;
+            }
+            freeReplyObject(m);
+        }
+    }
+    FILE *csv = NULL;
+    if (cfg.csv) {
+        if (!(csv = fopen(cfg.csv, "w"))) {
+            fprintf(stderr, "redlock_contend: cannot write %s: %s\n", cfg.csv, strerror(errno));
+            return 2;
+        }
+        fprintf(csv, "mode,workers,blocks,seconds,hold_ms,think_us,yield,acquisitions,acq_per_s,handover_p50_ms,"
+                     "handover_p99_ms,again_pct,tries_per_acq,woken_per_acq,cmds_per_acq,exec_per_acq,"
+                     "min_per_worker,max_per_worker,max_over_min,errors,overlaps\n");
+    }
+
+    char prefix[96];
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    snprintf(prefix, sizeof prefix, "redlock-contend:%ld:%lld:", (long)getpid(), (long long)rt.tv_sec);
+    print_header();
+
+    int64_t t0 = now_ns();
+    long long bad_total = 0;
+    int block_no = 0;
+    for (int wi = 0; wi < cfg.n_workers; wi++) {
+        int W = cfg.workers[wi];
+        result rs[NMODES];
+        memset(rs, 0, sizeof rs);
+        for (int m = 0; m < cfg.n_modes; m++) {
+            rs[m].mode = cfg.modes[m];
+            rs[m].workers = W;
+        }
+        for (int r = 0; r < cfg.rounds; r++)
+            for (int k = 0; k < cfg.n_modes; k++) {
+                int m = (k + r) % cfg.n_modes;
+                if (run_block(&rs[m], urls, W, rs[m].mode, prefix, block_no++) != 0)
+                    return 1;
+            }
+        for (int m = 0; m < cfg.n_modes; m++) {
+            print_row(&rs[m], csv);
+            bad_total += rs[m].errors + rs[m].overlaps + rs[m].crashed;
+        }
+        print_ratios(rs, W);
+        for (int m = 0; m < cfg.n_modes; m++)
+            free(rs[m].ho.v);
+    }
+    char load[64];
+    loadavg(load, sizeof load);
+    printf("\ntotal %.1f s; 1-min load %s at the end; %s\n", (double)(now_ns() - t0) / 1e9, load,
+           bad_total ? "ERRORS OR OVERLAPS (see above and stderr)" : "no errors, no overlaps");
+    if (csv)
+        fclose(csv);
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        redisFree(nv[i].ctl);
+        if (nv[i].mon)
+            redisFree(nv[i].mon);
+    }
+    free(list);
+    return bad_total ? 1 : 0;
+bad:
+    usage(stderr);
+    return 2;
+}
