@@ -116,5 +116,10 @@ test-bench: build
 bench: build
 	bench/run --build-dir $(BUILD)
 
+# The contention benchmark: waiters woken on release, off / on / fair (bench/README.md).
+.PHONY: bench-contend
+bench-contend: build
+	bench/run-contend --build-dir $(BUILD)
+
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
