@@ -69,7 +69,8 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_NODE_ERROR     = 8, /* one node failed in a round: node, node_outcome, message */
     REDLOCK_EVENT_WOKEN          = 9, /* a waiting acquire was woken by a release (node: from where) */
     REDLOCK_EVENT_LISTENER       = 10 /* a node's wake-up listener changed state: node,
-                                       * listener_state, message; lock is NULL, resource "" */
+                                       * listener_state, message; told to (lock, resource)
+                                       * a waiting acquire that saw it */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -47,27 +48,97 @@ static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_u
     return code;
 }
 
-/* One acquisition attempt. On failure every node that may hold our value
- * gets a release before returning. */
-static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
+/* A waiter is done: its registration leaves the queue on the nodes whose
+ * outcome was `only` (or every node, for RL_PENDING), sent without waiting
+ * for replies. A reservation it was given passes to the next waiter. */
+static void leave(redlock_lock *lock, const char *member, const rl_outcome *out, rl_outcome only)
+{
+    rl_round r;
+    rl_init_round(&r, lock, RL_CMD_LEAVE, 0);
+    r.member = member;
+    r.no_wait = 1;
+    for (size_t i = 0; i < r.n; i++)
+        r.skip[i] = only != RL_PENDING && out[i] != only;
+    rl_round_run(lock->client, &r);
+}
+
+/* What a refused attempt says about waiting (scripts.c): the nodes that
+ * refused, how many of them said the holder's release wakes the queue, and
+ * the time until the lock can be free on a majority at the latest. */
+typedef struct wait_hint {
+    int no, marked;
+    int64_t hint_ms;
+} wait_hint;
+
+static void read_hint(const rl_round *r, wait_hint *h)
+{
+    int64_t ms[REDLOCK_MAX_NODES];
+    h->no = h->marked = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->out[i] != RL_NO)
+            continue;
+        h->marked += r->marked[i];
+        ms[h->no++] = r->hint_ms[i];
+    }
+    /* The median refusal: one node's leftover key with a long TTL does not
+     * make the waiter sleep past the real holder's expiry. */
+    for (int a = 1; a < h->no; a++)
+        for (int b = a; b > 0 && ms[b - 1] > ms[b]; b--) {
+            int64_t t = ms[b];
+            ms[b] = ms[b - 1];
+            ms[b - 1] = t;
+        }
+    h->hint_ms = h->no ? ms[h->no / 2] : -1;
+}
+
+/* The round that acquires: a plain SET NX PX, or the acquire script
+ * (scripts.c) when waiting with a registration (member), in fair mode, or
+ * with fencing. */
+static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
+                          char mode[4])
 {
     redlock_client *c = lock->client;
-    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0;
-    rl_round r;
+    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0, fair = (lock->pol.flags & REDLOCK_OPT_FAIR) != 0;
+    int n = 0;
+    if (member[0])
+        mode[n++] = 'j';
+    if (fair)
+        mode[n++] = 'f';
+    if (fencing)
+        mode[n++] = 'c';
+    mode[n] = '\0';
+    rl_init_round(r, lock, n ? RL_CMD_ACQUIRE : RL_CMD_SET, ttl_ms);
+    r->member = member;
+    r->mode = mode;
+    r->ticket = ticket;
+    r->lease_ms = rl_policy_wake_lease_ms(&lock->pol);
+}
 
-    if (rl_random_hex(lock->value, RL_VALUE_BYTES) != 0)
+/* One acquisition attempt. On failure every node that may hold our value
+ * gets a release before returning. A waiter passes its registration
+ * (member, ticket; "" for none) and learns how to wait (h). */
+static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
+                   wait_hint *h)
+{
+    redlock_client *c = lock->client;
+    rl_round r;
+    char mode[4];
+
+    lock->value[0] = RL_VALUE_MARK;
+    if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    rl_init_round(&r, lock, fencing ? RL_CMD_SET_FENCED : RL_CMD_SET, ttl_ms);
+    acquire_round(lock, &r, ttl_ms, member, ticket, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
     rl_round_run(c, &r);
     rl_record_round(lock, &r, 0);
+    read_hint(&r, h);
     int64_t now = rl_now_us();
 
     rl_tally t = rl_tally_of(r.out, r.n);
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
-    if (code == 0 && fencing)
+    if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING))
         code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {
         atomic_store(&lock->token, token);
@@ -78,6 +149,8 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number)
         lock->n_ext = 0;
         rl_lock_ok(lock);
         rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
+        if (member[0] && h->no)
+            leave(lock, member, r.out, RL_NO);   /* registered where it was refused */
         return 0;
     }
 
@@ -121,8 +194,9 @@ static int retryable(int code)
            code == REDLOCK_EIO || code == REDLOCK_ESERVER;
 }
 
-/* Sleeps delay_us unless cancelled: 0 or REDLOCK_ECANCELED. */
-static int nap(redlock_lock *lock, int64_t delay_us)
+/* The lock's eventfd, made on first need: cancel and wake-up messages write
+ * it. -1 if none can be made (fd limit). */
+static int wake_fd(redlock_lock *lock)
 {
     int fd = atomic_load(&lock->wake_fd);
     if (fd < 0) {
@@ -134,15 +208,25 @@ static int nap(redlock_lock *lock, int64_t delay_us)
         }
         fd = nfd;
     }
+    return fd;
+}
+
+/* Sleeps delay_us unless cancelled or, if w is given, woken by a release:
+ * 0 (slept), 1 (woken) or REDLOCK_ECANCELED. */
+static int nap(redlock_lock *lock, int64_t delay_us, rl_waiter *w)
+{
+    int fd = wake_fd(lock);
     int64_t end = rl_now_us() + delay_us;
     for (;;) {
         if (atomic_load(&lock->cancel))
             return REDLOCK_ECANCELED;
+        if (w && atomic_load(&w->woken))
+            return 1;
         int64_t left = end - rl_now_us();
         if (left <= 0)
             return 0;
         struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
-        /* Without an eventfd (fd limit), poll the flag every 10 ms. */
+        /* Without an eventfd (fd limit), poll the flags every 10 ms. */
         int ms = (int)((left + 999) / 1000);
         int n = fd >= 0 ? poll(&p, 1, ms) : poll(NULL, 0, ms < 10 ? ms : 10);
         if (n > 0) {
@@ -151,6 +235,28 @@ static int nap(redlock_lock *lock, int64_t delay_us)
             (void)rd;
         }
     }
+}
+
+static uint64_t ticket_now(void)
+{
+    /* Wall-clock microseconds: the same order on every node, whichever
+     * node heard of a waiter first. Skewed clocks only skew fairness. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* How long to sleep after a failed attempt: until the holder's key expires
+ * when its release will wake us (the holder is one of ours, and enough
+ * listeners are subscribed) and the wait is bounded by time, not by a
+ * number of attempts; else the retry policy. */
+static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted)
+{
+    redlock_client *c = lock->client;
+    if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->marked * 2 > h->no &&
+        rl_wake_ready(c) >= c->quorum)
+        return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
+    return rl_policy_retry_delay_us(&lock->pol);
 }
 
 static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
@@ -180,32 +286,67 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
             deadline = start + (int64_t)o->wait_ms * 1000;
     }
 
+    /* A waiter registers in the resource's queue (for wake-up and fair
+     * mode) and listens for releases, unless wake-up is off. */
+    int listen = !(o->flags & REDLOCK_OPT_NO_WAKE), join = max_attempts > 1 && (listen || (o->flags & REDLOCK_OPT_FAIR));
+    rl_waiter w;
+    char member[RL_MEMBER_MAX] = "";
+    uint64_t ticket = ticket_now();
+    listen = join && listen;
+    if (join) {
+        wake_fd(lock);
+        rl_wake_name(lock->client, &w, lock, member, sizeof member);
+    }
+    memcpy(lock->member, member, sizeof member);
     for (uint64_t n = 1;; n++) {
-        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+        wait_hint h = { 0, 0, -1 };
+        if (listen)
+            atomic_store(&w.woken, 0);
+        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, member, ticket, &h);
         if (rc == 0 || !retryable(rc))
-            return rc;
+            break;
         if (n >= max_attempts) {
             if (n > 1)
                 rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
-            return rc;
+            break;
         }
         int64_t now = rl_now_us();
         if (deadline && now >= deadline) {
             char last[RL_MSG_MAX];
             memcpy(last, lock->errmsg, sizeof last);
-            return rl_lock_err(lock, REDLOCK_ETIMEDOUT, "gave up after %lld ms and %llu attempts; last attempt: %.1900s",
-                           (long long)((now - start) / 1000), (unsigned long long)n, last);
+            rc = rl_lock_err(lock, REDLOCK_ETIMEDOUT, "gave up after %lld ms and %llu attempts; last attempt: %.1900s",
+                             (long long)((now - start) / 1000), (unsigned long long)n, last);
+            break;
         }
-        int64_t delay = rl_policy_retry_delay_us(o);
+        if (listen)
+            rl_wake_listen(lock->client, &w);
+        /* A wake-up cuts the sleep short only after a refusal: after an
+         * outage, waiters that woke each other would retry in a loop. */
+        int wakeable = listen && rc == REDLOCK_ENOTACQUIRED;
+        int64_t delay = retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
-        if (nap(lock, delay) != 0) {
+        int why = nap(lock, delay, wakeable ? &w : NULL);
+        if (why == REDLOCK_ECANCELED) {
             char last[RL_MSG_MAX];
             memcpy(last, lock->errmsg, sizeof last);
-            return rl_lock_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempt%s; last attempt: %.1900s",
-                           (unsigned long long)n, n == 1 ? "" : "s", last);
+            rc = rl_lock_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempt%s; last attempt: %.1900s",
+                             (unsigned long long)n, n == 1 ? "" : "s", last);
+            break;
         }
+        if (why == 1)
+            rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), w.node);
+        if (listen)
+            rl_wake_report(lock->client, lock);
     }
+    if (join) {
+        rl_wake_leave(lock->client, &w);
+        if (rc != 0)
+            leave(lock, member, NULL, RL_PENDING);
+    }
+    if (listen)
+        rl_wake_report(lock->client, lock);
+    return rc;
 }
 
 int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)

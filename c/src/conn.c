@@ -164,12 +164,9 @@ static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
     return e;
 }
 
-/* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
- * the reason in msg. */
-static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
+int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize)
 {
     rl_node *node = &cl->nodes[i];
-    rl_conn *c = node->conn;
     redisOptions o;
     memset(&o, 0, sizeof o);
     if (node->ep.path)
@@ -186,7 +183,6 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
         rl_fmt(msg, msgsize, "connect: %s", c->ctx->errstr);
         redisFree(c->ctx);
         c->ctx = NULL;
-        node_backoff(node, now);
         return -1;
     }
     if (!node->ep.path) {
@@ -207,6 +203,20 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
     c->scripts_sent = 0;
     c->wpending = 1;
     c->state = RL_CONN_CONNECTING;
+    return 0;
+}
+
+/* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
+ * the reason in msg. */
+static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
+{
+    rl_node *node = &cl->nodes[i];
+    rl_conn *c = node->conn;
+    if (rl_conn_socket(cl, i, c, now, msg, msgsize) != 0) {
+        if (strcmp(msg, "out of memory") != 0)
+            node_backoff(node, now);
+        return -1;
+    }
     int ok = 1;
     if (node->ep.password) {
         ok = (node->ep.user ? redisAppendCommand(c->ctx, "AUTH %s %s", node->ep.user, node->ep.password)
@@ -360,6 +370,8 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         p.out = RL_ERR_SERVER;
     }
     r->counter[i] = p.counter;
+    r->hint_ms[i] = p.hint_ms;
+    r->marked[i] = (unsigned char)p.marked;
     finish(r, i, p.out, p.msg, now);
 }
 
@@ -420,7 +432,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
             flush(cl, i);
             return;
         }
-        if (rl_conn_tls_begin(cl, i, msg, sizeof msg) != 0) {
+        if (rl_conn_tls_begin(cl, i, c, msg, sizeof msg) != 0) {
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
             return;
         }
@@ -428,7 +440,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
         revents = 0;
     }
     if (c->state == RL_CONN_HANDSHAKE) {
-        int st = rl_conn_tls_step(cl, i, msg, sizeof msg);
+        int st = rl_conn_tls_step(cl, i, c, msg, sizeof msg);
         if (st < 0) {
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TLS, msg);
             return;
@@ -577,7 +589,7 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
      * in order when it wakes, and a new connection could overtake it. New
      * acquisitions stop at half the limit, so the releases that may follow
      * the SETs already queued still find room. */
-    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_SET_FENCED ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
     rl_req *e = c->len < limit ? enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",

@@ -64,9 +64,8 @@ static const char *tls_name(const redlock_client *cl, size_t i)
 
 /* Continues the handshake: 0 done, 1 waiting (c->tls_want says for what),
  * -1 failed (reason in msg). */
-int rl_conn_tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
+int rl_conn_tls_step(const redlock_client *cl, size_t i, rl_conn *c, char *msg, size_t msgsize)
 {
-    rl_conn *c = cl->nodes[i].conn;
     ERR_clear_error();
     int rv = SSL_do_handshake(c->ssl);
     if (rv == 1)
@@ -81,9 +80,8 @@ int rl_conn_tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsi
 }
 
 /* Starts TLS on a connected socket: 0 (handshake under way or done) or -1. */
-int rl_conn_tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgsize)
+int rl_conn_tls_begin(const redlock_client *cl, size_t i, rl_conn *c, char *msg, size_t msgsize)
 {
-    rl_conn *c = cl->nodes[i].conn;
     const char *name = tls_name(cl, i);
     SSL *ssl = rl_tls_ssl_new(cl->tls_ctx, name, (int)cl->opts.tls_insecure_skip_verify, msg, msgsize);
     if (!ssl)

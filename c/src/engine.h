@@ -33,7 +33,9 @@ enum { RL_VIA_EVALSHA, RL_VIA_EVAL, RL_VIA_FCALL, RL_VIA_N };
 /* What one reply says, for the round that waits for it. */
 typedef struct rl_parsed {
     rl_outcome out;
-    uint64_t counter;              /* SET_FENCED granted: the node's counter */
+    uint64_t counter;              /* ACQUIRE with "c" granted: the node's counter */
+    int64_t hint_ms;               /* ACQUIRE refused: wait at most this long (-1: unknown) */
+    int marked;                    /* ACQUIRE refused: the holder's release wakes waiters */
     char msg[RL_NODE_MSG_MAX];
 } rl_parsed;
 
@@ -92,6 +94,9 @@ struct rl_conn {
  * (their rounds get `fail` and why) and closes the socket. The one place
  * where a connection changes state. */
 void rl_conn_transition(redlock_client *cl, size_t node, rl_conn_state to, rl_outcome fail, const char *why);
+/* Opens c's non-blocking socket to node i (CLOSED -> CONNECTING, nothing
+ * queued): 0, or -1 with the reason in msg. Shared with the listener. */
+int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize);
 /* Hands r's command to node i's connection (opening one if needed); sets
  * r->seq[i], or finishes the node at once when it cannot be sent. */
 void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
@@ -119,11 +124,11 @@ void rl_conn_free(redlock_client *cl, size_t i);
 int rl_round_decided(const rl_round *r);
 
 /* ---- conn_tls.c ---- */
-/* Starts TLS on node i's connected socket: 0 (handshake under way or done)
- * or -1 with the reason in msg. */
-int rl_conn_tls_begin(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
+/* Starts TLS on c, a connected socket to node i (its lock connection or
+ * its listener): 0 (handshake under way or done) or -1 with the reason in msg. */
+int rl_conn_tls_begin(const redlock_client *cl, size_t i, rl_conn *c, char *msg, size_t msgsize);
 /* Continues the handshake: 0 done, 1 waiting (tls_want says for what), -1 failed. */
-int rl_conn_tls_step(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
+int rl_conn_tls_step(const redlock_client *cl, size_t i, rl_conn *c, char *msg, size_t msgsize);
 /* Makes a plain context write with MSG_NOSIGNAL. */
 void rl_conn_nosignal(redisContext *ctx);
 /* Blocks SIGPIPE around I/O on a TLS client (OpenSSL writes with write(2)),
@@ -134,6 +139,31 @@ typedef struct rl_sigpipe {
 } rl_sigpipe;
 void rl_sigpipe_block(const redlock_client *cl, rl_sigpipe *g);
 void rl_sigpipe_restore(rl_sigpipe *g);
+
+/* ---- wake.c ---- */
+/* A node's listening connection: subscribed to the client's wake channel
+ * while anyone waits (the rl_conn's FIFO is not used). */
+typedef struct rl_listener {
+    rl_conn conn;
+    int state;                 /* redlock_listener_state */
+    int reported;              /* the state REDLOCK_EVENT_LISTENER last told */
+    char msg[RL_NODE_MSG_MAX]; /* why DOWN or REFUSED */
+    int64_t retry_us;          /* CLOSED: reopen no sooner than this */
+    uint32_t backoff_ms;
+    int auth_owed, subscribed;
+    int ever;                  /* subscribed before: a new subscription wakes every waiter */
+} rl_listener;
+
+/* Opens the listeners that are due while anyone waits, and gives up those
+ * that do not subscribe in time; returns when to look again (INT64_MAX). */
+int64_t rl_listen_maintain(redlock_client *cl, int64_t now);
+short rl_listen_poll_events(const redlock_client *cl, size_t i);
+/* The listener's socket (and its generation, for stale poll results). */
+int rl_listen_fd(const redlock_client *cl, size_t i, uint32_t *gen);
+void rl_listen_events(redlock_client *cl, size_t i, short revents, int64_t now);
+void rl_listen_free(redlock_client *cl, size_t i);
+#define RL_WAKE_ID_LEN 16
+int rl_wake_new_id(char out[RL_WAKE_ID_LEN + 1]);
 
 /* ---- mux.c ---- */
 typedef struct rl_io {
@@ -148,6 +178,11 @@ typedef struct rl_io {
     pthread_cond_t helper_cv;
     int helper_started, helper_stop, helper_busy;
     pid_t pid;                 /* the process these connections belong to */
+    /* waiting acquires (wake.c) */
+    char wake_id[RL_WAKE_ID_LEN + 1];  /* the client's channel: redlock:wake:<wake_id> */
+    rl_waiter *waiters;
+    uint64_t waiter_seq;
+    int nwaiters;              /* while > 0, the listeners are driven */
 } rl_io;
 
 /* Takes the client's I/O mutex (starting over first in a forked child). */

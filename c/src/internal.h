@@ -16,6 +16,11 @@
 
 #define RL_VALUE_BYTES 20              /* random bytes per acquisition */
 #define RL_VALUE_HEX (RL_VALUE_BYTES * 2)
+/* A value is this mark and the random bytes in hex. The mark tells a waiter
+ * that the holder's release wakes the queue (scripts.c); peers' values lack it. */
+#define RL_VALUE_MARK 'w'
+#define RL_VALUE_LEN (1 + RL_VALUE_HEX)
+#define RL_MEMBER_MAX 48               /* a waiter's registration: wake id ':' number */
 #define RL_MSG_MAX 2048                /* detail message size */
 #define RL_NODE_MSG_MAX 160            /* per-node part of a detail message */
 
@@ -28,6 +33,7 @@ void rl_sha1_hex(const char *s, char out[41]);
 /* ---- the engine (engine.h has its private types) ---- */
 struct rl_conn;
 struct rl_io;
+struct rl_listener;
 
 typedef struct rl_node {
     rl_endpoint ep;
@@ -36,6 +42,7 @@ typedef struct rl_node {
     int64_t retry_after_us;     /* reconnect backoff */
     uint32_t backoff_ms;
     int suspect;                /* timed out lately and silent since: not waited for long */
+    struct rl_listener *listen; /* wake-up listener (wake.c), made on the first wait */
 } rl_node;
 
 /* What one node said in a round. */
@@ -72,8 +79,10 @@ int rl_decide_release(const rl_outcome *out, size_t n, int quorum);
 
 typedef enum rl_cmd {
     RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS,
-    RL_CMD_SET_FENCED,    /* SET NX PX, and on success the node's fencing counter */
-    RL_CMD_FENCE_COMMIT   /* raise the counter to the token if the key is still ours */
+    RL_CMD_ACQUIRE,       /* SET NX PX by script: the waiters' queue, fair mode, the
+                           * fencing counter (scripts.c) */
+    RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
+    RL_CMD_LEAVE          /* a waiter that gives up leaves the queue */
 } rl_cmd;
 
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
@@ -89,6 +98,12 @@ struct rl_round {
     const char *fkey;        /* fencing counter key (SET_FENCED, FENCE_COMMIT) */
     size_t fkey_len;
     const char *token;       /* FENCE_COMMIT: the token, in decimal */
+    const char *member;      /* ACQUIRE, RELEASE, LEAVE: the waiter's registration, or "" */
+    const char *mode;        /* ACQUIRE: "j" join the queue, "f" fair, "c" fencing counter */
+    uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
+    uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
+    uint32_t reserve_ms;     /* RELEASE, LEAVE, ACQUIRE: how long a woken waiter has the
+                              * lock reserved; 0 = wake nobody */
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -99,7 +114,9 @@ struct rl_round {
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
     rl_outcome out[REDLOCK_MAX_NODES];
     unsigned char sent[REDLOCK_MAX_NODES];   /* RL_UNSENT: 1 if sent but not waited for */
-    uint64_t counter[REDLOCK_MAX_NODES];     /* SET_FENCED, RL_YES: the node's counter */
+    uint64_t counter[REDLOCK_MAX_NODES];     /* ACQUIRE with "c", RL_YES: the node's counter */
+    int64_t hint_ms[REDLOCK_MAX_NODES];      /* ACQUIRE, RL_NO: how long to wait at most (-1: unknown) */
+    unsigned char marked[REDLOCK_MAX_NODES]; /* ACQUIRE, RL_NO: the holder's release wakes waiters */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
     /* the engine's part (round.c, conn.c, mux.c), under the client's I/O mutex */
@@ -158,7 +175,8 @@ struct redlock_lock {
     char *key;                /* prefix + resource, then RL_FENCE_SUFFIX: the
                                * counter's key is key with fkey_len bytes */
     size_t key_len, fkey_len;
-    char value[RL_VALUE_HEX + 1];
+    char value[RL_VALUE_LEN + 1];
+    char member[RL_MEMBER_MAX]; /* its registration as a waiter in the last acquire, or "" */
     pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
                                * thread's extensions take it */
     _Atomic int state;
@@ -201,6 +219,8 @@ void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
              uint32_t attempt, int64_t elapsed_us);
+/* REDLOCK_EVENT_WOKEN: a release on `node` woke the acquire; attempt comes next. */
+void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
 
 /* lock.c, for watch.c: one extension by the auto-extend thread, with the
  * lock's mutex held; the outcome's message goes to msg. */
@@ -234,6 +254,27 @@ void rl_round_run(redlock_client *client, rl_round *r);
  * conclude. */
 int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait);
 
+/* ---- wake.c: waiting acquires, woken by releases (docs/algorithm.md) ---- */
+typedef struct rl_waiter {
+    uint64_t id;                /* its registration: the client's wake id ':' id */
+    struct redlock_lock *lock;  /* its wake_fd is written when a message names it */
+    atomic_int woken;           /* set by a message; the waiter clears it before each attempt */
+    size_t node;                /* the node whose message woke it */
+    int listening;              /* on the client's list, to be woken */
+    struct rl_waiter *next;     /* the client's waiters (I/O mutex) */
+} rl_waiter;
+/* Gives w the name it registers under on the nodes (into member). */
+void rl_wake_name(redlock_client *cl, rl_waiter *w, struct redlock_lock *lock, char *member, size_t size);
+/* Puts w on the client's list to be woken, starting the listeners (once it
+ * has to wait: an acquire that succeeds at once opens none); and takes it off. */
+void rl_wake_listen(redlock_client *cl, rl_waiter *w);
+void rl_wake_leave(redlock_client *cl, rl_waiter *w);
+/* Listeners subscribed, out of the client's nodes. */
+int rl_wake_ready(redlock_client *cl);
+/* Tells on_event about listener state changes, as seen by a waiting lock
+ * (call with no mutex held). */
+void rl_wake_report(redlock_client *cl, const struct redlock_lock *lock);
+
 /* ---- policy.c: every timing rule of retries, backoff, deadlines and extension ---- */
 int64_t rl_policy_retry_delay_us(const redlock_lock_options *pol);
 uint32_t rl_policy_backoff_next_ms(uint32_t prev_ms);
@@ -244,6 +285,15 @@ int64_t rl_policy_node_wait_us(const redlock_options *o, int fresh, int suspect)
 int64_t rl_policy_stall_us(const redlock_options *o);
 /* When the auto-extend thread extends a lock of ttl_ms: every third. */
 int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
+/* A waiter that will be woken by the holder's release sleeps at most until
+ * the holder's key expires (hint_ms), and never longer than
+ * RL_POLICY_WAKE_POLL_MAX_MS; its registration lapses after
+ * rl_policy_wake_lease_ms unless renewed; a woken waiter has the lock
+ * reserved for rl_policy_wake_reserve_ms. */
+#define RL_POLICY_WAKE_POLL_MAX_MS 5000
+int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms);
+uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
+uint32_t rl_policy_wake_reserve_ms(const redlock_options *o);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 
@@ -251,11 +301,14 @@ extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
 extern const char rl_script_release[];
 extern const char rl_script_extend[];
-extern char rl_sha_acquire_fenced[41];
+extern char rl_sha_acquire[41];
+extern char rl_sha_leave[41];
 extern char rl_sha_fence_commit[41];
-extern const char rl_script_acquire_fenced[];
+extern const char rl_script_acquire[];
+extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
-extern char rl_function_library[2048];    /* built by rl_scripts_init */
+#define RL_FUNCTION_LIBRARY_MAX 16384
+extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 
 #endif

@@ -50,6 +50,11 @@ int rl_io_init(redlock_client *cl)
         free(io);
         return REDLOCK_EIO;
     }
+    if (rl_wake_new_id(io->wake_id) != 0) {
+        close(io->wake_fd);
+        free(io);
+        return REDLOCK_EIO;
+    }
     pthread_mutex_init(&io->mu, NULL);
     cond_init(&io->helper_cv);
     io->pid = getpid();
@@ -70,8 +75,16 @@ static void after_fork(redlock_client *cl)
         io->leader = io->polling = io->followers = 0;
         io->helper_started = io->helper_stop = io->helper_busy = 0;
         io->active = NULL;
-        for (size_t i = 0; i < cl->n; i++)
+        /* The waiters were the parent's threads; this process is another
+         * client to the nodes, with a channel of its own. */
+        io->waiters = NULL;
+        io->nwaiters = 0;
+        if (rl_wake_new_id(io->wake_id) != 0)
+            io->wake_id[0] = 'f';   /* still differs from the parent's in most cases; only wake-ups suffer */
+        for (size_t i = 0; i < cl->n; i++) {
             rl_conn_free(cl, i);   /* drops the parent's sockets without I/O */
+            rl_listen_free(cl, i);
+        }
         /* A wake-up meant for the parent's leader must not be taken here. */
         int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (fd >= 0) {
@@ -120,15 +133,18 @@ static int64_t next_deadline(redlock_client *cl)
     return next;
 }
 
+#define POLL_MAX (2 * REDLOCK_MAX_NODES + 1)
 typedef struct pollset {
-    struct pollfd pfd[REDLOCK_MAX_NODES + 1];
-    size_t map[REDLOCK_MAX_NODES + 1];
-    uint32_t gen[REDLOCK_MAX_NODES + 1];
+    struct pollfd pfd[POLL_MAX];
+    size_t map[POLL_MAX];
+    uint32_t gen[POLL_MAX];
+    unsigned char listen[POLL_MAX];   /* a wake-up listener, not a lock connection */
     nfds_t n;
 } pollset;
 
 /* The wake eventfd first (the leader's; -1, which poll() skips, for anyone
- * else), then every connection that has something to wait for. */
+ * else), then every connection that has something to wait for, then the
+ * listeners while anyone waits. */
 static void pollset_build(redlock_client *cl, pollset *ps, int leader)
 {
     ps->n = 0;
@@ -144,6 +160,17 @@ static void pollset_build(redlock_client *cl, pollset *ps, int leader)
         ps->pfd[ps->n].events = ev;
         ps->map[ps->n] = i;
         ps->gen[ps->n] = cl->nodes[i].conn->gen;
+        ps->listen[ps->n] = 0;
+        ps->n++;
+    }
+    for (size_t i = 0; i < cl->n; i++) {
+        short ev = rl_listen_poll_events(cl, i);
+        if (!ev)
+            continue;
+        ps->pfd[ps->n].fd = rl_listen_fd(cl, i, &ps->gen[ps->n]);
+        ps->pfd[ps->n].events = ev;
+        ps->map[ps->n] = i;
+        ps->listen[ps->n] = 1;
         ps->n++;
     }
 }
@@ -161,6 +188,12 @@ static void pollset_handle(redlock_client *cl, pollset *ps, int64_t now)
             continue;
         }
         size_t i = ps->map[k];
+        if (ps->listen[k]) {
+            uint32_t gen;
+            if (rl_listen_fd(cl, i, &gen) >= 0 && gen == ps->gen[k])
+                rl_listen_events(cl, i, ps->pfd[k].revents, now);
+            continue;
+        }
         rl_conn *c = cl->nodes[i].conn;
         /* Another thread may have read it, or closed and reopened it, meanwhile:
          * a stale event then finds nothing to read. */
@@ -175,8 +208,11 @@ static void drive(redlock_client *cl, int64_t max_wait_us)
 {
     rl_io *io = cl->io;
     pollset ps;
-    pollset_build(cl, &ps, 1);
     int64_t now = rl_now_us(), until = next_deadline(cl);
+    int64_t due = rl_listen_maintain(cl, now);
+    if (due < until)
+        until = due;
+    pollset_build(cl, &ps, 1);
     if (max_wait_us >= 0 && now + max_wait_us < until)
         until = now + max_wait_us;
     int64_t wait_us = until == INT64_MAX ? -1 : until - now;
@@ -244,8 +280,9 @@ static void pass_lead(redlock_client *cl)
     }
     /* Late replies need no hurry (the kernel keeps them, the next round
      * reads them; once started, the helper also looks at them on its
-     * timer): only a connect, a handshake or a write needs a driver now. */
-    if (needs_driving(cl))
+     * timer): only a connect, a handshake or a write needs a driver now,
+     * and the listeners while someone waits for a release. */
+    if (needs_driving(cl) || io->nwaiters)
         rl_io_kick(cl);
 }
 
@@ -255,7 +292,7 @@ static void *helper_main(void *arg)
     rl_io *io = cl->io;
     pthread_mutex_lock(&io->mu);
     while (!io->helper_stop) {
-        int work = needs_driving(cl);
+        int work = needs_driving(cl) || io->nwaiters;
         if (!io->leader && !io->followers && (work || owes_anything(cl))) {
             /* Finish writes and connects; read late replies (a NOSCRIPT to
              * re-send, a connection to close once it stalls) without
@@ -264,7 +301,7 @@ static void *helper_main(void *arg)
             drive(cl, work ? HELPER_SLICE_US : 0);
             io->helper_busy = 0;
             pass_lead(cl);
-            if (needs_driving(cl))
+            if (needs_driving(cl) || io->nwaiters)
                 continue;
         }
         if (io->helper_stop)
@@ -425,8 +462,10 @@ void rl_io_destroy(redlock_client *cl)
     if (io->pid != getpid())
         after_fork(cl);
     stop_helper(cl);
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < cl->n; i++) {
         rl_conn_free(cl, i);
+        rl_listen_free(cl, i);
+    }
     close(io->wake_fd);
     pthread_cond_destroy(&io->helper_cv);
     pthread_mutex_destroy(&io->mu);

@@ -45,3 +45,33 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms)
 {
     return (int64_t)ttl_ms * 1000 / 3;
 }
+
+int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
+{
+    /* Just past the holder's expiry, spread a little so that the waiters of
+     * a crashed holder do not all come at once. */
+    uint32_t spread = pol->retry_jitter_ms < 50 ? pol->retry_jitter_ms : 50;
+    int64_t ms = hint_ms < 0 ? RL_POLICY_WAKE_POLL_MAX_MS : hint_ms + 1 + rl_random_below(spread + 1);
+    if (ms > RL_POLICY_WAKE_POLL_MAX_MS)
+        ms = RL_POLICY_WAKE_POLL_MAX_MS - rl_random_below(spread + 1);
+    return ms * 1000;
+}
+
+uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol)
+{
+    /* Renewed by every attempt, and a waiter attempts at least every
+     * RL_POLICY_WAKE_POLL_MAX_MS, or every retry delay: three of those. */
+    uint32_t poll = RL_POLICY_WAKE_POLL_MAX_MS;
+    uint64_t slow = (uint64_t)pol->retry_delay_ms + pol->retry_jitter_ms;
+    if (slow > poll)
+        poll = slow > 3600000 ? 3600000 : (uint32_t)slow;
+    return 3 * poll;
+}
+
+uint32_t rl_policy_wake_reserve_ms(const redlock_options *o)
+{
+    /* Long enough for the woken waiter's SET to arrive, even with a node
+     * that answers late; short enough that a waiter that never comes holds
+     * nobody up for long. */
+    return 2 * o->node_timeout_ms < 10 ? 10 : 2 * o->node_timeout_ms;
+}

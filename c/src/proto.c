@@ -12,13 +12,15 @@
 
 #include "engine.h"
 
-enum { ARG_NONE, ARG_TTL, ARG_TOKEN };
+/* What follows the key in KEYS, and the value in ARGV. */
+enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE };
+enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE };
 
 typedef void (*parse_fn)(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static void parse_set(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_script(const rl_round *r, const redisReply *rep, rl_parsed *p);
-static void parse_fenced(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
@@ -26,7 +28,7 @@ static const struct cmd_spec {
     const char *function;    /* FCALL form, or NULL for a plain command */
     const char *body;        /* script body (EVAL) */
     const char *sha;         /* its SHA1 (EVALSHA) */
-    int nkeys;               /* KEYS: the key, then the fencing counter */
+    int keys;                /* KEYS_*: the key, the queue's keys, the fencing counter */
     int arg;                 /* ARGV after the value */
     parse_fn parse;
     /* A late reply is read and dropped, except that a late NOSCRIPT to one
@@ -35,16 +37,21 @@ static const struct cmd_spec {
      * commit is never re-sent: its round has been decided without it. */
     int resend_late;
 } specs[] = {
-    [RL_CMD_SET] = { "SET", NULL, NULL, NULL, 1, ARG_TTL, parse_set, 0 },
-    [RL_CMD_EXTEND] = { "extend", "redlock_extend", rl_script_extend, rl_sha_extend, 1, ARG_TTL, parse_script, 1 },
-    [RL_CMD_RELEASE] = { "release", "redlock_release", rl_script_release, rl_sha_release, 1, ARG_NONE,
+    [RL_CMD_SET] = { "SET", NULL, NULL, NULL, KEYS_ONE, ARG_TTL, parse_set, 0 },
+    [RL_CMD_EXTEND] = { "extend", "redlock_extend", rl_script_extend, rl_sha_extend, KEYS_ONE, ARG_TTL,
+                        parse_script, 1 },
+    [RL_CMD_RELEASE] = { "release", "redlock_release", rl_script_release, rl_sha_release, KEYS_QUEUE, ARG_RELEASE,
                          parse_script, 1 },
-    [RL_CMD_LOAD_FUNCTIONS] = { "FUNCTION LOAD", NULL, NULL, NULL, 0, ARG_NONE, parse_any, 0 },
-    [RL_CMD_SET_FENCED] = { "fenced acquire", "redlock_acquire_fenced", rl_script_acquire_fenced,
-                            rl_sha_acquire_fenced, 2, ARG_TTL, parse_fenced, 0 },
+    [RL_CMD_LOAD_FUNCTIONS] = { "FUNCTION LOAD", NULL, NULL, NULL, KEYS_ONE, ARG_NONE, parse_any, 0 },
+    [RL_CMD_ACQUIRE] = { "acquire", "redlock_acquire", rl_script_acquire, rl_sha_acquire, KEYS_QUEUE_FENCE,
+                         ARG_ACQUIRE, parse_acquire, 0 },
     [RL_CMD_FENCE_COMMIT] = { "token commit", "redlock_fence_commit", rl_script_fence_commit, rl_sha_fence_commit,
-                              2, ARG_TOKEN, parse_script, 0 },
+                              KEYS_FENCE, ARG_TOKEN, parse_script, 0 },
+    [RL_CMD_LEAVE] = { "leave", "redlock_leave", rl_script_leave, rl_sha_leave, KEYS_QUEUE, ARG_LEAVE, parse_script,
+                       1 },
 };
+
+static const char *const queue_suffix[3] = { ":wq", ":wl", ":wr" };
 
 int rl_proto_is_script(rl_cmd cmd)
 {
@@ -59,27 +66,50 @@ int rl_proto_resend_late(rl_cmd cmd)
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
-    char ttl[16];
+    char ttl[16], ticket[24], lease[16], reserve[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
         return redisFormatCommand(out, "SET %b %s NX PX %s", r->key, r->key_len, r->value, ttl);
     if (r->cmd == RL_CMD_LOAD_FUNCTIONS)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
-    const char *argv[8];
-    size_t len[8];
+    snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
+    snprintf(lease, sizeof lease, "%u", r->lease_ms);
+    snprintf(reserve, sizeof reserve, "%u", r->reserve_ms);
+    /* The queue's keys: the lock's key and a suffix each, side by side. */
+    char *qkeys = NULL;
+    int queue = s->keys == KEYS_QUEUE || s->keys == KEYS_QUEUE_FENCE;
+    if (queue && !(qkeys = malloc(3 * (r->key_len + 4))))
+        return -1;
+    const char *argv[16];
+    size_t len[16];
     int n = 0;
-    argv[n] = via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA", len[n] = strlen(argv[n]), n++;
-    argv[n] = via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha, len[n] = strlen(argv[n]), n++;
-    argv[n] = s->nkeys == 2 ? "2" : "1", len[n++] = 1;
+#define ARG(str) (argv[n] = (str), len[n] = strlen(argv[n]), n++)
+    ARG(via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA");
+    ARG(via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha);
+    ARG(s->keys == KEYS_ONE ? "1" : s->keys == KEYS_FENCE ? "2" : s->keys == KEYS_QUEUE ? "4" : "5");
     argv[n] = r->key, len[n++] = r->key_len;
-    if (s->nkeys == 2)
+    for (int k = 0; queue && k < 3; k++) {
+        char *qk = qkeys + k * (r->key_len + 4);
+        memcpy(qk, r->key, r->key_len);
+        memcpy(qk + r->key_len, queue_suffix[k], 4);
+        argv[n] = qk, len[n++] = r->key_len + 3;
+    }
+    if (s->keys == KEYS_FENCE || s->keys == KEYS_QUEUE_FENCE)
         argv[n] = r->fkey, len[n++] = r->fkey_len;
-    argv[n] = r->value, len[n] = strlen(r->value), n++;
-    if (s->arg == ARG_TTL)
-        argv[n] = ttl, len[n] = strlen(ttl), n++;
-    else if (s->arg == ARG_TOKEN)
-        argv[n] = r->token, len[n] = strlen(r->token), n++;
-    return redisFormatCommandArgv(out, n, argv, len);
+    if (s->arg != ARG_LEAVE)
+        ARG(r->value);
+    switch (s->arg) {
+    case ARG_TTL: ARG(ttl); break;
+    case ARG_TOKEN: ARG(r->token); break;
+    case ARG_RELEASE: ARG(reserve); ARG(r->member); break;
+    case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(reserve); break;
+    case ARG_LEAVE: ARG(r->member); ARG(reserve); break;
+    default: break;
+    }
+#undef ARG
+    long long rc = redisFormatCommandArgv(out, n, argv, len);
+    free(qkeys);
+    return rc;
 }
 
 int rl_proto_is_auth_error(const char *e)
@@ -122,27 +152,41 @@ static void parse_script(const rl_round *r, const redisReply *rep, rl_parsed *p)
         unexpected(r, rep, p);
 }
 
-static void parse_fenced(const rl_round *r, const redisReply *rep, rl_parsed *p)
+/* A plain decimal counter, as a fencing counter must be: 0 or -1. */
+static int decimal(const redisReply *e, uint64_t *v)
 {
-    if (rep->type == REDIS_REPLY_NIL) {
-        say(p, RL_NO, "held by another owner");
-        return;
-    }
-    if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_STATUS) {
+    if (e->type != REDIS_REPLY_STRING && e->type != REDIS_REPLY_STATUS)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = e->len > 0 && e->len <= 20 && e->str[0] >= '0' && e->str[0] <= '9'
+                               ? strtoull(e->str, &end, 10) : 0;
+    if (!end || *end || errno)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* {1} or {1, counter} granted; {0, ms to wait at most, marked[, kept]} refused. */
+static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || rep->element[0]->type != REDIS_REPLY_INTEGER) {
         unexpected(r, rep, p);
         return;
     }
-    /* The key was set; the counter must be a plain decimal number. */
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = rep->len > 0 && rep->len <= 20 && rep->str[0] >= '0' && rep->str[0] <= '9'
-                               ? strtoull(rep->str, &end, 10) : 0;
-    if (!end || *end || errno) {
+    if (rep->element[0]->integer == 0) {
+        int full = rep->elements >= 3 && rep->element[1]->type == REDIS_REPLY_INTEGER &&
+                   rep->element[2]->type == REDIS_REPLY_INTEGER;
+        p->hint_ms = full ? rep->element[1]->integer : -1;
+        p->marked = full && rep->element[2]->integer == 1;
+        say(p, RL_NO, rep->elements >= 4 ? "free, but kept for a waiter that came first" : "held by another owner");
+        return;
+    }
+    if (strchr(r->mode, 'c') && (rep->elements < 2 || decimal(rep->element[1], &p->counter) != 0)) {
         say(p, RL_ERR_SERVER, "fencing counter '%.*s' is not a number", (int)(r->fkey_len > 100 ? 100 : r->fkey_len),
             r->fkey);
         return;
     }
-    p->counter = v;
     p->out = RL_YES;
 }
 
@@ -156,6 +200,8 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
 {
     p->out = RL_PENDING;
     p->counter = 0;
+    p->hint_ms = -1;
+    p->marked = 0;
     p->msg[0] = '\0';
     if (rep->type != REDIS_REPLY_ERROR) {
         specs[r->cmd].parse(r, rep, p);

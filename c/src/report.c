@@ -128,3 +128,15 @@ int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out, 
     pthread_mutex_unlock(&l->mu);
     return outcome;
 }
+
+void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node)
+{
+    redlock_client *c = lock->client;
+    if (!c->opts.on_event)
+        return;
+    redlock_event ev;
+    event_init(&ev, lock, REDLOCK_EVENT_WOKEN, 0, NULL, 0, 0);
+    ev.attempt = attempt;
+    ev.node = node;
+    c->opts.on_event(&ev, c->opts.on_event_userdata);
+}

@@ -14,7 +14,7 @@
 
 static int is_acquire(rl_cmd cmd)
 {
-    return cmd == RL_CMD_SET || cmd == RL_CMD_SET_FENCED;
+    return cmd == RL_CMD_SET || cmd == RL_CMD_ACQUIRE;
 }
 
 int rl_round_decided(const rl_round *r)
@@ -39,6 +39,8 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->rtt_us[i] = 0;
         r->sent[i] = 0;
         r->counter[i] = 0;
+        r->hint_ms[i] = -1;
+        r->marked[i] = 0;
         r->resent[i] = 0;
         r->deadline[i] = INT64_MAX;
     }

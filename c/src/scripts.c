@@ -3,24 +3,97 @@
  * two ways: as scripts (EVAL, or EVALSHA by their SHA1) and wrapped into the
  * "redlock" function library (FCALL, for REDLOCK_OPT_FUNCTIONS). Each
  * compares the key's value with ours before it acts, so a command that
- * arrives late can only act on our own lock. */
+ * arrives late can only act on our own lock.
+ *
+ * Waiting (docs/algorithm.md, "Waking waiters"): next to a lock's key K a
+ * node keeps K:wq, the waiters in arrival order (a sorted set scored by the
+ * waiter's ticket), K:wl, when each waiter's registration lapses (scored by
+ * the node's clock), and K:wr, the waiter a release has just woken (a string
+ * that expires). Everything about them is a hint: calls on them go through
+ * redis.pcall, so a user whose ACL does not allow them, or a node out of
+ * memory, still gets and releases locks, only without wake-ups. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* Shared by the scripts below that wake a waiter: the node's clock in ms
+ * (nil if TIME is refused), and rl_wake, which drops lapsed waiters and
+ * publishes to the client of the first remaining one (skipping `skip`, the
+ * caller's own registration) until a client listens: PUBLISH says how many
+ * received it, so a waiter whose process died is dropped at once. The woken
+ * waiter gets the reservation K:wr for w ms. rl_has tells whether the
+ * queue exists by the WRONGTYPE error that GET gives on a sorted set: GET is
+ * a command every lock user may run, so users without the queue's commands
+ * (docs/security.md) see no ACL denials from releases. */
+#define RL_WAKE_LUA \
+    "local function rl_bad(v) return type(v) == 'table' and v.err ~= nil end " \
+    "local function rl_now() local t = redis.pcall('time') if rl_bad(t) then return nil end " \
+    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end " \
+    "local function rl_chan(m) return 'redlock:wake:' .. string.match(m, '^[^:]*') end " \
+    "local function rl_drop(q, l, m) redis.pcall('zrem', q, m) redis.pcall('zrem', l, m) end " \
+    "local function rl_has(q) local e = redis.pcall('get', q) return rl_bad(e) end " \
+    "local function rl_purge(q, l, now) local g = redis.pcall('zrangebyscore', l, '-inf', now, 'LIMIT', 0, 32) " \
+    "if rl_bad(g) then return false end for _, m in ipairs(g) do rl_drop(q, l, m) end return true end " \
+    "local function rl_wake(q, l, r, w, skip) if not rl_has(q) then return end " \
+    "local now = rl_now() if not now or not rl_purge(q, l, now) then return end " \
+    "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
+    "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
+    "local n = redis.pcall('publish', rl_chan(m), m) if rl_bad(n) then return end " \
+    "if n > 0 then redis.pcall('set', r, m, 'PX', w) return end rl_drop(q, l, m) end end "
+
+/* KEYS: K, K:wq, K:wl, K:wr. ARGV: value, reservation ms (0: wake nobody),
+ * our own registration ('' if none). */
 const char rl_script_release[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    RL_WAKE_LUA
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
+    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3]) end return 1";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
-/* Fencing (docs/fencing.md). KEYS[2] is the counter. Acquire: SET NX PX and,
- * if it was set, the counter in the same step (0 when the key is missing).
- * Commit: raise the counter to ARGV[2] if the lock is still ours. Counters
- * are compared as decimal strings, since Lua numbers are doubles. */
-const char rl_script_acquire_fenced[] =
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-    "return redis.call('get', KEYS[2]) or '0' end return false";
+/* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
+ * K:wl, K:wr, the fencing counter. ARGV: value, ttl, our registration
+ * (the client's wake id ':' a number; '' for none), ticket (orders the
+ * queue), lease ms (a registration not renewed within it lapses), mode
+ * ('j' join the queue when refused, 'f' fair, 'c' return the counter),
+ * reservation ms for a waiter this call wakes.
+ * A free key is refused to anyone but the waiter a release woke while its
+ * reservation lasts, and in fair mode to anyone but the head of the queue
+ * whose client still listens. Granted: {1} or {1, counter}. Refused:
+ * {0, ms to wait at most, 1 if the holder's release will wake us}, with a
+ * fourth element when the key is free but kept for another waiter. */
+const char rl_script_acquire[] =
+    RL_WAKE_LUA
+    "local k, q, l, r, me, mode = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[6] "
+    "local fair = string.find(mode, 'f', 1, true) local blocked = false local res = nil "
+    "local v = redis.call('get', k) "
+    "if not v then "
+    "res = redis.pcall('get', r) blocked = type(res) == 'string' and res ~= me "
+    "if not blocked and fair and rl_has(q) then local now = rl_now() "
+    "if now and rl_purge(q, l, now) then for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 0) "
+    "if rl_bad(h) or not h[1] or h[1] == me then break end "
+    "local ns = redis.pcall('pubsub', 'numsub', rl_chan(h[1])) "
+    "if rl_bad(ns) or tonumber(ns[2]) > 0 then blocked = true break end rl_drop(q, l, h[1]) end end end "
+    "if not blocked then redis.call('set', k, ARGV[1], 'PX', ARGV[2]) "
+    "if me ~= '' then rl_drop(q, l, me) end if res == me then redis.pcall('del', r) end "
+    "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[5]) or '0'} end return {1} end end "
+    "if me ~= '' and string.find(mode, 'j', 1, true) then local now = rl_now() if now then "
+    "redis.pcall('zadd', q, 'NX', ARGV[4], me) redis.pcall('zadd', l, now + tonumber(ARGV[5]), me) "
+    "redis.pcall('pexpire', q, 2 * tonumber(ARGV[5])) redis.pcall('pexpire', l, 2 * tonumber(ARGV[5])) end end "
+    "if blocked then if type(res) ~= 'string' then rl_wake(q, l, r, ARGV[7], me) end "
+    "return {0, tonumber(ARGV[5]), 1, 1} end "
+    "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
+    "return {0, t, string.sub(v, 1, 1) == 'w' and 1 or 0}";
+/* A waiter gives up. KEYS: K, K:wq, K:wl, K:wr. ARGV: its registration,
+ * reservation ms. A reservation it held passes to the next waiter. */
+const char rl_script_leave[] =
+    RL_WAKE_LUA
+    "rl_drop(KEYS[2], KEYS[3], ARGV[1]) if redis.pcall('get', KEYS[4]) == ARGV[1] then "
+    "redis.pcall('del', KEYS[4]) if not redis.call('get', KEYS[1]) then "
+    "rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[1]) end end return 1";
+/* Fencing (docs/fencing.md): raise the counter to ARGV[2] if the lock is
+ * still ours. KEYS[2] is the counter. Counters are compared as decimal
+ * strings, since Lua numbers are doubles. */
 const char rl_script_fence_commit[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
     "local c = redis.call('get', KEYS[2]) "
@@ -29,7 +102,8 @@ const char rl_script_fence_commit[] =
 
 char rl_sha_release[41];
 char rl_sha_extend[41];
-char rl_sha_acquire_fenced[41];
+char rl_sha_acquire[41];
+char rl_sha_leave[41];
 char rl_sha_fence_commit[41];
 
 static const struct {
@@ -38,20 +112,22 @@ static const struct {
 } library[] = {
     { "redlock_release", rl_script_release },
     { "redlock_extend", rl_script_extend },
-    { "redlock_acquire_fenced", rl_script_acquire_fenced },
+    { "redlock_acquire", rl_script_acquire },
+    { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
  * function whose parameters carry the names the body uses. */
-char rl_function_library[2048];
+char rl_function_library[RL_FUNCTION_LIBRARY_MAX];
 
 static pthread_once_t scripts_once = PTHREAD_ONCE_INIT;
 static void scripts_init_once(void)
 {
     rl_sha1_hex(rl_script_release, rl_sha_release);
     rl_sha1_hex(rl_script_extend, rl_sha_extend);
-    rl_sha1_hex(rl_script_acquire_fenced, rl_sha_acquire_fenced);
+    rl_sha1_hex(rl_script_acquire, rl_sha_acquire);
+    rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)

@@ -231,7 +231,8 @@ static void test_values_across_fork(void)
         CHECK(strcmp(again, vals[k + 1]) == 0);  /* one value per acquisition, on every node */
     }
     for (int a = 0; a <= KIDS; a++) {
-        CHECK(strlen(vals[a]) == 40 && strspn(vals[a], "0123456789abcdef") == 40);
+        /* the mark 'w' (the holder's release wakes waiters), then 20 random bytes in hex */
+        CHECK(strlen(vals[a]) == 41 && vals[a][0] == 'w' && strspn(vals[a] + 1, "0123456789abcdef") == 40);
         for (int b = a + 1; b <= KIDS; b++)
             CHECK(strcmp(vals[a], vals[b]) != 0);
     }

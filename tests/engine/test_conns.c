@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_conns.c: one client, 1, 8 and 64 threads cycling locks: the nodes
  * see one connection from it each, whatever the thread count (connections
- * are multiplexed, docs/design.md). Counted on the nodes with CLIENT LIST. */
+ * are multiplexed, docs/design.md); then 16 threads waiting for one
+ * resource: one more each (the wake-up listener), however many wait and
+ * however often. Counted on the nodes with CLIENT LIST. */
 #include "../c/testutil.h"
 
 #include <pthread.h>
@@ -54,6 +56,25 @@ static int connections(size_t i)
     return n;
 }
 
+static const char *contended;
+
+/* Waits for the one resource, holds it briefly, releases: 20 times. */
+static void *waiter(void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < 20; k++) {
+        redlock_lock *l;
+        if (redlock_lock_new(&l, client, contended) != 0) {
+            atomic_fetch_add(&failures, 1);
+            continue;
+        }
+        if (redlock_lock_acquire(l, 10000, 30000) != 0 || redlock_release(l) != 0)
+            atomic_fetch_add(&failures, 1);
+        redlock_lock_free(l);
+    }
+    return NULL;
+}
+
 int main(void)
 {
     load_nodes();
@@ -74,6 +95,24 @@ int main(void)
         }
         printf("\n");
     }
+    CHECK(atomic_load(&failures) == 0);
+
+    contended = uniq("conns-contended");
+    pthread_t th[16];
+    for (int t = 0; t < 16; t++)
+        pthread_create(&th[t], NULL, waiter, NULL);
+    for (int t = 0; t < 16; t++)
+        pthread_join(th[t], NULL);
+    printf("16 waiters:");
+    for (size_t i = 0; i < t_nurls; i++) {
+        int n = connections(i);
+        char msg[128];
+        int st = redlock_client_listener_state(client, i, msg, sizeof msg);
+        printf(" node %zu: %d connections, listener %d%s%s;", i, n, st, msg[0] ? " " : "", msg);
+        CHECK(n == 2);
+        CHECK(st == REDLOCK_LISTENER_READY);
+    }
+    printf("\n");
     CHECK(atomic_load(&failures) == 0);
     redlock_client_free(client);
     return finish_tests();
