@@ -193,6 +193,64 @@ def test_nonblock_while_held_gives_conflict_code(runner, cluster5, resource):
         holder.communicate(timeout=30)
 
 
+def _hold_until(runner, cluster5, resource, go, *flags):
+    """A holder of resource that releases once the file go exists."""
+    holder = runner.popen("run", "--nodes", nodes_arg(cluster5), *flags, resource, "sh", "-c",
+                          f'while [ ! -e "{go}" ]; do sleep 0.05; done')
+    wait_for(lambda: key_count(cluster5, resource) == 5, what="holder")
+    return holder
+
+
+def _wake_channels(cluster5) -> list:
+    """The wake-up channels someone listens on, per node."""
+    return [cluster5.cmd(i, "PUBSUB", "CHANNELS", "redlock:wake:*") for i in range(cluster5.count)]
+
+
+def test_fair_wait_is_woken_by_the_release(runner, cluster5, resource, tmp_path):
+    # --fair -w: the waiter listens for releases on every node and is woken by the holder's
+    # release; it would otherwise sleep until the holder's key would expire (30 s, extended).
+    go, log = tmp_path / "go", tmp_path / "waiter.log"
+    holder = _hold_until(runner, cluster5, resource, go, "--fair")
+    try:
+        assert _wake_channels(cluster5) == [[]] * 5  # nobody waits yet
+        with open(log, "w") as err:
+            waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), "--fair", "-w", "60", "-v", resource,
+                                  "echo", "ran", stderr=err)
+        wait_for(lambda: all(len(c) == 1 for c in _wake_channels(cluster5)), what="the waiter's listeners")
+        assert waiter.poll() is None, log.read_text()
+        go.touch()
+        assert holder.wait(timeout=30) == 0
+        out, _ = waiter.communicate(timeout=60)
+    finally:
+        go.touch()
+        holder.communicate(timeout=30)
+    text = log.read_text()
+    assert waiter.returncode == 0, text
+    assert out == "ran\n"
+    assert "fair mode" in text and "woken by a release of '%s'" % resource in text, text
+    assert text.count(": ready") == 5, text  # -v: each node's listener, told after the wait
+    assert key_count(cluster5, resource) == 0
+
+
+def test_no_wake_wait_polls(runner, cluster5, resource, tmp_path):
+    # --no-wake: the waiter opens no listener and gets the lock by polling once it is free.
+    go = tmp_path / "go"
+    holder = _hold_until(runner, cluster5, resource, go)
+    try:
+        waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), "--no-wake", "-w", "30", "-v", resource,
+                              "echo", "ran")
+        time.sleep(0.3)
+        assert waiter.poll() is None
+        go.touch()
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        go.touch()
+        holder.communicate(timeout=30)
+    assert waiter.returncode == 0, err
+    assert out == "ran\n"
+    assert "no wake-up" in err and "woken" not in err and "listener" not in err, err
+
+
 def test_descriptors_reach_the_command_but_node_sockets_do_not(runner, cluster5, resource, tmp_path):
     extra = tmp_path / "fd3.txt"
     with open(extra, "w") as f3:
