@@ -48,9 +48,16 @@ typedef struct redlock_lock redlock_lock;
 typedef enum redlock_event_type {
     REDLOCK_EVENT_ACQUIRED, REDLOCK_EVENT_ACQUIRE_FAILED, REDLOCK_EVENT_EXTENDED,
     REDLOCK_EVENT_EXTEND_FAILED, REDLOCK_EVENT_LOST, REDLOCK_EVENT_RELEASED,
-    REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR,
+    REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR, REDLOCK_EVENT_WOKEN,
+    REDLOCK_EVENT_LISTENER,
     ...
 } redlock_event_type;
+
+typedef enum redlock_listener_state {
+    REDLOCK_LISTENER_OFF, REDLOCK_LISTENER_CONNECTING, REDLOCK_LISTENER_READY,
+    REDLOCK_LISTENER_DOWN, REDLOCK_LISTENER_REFUSED,
+    ...
+} redlock_listener_state;
 
 typedef enum redlock_node_outcome {
     REDLOCK_NODE_NONE, REDLOCK_NODE_OK, REDLOCK_NODE_REFUSED, REDLOCK_NODE_ERROR,
@@ -75,6 +82,7 @@ typedef struct redlock_event {
     size_t node;
     int node_outcome;
     int64_t node_rtt_us;
+    int listener_state;
     ...;
 } redlock_event;
 
@@ -83,6 +91,8 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
 #define REDLOCK_OPTIONS_VERSION ...
 #define REDLOCK_OPT_FUNCTIONS ...
 #define REDLOCK_OPT_FENCING ...
+#define REDLOCK_OPT_NO_WAKE ...
+#define REDLOCK_OPT_FAIR ...
 
 typedef struct redlock_options {
     unsigned int version;
@@ -121,6 +131,8 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls,
 void redlock_client_free(redlock_client *client);
 size_t redlock_client_node_count(const redlock_client *client);
 const char *redlock_client_node_url(const redlock_client *client, size_t i);
+int redlock_client_listener_state(const redlock_client *client, size_t i, char *msgbuf,
+                                  size_t msgbuf_size);
 int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size);
 
 int redlock_acquire(redlock_client *client, const char *resource,
@@ -139,6 +151,7 @@ typedef struct redlock_lock_options {
     uint32_t wait_ms;
     double drift_factor;
     uint32_t drift_min_ms;
+    uint32_t flags;
     ...;
 } redlock_lock_options;
 int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out);

@@ -3,7 +3,7 @@
 # Usage: `with redlock("name", nodes=[...], ttl=30.0) as lock: ...`; see docs/python.md.
 from __future__ import annotations
 
-from ._callbacks import Event, EventType, NodeOutcome, NodeResult
+from ._callbacks import Event, EventType, ListenerState, NodeOutcome, NodeResult
 from ._core import AsyncLock, Lock, Redlock, redlock
 from ._errors import (
     AuthError,
@@ -34,7 +34,7 @@ LIBRARY_VERSION: str = _ffi.string(_lib.redlock_version()).decode("ascii", "repl
 
 __all__ = [
     "Redlock", "Lock", "AsyncLock", "redlock", "strerror", "LIBRARY_VERSION",
-    "Event", "EventType", "NodeOutcome", "NodeResult",
+    "Event", "EventType", "ListenerState", "NodeOutcome", "NodeResult",
     "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
     "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError",

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 from ._errors import RedlockError, error
 from ._redlock import ffi, lib
 
-__all__ = ["EventType", "NodeOutcome", "Event", "NodeResult"]
+__all__ = ["EventType", "NodeOutcome", "ListenerState", "Event", "NodeResult"]
 
 log = logging.getLogger("redlock")
 
@@ -42,6 +42,8 @@ class EventType(enum.IntEnum):
     RELEASED = lib.REDLOCK_EVENT_RELEASED
     RELEASE_FAILED = lib.REDLOCK_EVENT_RELEASE_FAILED
     NODE_ERROR = lib.REDLOCK_EVENT_NODE_ERROR
+    WOKEN = lib.REDLOCK_EVENT_WOKEN          # a waiting acquire was woken by a release
+    LISTENER = lib.REDLOCK_EVENT_LISTENER    # a node's wake-up listener changed state
 
 
 class NodeOutcome(enum.IntEnum):
@@ -53,6 +55,16 @@ class NodeOutcome(enum.IntEnum):
     TIMEOUT = lib.REDLOCK_NODE_TIMEOUT        # no reply before the node's deadline
     DOWN = lib.REDLOCK_NODE_DOWN              # skipped: in reconnect backoff
     NOT_WAITED = lib.REDLOCK_NODE_NOT_WAITED  # sent, but the round was decided without its reply
+
+
+class ListenerState(enum.IntEnum):
+    """The state of a client's wake-up listener on one node (``redlock_listener_state``):
+    the connection on which it hears releases (``Redlock.listener_states()``)."""
+    OFF = lib.REDLOCK_LISTENER_OFF                # not started: no waiting acquire yet, or wake=False
+    CONNECTING = lib.REDLOCK_LISTENER_CONNECTING  # connecting, authenticating or subscribing
+    READY = lib.REDLOCK_LISTENER_READY            # subscribed: a release there wakes this client's waiters
+    DOWN = lib.REDLOCK_LISTENER_DOWN              # failed, reconnecting with backoff; waiters poll meanwhile
+    REFUSED = lib.REDLOCK_LISTENER_REFUSED        # SUBSCRIBE refused (an ACL without &redlock:wake:*); waiters poll
 
 
 # Outcomes where the node gave no answer whose time could be measured.
@@ -108,10 +120,11 @@ class Event(NamedTuple):
     elapsed: float             # the round's duration (ACQUIRED: the whole attempt)
     validity: float            # ACQUIRED / EXTENDED: the validity then left, else 0.0
     token: Optional[int]       # ACQUIRED with fencing=True: the fencing token, else None
-    node: Optional[int]        # NODE_ERROR: the node's index in the client's URL list, else None
-    node_url: Optional[str]    # NODE_ERROR: its URL (password masked)
+    node: Optional[int]        # NODE_ERROR, WOKEN, LISTENER: the node's index in the client's URL list, else None
+    node_url: Optional[str]    # NODE_ERROR, WOKEN, LISTENER: its URL (password masked)
     node_outcome: Optional[Union[NodeOutcome, int]]  # NODE_ERROR: what it did
     node_rtt: Optional[float]  # NODE_ERROR: time from the round's start to the failure
+    listener_state: Optional[Union[ListenerState, int]] = None  # LISTENER: the node's new listener state
 
     @property
     def error_name(self) -> str:
@@ -168,6 +181,10 @@ class EventSink:
         _sinks.pop(self.key, None)
 
 
+# The events that name a node.
+_NODE_EVENTS = (EventType.NODE_ERROR, EventType.WOKEN, EventType.LISTENER)
+
+
 @ffi.def_extern()
 def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
     try:
@@ -179,16 +196,20 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
         node_url: Optional[str] = None
         outcome: Any = None
         node_rtt: Optional[float] = None
-        if t == EventType.NODE_ERROR:
+        listener: Any = None
+        if t in _NODE_EVENTS:
             node = int(ev.node)
             node_url = sink.node_urls[node] if node < len(sink.node_urls) else ""
+        if t == EventType.NODE_ERROR:
             outcome = _enum(NodeOutcome, ev.node_outcome)
             node_rtt = ev.node_rtt_us / 1e6
+        elif t == EventType.LISTENER:
+            listener = _enum(ListenerState, ev.listener_state)
         message = _text(ev.message)
         event = Event(t, ev.code, _text(ev.resource), message, ev.attempt,
                       bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
                       ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
-                      ev.fencing_token or None, node, node_url, outcome, node_rtt)
+                      ev.fencing_token or None, node, node_url, outcome, node_rtt, listener)
     except BaseException:  # never into C
         log.exception("redlock: could not read an event from the C library")
         return

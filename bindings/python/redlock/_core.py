@@ -15,8 +15,8 @@ from types import TracebackType
 from typing import Any, Callable, Iterable, Iterator, Optional, Tuple, Type, Union
 
 from . import _sigwake
-from ._callbacks import (_NO_RTT, Event, EventSink, NodeOutcome, NodeResult, Watch, _enum,
-                         finalize, reraise_interrupt)
+from ._callbacks import (_NO_RTT, Event, EventSink, ListenerState, NodeOutcome, NodeResult, Watch,
+                         _enum, finalize, reraise_interrupt)
 from ._errors import (Cancelled, InvalidArgument, LockExpired, LockNotAcquired, LockStateError,
                       RedlockError, check, error)
 from ._redlock import ffi, lib
@@ -33,6 +33,8 @@ _WAIT_NONE: int = lib.REDLOCK_WAIT_NONE
 _WAIT_DEFAULT: int = lib.REDLOCK_WAIT_DEFAULT
 _ERRBUF_SIZE = 1024
 _NODE_MSG_SIZE = 512
+_NO_WAKE: int = lib.REDLOCK_OPT_NO_WAKE
+_FAIR: int = lib.REDLOCK_OPT_FAIR
 
 OnEvent = Callable[[Event], Any]
 OnLost = Callable[["Lock", RedlockError], Any]
@@ -320,6 +322,14 @@ class Redlock:
 
     ``fencing=True`` makes every acquisition mint a fencing token
     (:attr:`Lock.token`), at one more round trip per acquisition.
+
+    A waiting acquire is woken by the holder's release (``wake=True``, the
+    default) instead of sleeping out its retry delay: the client listens for
+    releases on one more connection per node (:meth:`listener_states`).
+    ``wake=False`` only polls. ``fair=True`` gives a lock that becomes free to
+    the waiter that has waited longest (every contender of a name should use
+    it). Both are the defaults of this client's locks, which may override them.
+
     ``on_event(event)`` is the metrics hook: it receives an :class:`Event` for
     every acquire attempt, extension, loss, release and node failure of this
     client's locks, on the thread that ran the round (often the client's
@@ -337,7 +347,7 @@ class Redlock:
                  tls_cert_file: Optional[Path] = None, tls_key_file: Optional[Path] = None,
                  tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
                  use_functions: bool = False, fencing: bool = False,
-                 on_event: Optional[OnEvent] = None) -> None:
+                 on_event: Optional[OnEvent] = None, wake: bool = True, fair: bool = False) -> None:
         self._ptr: Any = None
         self._events: Optional[EventSink] = None
         self._mutex = threading.Lock()
@@ -380,7 +390,9 @@ class Redlock:
          opts.tls_server_name) = tls
         opts.tls_insecure_skip_verify = int(_flag(tls_insecure_skip_verify, "tls_insecure_skip_verify"))
         opts.flags = ((lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0)
-                      | (lib.REDLOCK_OPT_FENCING if _flag(fencing, "fencing") else 0))
+                      | (lib.REDLOCK_OPT_FENCING if _flag(fencing, "fencing") else 0)
+                      | (0 if _flag(wake, "wake") else _NO_WAKE)
+                      | (_FAIR if _flag(fair, "fair") else 0))
         sink = None
         if _callable(on_event, "on_event") is not None:
             sink = EventSink(on_event)
@@ -455,6 +467,29 @@ class Redlock:
             rc = lib.redlock_client_load_functions(self._ptr, errbuf, 4096)
         check(rc, ffi.string(errbuf).decode("utf-8", "replace"))
 
+    def listener_states(self) -> Tuple[ListenerState, ...]:
+        """The state of this client's wake-up listener on each node, in the order of
+        :attr:`nodes`: OFF until the first waiting acquire (and always with wake=False),
+        then CONNECTING, READY, DOWN (reconnecting; waiters poll meanwhile) or REFUSED
+        (the node refused SUBSCRIBE: an ACL without the channel ``&redlock:wake:*``).
+        :meth:`listener_state` also gives why a listener is down or refused."""
+        return tuple(self.listener_state(i)[0] for i in range(len(self._node_urls)))
+
+    def listener_state(self, node: int) -> Tuple[ListenerState, str]:
+        """Node ``node``'s wake-up listener (an index into :attr:`nodes`): its
+        :class:`ListenerState` and why it is down or refused (``""`` otherwise)."""
+        if isinstance(node, bool) or not isinstance(node, numbers.Integral):
+            raise TypeError(f"node must be an int index into nodes, not {type(node).__name__}")
+        if not 0 <= node < len(self._node_urls):
+            raise IndexError(f"node {node} out of range: the client has {len(self._node_urls)} nodes")
+        buf = ffi.new("char[]", _NODE_MSG_SIZE)
+        with self._mutex:  # close() must not free the client under the call
+            if self._ptr is None:
+                raise LockStateError("the Redlock client is closed", detail="client is closed")
+            state = lib.redlock_client_listener_state(self._ptr, int(node), buf, _NODE_MSG_SIZE)
+        check(min(state, 0))
+        return _enum(ListenerState, state), ffi.string(buf).decode("utf-8", "replace")
+
     def _new_lock(self, name: bytes, display: Optional[str], watch: Watch) -> Any:
         out = ffi.new("redlock_lock **")
         with self._mutex:  # close() must not free the client under redlock_lock_new
@@ -482,20 +517,22 @@ class Redlock:
              auto_extend: bool = False, max_hold: Optional[Seconds] = None,
              on_lost: Optional[OnLost] = None, retry_count: Optional[int] = None,
              retry_delay: Optional[Seconds] = None, retry_jitter: Optional[Seconds] = None,
-             drift_factor: Optional[float] = None, drift_min: Optional[Seconds] = None) -> "Lock":
+             drift_factor: Optional[float] = None, drift_min: Optional[Seconds] = None,
+             wake: Optional[bool] = None, fair: Optional[bool] = None) -> "Lock":
         """A Lock on ``name``, not yet acquired: use it as ``with`` context
         manager, or call acquire()/release() (threading.Lock's shape).
 
         ``blocking`` and ``timeout`` are what acquire() and ``with`` use when
         given nothing: by default they wait until the lock is free. ``wait``
         is the older spelling (None: the retry_count policy). The retry and
-        drift arguments override the client's options for this lock only.
+        drift arguments, ``wake`` and ``fair`` override the client's options
+        for this lock only (None: the client's).
         auto_extend=True keeps each acquisition alive in the background (see
         Lock.auto_extend(), which takes ``max_hold`` and ``on_lost``)."""
         return Lock(self, name, ttl=ttl, blocking=blocking, timeout=timeout, wait=wait,
                     auto_extend=auto_extend, max_hold=max_hold, on_lost=on_lost,
                     retry_count=retry_count, retry_delay=retry_delay, retry_jitter=retry_jitter,
-                    drift_factor=drift_factor, drift_min=drift_min)
+                    drift_factor=drift_factor, drift_min=drift_min, wake=wake, fair=fair)
 
     def acquire(self, name: Name, **kwargs: Any) -> "Lock":
         """Acquires ``name`` and returns the held Lock; call its release().
@@ -527,6 +564,9 @@ class Lock:
 
     auto_extend=True arms auto-extension after every acquisition made through
     this Lock, with ``max_hold`` and ``on_lost`` as in auto_extend().
+
+    ``wake`` and ``fair`` (None: the client's) choose how this Lock waits: woken
+    by a release, or polling only; in arrival order, or not (see Redlock).
     """
 
     def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = 10.0,
@@ -535,7 +575,8 @@ class Lock:
                  max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None,
                  retry_count: Optional[int] = None, retry_delay: Optional[Seconds] = None,
                  retry_jitter: Optional[Seconds] = None, drift_factor: Optional[float] = None,
-                 drift_min: Optional[Seconds] = None) -> None:
+                 drift_min: Optional[Seconds] = None, wake: Optional[bool] = None,
+                 fair: Optional[bool] = None) -> None:
         if not isinstance(client, Redlock):
             raise TypeError(f"client must be a redlock.Redlock, not {type(client).__name__}")
         if name is None:
@@ -559,6 +600,8 @@ class Lock:
             "drift_factor": None if drift_factor is None else _drift_factor(drift_factor),
             "drift_min_ms": None if drift_min is None
             else _ms(drift_min, "drift_min", 60000, "one minute"),
+            "wake": None if wake is None else _flag(wake, "wake"),
+            "fair": None if fair is None else _flag(fair, "fair"),
         }
         self._busy = threading.Lock()
         self._acquired = False  # an acquisition that __exit__ still has to release
@@ -594,20 +637,29 @@ class Lock:
         opts.version = lib.REDLOCK_LOCK_OPTIONS_VERSION
         self._check(lib.redlock_lock_get_options(self._ptr, opts))
         for field, value in values.items():
-            if value is not None:
+            if value is None:
+                continue
+            if field == "wake":  # flags: only this lock's bit changes, the rest stays the client's
+                opts.flags = (opts.flags & ~_NO_WAKE) | (0 if value else _NO_WAKE)
+            elif field == "fair":
+                opts.flags = (opts.flags & ~_FAIR) | (_FAIR if value else 0)
+            else:
                 setattr(opts, field, value)
         self._check(lib.redlock_lock_set_options(self._ptr, opts))
 
     @property
     def options(self) -> dict:
         """This lock's acquisition policy (its own arguments over the client's options):
-        retry_count, retry_delay, retry_jitter, drift_factor and drift_min, in seconds."""
+        retry_count, retry_delay, retry_jitter, drift_factor and drift_min, in seconds, and
+        the booleans wake (a release wakes a waiting acquire) and fair (waiters served in
+        arrival order)."""
         opts = ffi.new("redlock_lock_options *")
         opts.version = lib.REDLOCK_LOCK_OPTIONS_VERSION
         self._check(lib.redlock_lock_get_options(self._ptr, opts))
         return {"retry_count": int(opts.retry_count), "retry_delay": opts.retry_delay_ms / 1000.0,
                 "retry_jitter": opts.retry_jitter_ms / 1000.0,
-                "drift_factor": float(opts.drift_factor), "drift_min": opts.drift_min_ms / 1000.0}
+                "drift_factor": float(opts.drift_factor), "drift_min": opts.drift_min_ms / 1000.0,
+                "wake": not (opts.flags & _NO_WAKE), "fair": bool(opts.flags & _FAIR)}
 
     @property
     def ttl(self) -> float:
