@@ -347,7 +347,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     if (!cls || !(rl_cb_class = (jclass)(*env)->NewGlobalRef(env, cls)))
         return JNI_ERR;
     rl_cb_lost = (*env)->GetStaticMethodID(env, cls, "lost", "(Ljava/lang/Object;I[B[B[B)V");
-    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJ)V");
+    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJI)V");
     rl_cb_sink = (*env)->GetStaticMethodID(env, cls, "eventSink", "(Ljava/lang/Object;[[B)Ljava/lang/Object;");
     rl_cb_node = (*env)->GetStaticMethodID(env, cls, "nodeResult",
                                            "(ILjava/lang/Object;IIJ[B)Ljava/lang/Object;");
@@ -497,7 +497,8 @@ static void rl_java_on_event(const redlock_event *ev, void *userdata) {
                                      res, msg, (jint)ev->attempt, (jboolean)(ev->automatic != 0),
                                      (jint)ev->nodes_ok, (jint)ev->quorum, (jint)ev->n_nodes,
                                      (jlong)ev->elapsed_us, (jlong)ev->validity_ms, (jlong)ev->fencing_token,
-                                     (jint)ev->node, (jint)ev->node_outcome, (jlong)ev->node_rtt_us);
+                                     (jint)ev->node, (jint)ev->node_outcome, (jlong)ev->node_rtt_us,
+                                     (jint)ev->listener_state);
     /* NativeCallbacks.event catches the listener's exceptions; what is left
      * (out of memory) must not reach the C library's caller either. */
     if ((*env)->ExceptionCheck(env))
@@ -656,6 +657,13 @@ static void rl_options_free(redlock_options *o) {
         rl_jref_free(o->on_event_userdata);
 }
 
+/* Redlock.listenerMessage: why node i's wake-up listener is down or refused. */
+static jbyteArray rl_java_listener_message(const redlock_client *c, size_t i) {
+    char msg[512] = "";
+    redlock_client_listener_state(c, i, msg, sizeof msg);
+    return rl_java_bytes(rl_java_env(), msg);
+}
+
 /* Lock.nodeResults, one node: a NodeResult built by NativeCallbacks. */
 static jobject rl_java_node_result(const redlock_lock *l, size_t i, jobject url) {
     char msg[512];
@@ -770,7 +778,8 @@ import java.util.List;
 %typemap(javaimports) struct redlock_lock_options %{
 /**
  * One lock's acquisition policy (redlock_lock_options): retries, their delay
- * and jitter, the default wait, and the clock-drift allowance. Read a lock's
+ * and jitter, the default wait, the clock-drift allowance, and how it waits
+ * (wake-up by a release, fair mode). Read a lock's
  * with {@link Lock#getOptions()} (its client's options until changed), change
  * fields, and give it back with {@link Lock#setOptions(LockOptions)} or
  * {@link Redlock#newLock(String, LockOptions)}: locks with different
@@ -843,6 +852,31 @@ import java.util.List;
       swigNodeUrls = Collections.unmodifiableList(urls);
     }
     return swigNodeUrls;
+  }
+
+  /**
+   * The state of this client's wake-up listener on node i (an index into
+   * {@link #nodeUrls()}): the connection on which it hears releases, opened
+   * by its first waiting acquire (see {@link Options#setWake(boolean)}).
+   * Throws InvalidArgumentException for i out of range.
+   */
+  public synchronized ListenerState listenerState(int i) {
+    return ListenerState.fromNative(listenerStateNative(i));
+  }
+
+  /** Why node i's wake-up listener is DOWN or REFUSED; "" otherwise. */
+  public synchronized String listenerMessage(int i) {
+    listenerStateNative(i); // the range and closed checks
+    return NativeSupport.string(listenerMessageNative(i));
+  }
+
+  /** {@link #listenerState(int)} of every node, in the order of {@link #nodeUrls()}. */
+  public synchronized List<ListenerState> listenerStates() {
+    int n = (int) nodeCount();
+    List<ListenerState> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++)
+      out.add(listenerState(i));
+    return Collections.unmodifiableList(out);
   }
 
   /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
@@ -1014,7 +1048,8 @@ import java.util.List;
   public String toString() {
     return "LockOptions[retryCount=" + getRetryCount() + ", retryDelayMs=" + getRetryDelayMs()
         + ", retryJitterMs=" + getRetryJitterMs() + ", waitMs=" + getWaitMs()
-        + ", driftFactor=" + getDriftFactor() + ", driftMinMs=" + getDriftMinMs() + "]";
+        + ", driftFactor=" + getDriftFactor() + ", driftMinMs=" + getDriftMinMs()
+        + ", wake=" + getWake() + ", fair=" + getFair() + "]";
   }
 
   // Freed options must not silently mean "none" (a NULL pointer, EINVAL).
@@ -1044,6 +1079,8 @@ import java.util.List;
 %rename(newLockNative) redlock_client::rl_newLock;
 %javamethodmodifiers redlock_client::rl_nodeUrl "private synchronized";
 %rename(nodeUrlNative) redlock_client::rl_nodeUrl;
+%javamethodmodifiers redlock_client::rl_listenerStateNative "private";
+%javamethodmodifiers redlock_client::rl_listenerMessageNative "private";
 %javamethodmodifiers redlock_client::rl_nodeCount "
   /** How many nodes this client uses. */
   public synchronized";
@@ -1110,6 +1147,31 @@ import java.util.List;
 %javamethodmodifiers redlock_options::rl_setFencing "
   /** Every acquisition mints a fencing token (REDLOCK_OPT_FENCING; {@link Lock#fencingToken()}); one more round trip per acquisition. */
   public";
+%javamethodmodifiers redlock_options::rl_setWake "
+  /**
+   * Whether a waiting acquire is woken by the holder's release (true, the
+   * default) or only polls with the retry delay and jitter (false:
+   * REDLOCK_OPT_NO_WAKE). Woken waits listen on one more connection per node
+   * ({@link Redlock#listenerStates()}); where a node's listener is down or
+   * refused (an ACL without the channel &amp;redlock:wake:*), they poll. Releases
+   * wake other clients' waiters either way. The default of the client's locks
+   * ({@link LockOptions#setWake(boolean)}).
+   */
+  public";
+%javamethodmodifiers redlock_options::rl_setFair "
+  /**
+   * Fair mode (REDLOCK_OPT_FAIR): a lock that becomes free goes to the waiter
+   * that has waited longest, as Redisson's getFairLock does. It holds only when
+   * every contender of a resource uses it. The default of the client's locks
+   * ({@link LockOptions#setFair(boolean)}).
+   */
+  public";
+%javamethodmodifiers redlock_lock_options::rl_setWake "
+  /** This lock's {@link Options#setWake(boolean)}: woken by a release (true) or polling only. */
+  public";
+%javamethodmodifiers redlock_lock_options::rl_setFair "
+  /** This lock's {@link Options#setFair(boolean)}: waiters served in arrival order. */
+  public";
 %javamethodmodifiers redlock_options::rl_setEventListenerNative "private";
 %javamethodmodifiers redlock_lock::rl_cancel "private";
 %javamethodmodifiers redlock_lock::rl_close "private";
@@ -1135,6 +1197,7 @@ import java.util.List;
 %ignore REDLOCK_EXTERN;
 %ignore redlock_options::version;
 %ignore redlock_lock_options::version; /* set by the constructor and by Lock.getOptions */
+%ignore redlock_lock_options::flags;   /* the booleans wake and fair below */
 %ignore redlock_options::key_prefix; /* owned copy below */
 %ignore redlock_options::tls_ca_file;  /* owned copies below, like key_prefix */
 %ignore redlock_options::tls_ca_dir;
@@ -1177,6 +1240,7 @@ struct redlock_lock {};
 %newobject redlock_lock::rl_getOptions;
 #ifndef SWIGJAVA
 %newobject redlock_lock::rl_nodeMessage;
+%newobject redlock_client::rl_listenerMessage;
 %newobject redlock_client::rl_acquire;
 %newobject redlock_client::rl_tryAcquire;
 #endif
@@ -1248,6 +1312,32 @@ struct redlock_lock {};
   const char *rl_nodeUrl(size_t i) {
     return redlock_client_node_url($self, i);
   }
+
+  /* Node i's wake-up listener: a REDLOCK_LISTENER_* state. */
+#ifdef SWIGJAVA
+  int rl_listenerStateNative(rl_status *st, size_t i) {
+#else
+  int rl_listenerState(rl_status *st, size_t i) {
+#endif
+    int state = redlock_client_listener_state($self, i, NULL, 0);
+    if (state < 0)
+      rl_fail(st, state, "node index out of range");
+    return state;
+  }
+
+#ifdef SWIGJAVA
+  jbyteArray rl_listenerMessageNative(size_t i) {
+    return rl_java_listener_message($self, i);
+  }
+#else
+  /* Why it is down or refused; "" otherwise. */
+  char *rl_listenerMessage(size_t i) {
+    char *buf = calloc(1, 512); /* freed by the wrapper (%newobject) */
+    if (buf)
+      redlock_client_listener_state($self, i, buf, 512);
+    return buf;
+  }
+#endif
 
   static const char *rl_version() {
     return redlock_version();
@@ -1407,12 +1497,29 @@ struct redlock_lock {};
     o->wait_ms = d.wait_ms;
     o->drift_factor = d.drift_factor;
     o->drift_min_ms = d.drift_min_ms;
+    o->flags = d.flags & (REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR);
     return o;
   }
 
   ~redlock_lock_options() {
     free($self);
   }
+
+  void rl_setWake(bool wake) {
+    if (wake)
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_NO_WAKE;
+    else
+      $self->flags |= REDLOCK_OPT_NO_WAKE;
+  }
+  bool rl_getWake() { return ($self->flags & REDLOCK_OPT_NO_WAKE) == 0; }
+
+  void rl_setFair(bool fair) {
+    if (fair)
+      $self->flags |= REDLOCK_OPT_FAIR;
+    else
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_FAIR;
+  }
+  bool rl_getFair() { return ($self->flags & REDLOCK_OPT_FAIR) != 0; }
 }
 
 %extend redlock_options {
@@ -1485,6 +1592,24 @@ struct redlock_lock {};
       $self->flags &= ~(uint32_t)REDLOCK_OPT_FENCING;
   }
   bool rl_getFencing() { return ($self->flags & REDLOCK_OPT_FENCING) != 0; }
+
+  /* REDLOCK_OPT_NO_WAKE, as a positive: true (the default) wakes waiting acquires on a release. */
+  void rl_setWake(bool wake) {
+    if (wake)
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_NO_WAKE;
+    else
+      $self->flags |= REDLOCK_OPT_NO_WAKE;
+  }
+  bool rl_getWake() { return ($self->flags & REDLOCK_OPT_NO_WAKE) == 0; }
+
+  /* REDLOCK_OPT_FAIR: a free lock goes to the waiter that has waited longest. */
+  void rl_setFair(bool fair) {
+    if (fair)
+      $self->flags |= REDLOCK_OPT_FAIR;
+    else
+      $self->flags &= ~(uint32_t)REDLOCK_OPT_FAIR;
+  }
+  bool rl_getFair() { return ($self->flags & REDLOCK_OPT_FAIR) != 0; }
 
 #ifdef SWIGJAVA
   void rl_setEventListenerNative(rl_status *st, jobject listener) {

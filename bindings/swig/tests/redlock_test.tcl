@@ -114,6 +114,27 @@ rename $holder ""
 $h close
 rename $h ""
 
+# Wake-up and fair mode: client flags, per-lock booleans, the listener's state.
+set wo [new_Options]
+check {[$wo getWake] && ![$wo getFair]} "wake on, fair off by default"
+$wo setWake 0
+$wo setFair 1
+set w [new_Redlock $nodes $wo]
+delete_Options $wo
+set wl [$w newLock tcl-wake]
+set lo [$wl getOptions]
+check {![$lo getWake] && [$lo getFair]} "a lock inherits wake and fair"
+$lo setWake 1
+$wl setOptions $lo
+check {[[$wl getOptions] getWake]} "per-lock wake round trip"
+delete_LockOptions $lo
+$wl close
+rename $wl ""
+check {[$w listenerState 0] == $REDLOCK_LISTENER_OFF} "no listener before a wait"
+check {[$w listenerMessage 0] eq ""} "no listener message"
+expect_error REDLOCK_EINVAL "listener index out of range" {$w listenerState 3}
+delete_Redlock $w
+
 # Bad arguments are Tcl errors, not crashes.
 set msg [expect_error REDLOCK_EINVAL "bad port" {new_Redlock {redis://127.0.0.1:abc} NULL}]
 check [string match "*port*" $msg] "errbuf detail: $msg"

@@ -88,17 +88,19 @@ final class NativeCallbacks {
   // Called from C (rl_java_on_event) on the thread that ran the round.
   static void event(Object sink, int type, int code, byte[] resource, byte[] message, int attempt,
       boolean automatic, int nodesOk, int quorum, int nodeCount, long elapsedUs, long validityMs,
-      long fencingToken, int node, int nodeOutcome, long nodeRttUs) {
+      long fencingToken, int node, int nodeOutcome, long nodeRttUs, int listenerState) {
     try {
       EventSink s = (EventSink) sink;
       RedlockEvent.Type t = RedlockEvent.Type.fromNative(type);
-      boolean nodeEvent = t == RedlockEvent.Type.NODE_ERROR;
+      boolean nodeError = t == RedlockEvent.Type.NODE_ERROR;
+      boolean nodeEvent = nodeError || t == RedlockEvent.Type.WOKEN || t == RedlockEvent.Type.LISTENER;
       RedlockEvent ev = new RedlockEvent(t, code, NativeSupport.string(resource), NativeSupport.string(message),
           attempt, automatic, nodesOk, quorum, nodeCount, elapsedUs, validityMs, fencingToken,
           nodeEvent ? node : -1,
           nodeEvent && node >= 0 && node < s.nodeUrls.size() ? s.nodeUrls.get(node) : null,
-          nodeEvent ? NodeResult.Outcome.fromNative(nodeOutcome) : null,
-          nodeEvent ? nodeRttUs : 0);
+          nodeError ? NodeResult.Outcome.fromNative(nodeOutcome) : null,
+          nodeError ? nodeRttUs : 0,
+          t == RedlockEvent.Type.LISTENER ? ListenerState.fromNative(listenerState) : null);
       s.listener.onEvent(ev);
     } catch (Throwable e) {
       // Never into C: the lock's round goes on whatever the listener did.

@@ -6,8 +6,10 @@ package io.redlock;
 
 /**
  * What happened to one of a client's locks: an acquire attempt, an
- * extension, a loss, a release, or one node failing in a round. Immutable;
- * fields that do not apply to the {@link #type()} are 0 (or -1, null).
+ * extension, a loss, a release, one node failing in a round, a waiting
+ * acquire woken by a release; or to the client's wake-up listener on one
+ * node. Immutable; fields that do not apply to the {@link #type()} are 0 (or
+ * -1, null).
  */
 public final class RedlockEvent {
   /** The kind of event (redlock_event_type). */
@@ -28,6 +30,14 @@ public final class RedlockEvent {
     RELEASE_FAILED,
     /** One node failed in a round: {@link #node()}, {@link #nodeOutcome()}, {@link #message()}. */
     NODE_ERROR,
+    /** A waiting acquire was woken by a release; {@link #node()} is the node whose message woke it. */
+    WOKEN,
+    /**
+     * A node's wake-up listener changed state: {@link #node()}, {@link #listenerState()}, and
+     * {@link #message()} (why it is down or refused). The listener is the client's; the change is
+     * told to a waiting acquire that saw it, whose {@link #resource()} this is.
+     */
+    LISTENER,
     /** An event type newer than this jar. */
     UNKNOWN;
 
@@ -41,6 +51,8 @@ public final class RedlockEvent {
         case 6: return RELEASED;
         case 7: return RELEASE_FAILED;
         case 8: return NODE_ERROR;
+        case 9: return WOKEN;
+        case 10: return LISTENER;
         default: return UNKNOWN;
       }
     }
@@ -62,10 +74,12 @@ public final class RedlockEvent {
   private final String nodeUrl;
   private final NodeResult.Outcome nodeOutcome;
   private final long nodeRttMicros;
+  private final ListenerState listenerState;
 
   RedlockEvent(Type type, int code, String resource, String message, int attempt, boolean automatic,
       int nodesOk, int quorum, int nodeCount, long elapsedMicros, long validityMs, long fencingToken,
-      int node, String nodeUrl, NodeResult.Outcome nodeOutcome, long nodeRttMicros) {
+      int node, String nodeUrl, NodeResult.Outcome nodeOutcome, long nodeRttMicros,
+      ListenerState listenerState) {
     this.type = type;
     this.code = code;
     this.resource = resource;
@@ -82,6 +96,7 @@ public final class RedlockEvent {
     this.nodeUrl = nodeUrl;
     this.nodeOutcome = nodeOutcome;
     this.nodeRttMicros = nodeRttMicros;
+    this.listenerState = listenerState;
   }
 
   public Type type() {
@@ -143,12 +158,12 @@ public final class RedlockEvent {
     return fencingToken;
   }
 
-  /** NODE_ERROR: the node's index in the client's node list; else -1. */
+  /** NODE_ERROR, WOKEN, LISTENER: the node's index in the client's node list; else -1. */
   public int node() {
     return node;
   }
 
-  /** NODE_ERROR: the node's URL (password masked); else null. */
+  /** NODE_ERROR, WOKEN, LISTENER: the node's URL (password masked); else null. */
   public String nodeUrl() {
     return nodeUrl;
   }
@@ -163,6 +178,11 @@ public final class RedlockEvent {
     return nodeRttMicros;
   }
 
+  /** LISTENER: the node's new listener state; else null. */
+  public ListenerState listenerState() {
+    return listenerState;
+  }
+
   @Override
   public String toString() {
     StringBuilder b = new StringBuilder("RedlockEvent[").append(type).append(' ').append(resource);
@@ -174,6 +194,10 @@ public final class RedlockEvent {
       b.append(" attempt=").append(attempt);
     if (type == Type.NODE_ERROR)
       b.append(" node=").append(node).append(' ').append(nodeUrl).append(' ').append(nodeOutcome);
+    else if (type == Type.LISTENER)
+      b.append(" node=").append(node).append(' ').append(nodeUrl).append(' ').append(listenerState);
+    else if (type == Type.WOKEN)
+      b.append(" node=").append(node).append(' ').append(nodeUrl);
     else
       b.append(" ok=").append(nodesOk).append('/').append(nodeCount);
     if (fencingToken != 0)

@@ -34,7 +34,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|tls|no_nodes");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes");
       System.exit(2);
     }
     switch (args[0]) {
@@ -51,6 +51,7 @@ public final class RedlockTest {
       case "autoextend": autoExtend(); break;
       case "noderesults": nodeResults(); break;
       case "events": events(); break;
+      case "wake": wake(); break;
       case "tls": tls(); break;
       case "no_nodes": noNodes(); break;
       default:
@@ -1293,6 +1294,115 @@ public final class RedlockTest {
   }
 
   // Nodes on TLS ports (nodes.py exec --tls-dir), certificates in $REDLOCK_TEST_CERTS.
+  // ------------------------------------------------------ wake-up, fair mode
+
+  private static boolean allReady(Redlock client) {
+    for (ListenerState s : client.listenerStates())
+      if (s != ListenerState.READY)
+        return false;
+    return true;
+  }
+
+  private static List<RedlockEvent> ofType(List<RedlockEvent> evs, RedlockEvent.Type type) {
+    List<RedlockEvent> out = new ArrayList<>();
+    synchronized (evs) {
+      for (RedlockEvent e : evs)
+        if (e.type() == type)
+          out.add(e);
+    }
+    return out;
+  }
+
+  static void wake() throws Exception {
+    String[] urls = nodes();
+    // Options and LockOptions: wake on and fair off by default; a lock's own over its client's.
+    Options plain = new Options();
+    check(plain.getWake() && !plain.getFair(), "Options defaults: wake on, fair off");
+    plain.setWake(false);
+    plain.setFair(true);
+    check(!plain.getWake() && plain.getFair(), "Options setters");
+    checkEq(0xcL, plain.getFlags() & 0xcL, "REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR in flags");
+    LockOptions lo = new LockOptions();
+    check(lo.getWake() && !lo.getFair(), "LockOptions defaults");
+    check(lo.toString().contains("wake=true, fair=false"), "toString: " + lo);
+    lo.free();
+    try (Redlock client = new Redlock(urls, plain); Lock lock = client.newLock("wake-opts")) {
+      LockOptions o = lock.getOptions();
+      check(!o.getWake() && o.getFair(), "a lock inherits the client's wake and fair: " + o);
+      o.setWake(true);
+      o.setFair(false);
+      lock.setOptions(o);
+      LockOptions back = lock.getOptions();
+      check(back.getWake() && !back.getFair(), "per-lock wake and fair: " + back);
+      checkEq(o.getRetryCount(), back.getRetryCount(), "the rest of the policy unchanged");
+      o.free();
+      back.free();
+    }
+    plain.free();
+
+    List<RedlockEvent> evs = Collections.synchronizedList(new ArrayList<>());
+    Options slow = new Options();
+    slow.setNodeTimeoutMs(2_000);
+    slow.setRetryCount(1_000);
+    slow.setRetryDelayMs(20_000); // only a wake-up gets the lock soon; a broken one shows as no WOKEN
+    slow.setRetryJitterMs(0);
+    slow.setEventListener(evs::add);
+    Redlock closed = new Redlock(urls);
+    closed.close();
+    expect(LockStateException.class, "listenerState of a closed client", () -> closed.listenerState(0));
+    try (Redlock holderClient = new Redlock(urls); Redlock client = new Redlock(urls, slow)) {
+      checkEq(Collections.nCopies(urls.length, ListenerState.OFF), client.listenerStates(), "no listener before a wait");
+      checkEq("", client.listenerMessage(0), "no message");
+      expect(InvalidArgumentException.class, "node index out of range", () -> client.listenerState(urls.length));
+      expect(InvalidArgumentException.class, "negative node index", () -> client.listenerState(-1));
+
+      Lock holder = holderClient.acquire("wake-1", 30_000);
+      Lock waiter = client.newLock("wake-1");
+      CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> waiter.acquire(10_000, 60_000));
+      check(waitFor(() -> allReady(client) && !ofType(evs, RedlockEvent.Type.ACQUIRE_FAILED).isEmpty()),
+          "the waiter's listeners READY: " + client.listenerStates());
+      holder.release();
+      waited.get(60, TimeUnit.SECONDS);
+      check(waiter.isHeld(), "the woken waiter holds the lock");
+      waiter.close();
+      holder.close();
+      List<RedlockEvent> woken = ofType(evs, RedlockEvent.Type.WOKEN);
+      check(!woken.isEmpty(), "a WOKEN event: " + evs);
+      if (!woken.isEmpty()) {
+        RedlockEvent w = woken.get(0);
+        checkEq("wake-1", w.resource(), "WOKEN resource");
+        check(w.node() >= 0 && w.nodeUrl().equals(client.nodeUrls().get(w.node())), "WOKEN node: " + w);
+      }
+      int ready = 0;
+      for (RedlockEvent e : ofType(evs, RedlockEvent.Type.LISTENER)) {
+        check(e.resource().equals("wake-1") && e.nodeUrl() != null && e.listenerState() != null, "LISTENER event: " + e);
+        if (e.listenerState() == ListenerState.READY)
+          ready++;
+      }
+      checkEq(urls.length, ready, "a READY event per node");
+
+      // Per lock, wake-up off: the waiter polls (a short delay here) and opens nothing more.
+      evs.clear();
+      LockOptions poll = new LockOptions();
+      poll.setWake(false);
+      poll.setRetryCount(1_000);
+      poll.setRetryDelayMs(10);
+      poll.setRetryJitterMs(0);
+      Lock holder2 = holderClient.acquire("wake-2", 30_000);
+      Lock poller = client.newLock("wake-2", poll);
+      poll.free();
+      CompletableFuture<Void> polled = CompletableFuture.runAsync(() -> poller.acquire(10_000, 60_000));
+      check(waitFor(() -> ofType(evs, RedlockEvent.Type.ACQUIRE_FAILED).size() >= 2), "the poller's retries");
+      holder2.release();
+      polled.get(60, TimeUnit.SECONDS);
+      check(poller.isHeld(), "the polling waiter holds the lock");
+      poller.close();
+      holder2.close();
+      check(ofType(evs, RedlockEvent.Type.WOKEN).isEmpty(), "no WOKEN with wake-up off: " + evs);
+    }
+    slow.free();
+  }
+
   static void tls() throws Exception {
     String certs = System.getenv("REDLOCK_TEST_CERTS");
     check(certs != null && nodes()[0].startsWith("rediss://"), "run under make-test-certs.sh and exec --tls-dir");
