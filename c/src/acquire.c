@@ -48,17 +48,19 @@ static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_u
     return code;
 }
 
-/* A waiter is done: its registration leaves the queue on the nodes whose
- * outcome was `only` (or every node, for RL_PENDING), sent without waiting
- * for replies. A reservation it was given passes to the next waiter. */
-static void leave(redlock_lock *lock, const char *member, const rl_outcome *out, rl_outcome only)
+/* A waiter is done: its registration leaves the queue, sent without
+ * waiting for replies: on every node when it gives up (all), else after an
+ * acquisition only where it was refused or got no answer (a node that
+ * granted dropped it; one not waited for most likely granted too). A
+ * reservation it was given passes to the next waiter. */
+static void leave(redlock_lock *lock, const char *member, const rl_outcome *out, int all)
 {
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_LEAVE, 0);
     r.member = member;
     r.no_wait = 1;
     for (size_t i = 0; i < r.n; i++)
-        r.skip[i] = only != RL_PENDING && out[i] != only;
+        r.skip[i] = !all && (out[i] == RL_YES || out[i] == RL_UNSENT);
     rl_round_run(lock->client, &r);
 }
 
@@ -149,8 +151,8 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
         lock->n_ext = 0;
         rl_lock_ok(lock);
         rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
-        if (member[0] && h->no)
-            leave(lock, member, r.out, RL_NO);   /* registered where it was refused */
+        if (member[0] && t.yes + t.unsent < (int)r.n)
+            leave(lock, member, r.out, 0);   /* registered where it was refused, or may be */
         return 0;
     }
 
@@ -342,7 +344,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     if (join) {
         rl_wake_leave(lock->client, &w);
         if (rc != 0)
-            leave(lock, member, NULL, RL_PENDING);
+            leave(lock, member, NULL, 1);
     }
     if (listen)
         rl_wake_report(lock->client, lock);
