@@ -337,7 +337,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
             break;
         }
         if (why == 1)
-            rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), w.node);
+            rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), (size_t)atomic_load(&w.node));
         if (listen)
             rl_wake_report(lock->client, lock);
     }

@@ -259,7 +259,7 @@ typedef struct rl_waiter {
     uint64_t id;                /* its registration: the client's wake id ':' id */
     struct redlock_lock *lock;  /* its wake_fd is written when a message names it */
     atomic_int woken;           /* set by a message; the waiter clears it before each attempt */
-    size_t node;                /* the node whose message woke it */
+    atomic_int node;            /* the node whose message woke it */
     int listening;              /* on the client's list, to be woken */
     struct rl_waiter *next;     /* the client's waiters (I/O mutex) */
 } rl_waiter;

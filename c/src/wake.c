@@ -138,7 +138,7 @@ static void deliver(redlock_client *cl, size_t i, const char *payload, size_t le
     for (rl_waiter *w = cl->io->waiters; w; w = w->next) {
         if (w->id != id)
             continue;
-        w->node = i;
+        atomic_store(&w->node, (int)i);
         atomic_store(&w->woken, 1);
         int fd = atomic_load(&w->lock->wake_fd);
         if (fd >= 0) {
@@ -325,6 +325,7 @@ void rl_wake_name(redlock_client *cl, rl_waiter *w, redlock_lock *lock, char *me
     memset(w, 0, sizeof *w);
     w->lock = lock;
     atomic_init(&w->woken, 0);
+    atomic_init(&w->node, 0);
     rl_io_enter(cl);
     w->id = ++io->waiter_seq;
     rl_fmt(member, size, "%s:%llu", io->wake_id, (unsigned long long)w->id);
