@@ -39,7 +39,7 @@ type Client struct {
 	// and printing. The URLs as given are not kept, so that no formatting
 	// of a Client, %#v included, can print a password.
 	shown []string
-	cfg   config   // effective settings, and the default expiry for mutexes
+	cfg   config // effective settings, and the default expiry for mutexes
 
 	// Every live C lock handle of this client's mutexes, so Close can
 	// cancel their waits and free them. Holds handles, not Mutexes, so
@@ -255,6 +255,50 @@ func (c *Client) LoadFunctions() error {
 		return &Error{Op: "load functions", Code: int(rc), Detail: C.GoString(&errbuf[0])}
 	}
 	return nil
+}
+
+// Listener is the state of a client's wake-up listener on one node.
+type Listener struct {
+	URL    string // password masked
+	State  ListenerState
+	Detail string // why it is down or refused; "" otherwise
+}
+
+// ListenerState is the state of the client's wake-up listener on node i
+// (an index into the client's URLs), and why it is down or refused ("" when
+// it is not). The listeners are opened by the client's first waiting Lock
+// (one connection per node) and kept until Close; see WithWake. A closed
+// client, or i out of range, gives ListenerOff and a detail that says so.
+func (c *Client) ListenerState(i int) (ListenerState, string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closing.Load() {
+		return ListenerOff, "client closed"
+	}
+	if i < 0 || i >= len(c.shown) {
+		return ListenerOff, fmt.Sprintf("node %d out of range (%d nodes)", i, len(c.shown))
+	}
+	var buf [512]C.char
+	st := C.redlock_client_listener_state(c.p, C.size_t(i), &buf[0], C.size_t(len(buf)))
+	runtime.KeepAlive(c)
+	if st < 0 {
+		return ListenerOff, C.GoString(C.redlock_strerror(st))
+	}
+	return ListenerState(st), C.GoString(&buf[0])
+}
+
+// Listeners is the state of the client's wake-up listener on each node, in
+// the order of the URLs given to NewClient; nil once the client is closed.
+func (c *Client) Listeners() []Listener {
+	if c.closing.Load() {
+		return nil
+	}
+	out := make([]Listener, len(c.shown))
+	for i, u := range c.shown {
+		st, detail := c.ListenerState(i)
+		out[i] = Listener{URL: u, State: st, Detail: detail}
+	}
+	return out
 }
 
 // String describes the client by its nodes, with every password masked

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // The metrics hook (WithEventHandler): C's redlock_event copied into a Go
-// Event during the call, and the per-node outcome type shared with Nodes.
+// Event during the call, the per-node outcome type shared with Nodes, and the
+// listener state shared with Client.Listeners.
 
 //go:build cgo
 
@@ -52,12 +53,15 @@ const (
 	EventReleased      EventType = C.REDLOCK_EVENT_RELEASED       // released while still ours on a majority
 	EventReleaseFailed EventType = C.REDLOCK_EVENT_RELEASE_FAILED // release not confirmed by a majority (Err)
 	EventNodeError     EventType = C.REDLOCK_EVENT_NODE_ERROR     // one node failed in a round: Node, NodeURL, NodeOutcome, Err, Message
+	EventWoken         EventType = C.REDLOCK_EVENT_WOKEN          // a waiting Lock was woken by a release: Node, NodeURL (whose message woke it)
+	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
 )
 
 var eventNames = map[EventType]string{
 	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
-	EventReleaseFailed: "release failed", EventNodeError: "node error",
+	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
+	EventListener: "listener",
 }
 
 func (t EventType) String() string {
@@ -93,6 +97,31 @@ func (o NodeOutcome) String() string {
 	return "NodeOutcome(" + strconv.Itoa(int(o)) + ")"
 }
 
+// ListenerState is the state of a client's wake-up listener on one node: the
+// connection on which it hears releases (Client.Listeners, EventListener).
+type ListenerState int
+
+// Listener states, C's redlock_listener_state.
+const (
+	ListenerOff        ListenerState = C.REDLOCK_LISTENER_OFF        // not started: no waiting Lock yet, or WithWake(false)
+	ListenerConnecting ListenerState = C.REDLOCK_LISTENER_CONNECTING // connecting, authenticating or subscribing
+	ListenerReady      ListenerState = C.REDLOCK_LISTENER_READY      // subscribed: a release on this node wakes the client's waiters
+	ListenerDown       ListenerState = C.REDLOCK_LISTENER_DOWN       // failed, reconnecting with backoff; waiters poll meanwhile
+	ListenerRefused    ListenerState = C.REDLOCK_LISTENER_REFUSED    // the node refused SUBSCRIBE (an ACL without &redlock:wake:*); waiters poll
+)
+
+var listenerNames = map[ListenerState]string{
+	ListenerOff: "off", ListenerConnecting: "connecting", ListenerReady: "ready", ListenerDown: "down",
+	ListenerRefused: "refused",
+}
+
+func (s ListenerState) String() string {
+	if n, ok := listenerNames[s]; ok {
+		return n
+	}
+	return "ListenerState(" + strconv.Itoa(int(s)) + ")"
+}
+
 // Event is one report to the handler of WithEventHandler, a copy of C's
 // redlock_event. Fields that do not apply to the Type are zero.
 type Event struct {
@@ -111,11 +140,16 @@ type Event struct {
 	Token    uint64        // EventAcquired with WithFencing: the fencing token
 
 	// EventNodeError: which node, what it did, and the time from the
-	// round's start to the failure.
+	// round's start to the failure. Node and NodeURL are also set for
+	// EventWoken and EventListener.
 	Node        int
 	NodeURL     string // password masked
 	NodeOutcome NodeOutcome
 	NodeRTT     time.Duration
+
+	// EventListener: the node's new listener state (Message says why it is
+	// down or refused).
+	ListenerState ListenerState
 }
 
 // eventHook is WithEventHandler's handler; settings hold a pointer, so that
@@ -156,13 +190,19 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 		Validity:  time.Duration(ev.validity_ms) * time.Millisecond,
 		Token:     uint64(ev.fencing_token),
 	}
-	if e.Type == EventNodeError {
+	switch e.Type {
+	case EventNodeError, EventWoken, EventListener:
 		e.Node = int(ev.node)
 		if e.Node < len(h.urls) {
 			e.NodeURL = h.urls[e.Node]
 		}
+	}
+	switch e.Type {
+	case EventNodeError:
 		e.NodeOutcome = NodeOutcome(ev.node_outcome)
 		e.NodeRTT = time.Duration(ev.node_rtt_us) * time.Microsecond
+	case EventListener:
+		e.ListenerState = ListenerState(ev.listener_state)
 	}
 	// A panic must not unwind through the C frames below (it would leave
 	// the lock's C mutex held): crash from a goroutine of its own instead.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// Exposes internals that the external tests check (the handle registry).
+// Exposes internals that the external tests check (the handle registry, a
+// handle's flags).
 
 //go:build cgo
 
@@ -12,3 +13,7 @@ func LiveHandles(c *Client) int {
 	defer c.regMu.Unlock()
 	return len(c.reg)
 }
+
+// WaitFlags says whether the Mutex's C lock handle waits with wake-up and
+// in fair mode.
+func WaitFlags(m *Mutex) (wake, fair bool) { return m.waitFlags() }

@@ -16,7 +16,8 @@ package redlock
 //  * can choose change. On a refused policy the handle is kept, for its
 //  * message, and the caller frees it. */
 // static int rl_go_lock_new(redlock_lock **out, redlock_client *c, const char *name, int set,
-//                           uint32_t retry_count, uint32_t delay_ms, uint32_t jitter_ms, double drift) {
+//                           uint32_t retry_count, uint32_t delay_ms, uint32_t jitter_ms, double drift,
+//                           uint32_t flags) {
 //     int rc = redlock_lock_new(out, c, name);
 //     if (rc != 0 || !set)
 //         return rc;
@@ -27,7 +28,15 @@ package redlock
 //     o.retry_delay_ms = delay_ms;
 //     o.retry_jitter_ms = jitter_ms;
 //     o.drift_factor = drift;
+//     o.flags = flags;
 //     return redlock_lock_set_options(*out, &o);
+// }
+//
+// /* The handle's wake-up and fair-mode flags. */
+// static uint32_t rl_go_lock_flags(const redlock_lock *l) {
+//     redlock_lock_options o;
+//     o.version = REDLOCK_LOCK_OPTIONS_VERSION;
+//     return redlock_lock_get_options(l, &o) == 0 ? o.flags : 0;
 // }
 import "C"
 
@@ -83,8 +92,8 @@ type tracker struct {
 // name (empty, longer than 4096 bytes) or option makes every operation on
 // the Mutex return the error (matching ErrInvalid). The Mutex's own
 // acquisition policy (WithExpiry, WithTries, WithRetryDelay,
-// WithRetryJitter, WithRetryDelayFunc, WithDriftFactor) goes onto its C lock
-// handle: it uses the client's connections whatever its options. Client
+// WithRetryJitter, WithRetryDelayFunc, WithDriftFactor, WithWake, WithFair)
+// goes onto its C lock handle: it uses the client's connections whatever its options. Client
 // options (WithKeyPrefix, WithNodeTimeout, ...) are refused here.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{name: name, client: c, t: &tracker{}}
@@ -131,7 +140,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	defer C.free(unsafe.Pointer(cname))
 	var p *C.redlock_lock
 	rc := C.rl_go_lock_new(&p, c.p, cname, set, C.uint32_t(pol.retryCount), C.uint32_t(pol.retryDelayMs),
-		C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor))
+		C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor), C.uint32_t(pol.flags))
 	if rc != 0 {
 		if p == nil {
 			// C has no detail channel for lock_new; the size is what's usually wrong.
@@ -166,6 +175,16 @@ func (m *Mutex) GoString() string { return m.String() }
 
 // Format prints String for every verb, as Client's does.
 func (m *Mutex) Format(f fmt.State, verb rune) { formatString(f, verb, m.String()) }
+
+// waitFlags says whether the C handle waits with wake-up and in fair mode
+// (false, false for an invalid Mutex), for the tests.
+func (m *Mutex) waitFlags() (wake, fair bool) {
+	m.h.read(func(p *C.redlock_lock) {
+		f := C.rl_go_lock_flags(p)
+		wake, fair = f&C.REDLOCK_OPT_NO_WAKE == 0, f&C.REDLOCK_OPT_FAIR != 0
+	})
+	return wake, fair
+}
 
 // Name is the mutex's name (the key on the nodes, after the client's prefix).
 func (m *Mutex) Name() string { return m.name }

@@ -56,6 +56,8 @@ type settings struct {
 	maxHoldMs        uint32
 	functions        bool
 	fencing          bool
+	noWake           bool       // WithWake(false): waiting only polls
+	fair             bool       // WithFair(true)
 	hook             *eventHook // WithEventHandler; compared by identity
 	tlsCAFile        string
 	tlsCADir         string
@@ -80,7 +82,7 @@ type config struct {
 
 // Option configures NewClient or NewMutex. The acquisition policy
 // (WithExpiry, WithTries, WithRetryDelay, WithRetryJitter,
-// WithRetryDelayFunc, WithDriftFactor) works on both: on NewClient it is the
+// WithRetryDelayFunc, WithDriftFactor, WithWake, WithFair) works on both: on NewClient it is the
 // default of the client's mutexes, on NewMutex it is that Mutex's, carried
 // by its C lock handle over the client's connections. The other options
 // shape the client itself (connections, timeouts, key prefix, bounds, TLS,
@@ -182,6 +184,29 @@ func WithDriftFactor(f float64) Option {
 	return optionFunc(func(c *config) { c.s.driftFactor = f })
 }
 
+// WithWake chooses how a waiting Lock or LockContext spends the pauses
+// between its attempts. With true, the default, it is woken as soon as the
+// holder releases the lock: the release publishes on the name's channel,
+// the nodes keep a queue of waiters per name, and each release wakes one,
+// which tries again at once. The client listens for that on one more
+// connection per node (Client.Listeners). With false it only polls, with
+// WithRetryDelay and WithRetryJitter; its releases still wake other
+// clients' waiters. Where a node's listener is not ready (down, or the node
+// refuses SUBSCRIBE: an ACL user without the channel &redlock:wake:*),
+// waiters poll anyway. WithRetryDelayFunc's pauses are Go's and are never
+// cut short by a release.
+func WithWake(on bool) Option {
+	return optionFunc(func(c *config) { c.s.noWake = !on })
+}
+
+// WithFair turns fair mode on or off (default off). In fair mode a lock that
+// becomes free goes to the waiter that has waited longest, not to whichever
+// attempt reaches a majority first, as Redisson's fair lock does. It holds
+// only when every contender of a name uses it.
+func WithFair(on bool) Option {
+	return optionFunc(func(c *config) { c.s.fair = on })
+}
+
 // WithNodeTimeout sets how long one round waits for each node's reply.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
@@ -221,7 +246,10 @@ func WithShufflePools(bool) Option { return optionFunc(func(*config) {}) }
 // WithConnectTimeout sets the extra time allowed when a node's connection
 // has to be made first.
 func WithConnectTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.client("WithConnectTimeout"); c.s.connectTimeoutMs = c.millis("WithConnectTimeout", d) })
+	return optionFunc(func(c *config) {
+		c.client("WithConnectTimeout")
+		c.s.connectTimeoutMs = c.millis("WithConnectTimeout", d)
+	})
 }
 
 // str records s for a C string option, refusing NUL bytes (C would see a
@@ -348,10 +376,23 @@ func WithExpiry(d time.Duration) Option {
 type policy struct {
 	retryCount, retryDelayMs, retryJitterMs uint32
 	driftFactor                             float64
+	flags                                   uint32 // REDLOCK_OPT_NO_WAKE, REDLOCK_OPT_FAIR
 }
 
 func (s settings) policy() policy {
-	return policy{s.retryCount, s.retryDelayMs, s.retryJitterMs, s.driftFactor}
+	return policy{s.retryCount, s.retryDelayMs, s.retryJitterMs, s.driftFactor, s.lockFlags()}
+}
+
+// lockFlags are the flags a lock handle can carry as well as the client.
+func (s settings) lockFlags() uint32 {
+	var f uint32
+	if s.noWake {
+		f |= C.REDLOCK_OPT_NO_WAKE
+	}
+	if s.fair {
+		f |= C.REDLOCK_OPT_FAIR
+	}
+	return f
 }
 
 // effective resolves the delay/jitter rule, so two settings that give C the
@@ -384,6 +425,7 @@ func (s *settings) cOptions() C.redlock_options {
 	if s.fencing {
 		o.flags |= C.REDLOCK_OPT_FENCING
 	}
+	o.flags |= C.uint32_t(s.lockFlags())
 	o.tls_ca_file = cstr(s.tlsCAFile)
 	o.tls_ca_dir = cstr(s.tlsCADir)
 	o.tls_cert_file = cstr(s.tlsCertFile)
