@@ -199,10 +199,11 @@ func WithWake(on bool) Option {
 	return optionFunc(func(c *config) { c.s.noWake = !on })
 }
 
-// WithFair turns fair mode on or off (default off). In fair mode a lock that
-// becomes free goes to the waiter that has waited longest, not to whichever
-// attempt reaches a majority first, as Redisson's fair lock does. It holds
-// only when every contender of a name uses it.
+// WithFair turns fair mode on or off (default off). In fair mode the nodes
+// refuse a lock that becomes free to anyone but the waiter that has waited
+// longest, as Redisson's fair lock serves its queue. It holds only when
+// every contender of a name uses it, and with WithWake(false) a fair waiter
+// gets the lock only if it polls while first in line.
 func WithFair(on bool) Option {
 	return optionFunc(func(c *config) { c.s.fair = on })
 }
