@@ -49,10 +49,11 @@ static struct {
     long node_timeout_ms;  /* 0: the library's default */
     int n_nodes;
     int monitor;           /* count top-level commands with MONITOR */
+    int warmup;            /* connect and ready the listeners before the clock starts */
     const char *csv;
     int workers[MAX_LIST], n_workers;
     int modes[NMODES], n_modes;
-} cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, 5, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3 };
+} cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, 5, 1, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3 };
 
 static int64_t now_ns(void)
 {
@@ -81,6 +82,7 @@ typedef struct wstat {
     uint32_t errors;
     atomic_uint tries;      /* ACQUIRED + ACQUIRE_FAILED events: attempts */
     atomic_uint woken;      /* WOKEN events */
+    uint32_t unready;       /* warm-up: nodes whose listener was not READY in time */
     int first_code;
     char first_err[240];
 } wstat;
@@ -161,6 +163,34 @@ static void write_byte(int fd, char b)
         ;
 }
 
+/* Connects, and with wake-up opens the listeners, before the clock starts: a
+ * short wait on a resource the parent holds (warm_<resource>), then until
+ * every listener is READY. */
+static void warm_up(redlock_client *client, wstat *ws, uint32_t flags, const char *resource)
+{
+    char name[80];
+    redlock_lock *warm = NULL;
+    snprintf(name, sizeof name, "warm_%s", resource);
+    if (redlock_lock_new(&warm, client, name) != 0)
+        return;
+    (void)redlock_lock_acquire(warm, cfg.ttl_ms, 100); /* REDLOCK_ETIMEDOUT: the parent holds it */
+    redlock_lock_free(warm);
+    if (flags & REDLOCK_OPT_NO_WAKE)
+        return;
+    int64_t limit = now_ns() + 3000000000LL;
+    for (;;) {
+        uint32_t unready = 0;
+        for (int i = 0; i < cfg.n_nodes; i++)
+            if (redlock_client_listener_state(client, (size_t)i, NULL, 0) != REDLOCK_LISTENER_READY)
+                unready++;
+        if (unready == 0 || now_ns() > limit) {
+            ws->unready = unready;
+            return;
+        }
+        sleep_until_ns(now_ns() + 1000000);
+    }
+}
+
 static void worker_main(shared *sh, int W, int idx, const char *const *urls, uint32_t flags, const char *prefix,
                         const char *resource, int ready_fd, int go_fd, int done_fd, int exit_fd)
 {
@@ -182,6 +212,8 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         snprintf(err, sizeof err, "redlock_lock_new failed");
     if (rc)
         worker_error(ws, idx, rc, "setup", err);
+    if (rc == 0 && cfg.warmup)
+        warm_up(client, ws, flags, resource);
     write_byte(ready_fd, 'r');
     read_byte(go_fd); /* EOF: everyone is ready and the block has started */
 
@@ -262,7 +294,37 @@ typedef struct node_view {
 } node_view;
 
 static node_view nv[MAX_NODES];
+static redlock_client *parent_client; /* holds the warm-up resource */
 static char marker[96];
+
+/* Commands by name in the current block (top-level, then in scripts), for
+ * the breakdown under each row. */
+#define MAX_NAMES 48
+typedef struct tally {
+    char name[MAX_NAMES][24];
+    long long n[MAX_NAMES][2];
+    int count;
+} tally;
+static tally blk_tally;
+
+static void tally_add(tally *t, const char *name, size_t len, int lua, long long k)
+{
+    char up[24];
+    if (len >= sizeof up)
+        len = sizeof up - 1;
+    for (size_t i = 0; i < len; i++)
+        up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+    up[len] = '\0';
+    int i = 0;
+    while (i < t->count && strcmp(t->name[i], up) != 0)
+        i++;
+    if (i == t->count) {
+        if (t->count == MAX_NAMES)
+            return;
+        snprintf(t->name[t->count++], sizeof t->name[0], "%s", up);
+    }
+    t->n[i][lua] += k;
+}
 
 /* Reads what MONITOR has for node i and counts it between the markers. */
 static int monitor_read(int i)
@@ -287,10 +349,16 @@ static int monitor_read(int i)
                 v->seen_end = 1;
             } else if (v->counting && src) {
                 src = strchr(src, ' '); /* "[0 lua]" or "[0 127.0.0.1:port]" */
-                if (src && strncmp(src + 1, "lua]", 4) == 0)
+                int lua = src && strncmp(src + 1, "lua]", 4) == 0;
+                if (lua)
                     v->lua++;
                 else
                     v->top++;
+                const char *name = src ? strstr(src, "] \"") : NULL;
+                if (name) {
+                    name += 3;
+                    tally_add(&blk_tally, name, strcspn(name, "\""), lua, 1);
+                }
             }
         }
         freeReplyObject(r);
@@ -336,11 +404,22 @@ static int monitor_drain_to_end(void)
     }
 }
 
+/* tot-cmds of the clients of one node at the start of the clock. */
+#define MAX_BASE 4096
+typedef struct cl_base {
+    long long id[MAX_BASE], cmds[MAX_BASE];
+    int n;
+} cl_base;
+static cl_base cl_start[MAX_NODES];
+
 /* Highest client id on node i (ids only grow: clients of a block have
- * higher ones); with sum set, the sum of tot-cmds over clients above min_id,
- * or -1 when the server has no tot-cmds field. */
-static long long client_list(int i, long long min_id, long long *sum)
+ * higher ones). With sum set, the sum of tot-cmds over clients above
+ * min_id, less what each had in *sub (if given), or -1 when the server has
+ * no tot-cmds field; with save set, records the clients above min_id. */
+static long long client_list(int i, long long min_id, long long *sum, cl_base *save, const cl_base *sub)
 {
+    if (save)
+        save->n = 0;
     redisReply *r = redisCommand(nv[i].ctl, "CLIENT LIST");
     long long max_id = -1;
     if (sum)
@@ -355,6 +434,16 @@ static long long client_list(int i, long long min_id, long long *sum)
                 cmds = atoll(f + 9);
             if (id > max_id)
                 max_id = id;
+            if (save && id > min_id && cmds >= 0 && save->n < MAX_BASE) {
+                save->id[save->n] = id;
+                save->cmds[save->n++] = cmds;
+            }
+            if (sub && cmds >= 0)
+                for (int k = 0; k < sub->n; k++)
+                    if (sub->id[k] == id) {
+                        cmds -= sub->cmds[k];
+                        break;
+                    }
             if (sum && id > min_id && *sum >= 0)
                 *sum = cmds >= 0 ? *sum + cmds : -1;
             line = eol ? eol + 1 : NULL;
@@ -407,9 +496,10 @@ typedef struct result {
     long long acq, again, tries, woken;
     dvec ho;                /* ms, every acquisition after the first of its block */
     long long top, lua, totcmds;
+    tally names;            /* MONITOR lines by command name */
     int monitor_ok, totcmds_ok;
     long long min_w, max_w; /* acquisitions per worker, over every block */
-    long long errors, overlaps, overflow, crashed;
+    long long errors, overlaps, overflow, crashed, unready;
 } result;
 
 typedef struct rec {
@@ -440,17 +530,34 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     char resource[64];
     snprintf(resource, sizeof resource, "block%d", block_no);
     snprintf(marker, sizeof marker, "redlock-contend-%ld-%d-", (long)getpid(), block_no);
+    memset(&blk_tally, 0, sizeof blk_tally);
 
     long long base_id[MAX_NODES];
     for (int i = 0; i < cfg.n_nodes; i++) {
-        base_id[i] = client_list(i, 0, NULL);
+        base_id[i] = client_list(i, 0, NULL, NULL, NULL);
         nv[i].counting = nv[i].seen_end = 0;
         nv[i].top = nv[i].lua = 0;
     }
-    if (send_marker('s') != 0) {
+    if (!cfg.warmup && send_marker('s') != 0) {
         fprintf(stderr, "redlock_contend: a node stopped answering\n");
         munmap(sh, size);
         return -1;
+    }
+    /* The workers' warm-up waits on this, held by the parent. */
+    redlock_lock *warm = NULL;
+    if (cfg.warmup) {
+        char name[80];
+        snprintf(name, sizeof name, "warm_%s", resource);
+        int rc = redlock_lock_new(&warm, parent_client, name);
+        if (rc == 0)
+            rc = redlock_lock_acquire(warm, 120000, REDLOCK_WAIT_NONE);
+        if (rc != 0) {
+            fprintf(stderr, "redlock_contend: warm-up lock: %s: %s\n", redlock_error_name(rc),
+                    warm ? redlock_lock_errmsg(warm) : "");
+            redlock_lock_free(warm);
+            munmap(sh, size);
+            return -1;
+        }
     }
 
     int ready[2], go[2], done[2], ex[2];
@@ -483,6 +590,16 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     for (int i = 0; i < W; i++)
         if (read_byte(ready[0]) != 1)
             break;
+    if (cfg.warmup) {
+        /* Count from here: what each worker's connections have run so far
+         * (connecting, the warm-up, SUBSCRIBE) stays out. */
+        for (int i = 0; i < cfg.n_nodes; i++)
+            client_list(i, base_id[i], NULL, &cl_start[i], NULL);
+        if (send_marker('s') != 0) {
+            fprintf(stderr, "redlock_contend: a node stopped answering\n");
+            exit(1);
+        }
+    }
     sh->start_ns = now_ns() + 5000000;
     sh->deadline_ns = sh->start_ns + block_ns;
     sleep_until_ns(sh->start_ns);
@@ -557,13 +674,17 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     int tot_ok = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
         long long s;
-        client_list(i, base_id[i], &s);
+        client_list(i, base_id[i], &s, NULL, cfg.warmup ? &cl_start[i] : NULL);
         if (s < 0)
             tot_ok = 0;
         else
             tot += s;
     }
     close(ex[1]);
+    if (warm) {
+        (void)redlock_release(warm);
+        redlock_lock_free(warm);
+    }
     int crashed = 0;
     for (int i = 0; i < W; i++) {
         int st = rstat[i];
@@ -605,6 +726,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         res->woken += atomic_load(&ws->woken);
         res->errors += ws->errors;
         res->overflow += ws->overflow;
+        res->unready += ws->unready ? 1 : 0;
     }
     qsort(all, total, sizeof *all, cmp_rec);
     int64_t last_rel = 0;
@@ -632,6 +754,10 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         res->top += nv[i].top;
         res->lua += nv[i].lua;
     }
+    for (int i = 0; i < blk_tally.count; i++)
+        for (int l = 0; l < 2; l++)
+            if (blk_tally.n[i][l])
+                tally_add(&res->names, blk_tally.name[i], strlen(blk_tally.name[i]), l, blk_tally.n[i][l]);
     res->monitor_ok = res->blocks == 1 ? mon_ok : res->monitor_ok && mon_ok;
     res->totcmds += tot;
     res->totcmds_ok = res->blocks == 1 ? tot_ok : res->totcmds_ok && tot_ok;
@@ -725,6 +851,10 @@ static void print_header(void)
                      : ", then ask again at once (the releaser competes with the waiters)");
     printf("blocks:  %d per mode and worker count, %.2f s each, modes taking turns; default client options%s\n",
            cfg.rounds, cfg.seconds / cfg.rounds, cfg.node_timeout_ms > 0 ? " but node_timeout_ms" : "");
+    printf("%s", cfg.warmup ? "warm-up: the clock and the counts start once every worker has connected and (wake,\n"
+                              "         fair) its listeners are READY, after a 100 ms wait on a resource held by\n"
+                              "         the parent\n"
+                            : "warm-up: none (--no-warmup): the clock starts as the workers connect and subscribe\n");
     if (cfg.node_timeout_ms > 0)
         printf("         (node_timeout_ms %ld)\n", cfg.node_timeout_ms);
     printf("modes:   off = REDLOCK_OPT_NO_WAKE (polling only: before), wake = default (after), fair = REDLOCK_OPT_FAIR\n");
@@ -734,8 +864,9 @@ static void print_header(void)
            "         worker in any one block, max/min their ratio;\n");
     if (cfg.monitor)
         printf("         cmd = top-level commands the nodes ran (MONITOR lines not from scripts), summed over all\n"
-               "         nodes, per acquisition: what the clients sent, connection setup and the listeners'\n"
-               "         SUBSCRIBE included;\n");
+               "         nodes, per acquisition: what the clients sent%s;\n",
+               cfg.warmup ? " once the clock started" : ", connection setup and the listeners'\n"
+                                                         "         SUBSCRIBE included");
     else
         printf("         cmd: not counted (--no-monitor);\n");
     if (tot_cmds_field)
@@ -746,8 +877,8 @@ static void print_header(void)
                "         server has no tot-cmds field), per acquisition\n");
     else
         printf("         exec: not counted on this server kind (no tot-cmds in CLIENT LIST)\n");
-    printf("\n%-5s %7s %8s %7s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s\n", "mode", "workers", "acq", "acq/s",
-           "ho p50", "ho p99", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min");
+    printf("\n%-5s %7s %8s %7s %8s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s\n", "mode", "workers", "acq", "acq/s",
+           "ho p50", "ho p99", "ho mean", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min");
     fflush(stdout);
 }
 
@@ -779,11 +910,18 @@ static void print_row(result *r, FILE *csv)
 {
     qsort(r->ho.v, r->ho.n, sizeof *r->ho.v, cmp_double);
     double acq = (double)r->acq;
-    double p50 = pct(&r->ho, 0.50), p99 = pct(&r->ho, 0.99);
+    double p50 = pct(&r->ho, 0.50), p99 = pct(&r->ho, 0.99), mean = NAN;
+    if (r->ho.n) {
+        mean = 0;
+        for (size_t i = 0; i < r->ho.n; i++)
+            mean += r->ho.v[i];
+        mean /= (double)r->ho.n;
+    }
     double again = r->ho.n ? 100.0 * (double)r->again / (double)r->ho.n : NAN;
     double tries = acq > 0 ? (double)r->tries / acq : NAN, woken = acq > 0 ? (double)r->woken / acq : NAN;
     double ratio = r->min_w > 0 ? (double)r->max_w / (double)r->min_w : INFINITY;
-    char s[8][32];
+    char s[9][32];
+    fmt(s[8], 32, "%.2f", mean);
     fmt(s[0], 32, "%.2f", p50);
     fmt(s[1], 32, "%.2f", p99);
     fmt(s[2], 32, "%.1f%%", again);
@@ -792,18 +930,35 @@ static void print_row(result *r, FILE *csv)
     fmt(s[5], 32, "%.1f", cmd_per_acq(r));
     fmt(s[6], 32, "%.1f", exec_per_acq(r));
     fmt(s[7], 32, "%.2f", ratio);
-    printf("%-5s %7d %8lld %7.0f %8s %8s %6s %6s %6s %7s %7s %6lld %6lld %7s\n", mode_name[r->mode], r->workers, r->acq,
-           acq / r->seconds, s[0], s[1], s[2], s[3], s[4], s[5], s[6], r->min_w, r->max_w, s[7]);
+    printf("%-5s %7d %8lld %7.0f %8s %8s %8s %6s %6s %6s %7s %7s %6lld %6lld %7s\n", mode_name[r->mode], r->workers,
+           r->acq, acq / r->seconds, s[0], s[1], s[8], s[2], s[3], s[4], s[5], s[6], r->min_w, r->max_w, s[7]);
+    if (r->monitor_ok && r->acq && r->names.count) {
+        for (int l = 0; l < 2; l++) {
+            int any = 0;
+            for (int i = 0; i < r->names.count; i++) {
+                double per = (double)r->names.n[i][l] / acq;
+                if (per < 0.05)
+                    continue;
+                printf("%s%s %.2f", any ? ", " : l ? "      in scripts, per acq: " : "      top-level, per acq: ",
+                       r->names.name[i], per);
+                any = 1;
+            }
+            if (any)
+                printf("\n");
+        }
+    }
     if (r->errors || r->overlaps || r->crashed || r->overflow)
         printf("      ^ %lld errors, %lld overlaps, %lld workers died, %lld acquisitions not recorded (buffer full)\n",
                r->errors, r->overlaps, r->crashed, r->overflow);
+    if (r->unready)
+        printf("      ^ %lld workers started with a listener not READY after 3 s of warm-up\n", r->unready);
     fflush(stdout);
     if (csv)
-        fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld\n",
+        fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld,%.4f\n",
                 mode_name[r->mode], r->workers, r->blocks, r->seconds, cfg.hold_ms, cfg.think_us, cfg.yield, r->acq,
                 acq / r->seconds, p50, p99, isnan(again) ? -1 : again, tries, woken,
                 isnan(cmd_per_acq(r)) ? -1 : cmd_per_acq(r), isnan(exec_per_acq(r)) ? -1 : exec_per_acq(r),
-                r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps);
+                r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps, mean);
 }
 
 static void print_ratios(result *rs, int W)
@@ -880,6 +1035,7 @@ static void usage(FILE *f)
             "  --wait-ms MS          wait_ms of each acquire (60000)\n"
             "  --node-timeout-ms MS  client node_timeout_ms (library default)\n"
             "  --no-monitor          do not count top-level commands with MONITOR\n"
+            "  --no-warmup           start the clock before the workers connect and subscribe\n"
             "  --csv FILE            also write the rows as CSV\n"
             "  --smoke               --seconds 1 --rounds 1 --workers 2,16 unless given\n");
 }
@@ -887,14 +1043,14 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     enum { O_WORKERS = 256, O_MODES, O_SECONDS, O_ROUNDS, O_HOLD, O_THINK, O_NOYIELD, O_YIELD, O_NODES, O_TTL, O_WAIT,
-           O_NT, O_NOMON, O_CSV, O_SMOKE };
+           O_NT, O_NOMON, O_CSV, O_SMOKE, O_NOWARM };
     static const struct option opts[] = {
         { "workers", 1, NULL, O_WORKERS }, { "modes", 1, NULL, O_MODES },        { "mode", 1, NULL, O_MODES },
         { "seconds", 1, NULL, O_SECONDS }, { "rounds", 1, NULL, O_ROUNDS },      { "hold-ms", 1, NULL, O_HOLD },
         { "think-us", 1, NULL, O_THINK },  { "no-yield", 0, NULL, O_NOYIELD },   { "yield", 0, NULL, O_YIELD },
         { "nodes", 1, NULL, O_NODES },     { "ttl-ms", 1, NULL, O_TTL },         { "wait-ms", 1, NULL, O_WAIT },
         { "node-timeout-ms", 1, NULL, O_NT }, { "no-monitor", 0, NULL, O_NOMON }, { "csv", 1, NULL, O_CSV },
-        { "smoke", 0, NULL, O_SMOKE },     { "help", 0, NULL, 'h' },             { NULL, 0, NULL, 0 }
+        { "smoke", 0, NULL, O_SMOKE },     { "no-warmup", 0, NULL, O_NOWARM },     { "help", 0, NULL, 'h' },             { NULL, 0, NULL, 0 }
     };
     int smoke = 0, set_workers = 0, set_seconds = 0, set_rounds = 0, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -956,6 +1112,7 @@ int main(int argc, char **argv)
                 goto bad;
             break;
         case O_NOMON: cfg.monitor = 0; break;
+        case O_NOWARM: cfg.warmup = 0; break;
         case O_CSV: cfg.csv = optarg; break;
         case O_SMOKE: smoke = 1; break;
         case 'h': usage(stdout); return 0;
@@ -1021,13 +1178,23 @@ int main(int argc, char **argv)
         }
         fprintf(csv, "mode,workers,blocks,seconds,hold_ms,think_us,yield,acquisitions,acq_per_s,handover_p50_ms,"
                      "handover_p99_ms,again_pct,tries_per_acq,woken_per_acq,cmds_per_acq,exec_per_acq,"
-                     "min_per_worker,max_per_worker,max_over_min,errors,overlaps\n");
+                     "min_per_worker,max_per_worker,max_over_min,errors,overlaps,handover_mean_ms\n");
     }
 
     char prefix[96];
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     snprintf(prefix, sizeof prefix, "redlock-contend:%ld:%lld:", (long)getpid(), (long long)rt.tv_sec);
+    if (cfg.warmup) {
+        redlock_options o;
+        redlock_options_init(&o);
+        o.key_prefix = prefix;
+        char err[256];
+        if (redlock_client_open(&parent_client, urls, (size_t)cfg.n_nodes, &o, err, sizeof err) != 0) {
+            fprintf(stderr, "redlock_contend: %s\n", err);
+            return 2;
+        }
+    }
     print_header();
 
     int64_t t0 = now_ns();
@@ -1066,6 +1233,7 @@ int main(int argc, char **argv)
         if (nv[i].mon)
             redisFree(nv[i].mon);
     }
+    redlock_client_free(parent_client);
     free(list);
     return bad_total ? 1 : 0;
 bad:
