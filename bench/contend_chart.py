@@ -5,9 +5,10 @@
     bench/contend_chart.py --csv FILE [--out DIR] [--prefix NAME] [--note TEXT] [--workers 16,100]
 
 Writes NAME-handover.svg (hand-over p50 bars, p99 whiskers, log scale),
-NAME-commands.svg (top-level commands per acquisition, with the goal line)
-and NAME-spread.svg (max/min acquisitions per worker). Standard library only,
-so the charts can be redrawn without installing a plotting package.
+NAME-commands.svg (top-level commands per acquisition, with the goal line),
+NAME-spread.svg (max/min acquisitions per worker) and NAME-throughput.svg
+(acquisitions per second, where stalls show). Standard library only, so the
+charts can be redrawn without installing a plotting package.
 """
 import argparse
 import csv
@@ -43,6 +44,9 @@ class Chart:
     def __init__(self, title, ylabel, note):
         self.out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
                     'font-family="DejaVu Sans, Arial, sans-serif" font-size="11">' % (W, H, W, H),
+                    '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+                    'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="white" '
+                    'stroke-width="2" stroke-opacity="0.5"/></pattern></defs>',
                     '<rect width="100%" height="100%" fill="white"/>',
                     self.text(W / 2, 18, title, size=13, anchor="middle", weight="bold")]
         if note:
@@ -69,10 +73,11 @@ class Chart:
             f.write("\n".join(self.out) + "\n")
 
 
-def grouped(path, title, ylabel, note, groups, series, value, log=False, whisker=None, goal=None, fmt="%.1f"):
+def grouped(path, title, ylabel, note, groups, series, value, log=False, whisker=None, goal=None, fmt="%.1f",
+            inf_label="inf"):
     """groups: worker counts; series: (mode, label, colour); value(mode, workers) -> float or None."""
     vals = [v for g in groups for m, _, _ in series for v in (value(m, g), whisker(m, g) if whisker else None)
-            if v is not None and v > 0]
+            if v is not None and 0 < v < math.inf]
     if goal is not None:
         vals.append(goal)
     if not vals:
@@ -119,6 +124,13 @@ def grouped(path, title, ylabel, note, groups, series, value, log=False, whisker
             if v is None:
                 c.out.append(c.text(x + bw / 2, y1 - 4, "n/a", size=9, anchor="middle", fill="#999"))
                 continue
+            if v == math.inf:   # e.g. max/min when a worker got nothing: a bar to the top, hatched
+                c.rect(x + 2, y0, bw - 4, y1 - y0, colour)
+                c.out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#hatch)"/>'
+                             % (x + 2, y0, bw - 4, y1 - y0))
+                c.out.append(c.text(x + bw / 2, y0 + 14, inf_label, size=9, anchor="middle", fill="white",
+                                    weight="bold"))
+                continue
             c.rect(x + 2, ypos(v), bw - 4, y1 - ypos(v), colour)
             w = whisker(m, g) if whisker else None
             if w is not None:
@@ -131,12 +143,14 @@ def grouped(path, title, ylabel, note, groups, series, value, log=False, whisker
                 c.out.append(c.text(x + bw / 2, ypos(v) - 4, fmt % v, size=9, anchor="middle"))
     if goal is not None:
         c.line(LEFT, ypos(goal), W - RIGHT, ypos(goal), stroke="#d62728", width=1.5, dash="6,4")
-        c.out.append(c.text(W - RIGHT - 4, ypos(goal) - 5, "goal %g" % goal, size=10, anchor="end", fill="#d62728"))
-    lx = LEFT
+    lx = LEFT - 50
     for m, label, colour in series:
         c.rect(lx, H - 22, 12, 12, colour)
         c.out.append(c.text(lx + 16, H - 12, label, size=10))
-        lx += 16 + 7 * len(label) + 18
+        lx += 16 + 6 * len(label) + 14
+    if goal is not None:
+        c.line(lx, H - 16, lx + 22, H - 16, stroke="#d62728", width=1.5, dash="6,4")
+        c.out.append(c.text(lx + 26, H - 12, "goal %g" % goal, size=10, fill="#d62728"))
     c.save(path)
     return True
 
@@ -170,9 +184,19 @@ def main():
     if grouped(p, "Top-level commands per acquisition, all 5 nodes", "commands", a.note, groups, series,
                col("cmds_per_acq"), goal=15.0, fmt="%.1f"):
         made.append(p)
+    def spread(m, g):
+        r = rows.get((m, g))
+        if r is None:
+            return None
+        return math.inf if num(r["min_per_worker"]) == 0 else num(r["max_over_min"])
     p = os.path.join(a.out, a.prefix + "-spread.svg")
-    if grouped(p, "Spread: max / min acquisitions per worker in a block", "max / min", a.note, groups, series,
-               col("max_over_min"), goal=1.5, fmt="%.2f"):
+    if grouped(p, "Spread: max / min acquisitions per worker (hatched: a worker got none)",
+               "max / min (log scale)", a.note, groups,
+               series, spread, log=True, goal=1.5, fmt="%.2f", inf_label="min 0"):
+        made.append(p)
+    p = os.path.join(a.out, a.prefix + "-throughput.svg")
+    if grouped(p, "Acquisitions per second (all workers together)", "acquisitions / s", a.note, groups, series,
+               col("acq_per_s"), fmt="%.0f"):
         made.append(p)
     for p in made:
         print(p)
