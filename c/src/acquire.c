@@ -214,8 +214,9 @@ static int wake_fd(redlock_lock *lock)
 }
 
 /* Sleeps delay_us unless cancelled or, if w is given, woken by a release:
- * 0 (slept), 1 (woken) or REDLOCK_ECANCELED. */
-static int nap(redlock_lock *lock, int64_t delay_us, rl_waiter *w)
+ * 0 (slept), 1 (woken) or REDLOCK_ECANCELED. A listening waiter also tells
+ * listener state changes as they come (they wake it too). */
+static int nap(redlock_lock *lock, int64_t delay_us, rl_waiter *w, int listening)
 {
     int fd = wake_fd(lock);
     int64_t end = rl_now_us() + delay_us;
@@ -235,6 +236,8 @@ static int nap(redlock_lock *lock, int64_t delay_us, rl_waiter *w)
             uint64_t v;
             ssize_t rd = read(fd, &v, sizeof v);
             (void)rd;
+            if (listening)
+                rl_wake_report(lock->client, lock);
         }
     }
 }
@@ -328,7 +331,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         int64_t delay = retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
-        int why = nap(lock, delay, wakeable ? &w : NULL);
+        int why = nap(lock, delay, wakeable ? &w : NULL, listen);
         if (why == REDLOCK_ECANCELED) {
             char last[RL_MSG_MAX];
             memcpy(last, lock->errmsg, sizeof last);

@@ -326,18 +326,23 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     }
     rl_round *r = e->round;
     if (!r) {
-        /* Late: its round returned without it. NOSCRIPT means it never ran. */
+        /* Late: its round returned without it. NOSCRIPT means it never ran;
+         * a refusal to an acquisition that won elsewhere left the waiter
+         * registered here, and it is not waiting any more. */
         char *resend = e->resend;
         size_t resend_len = e->resend_len;
-        unsigned char late_cmd = e->cmd;
+        unsigned char cmd = e->resend_cmd, via = e->resend_via;
+        int refused = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+                      rep->element[0]->type == REDIS_REPLY_INTEGER && rep->element[0]->integer == 0;
         e->resend = NULL;
         q_pop(c);
-        rl_req *n = err && resend && strncmp(rep->str, "NOSCRIPT", 8) == 0 ? enqueue(c, resend, resend_len, now)
-                                                                          : NULL;
+        int go = resend && (cmd == RL_CMD_LEAVE ? refused : err && strncmp(rep->str, "NOSCRIPT", 8) == 0);
+        rl_req *n = go ? enqueue(c, resend, resend_len, now) : NULL;
         if (n) {
-            n->cmd = late_cmd;
-            n->via = RL_VIA_EVAL;
-            c->scripts_sent |= 1u << late_cmd;
+            n->cmd = cmd;
+            n->via = via;
+            if (via == RL_VIA_EVAL)
+                c->scripts_sent |= 1u << cmd;
         }
         free(resend);
         return;
@@ -610,6 +615,15 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         rl_io_wake_leader(cl);   /* the socket took part of it: the leader writes the rest */
 }
 
+/* 1 if a majority granted the round's acquisition. */
+static int won(const rl_round *r)
+{
+    int yes = 0;
+    for (size_t i = 0; i < r->n; i++)
+        yes += r->out[i] == RL_YES;
+    return yes >= r->quorum;
+}
+
 void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
 {
     if (r->out[i] != RL_PENDING)
@@ -618,8 +632,21 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
     rl_req *e = c ? q_find(c, r->seq[i]) : NULL;
     if (e && e->round == r) {
         e->round = NULL;
+        e->resend_cmd = (unsigned char)r->cmd;
+        e->resend_via = RL_VIA_EVAL;
         if (e->via == RL_VIA_EVALSHA && rl_proto_resend_late(r->cmd)) {
             long long len = rl_proto_format(&e->resend, r, RL_VIA_EVAL);
+            e->resend_len = len < 0 ? 0 : (size_t)len;
+            if (len < 0)
+                e->resend = NULL;
+        } else if (r->cmd == RL_CMD_ACQUIRE && r->member[0] && won(r)) {
+            /* If this node refused, the waiter is registered here: have it
+             * leave once the refusal arrives (scripts.c). */
+            r->cmd = RL_CMD_LEAVE;
+            e->resend_cmd = RL_CMD_LEAVE;
+            e->resend_via = r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL;
+            long long len = rl_proto_format(&e->resend, r, e->resend_via);
+            r->cmd = RL_CMD_ACQUIRE;
             e->resend_len = len < 0 ? 0 : (size_t)len;
             if (len < 0)
                 e->resend = NULL;

@@ -67,8 +67,10 @@ typedef struct rl_req {
     unsigned char cmd;     /* rl_cmd */
     unsigned char via;     /* RL_VIA_* */
     int64_t sent_us;       /* handed to the connection */
-    char *resend;          /* an orphaned EVALSHA release/extend: its EVAL form, for NOSCRIPT */
+    char *resend;          /* an orphaned EVALSHA release/extend: its EVAL form, for NOSCRIPT;
+                            * an orphaned acquire that won elsewhere: the leave, for a refusal */
     size_t resend_len;
+    unsigned char resend_cmd, resend_via;
 } rl_req;
 
 #define RL_PIPE_MAX 4096   /* requests a connection may owe; beyond, the node is not answering */
@@ -146,8 +148,12 @@ void rl_sigpipe_restore(rl_sigpipe *g);
 typedef struct rl_listener {
     rl_conn conn;
     int state;                 /* redlock_listener_state */
-    int reported;              /* the state REDLOCK_EVENT_LISTENER last told */
     char msg[RL_NODE_MSG_MAX]; /* why DOWN or REFUSED */
+    struct {                   /* changes not yet told by REDLOCK_EVENT_LISTENER, oldest first */
+        int state;
+        char msg[RL_NODE_MSG_MAX];
+    } untold[8];
+    int nuntold;
     int64_t retry_us;          /* CLOSED: reopen no sooner than this */
     uint32_t backoff_ms;
     int auth_owed, subscribed;

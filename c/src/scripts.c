@@ -60,7 +60,8 @@ const char rl_script_extend[] =
  * A free key is refused to anyone but the waiter a release woke while its
  * reservation lasts, and in fair mode to anyone but the head of the queue
  * whose client still listens. Granted: {1} or {1, counter}. Refused:
- * {0, ms to wait at most, 1 if the holder's release will wake us}, with a
+ * {0, ms to wait at most, 1 if the holder's release will wake us: its
+ * value is ours, 'w' and 40 hex digits}, with a
  * fourth element when the key is free but kept for another waiter. */
 const char rl_script_acquire[] =
     RL_WAKE_LUA
@@ -83,7 +84,8 @@ const char rl_script_acquire[] =
     "if blocked then if type(res) ~= 'string' then rl_wake(q, l, r, ARGV[7], me) end "
     "return {0, tonumber(ARGV[5]), 1, 1} end "
     "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
-    "return {0, t, string.sub(v, 1, 1) == 'w' and 1 or 0}";
+    "local ours = #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
+    "return {0, t, ours and 1 or 0}";
 /* A waiter gives up. KEYS: K, K:wq, K:wl, K:wr. ARGV: its registration,
  * reservation ms. A reservation it held passes to the next waiter. */
 const char rl_script_leave[] =

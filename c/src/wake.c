@@ -32,10 +32,31 @@ static rl_listener *listener(redlock_client *cl, size_t i)
     return node->listen;
 }
 
-static void set_state(rl_listener *L, int state, const char *msg)
+/* Changes the state, keeps the change to be told, and wakes the waiting
+ * threads so that one of them tells it (rl_wake_report) without delay. */
+static void set_state(redlock_client *cl, rl_listener *L, int state, const char *msg)
 {
+    int changed = L->state != state;
     L->state = state;
     rl_fmt(L->msg, sizeof L->msg, "%s", msg ? msg : "");
+    if (!changed)
+        return;
+    int cap = (int)(sizeof L->untold / sizeof L->untold[0]);
+    if (L->nuntold == cap) {   /* flapping faster than anyone reads: the oldest goes */
+        memmove(&L->untold[0], &L->untold[1], sizeof L->untold[0] * (size_t)(cap - 1));
+        L->nuntold--;
+    }
+    L->untold[L->nuntold].state = state;
+    memcpy(L->untold[L->nuntold].msg, L->msg, sizeof L->msg);
+    L->nuntold++;
+    for (rl_waiter *w = cl->io->waiters; w; w = w->next) {
+        int fd = atomic_load(&w->lock->wake_fd);
+        if (fd >= 0) {
+            uint64_t one = 1;
+            ssize_t wr = write(fd, &one, sizeof one);
+            (void)wr;
+        }
+    }
 }
 
 static void close_listener(rl_listener *L)
@@ -60,7 +81,7 @@ static void fail(redlock_client *cl, size_t i, int state, const char *msg, int64
         L->backoff_ms = rl_policy_backoff_next_ms(L->backoff_ms);
         L->retry_us = now + (int64_t)L->backoff_ms * 1000;
     }
-    set_state(L, state, msg);
+    set_state(cl, L, state, msg);
 }
 
 static void open_listener(redlock_client *cl, size_t i, int64_t now)
@@ -83,7 +104,7 @@ static void open_listener(redlock_client *cl, size_t i, int64_t now)
         fail(cl, i, REDLOCK_LISTENER_DOWN, "out of memory", now);
         return;
     }
-    set_state(L, REDLOCK_LISTENER_CONNECTING, NULL);
+    set_state(cl, L, REDLOCK_LISTENER_CONNECTING, NULL);
 }
 
 int64_t rl_listen_maintain(redlock_client *cl, int64_t now)
@@ -190,7 +211,7 @@ static void handle(redlock_client *cl, size_t i, const redisReply *rep, int64_t 
             L->backoff_ms = 0;
             int again = L->ever;
             L->ever = 1;
-            set_state(L, REDLOCK_LISTENER_READY, NULL);
+            set_state(cl, L, REDLOCK_LISTENER_READY, NULL);
             if (again)
                 wake_all(cl, i);
         } else {
@@ -378,19 +399,23 @@ void rl_wake_report(redlock_client *cl, const redlock_lock *lock)
 {
     if (!cl->opts.on_event)
         return;
-    struct { size_t node; int state; char msg[RL_NODE_MSG_MAX]; } changed[8];
+    enum { BATCH = 16 };
+    struct { size_t node; int state; char msg[RL_NODE_MSG_MAX]; } told[BATCH];
     for (;;) {
         size_t n = 0;
         rl_io_enter(cl);
-        for (size_t i = 0; i < cl->n && n < sizeof changed / sizeof changed[0]; i++) {
+        for (size_t i = 0; i < cl->n && n < BATCH; i++) {
             rl_listener *L = cl->nodes[i].listen;
-            if (!L || L->state == L->reported)
-                continue;
-            L->reported = L->state;
-            changed[n].node = i;
-            changed[n].state = L->state;
-            memcpy(changed[n].msg, L->msg, sizeof changed[n].msg);
-            n++;
+            int k = 0;
+            for (; L && k < L->nuntold && n < BATCH; k++, n++) {
+                told[n].node = i;
+                told[n].state = L->untold[k].state;
+                memcpy(told[n].msg, L->untold[k].msg, sizeof told[n].msg);
+            }
+            if (k) {
+                memmove(&L->untold[0], &L->untold[k], sizeof L->untold[0] * (size_t)(L->nuntold - k));
+                L->nuntold -= k;
+            }
         }
         rl_io_leave(cl);
         /* Outside the mutex: the hook may ask for listener states. */
@@ -400,14 +425,14 @@ void rl_wake_report(redlock_client *cl, const redlock_lock *lock)
             ev.type = REDLOCK_EVENT_LISTENER;
             ev.lock = lock;
             ev.resource = lock->resource;
-            ev.message = changed[k].msg;
+            ev.message = told[k].msg;
             ev.quorum = cl->quorum;
             ev.n_nodes = cl->n;
-            ev.node = changed[k].node;
-            ev.listener_state = changed[k].state;
+            ev.node = told[k].node;
+            ev.listener_state = told[k].state;
             cl->opts.on_event(&ev, cl->opts.on_event_userdata);
         }
-        if (n < sizeof changed / sizeof changed[0])
+        if (n < BATCH)
             return;
     }
 }
