@@ -68,15 +68,16 @@ static void leave(redlock_lock *lock, const char *member, const rl_outcome *out,
  * refused, how many of them said the holder's release wakes the queue, and
  * the time until the lock can be free on a majority at the latest. */
 typedef struct wait_hint {
-    int no, marked;
+    int yes, no, marked;
     int64_t hint_ms;
 } wait_hint;
 
 static void read_hint(const rl_round *r, wait_hint *h)
 {
     int64_t ms[REDLOCK_MAX_NODES];
-    h->no = h->marked = 0;
+    h->yes = h->no = h->marked = 0;
     for (size_t i = 0; i < r->n; i++) {
+        h->yes += r->out[i] == RL_YES;
         if (r->out[i] != RL_NO)
             continue;
         h->marked += r->marked[i];
@@ -177,6 +178,10 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     rl_round rel;
     rl_init_round(&rel, lock, RL_CMD_RELEASE, 0);
     rel.no_wait = 1;
+    /* It wakes nobody: another owner most likely holds the lock, and a
+     * waiter woken for nothing would fail, clean up and wake the next in
+     * turn. Contenders of a split vote part by their jitter. */
+    rel.reserve_ms = 0;
     int any = 0;
     for (size_t i = 0; i < r.n; i++) {
         rl_outcome o = r.out[i];
@@ -258,7 +263,10 @@ static uint64_t ticket_now(void)
 static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted)
 {
     redlock_client *c = lock->client;
-    if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->marked * 2 > h->no &&
+    /* Not after a split vote (some nodes granted us, e.g. our SET reached
+     * a node before the release that woke us): the jitter separates the
+     * contenders, as without wake-up. */
+    if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->marked * 2 > h->no &&
         rl_wake_ready(c) >= c->quorum)
         return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
     return rl_policy_retry_delay_us(&lock->pol);
@@ -304,7 +312,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
     memcpy(lock->member, member, sizeof member);
     for (uint64_t n = 1;; n++) {
-        wait_hint h = { 0, 0, -1 };
+        wait_hint h = { 0, 0, 0, -1 };
         if (listen)
             atomic_store(&w.woken, 0);
         rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, member, ticket, &h);

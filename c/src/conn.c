@@ -576,10 +576,12 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     int via = RL_VIA_EVALSHA;
     if (r->via_fcall)
         via = RL_VIA_FCALL;
-    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || r->no_wait || node->suspect))
+    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect))
         /* EVAL where a NOSCRIPT could not be answered in this round: on a
          * connection that never sent the script (its server may never have
-         * seen it), and where the round won't wait for the reply. */
+         * seen it), and to a node that may not answer in time. A round that
+         * does not wait (a clean-up release, a leave) is answered later:
+         * its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
         via = RL_VIA_EVAL;
     if (!r->fmt[via]) {
         long long len = rl_proto_format(&r->fmt[via], r, via);

@@ -20,7 +20,9 @@
 
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
  * (nil if TIME is refused), and rl_wake, which drops lapsed waiters and
- * publishes to the client of the first remaining one (skipping `skip`, the
+ * publishes "<registration> <why>" (why: what freed the lock, the same on
+ * every node, so that the waiter acts on one release once however many
+ * nodes tell it) to the client of the first remaining one (skipping `skip`, the
  * caller's own registration) until a client listens: PUBLISH says how many
  * received it, so a waiter whose process died is dropped at once. The woken
  * waiter gets the reservation K:wr for w ms. rl_has tells whether the
@@ -36,11 +38,11 @@
     "local function rl_has(q) local e = redis.pcall('get', q) return rl_bad(e) end " \
     "local function rl_purge(q, l, now) local g = redis.pcall('zrangebyscore', l, '-inf', now, 'LIMIT', 0, 32) " \
     "if rl_bad(g) then return false end for _, m in ipairs(g) do rl_drop(q, l, m) end return true end " \
-    "local function rl_wake(q, l, r, w, skip) if not rl_has(q) then return end " \
+    "local function rl_wake(q, l, r, w, skip, why) if not rl_has(q) then return end " \
     "local now = rl_now() if not now or not rl_purge(q, l, now) then return end " \
     "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
     "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
-    "local n = redis.pcall('publish', rl_chan(m), m) if rl_bad(n) then return end " \
+    "local n = redis.pcall('publish', rl_chan(m), m .. ' ' .. why) if rl_bad(n) then return end " \
     "if n > 0 then redis.pcall('set', r, m, 'PX', w) return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl, K:wr. ARGV: value, reservation ms (0: wake nobody),
@@ -48,7 +50,7 @@
 const char rl_script_release[] =
     RL_WAKE_LUA
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
-    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3]) end return 1";
+    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], ARGV[1]) end return 1";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 /* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
@@ -61,8 +63,9 @@ const char rl_script_extend[] =
  * reservation lasts, and in fair mode to anyone but the head of the queue
  * whose client still listens. Granted: {1} or {1, counter}. Refused:
  * {0, ms to wait at most, 1 if the holder's release will wake us: its
- * value is ours, 'w' and 40 hex digits}, with a
- * fourth element when the key is free but kept for another waiter. */
+ * value is ours, 'w' and 40 hex digits}, with a fourth element when the
+ * key is free but kept for another waiter; then the wait is what is left
+ * of the reservation, so a waiter that never comes holds nobody up long. */
 const char rl_script_acquire[] =
     RL_WAKE_LUA
     "local k, q, l, r, me, mode = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[6] "
@@ -81,8 +84,9 @@ const char rl_script_acquire[] =
     "if me ~= '' and string.find(mode, 'j', 1, true) then local now = rl_now() if now then "
     "redis.pcall('zadd', q, 'NX', ARGV[4], me) redis.pcall('zadd', l, now + tonumber(ARGV[5]), me) "
     "redis.pcall('pexpire', q, 2 * tonumber(ARGV[5])) redis.pcall('pexpire', l, 2 * tonumber(ARGV[5])) end end "
-    "if blocked then if type(res) ~= 'string' then rl_wake(q, l, r, ARGV[7], me) end "
-    "return {0, tonumber(ARGV[5]), 1, 1} end "
+    "if blocked then if type(res) ~= 'string' then rl_wake(q, l, r, ARGV[7], me, me) end "
+    "local t = redis.pcall('pttl', r) if rl_bad(t) or t < 0 then t = tonumber(ARGV[7]) end "
+    "return {0, t, 1, 1} end "
     "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
     "local ours = #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
     "return {0, t, ours and 1 or 0}";
@@ -92,7 +96,7 @@ const char rl_script_leave[] =
     RL_WAKE_LUA
     "rl_drop(KEYS[2], KEYS[3], ARGV[1]) if redis.pcall('get', KEYS[4]) == ARGV[1] then "
     "redis.pcall('del', KEYS[4]) if not redis.call('get', KEYS[1]) then "
-    "rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[1]) end end return 1";
+    "rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[1], ARGV[1]) end end return 1";
 /* Fencing (docs/fencing.md): raise the counter to ARGV[2] if the lock is
  * still ours. KEYS[2] is the counter. Counters are compared as decimal
  * strings, since Lua numbers are doubles. */
