@@ -182,10 +182,13 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
      * waiter woken for nothing would fail, clean up and wake the next in
      * turn. Contenders of a split vote part by their jitter. */
     rel.reserve_ms = 0;
-    int any = 0;
+    int any = 0, refused_only = t.no + t.unsent == (int)r.n;
     for (size_t i = 0; i < r.n; i++) {
         rl_outcome o = r.out[i];
-        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN;
+        /* A node not waited for in a round lost to refusals releases by
+         * itself if its late reply is a grant (conn.c); after an error, or
+         * in a won round that expired, the release goes now. */
+        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN || (o == RL_UNSENT && r.sent[i] && refused_only);
         any |= !rel.skip[i];
     }
     if (any)

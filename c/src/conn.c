@@ -57,6 +57,8 @@ static rl_req *q_push(rl_conn *c)
 static void q_pop(rl_conn *c)
 {
     rl_req *e = q_at(c, 0);
+    if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
+        c->late_cmds--;
     free(e->resend);
     c->head = (c->head + 1) % c->cap;
     c->len--;
@@ -331,12 +333,17 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
          * registered here, and it is not waiting any more. */
         char *resend = e->resend;
         size_t resend_len = e->resend_len;
-        unsigned char cmd = e->resend_cmd, via = e->resend_via;
-        int refused = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-                      rep->element[0]->type == REDIS_REPLY_INTEGER && rep->element[0]->integer == 0;
+        unsigned char cmd = e->resend_cmd, via = e->resend_via, cond = e->resend_if;
+        int first = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+                    rep->element[0]->type == REDIS_REPLY_INTEGER ? (int)rep->element[0]->integer : -1;
+        int granted = first == 1 || (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0);
+        if (resend && cond != RL_IF_NOSCRIPT)
+            c->late_cmds--;
         e->resend = NULL;
         q_pop(c);
-        int go = resend && (cmd == RL_CMD_LEAVE ? refused : err && strncmp(rep->str, "NOSCRIPT", 8) == 0);
+        int go = resend && (cond == RL_IF_REFUSED ? first == 0
+                            : cond == RL_IF_GRANTED ? granted
+                            : err && strncmp(rep->str, "NOSCRIPT", 8) == 0);
         rl_req *n = go ? enqueue(c, resend, resend_len, now) : NULL;
         if (n) {
             n->cmd = cmd;
@@ -481,6 +488,12 @@ int rl_conn_needs_driving(const redlock_client *cl, size_t i)
                  (c->state == RL_CONN_READY && c->wpending));
 }
 
+uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
+{
+    const rl_conn *c = cl->nodes[i].conn;
+    return c && c->state != RL_CONN_CLOSED ? c->late_cmds : 0;
+}
+
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
 {
     const rl_conn *c = cl->nodes[i].conn;
@@ -553,11 +566,11 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     /* (A forked child never gets here with the parent's connections:
      * rl_io_enter drops them first.) */
     rl_conn_check_stall(cl, i, now);
-    /* A node that answered within the last node timeout is not checked: one
-     * syscall per node per round saved on a busy client, and a restart that
-     * fast costs at worst this round's command to that node. */
-    if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > (int64_t)cl->opts.node_timeout_ms * 1000 &&
-        closed_while_idle(c))
+    /* A node that answered within the last millisecond is not checked: one
+     * syscall per node per round saved on a busy client, and no node
+     * restarts that fast. (A node timeout was too long: a release right
+     * after a quick restart went down the dead connection and was lost.) */
+    if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && closed_while_idle(c))
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
     int fresh = c->state != RL_CONN_READY;
     if (c->state == RL_CONN_CLOSED) {
@@ -617,6 +630,34 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         rl_io_wake_leader(cl);   /* the socket took part of it: the leader writes the rest */
 }
 
+/* Prepares cmd (for r's lock) to be sent if the late reply to e meets cond. */
+static void late_command(rl_conn *c, rl_req *e, rl_round *r, rl_cmd cmd, int via, int cond)
+{
+    rl_cmd was = r->cmd;
+    r->cmd = cmd;
+    long long len = rl_proto_format(&e->resend, r, via);
+    r->cmd = was;
+    e->resend_len = len < 0 ? 0 : (size_t)len;
+    if (len < 0)
+        e->resend = NULL;
+    e->resend_cmd = (unsigned char)cmd;
+    e->resend_via = (unsigned char)via;
+    e->resend_if = (unsigned char)cond;
+    if (e->resend && cond != RL_IF_NOSCRIPT)
+        c->late_cmds++;
+}
+
+/* 1 if every node that answered the round's acquisition refused it: lost
+ * to another owner, with no error that could hide a SET that ran (acquire.c
+ * cleans up after those without waiting for anything). */
+static int refused_only(const rl_round *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->out[i] != RL_NO && r->out[i] != RL_PENDING && r->out[i] != RL_UNSENT)
+            return 0;
+    return 1;
+}
+
 /* 1 if a majority granted the round's acquisition. */
 static int won(const rl_round *r)
 {
@@ -636,22 +677,21 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
         e->round = NULL;
         e->resend_cmd = (unsigned char)r->cmd;
         e->resend_via = RL_VIA_EVAL;
+        e->resend_if = RL_IF_NOSCRIPT;
         if (e->via == RL_VIA_EVALSHA && rl_proto_resend_late(r->cmd)) {
-            long long len = rl_proto_format(&e->resend, r, RL_VIA_EVAL);
-            e->resend_len = len < 0 ? 0 : (size_t)len;
-            if (len < 0)
-                e->resend = NULL;
+            late_command(c, e, r, r->cmd, RL_VIA_EVAL, RL_IF_NOSCRIPT);
         } else if (r->cmd == RL_CMD_ACQUIRE && r->member[0] && won(r)) {
             /* If this node refused, the waiter is registered here: have it
              * leave once the refusal arrives (scripts.c). */
-            r->cmd = RL_CMD_LEAVE;
-            e->resend_cmd = RL_CMD_LEAVE;
-            e->resend_via = r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL;
-            long long len = rl_proto_format(&e->resend, r, e->resend_via);
-            r->cmd = RL_CMD_ACQUIRE;
-            e->resend_len = len < 0 ? 0 : (size_t)len;
-            if (len < 0)
-                e->resend = NULL;
+            late_command(c, e, r, RL_CMD_LEAVE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_REFUSED);
+        } else if ((r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_SET) && refused_only(r)) {
+            /* Lost to refusals: if this node granted it after all, release
+             * it there when the grant arrives, waking nobody (acquire.c
+             * leaves such nodes out of its clean-up). */
+            uint32_t reserve = r->reserve_ms;
+            r->reserve_ms = 0;
+            late_command(c, e, r, RL_CMD_RELEASE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_GRANTED);
+            r->reserve_ms = reserve;
         }
     }
     r->out[i] = RL_UNSENT;

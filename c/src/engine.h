@@ -67,11 +67,15 @@ typedef struct rl_req {
     unsigned char cmd;     /* rl_cmd */
     unsigned char via;     /* RL_VIA_* */
     int64_t sent_us;       /* handed to the connection */
-    char *resend;          /* an orphaned EVALSHA release/extend: its EVAL form, for NOSCRIPT;
-                            * an orphaned acquire that won elsewhere: the leave, for a refusal */
+    char *resend;          /* sent if the late reply meets resend_if: an orphaned EVALSHA
+                            * release/extend's EVAL form (NOSCRIPT); an orphaned acquire's
+                            * leave (refused, though the acquisition won elsewhere) or
+                            * release (granted, though the acquisition lost) */
     size_t resend_len;
-    unsigned char resend_cmd, resend_via;
+    unsigned char resend_cmd, resend_via, resend_if;
 } rl_req;
+
+enum { RL_IF_NOSCRIPT = 0, RL_IF_REFUSED, RL_IF_GRANTED };
 
 #define RL_PIPE_MAX 4096   /* requests a connection may owe; beyond, the node is not answering */
 
@@ -90,6 +94,7 @@ struct rl_conn {
     uint64_t seq0;             /* sequence number of q[head] */
     int wpending;              /* output not fully written */
     uint32_t gen;              /* counts opens: poll results name the socket they are for */
+    uint32_t late_cmds;        /* owed replies with a leave or release waiting on them */
 };
 
 /* Moves c to state `to`; RL_CONN_CLOSED fails every request it carried
@@ -119,6 +124,8 @@ int rl_conn_needs_driving(const redlock_client *cl, size_t i);
 void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now);
 /* Requests owed on node i's connection. */
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
+/* Owed replies on which a leave or a release waits (these need reading soon). */
+uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i);
 void rl_conn_free(redlock_client *cl, size_t i);
 
 /* ---- round.c ---- */

@@ -258,6 +258,15 @@ static int needs_driving(const redlock_client *cl)
     return 0;
 }
 
+/* Late replies that a leave or a release waits on: read them soon. */
+static int late_cmds(const redlock_client *cl)
+{
+    for (size_t i = 0; i < cl->n; i++)
+        if (rl_conn_late_cmds(cl, i))
+            return 1;
+    return 0;
+}
+
 static int owes_anything(const redlock_client *cl)
 {
     for (size_t i = 0; i < cl->n; i++)
@@ -282,7 +291,7 @@ static void pass_lead(redlock_client *cl)
      * reads them; once started, the helper also looks at them on its
      * timer): only a connect, a handshake or a write needs a driver now,
      * and the listeners while someone waits for a release. */
-    if (needs_driving(cl) || io->nwaiters)
+    if (needs_driving(cl) || io->nwaiters || late_cmds(cl))
         rl_io_kick(cl);
 }
 
@@ -292,7 +301,7 @@ static void *helper_main(void *arg)
     rl_io *io = cl->io;
     pthread_mutex_lock(&io->mu);
     while (!io->helper_stop) {
-        int work = needs_driving(cl) || io->nwaiters;
+        int work = needs_driving(cl) || io->nwaiters || late_cmds(cl);
         if (!io->leader && !io->followers && (work || owes_anything(cl))) {
             /* Finish writes and connects; read late replies (a NOSCRIPT to
              * re-send, a connection to close once it stalls) without
@@ -301,7 +310,7 @@ static void *helper_main(void *arg)
             drive(cl, work ? HELPER_SLICE_US : 0);
             io->helper_busy = 0;
             pass_lead(cl);
-            if (needs_driving(cl) || io->nwaiters)
+            if (needs_driving(cl) || io->nwaiters || late_cmds(cl))
                 continue;
         }
         if (io->helper_stop)
