@@ -261,8 +261,6 @@ typedef struct rl_waiter {
     atomic_int woken;           /* set by a message; the waiter clears it before each attempt */
     atomic_int node;            /* the node whose message woke it */
     int listening;              /* on the client's list, to be woken */
-    char why[48];               /* what the last message that woke it said freed the lock
-                                 * (I/O mutex): the other nodes' messages about it are dropped */
     struct rl_waiter *next;     /* the client's waiters (I/O mutex) */
 } rl_waiter;
 /* Gives w the name it registers under on the nodes (into member). */

@@ -145,30 +145,24 @@ short rl_listen_poll_events(const redlock_client *cl, size_t i)
 }
 
 /* A message names one registration and what freed the lock ("<wake
- * id>:<n> <why>"): wake that waiter if it is ours, once per release. An
- * empty why always wakes. */
+ * id>:<n> <what>"): wake that waiter if it is ours. Every node tells of a
+ * release; the waiter acts on each message that comes while it sleeps: one
+ * that woke it early (its SET reached a node before the release did) is
+ * followed by the others, and one of them brings it back. */
 static void deliver(redlock_client *cl, size_t i, const char *payload, size_t len)
 {
     size_t idlen = strlen(cl->io->wake_id);
     if (len <= idlen + 1 || memcmp(payload, cl->io->wake_id, idlen) != 0 || payload[idlen] != ':')
         return;
     uint64_t id = 0;
-    size_t k = idlen + 1;
-    for (; k < len && payload[k] != ' '; k++) {
+    for (size_t k = idlen + 1; k < len && payload[k] != ' '; k++) {
         if (payload[k] < '0' || payload[k] > '9' || id > UINT64_MAX / 10 - 1)
             return;
         id = id * 10 + (uint64_t)(payload[k] - '0');
     }
-    const char *why = k < len ? payload + k + 1 : "";
-    size_t why_len = k < len ? len - k - 1 : 0;
     for (rl_waiter *w = cl->io->waiters; w; w = w->next) {
         if (w->id != id)
             continue;
-        if (why_len) {
-            if (why_len < sizeof w->why && strlen(w->why) == why_len && memcmp(w->why, why, why_len) == 0)
-                return;   /* another node telling of a release already acted on */
-            rl_fmt(w->why, sizeof w->why, "%.*s", (int)why_len, why);
-        }
         atomic_store(&w->node, (int)i);
         atomic_store(&w->woken, 1);
         int fd = atomic_load(&w->lock->wake_fd);
