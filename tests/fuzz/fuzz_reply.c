@@ -14,7 +14,8 @@
 static void parse_all(const redisReply *rep)
 {
     static const rl_cmd cmds[] = { RL_CMD_SET, RL_CMD_EXTEND, RL_CMD_RELEASE, RL_CMD_LOAD_FUNCTIONS,
-                                   RL_CMD_SET_FENCED, RL_CMD_FENCE_COMMIT };
+                                   RL_CMD_ACQUIRE, RL_CMD_FENCE_COMMIT, RL_CMD_LEAVE };
+    static const char *const modes[] = { "", "jfc" };   /* the acquire script without and with a counter */
     rl_round r;
     memset(&r, 0, sizeof r);
     r.key = r.fkey = "k:fencing";
@@ -22,8 +23,10 @@ static void parse_all(const redisReply *rep)
     r.fkey_len = 9;
     r.value = "v";
     r.token = "1";
-    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
-        r.cmd = cmds[k];
+    r.member = "";
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0] * 2; k++) {
+        r.cmd = cmds[k / 2];
+        r.mode = modes[k % 2];
         for (int via = 0; via < RL_VIA_N; via++) {
             rl_parsed p;
             rl_proto_parse(&r, via, rep, &p);
