@@ -95,7 +95,7 @@ struct rl_round {
     size_t key_len;
     const char *value;
     uint32_t ttl_ms;
-    const char *fkey;        /* fencing counter key (SET_FENCED, FENCE_COMMIT) */
+    const char *fkey;        /* fencing counter key (ACQUIRE, FENCE_COMMIT) */
     size_t fkey_len;
     const char *token;       /* FENCE_COMMIT: the token, in decimal */
     const char *member;      /* ACQUIRE, RELEASE, LEAVE: the waiter's registration, or "" */
