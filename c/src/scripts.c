@@ -21,8 +21,8 @@
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
  * (nil if TIME is refused), and rl_wake, which drops lapsed waiters and
  * publishes "<registration> <why>" (why: what freed the lock, the same on
- * every node, so that the waiter acts on one release once however many
- * nodes tell it) to the client of the first remaining one (skipping `skip`, the
+ * every node; wake.c reads only the registration, and acts on every node's
+ * message) to the client of the first remaining one (skipping `skip`, the
  * caller's own registration) until a client listens: PUBLISH says how many
  * received it, so a waiter whose process died is dropped at once. The woken
  * waiter gets the reservation K:wr for w ms. rl_has tells whether the
