@@ -208,6 +208,12 @@ int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *
     return 0;
 }
 
+int rl_conn_append_auth(const rl_node *node, redisContext *ctx)
+{
+    return node->ep.user ? redisAppendCommand(ctx, "AUTH %s %s", node->ep.user, node->ep.password)
+                         : redisAppendCommand(ctx, "AUTH %s", node->ep.password);
+}
+
 /* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
  * the reason in msg. */
 static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
@@ -220,11 +226,8 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
         return -1;
     }
     int ok = 1;
-    if (node->ep.password) {
-        ok = (node->ep.user ? redisAppendCommand(c->ctx, "AUTH %s %s", node->ep.user, node->ep.password)
-                            : redisAppendCommand(c->ctx, "AUTH %s", node->ep.password)) == REDIS_OK &&
-             push_setup(c, RL_REQ_AUTH, now);
-    }
+    if (node->ep.password)
+        ok = rl_conn_append_auth(node, c->ctx) == REDIS_OK && push_setup(c, RL_REQ_AUTH, now);
     if (ok && node->ep.db)
         ok = redisAppendCommand(c->ctx, "SELECT %d", node->ep.db) == REDIS_OK && push_setup(c, RL_REQ_SELECT, now);
     if (!ok) {

@@ -104,6 +104,8 @@ void rl_conn_transition(redlock_client *cl, size_t node, rl_conn_state to, rl_ou
 /* Opens c's non-blocking socket to node i (CLOSED -> CONNECTING, nothing
  * queued): 0, or -1 with the reason in msg. Shared with the listener. */
 int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize);
+/* Appends the node's AUTH (it has a password) to ctx's output: REDIS_OK or REDIS_ERR. */
+int rl_conn_append_auth(const rl_node *node, redisContext *ctx);
 /* Hands r's command to node i's connection (opening one if needed); sets
  * r->seq[i], or finishes the node at once when it cannot be sent. */
 void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);

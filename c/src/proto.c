@@ -75,10 +75,11 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
     snprintf(reserve, sizeof reserve, "%u", r->reserve_ms);
-    /* The queue's keys: the lock's key and a suffix each, side by side. */
-    char *qkeys = NULL;
+    /* The queue's keys: the lock's key and a suffix each, side by side; on
+     * the stack for the usual key, since every release has them. */
+    char local[3 * 256], *qkeys = local;
     int queue = s->keys == KEYS_QUEUE || s->keys == KEYS_QUEUE_FENCE;
-    if (queue && !(qkeys = malloc(3 * (r->key_len + 4))))
+    if (queue && 3 * (r->key_len + 4) > sizeof local && !(qkeys = malloc(3 * (r->key_len + 4))))
         return -1;
     const char *argv[16];
     size_t len[16];
@@ -108,7 +109,8 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     }
 #undef ARG
     long long rc = redisFormatCommandArgv(out, n, argv, len);
-    free(qkeys);
+    if (qkeys != local)
+        free(qkeys);
     return rc;
 }
 

@@ -96,8 +96,7 @@ static void open_listener(redlock_client *cl, size_t i, int64_t now)
     /* Messages are flat arrays of three strings; the guard stays as set. */
     int ok = 1;
     if (node->ep.password) {
-        ok = (node->ep.user ? redisAppendCommand(L->conn.ctx, "AUTH %s %s", node->ep.user, node->ep.password)
-                            : redisAppendCommand(L->conn.ctx, "AUTH %s", node->ep.password)) == REDIS_OK;
+        ok = rl_conn_append_auth(node, L->conn.ctx) == REDIS_OK;
         L->auth_owed = 1;
     }
     if (!ok || redisAppendCommand(L->conn.ctx, "SUBSCRIBE redlock:wake:%s", cl->io->wake_id) != REDIS_OK) {
