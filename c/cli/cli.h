@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <hiredis.h>
+#include <hiredis/hiredis.h>
 
 #include "rlcommon.h"  /* URL parsing, TLS rules, hardened replies: c/common */
 

@@ -331,8 +331,6 @@ static int parse_args(run_opts *o, int argc, char **argv)
 
 /* ---- the command ---- */
 
-/* In the child, between fork and exec. The process had one thread when it
- * forked (auto-extension starts later), so execvp's allocations are safe. */
 /* Runs the command with the lock held; returns the tool's exit code.
  * *passthrough is set when that code is the command's own status, which the
  * release may still override; *killed_by to the signal that killed it. */

@@ -23,7 +23,6 @@ typedef struct run_opts {
     long conflict_code, lost_code;
     int lost_signal;
     int64_t kill_after_ms;
-    const char *kill_after_arg;
 } run_opts;
 
 /* The signals redlock forwards to COMMAND (and waits for itself). */

@@ -65,6 +65,8 @@ void run_fds_cloexec_new(const fdset *before)
 
 /* ---- starting and ending COMMAND ---- */
 
+/* In the child, between fork and exec. The process had one thread when it
+ * forked (auto-extension starts later), so execvp's allocations are safe. */
 void run_child_exec(const run_opts *o, int err_fd, pid_t parent, int tty_fd, const sigset_t *oldmask)
 {
     setpgid(0, 0);
