@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("redlock %s\n", redlock_version());
+        printf("redlock %s (libredlock %s)\n", REDLOCK_CLI_VERSION, redlock_version());
         return 0;
     }
     if (!strcmp(cmd, "run"))

@@ -29,6 +29,10 @@ def test_version_and_help(runner):
     r = runner.run("--version")
     assert r.returncode == 0
     assert r.stdout.startswith("redlock ") and r.stdout.strip().split()[1].count(".") == 2
+    # the tool's version, then the library's, as --help says
+    words = r.stdout.split()
+    assert len(words) == 4 and words[2] == "(libredlock" and words[3].endswith(")"), r.stdout
+    assert runner.run("-V").stdout == r.stdout
     for sub in ("run", "status", "doctor"):
         r = runner.run(sub, "--help")
         assert r.returncode == 0, sub
