@@ -42,7 +42,9 @@ typedef enum redlock_error_code {
     REDLOCK_ENOTSUP      = -12, /* not supported */
     REDLOCK_ECANCELED    = -13, /* cancelled by redlock_lock_cancel() or a signal */
     REDLOCK_ELIMIT       = -14, /* extension bound reached (max_extensions, max_hold_ms) */
-    REDLOCK_ESTATE       = -15  /* the call does not fit the lock's state (e.g. release of a lock not held) */
+    REDLOCK_ESTATE       = -15, /* the call does not fit the lock's state (e.g. release of a lock not held) */
+    REDLOCK_EUNREACHABLE = -16  /* no quorum of nodes could be reached (refused, unresolvable name,
+                                 * connect timeout) for redlock_options.unreachable_ms */
 } redlock_error_code;
 
 /* Limits enforced on input; exceeding one gives REDLOCK_EINVAL. */
@@ -126,8 +128,9 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
  * REDLOCK_OPTIONS_INIT), then change fields. The version field comes first
  * and fields are only ever appended: the library reads a caller's struct by
  * its version, so a program built against an older header keeps working.
- * Version 1 ends with flags; version 2 adds TLS; version 3 adds on_event. */
-#define REDLOCK_OPTIONS_VERSION 3
+ * Version 1 ends with flags; version 2 adds TLS; version 3 adds on_event;
+ * version 4 adds unreachable_ms. */
+#define REDLOCK_OPTIONS_VERSION 4
 
 /* Bits of redlock_options.flags */
 #define REDLOCK_OPT_FUNCTIONS 0x1u   /* release and extend with FCALL on the "redlock"
@@ -178,10 +181,26 @@ typedef struct redlock_options {
                                   * the client is destroyed: after redlock_client_free and the
                                   * free of its last lock, when no event can follow. Not called
                                   * when client creation fails (NULL) */
+    /* Version 4 */
+    uint32_t unreachable_ms;     /* a waiting acquire fails with REDLOCK_EUNREACHABLE once no
+                                  * attempt has reached a quorum of nodes for this long: each
+                                  * unreachable node refused the connection, has a name that
+                                  * does not resolve, did not finish connecting in time, or is
+                                  * in reconnect backoff after one of these. A node that answers
+                                  * (even with an error) or is connected but slow is reachable:
+                                  * a busy lock or a slow node still waits. At most
+                                  * REDLOCK_MAX_WAIT_MS, or REDLOCK_UNREACHABLE_NEVER to keep
+                                  * waiting. 0 = the default: REDLOCK_UNREACHABLE_CONNECTS times
+                                  * the larger of connect_timeout_ms and node_timeout_ms, 1000 ms
+                                  * with the defaults (0) */
 } redlock_options;
 
+/* Values of redlock_options.unreachable_ms */
+#define REDLOCK_UNREACHABLE_NEVER    UINT32_MAX  /* wait on while no quorum can be reached */
+#define REDLOCK_UNREACHABLE_CONNECTS 5           /* 0: this many connect timeouts */
+
 #define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
-                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL }
+                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0 }
 
 /* Fills *opts with the defaults of options version `version` (1 up to
  * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.

@@ -198,6 +198,49 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     return code;
 }
 
+/* The unreachable bound (redlock_options.unreachable_ms) in microseconds,
+ * or -1 for none. */
+static int64_t unreachable_bound_us(const redlock_options *o)
+{
+    if (o->unreachable_ms == REDLOCK_UNREACHABLE_NEVER)
+        return -1;
+    if (o->unreachable_ms)
+        return (int64_t)o->unreachable_ms * 1000;
+    uint32_t base = o->connect_timeout_ms > o->node_timeout_ms ? o->connect_timeout_ms : o->node_timeout_ms;
+    return (int64_t)base * REDLOCK_UNREACHABLE_CONNECTS * 1000;
+}
+
+/* After a failed attempt of a wait: 1 when no attempt has reached a quorum
+ * of nodes (conn.c marks those it could not connect to) since *reached_us
+ * for longer than the bound, with the error naming each unreachable node;
+ * else 0, and *reached_us moves on if this attempt reached a quorum. A busy
+ * lock, a node that answers with an error and a slow node never count:
+ * only a wait that can never end by itself stops. */
+static int unreachable_too_long(redlock_lock *lock, int64_t *reached_us, uint64_t attempts)
+{
+    redlock_client *c = lock->client;
+    size_t down = 0;
+    for (size_t i = 0; i < c->n; i++)
+        down += lock->report[i].unreachable;
+    int64_t now = rl_now_us(), bound = unreachable_bound_us(&c->opts);
+    if ((int)(c->n - down) >= c->quorum) {
+        *reached_us = now;
+        return 0;
+    }
+    if (bound < 0 || now - *reached_us < bound)
+        return 0;
+    char msg[RL_MSG_MAX];
+    rl_fmt(msg, sizeof msg, "no quorum of nodes reachable for %lld ms (%llu attempt%s): %zu of %zu nodes unreachable, "
+           "%d reachable needed",
+           (long long)((now - *reached_us) / 1000), (unsigned long long)attempts, attempts == 1 ? "" : "s", down, c->n,
+           c->quorum);
+    for (size_t i = 0; i < c->n; i++)
+        if (lock->report[i].unreachable)
+            rl_append(msg, sizeof msg, "; %s: %s", c->nodes[i].ep.display, lock->report[i].msg);
+    rl_lock_err(lock, REDLOCK_EUNREACHABLE, "%s", msg);
+    return 1;
+}
+
 static int retryable(int code)
 {
     return code == REDLOCK_ENOTACQUIRED || code == REDLOCK_ENOQUORUM || code == REDLOCK_EEXPIRED ||
@@ -314,6 +357,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         rl_wake_name(lock->client, &w, lock, member, sizeof member);
     }
     memcpy(lock->member, member, sizeof member);
+    int64_t reached_us = start;   /* an attempt last reached a quorum of nodes (or the call began) */
     for (uint64_t n = 1;; n++) {
         wait_hint h = { 0, 0, 0, -1 };
         if (listen)
@@ -321,6 +365,10 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, member, ticket, &h);
         if (rc == 0 || !retryable(rc))
             break;
+        if (max_attempts > 1 && unreachable_too_long(lock, &reached_us, n)) {
+            rc = REDLOCK_EUNREACHABLE;
+            break;
+        }
         if (n >= max_attempts) {
             if (n > 1)
                 rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);

@@ -13,7 +13,8 @@ static size_t options_size(unsigned int version)
     switch (version) {
     case 1: return offsetof(redlock_options, tls_ca_file);
     case 2: return offsetof(redlock_options, on_event);
-    case 3: return sizeof(redlock_options);
+    case 3: return offsetof(redlock_options, unreachable_ms);
+    case 4: return sizeof(redlock_options);
     default: return 0;
     }
 }
@@ -59,6 +60,11 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
     if (o->retry_delay_ms > REDLOCK_MAX_TTL_MS || o->retry_jitter_ms > REDLOCK_MAX_TTL_MS ||
         o->wait_ms > (uint32_t)REDLOCK_MAX_WAIT_MS) {
         rl_fmt(err, errsize, "retry_delay_ms, retry_jitter_ms or wait_ms is absurdly large");
+        return REDLOCK_EINVAL;
+    }
+    if (o->unreachable_ms > (uint32_t)REDLOCK_MAX_WAIT_MS && o->unreachable_ms != REDLOCK_UNREACHABLE_NEVER) {
+        rl_fmt(err, errsize, "unreachable_ms must be at most %d (REDLOCK_MAX_WAIT_MS), or REDLOCK_UNREACHABLE_NEVER",
+               REDLOCK_MAX_WAIT_MS);
         return REDLOCK_EINVAL;
     }
     if (o->drift_min_ms > 60000) {

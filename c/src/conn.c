@@ -81,10 +81,14 @@ static void finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int64
     rl_io_notify(r);
 }
 
-static void node_backoff(rl_node *node, int64_t now)
+/* why: the failure, told to the rounds that skip the node meanwhile;
+ * unreachable: it was a connect that failed. */
+static void node_backoff(rl_node *node, int64_t now, const char *why, int unreachable)
 {
     node->backoff_ms = rl_policy_backoff_next_ms(node->backoff_ms);
     node->retry_after_us = now + (int64_t)node->backoff_ms * 1000;
+    rl_fmt(node->down_why, sizeof node->down_why, "%s", why);
+    node->down_unreachable = unreachable;
 }
 
 /* ---- states ---- */
@@ -113,11 +117,16 @@ void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outco
         return;
     }
     int64_t now = rl_now_us();
+    /* A connect that failed: the node could not be reached (a TLS failure
+     * means something answered). */
+    int unreachable = c->state == RL_CONN_CONNECTING && fail != RL_ERR_TLS;
     /* Everything it owed fails: the rounds that still wait learn why. */
     while (c->len) {
         rl_req *e = q_at(c, 0);
-        if (e->round && e->round->out[i] == RL_PENDING)
+        if (e->round && e->round->out[i] == RL_PENDING) {
+            e->round->unreachable[i] = (unsigned char)unreachable;
             finish(e->round, i, fail, why, now);
+        }
         q_pop(c);
     }
     close_socket(c);
@@ -222,7 +231,7 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
     rl_conn *c = node->conn;
     if (rl_conn_socket(cl, i, c, now, msg, msgsize) != 0) {
         if (strcmp(msg, "out of memory") != 0)
-            node_backoff(node, now);
+            node_backoff(node, now, msg, 1);
         return -1;
     }
     int ok = 1;
@@ -437,8 +446,8 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
         if (getsockopt(c->ctx->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
             err = errno;
         if (err) {
-            node_backoff(node, now);
             rl_fmt(msg, sizeof msg, "connect: %s", strerror(err));
+            node_backoff(node, now, msg, 1);
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
             return;
         }
@@ -524,9 +533,9 @@ void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
         int64_t limit = ((int64_t)cl->opts.connect_timeout_ms + cl->opts.node_timeout_ms) * 1000;
         if (now - c->opened_us > limit) {
             /* Not even accepting connections: back off. */
-            node_backoff(node, now);
             rl_fmt(msg, sizeof msg, "%s not finished within %lld ms",
                    c->state == RL_CONN_HANDSHAKE ? "TLS handshake" : "connect", (long long)(limit / 1000));
+            node_backoff(node, now, msg, c->state == RL_CONN_CONNECTING);
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
         }
         return;
@@ -578,12 +587,14 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     int fresh = c->state != RL_CONN_READY;
     if (c->state == RL_CONN_CLOSED) {
         if (node->retry_after_us > now) {
-            rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms",
-                   (long long)((node->retry_after_us - now + 999) / 1000));
+            rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms (%s)",
+                   (long long)((node->retry_after_us - now + 999) / 1000), node->down_why);
+            r->unreachable[i] = (unsigned char)node->down_unreachable;
             finish(r, i, RL_ERR_DOWN, msg, now);
             return;
         }
         if (conn_open(cl, i, now, msg, sizeof msg) != 0) {
+            r->unreachable[i] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
             finish(r, i, RL_ERR_IO, msg, now);
             return;
         }
@@ -709,6 +720,8 @@ void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
     int handshake = c && c->state == RL_CONN_HANDSHAKE;
+    /* Still connecting: no reply could come; not a slow node. */
+    r->unreachable[i] = c && c->state == RL_CONN_CONNECTING;
     rl_fmt(msg, sizeof msg, handshake ? "TLS handshake not finished within %lld ms" : "no reply within %lld ms",
            (long long)((now - r->start_us) / 1000));
     rl_conn_orphan(cl, i, r);   /* the request stays: its late reply is read and dropped */

@@ -41,6 +41,8 @@ typedef struct rl_node {
     struct rl_conn *conn;       /* the node's one connection, shared by every lock */
     int64_t retry_after_us;     /* reconnect backoff */
     uint32_t backoff_ms;
+    char down_why[RL_NODE_MSG_MAX]; /* the failure that started the backoff */
+    int down_unreachable;       /* it was a failed connect (not a TLS handshake) */
     int suspect;                /* timed out lately and silent since: not waited for long */
     struct rl_listener *listen; /* wake-up listener (wake.c), made on the first wait */
 } rl_node;
@@ -117,6 +119,9 @@ struct rl_round {
     uint64_t counter[REDLOCK_MAX_NODES];     /* ACQUIRE with "c", RL_YES: the node's counter */
     int64_t hint_ms[REDLOCK_MAX_NODES];      /* ACQUIRE, RL_NO: how long to wait at most (-1: unknown) */
     unsigned char marked[REDLOCK_MAX_NODES]; /* ACQUIRE, RL_NO: the holder's release wakes waiters */
+    unsigned char unreachable[REDLOCK_MAX_NODES]; /* failed for want of a connection: refused,
+                                             * name not resolved, connect timed out, or in
+                                             * backoff after one of these (conn.c) */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
     /* the engine's part (round.c, conn.c, mux.c), under the client's I/O mutex */
@@ -164,6 +169,7 @@ enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
 
 typedef struct rl_report {
     unsigned char outcome;   /* redlock_node_outcome */
+    unsigned char unreachable; /* the round's unreachable[i] */
     int code;
     int64_t rtt_us;
     char msg[RL_NODE_MSG_MAX];

@@ -75,6 +75,7 @@ void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
     for (size_t i = 0; i < r->n; i++) {
         rl_report *rep = &lock->report[i];
         rep->outcome = (unsigned char)node_outcome(r, i, &rep->code);
+        rep->unreachable = r->unreachable[i];
         rep->rtt_us = r->out[i] == RL_UNSENT || r->out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
         memcpy(rep->msg, r->msg[i], sizeof rep->msg);
     }

@@ -41,6 +41,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
         r->counter[i] = 0;
         r->hint_ms[i] = -1;
         r->marked[i] = 0;
+        r->unreachable[i] = 0;
         r->resent[i] = 0;
         r->deadline[i] = INT64_MAX;
     }

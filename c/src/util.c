@@ -97,6 +97,7 @@ static const struct {
     { REDLOCK_ECANCELED, "REDLOCK_ECANCELED", "cancelled" },
     { REDLOCK_ELIMIT, "REDLOCK_ELIMIT", "extension limit reached" },
     { REDLOCK_ESTATE, "REDLOCK_ESTATE", "operation does not fit the lock's state" },
+    { REDLOCK_EUNREACHABLE, "REDLOCK_EUNREACHABLE", "no quorum of nodes could be reached" },
 };
 
 const char *redlock_strerror(int code)
