@@ -81,6 +81,19 @@ const char *cli_timestamp(char *buf, size_t size);
  * grammar (redis://, rediss://, unix://), one masking of passwords. status
  * and doctor connect with blocking hiredis contexts. */
 int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsize);
+
+/* nodes.c. A node URL for a message: only its userinfo (which may hold a
+ * password) is hidden, and whatever does not have the shape of a URL or of
+ * host[:port][/db]; "10.0.0.1:6379" is shown as it is. */
+void cli_show_url(char *out, size_t size, const char *url);
+/* Parses every node URL before anything is contacted; with distinct, also
+ * refuses two URLs that reach the same address. A usage error naming the
+ * node (numbered from 1) and CLI_EXIT_USAGE, or 0. */
+int cli_nodes_check(const cli_common *c, const char *cmd, int distinct);
+/* The library's options for the tool's settings: key prefix, node timeout
+ * and TLS (strings borrowed from c). The one place that maps them, for
+ * run's client and for status's and doctor's own connections. */
+void cli_lib_options(const cli_common *c, redlock_options *opts);
 /* Connects (over TLS for rediss://, verified as the library verifies),
  * authenticates and selects the db, each step bounded by timeout_ms. NULL
  * with a reason in err on failure. The context's reader is hardened with
@@ -90,9 +103,9 @@ redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t ti
                           char *err, size_t errsize);
 
 /* tls.c. For status and doctor, after cli_common_resolve: builds c->tls_ctx
- * from c->tls when a node is rediss://. Prints the error and returns
+ * from the TLS settings of opts (cli_lib_options) when a node is rediss://. Prints the error and returns
  * CLI_EXIT_USAGE when a file cannot be loaded, 0 otherwise. */
-int cli_tls_prepare(cli_common *c, const char *cmd);
+int cli_tls_prepare(cli_common *c, const redlock_options *opts, const char *cmd);
 /* Starts TLS on a connected blocking context: the handshake, the chain
  * checked by c->tls_ctx and the certificate's name or IP against
  * --tls-server-name or host. 0, or -1 with the reason in err. */

@@ -606,15 +606,16 @@ int cli_doctor(int argc, char **argv)
         cli_err(CMD, "out of memory");
         rc = CLI_EXIT_SOFTWARE;
     }
-    for (size_t i = 0; !rc && i < n; i++) {
-        char err[512], masked[512];
-        if (cli_endpoint_parse(common.urls[i], &nodes[i].ep, err, sizeof err)) {
-            rl_mask_url(masked, sizeof masked, common.urls[i]);
-            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
-        }
-    }
     if (!rc)
-        rc = cli_tls_prepare(&common, CMD);
+        rc = cli_nodes_check(&common, CMD, 0);
+    for (size_t i = 0; !rc && i < n; i++) {
+        char err[512];
+        cli_endpoint_parse(common.urls[i], &nodes[i].ep, err, sizeof err);  /* checked above */
+    }
+    redlock_options lib;
+    cli_lib_options(&common, &lib);
+    if (!rc)
+        rc = cli_tls_prepare(&common, &lib, CMD);
     if (rc) {
         if (nodes)
             for (size_t i = 0; i < n; i++)
@@ -639,7 +640,7 @@ int cli_doctor(int argc, char **argv)
         if (!nd->ctx) {
             int auth = strstr(nd->error, "authentication") != NULL;
             int tls = !strncmp(nd->error, "TLS", 3);
-            const char *name = common.tls.server_name ? common.tls.server_name : nd->ep.host;
+            const char *name = lib.tls_server_name ? lib.tls_server_name : nd->ep.host;
             char fix[384];
             if (strstr(nd->error, "mismatch"))
                 snprintf(fix, sizeof fix,
@@ -666,7 +667,7 @@ int cli_doctor(int argc, char **argv)
         reachable++;
         check_info(&d, (int)i + 1, nd, ttl_text);
         if (usable(&d, (int)i + 1, nd))
-            check_commands(&d, (int)i + 1, nd, common.key_prefix);
+            check_commands(&d, (int)i + 1, nd, lib.key_prefix);
         usable(&d, (int)i + 1, nd);
     }
     /* The same server under two names (127.0.0.1 and localhost, a DNS
@@ -684,7 +685,7 @@ int cli_doctor(int argc, char **argv)
     if (probe_ms > 0) {
         for (size_t i = 0; i < n; i++)
             if (usable(&d, (int)i + 1, &nodes[i]))
-                clock_start(&nodes[i], common.key_prefix, probe_ms);
+                clock_start(&nodes[i], lib.key_prefix, probe_ms);
         struct timespec ts = { .tv_sec = probe_ms / 1000, .tv_nsec = (long)(probe_ms % 1000) * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
@@ -699,7 +700,7 @@ int cli_doctor(int argc, char **argv)
             "clock probe skipped (--clock-probe 0): no node's expiry clock was compared with this host's");
     }
 
-    if (tls_nodes && common.tls.insecure)
+    if (tls_nodes && lib.tls_insecure_skip_verify)
         add(&d, 0, SEV_WARN, "tls-insecure",
             "give the CA that signed the servers' certificates with --tls-ca-file (or tls_ca_file) instead",
             "--tls-insecure: the servers' certificates were not verified; anyone on the network path could pose "

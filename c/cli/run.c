@@ -166,13 +166,13 @@ static void on_event(const redlock_event *ev, void *userdata)
     if (!o)
         return;
     if (ev->type == REDLOCK_EVENT_WOKEN) {
-        vlog(o, "woken by a release of '%s' (node %zu)", o->resource, ev->node);
+        vlog(o, "woken by a release of '%s' (node %zu)", o->resource, ev->node + 1);
         return;
     }
     if (ev->type == REDLOCK_EVENT_LISTENER) {
         static const char *const names[] = { "off", "connecting", "ready", "down", "refused" };
         int st = ev->listener_state;
-        vlog(o, "wake-up listener on node %zu: %s%s%s", ev->node,
+        vlog(o, "wake-up listener on node %zu: %s%s%s", ev->node + 1,
              st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "unknown",
              *ev->message ? ": " : "", ev->message);
         return;
@@ -573,6 +573,11 @@ int cli_run(int argc, char **argv)
         cli_common_free(&o.common);
         return cli_usage(CMD, "--ttl must be between 100ms and 1d");
     }
+    rc = cli_nodes_check(&o.common, CMD, 1);
+    if (rc) {
+        cli_common_free(&o.common);
+        return rc;
+    }
     int64_t wait = o.common.wait_ms == -2 ? CLI_WAIT_FOREVER : o.common.wait_ms;
     if (o.nonblock)
         wait = 0;
@@ -592,22 +597,13 @@ int cli_run(int argc, char **argv)
     run_fds_snapshot(&inherited);
 
     redlock_options opts;
-    redlock_options_init(&opts);
-    opts.key_prefix = o.common.key_prefix;
+    cli_lib_options(&o.common, &opts);
     if (o.fencing)
         opts.flags |= REDLOCK_OPT_FENCING;
     if (o.no_wake)
         opts.flags |= REDLOCK_OPT_NO_WAKE;
     if (o.fair)
         opts.flags |= REDLOCK_OPT_FAIR;
-    if (o.common.node_timeout_ms >= 0)
-        opts.node_timeout_ms = (uint32_t)(o.common.node_timeout_ms ? o.common.node_timeout_ms : 1);
-    opts.tls_ca_file = o.common.tls.ca_file;
-    opts.tls_ca_dir = o.common.tls.ca_dir;
-    opts.tls_cert_file = o.common.tls.cert_file;
-    opts.tls_key_file = o.common.tls.key_file;
-    opts.tls_server_name = o.common.tls.server_name;
-    opts.tls_insecure_skip_verify = o.common.tls.insecure ? 1 : 0;
     opts.on_event = on_event;
     opts.on_event_userdata = &g_watch;
     g_watch.o = &o;  /* for on_event's --verbose lines while waiting; before any thread of the client */

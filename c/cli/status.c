@@ -161,24 +161,19 @@ int cli_status(int argc, char **argv)
     if (!rc && (!*resource || strlen(resource) > REDLOCK_MAX_RESOURCE_LEN))
         rc = cli_usage(CMD, "RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
     /* Every URL must parse before anything is contacted. */
-    for (size_t i = 0; !rc && i < common.n_urls; i++) {
-        rl_endpoint ep;
-        char err[512], masked[512];
-        if (cli_endpoint_parse(common.urls[i], &ep, err, sizeof err)) {
-            rl_mask_url(masked, sizeof masked, common.urls[i]);
-            rc = cli_usage(CMD, "node %zu '%s': %s", i + 1, masked, err);
-        }
-        rl_endpoint_clear(&ep);
-    }
     if (!rc)
-        rc = cli_tls_prepare(&common, CMD);
+        rc = cli_nodes_check(&common, CMD, 0);
+    redlock_options lib;
+    cli_lib_options(&common, &lib);
+    if (!rc)
+        rc = cli_tls_prepare(&common, &lib, CMD);
     if (rc) {
         cli_common_free(&common);
         return rc;
     }
     signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
 
-    size_t prefix_len = common.key_prefix ? strlen(common.key_prefix) : 0, rlen = strlen(resource);
+    size_t prefix_len = lib.key_prefix ? strlen(lib.key_prefix) : 0, rlen = strlen(resource);
     char *key = malloc(prefix_len + rlen + 1);
     node_state *ns = calloc(common.n_urls, sizeof *ns);
     if (!key || !ns) {
@@ -189,7 +184,7 @@ int cli_status(int argc, char **argv)
         return CLI_EXIT_SOFTWARE;
     }
     if (prefix_len)
-        memcpy(key, common.key_prefix, prefix_len);
+        memcpy(key, lib.key_prefix, prefix_len);
     memcpy(key + prefix_len, resource, rlen + 1);
 
     size_t n = common.n_urls, quorum = n / 2 + 1, answered = 0, free_count = 0;

@@ -44,7 +44,7 @@ void cli_tls_ctx_free(struct ssl_ctx_st *ctx)
 }
 
 
-int cli_tls_prepare(cli_common *c, const char *cmd)
+int cli_tls_prepare(cli_common *c, const redlock_options *opts, const char *cmd)
 {
     int any = 0;
     for (size_t i = 0; i < c->n_urls && !any; i++) {
@@ -59,10 +59,9 @@ int cli_tls_prepare(cli_common *c, const char *cmd)
 
     /* The library's own rules and messages (the files were checked for
      * readability by cli_common_resolve; what fails here is their content). */
-    const cli_tls *t = &c->tls;
     char err[512];
-    int rc = rl_tls_ctx_new(&c->tls_ctx, t->ca_file, t->ca_dir, t->cert_file, t->key_file, t->insecure, err,
-                            sizeof err);
+    int rc = rl_tls_ctx_new(&c->tls_ctx, opts->tls_ca_file, opts->tls_ca_dir, opts->tls_cert_file,
+                            opts->tls_key_file, opts->tls_insecure_skip_verify, err, sizeof err);
     if (rc) {
         cli_err(cmd, "%s", err);
         return rc == REDLOCK_ENOMEM ? CLI_EXIT_SOFTWARE : CLI_EXIT_USAGE;

@@ -80,6 +80,23 @@ def test_usage_errors_exit_2_with_one_line(runner, args):
         assert lines[0].startswith("redlock")
 
 
+@pytest.mark.parametrize("sub", ["run", "status", "doctor"])
+def test_a_url_error_names_the_node_from_1_and_shows_an_address_without_userinfo(runner, sub):
+    args = {"run": ["run", "res", "true"], "status": ["status", "res"], "doctor": ["doctor"]}[sub]
+    r = runner.run(sub, "--nodes", "127.0.0.1:7501", *args[1:])
+    assert r.returncode == EXIT_USAGE, r.stderr
+    assert r.stderr.startswith("redlock %s: node 1 '127.0.0.1:7501': unknown scheme" % sub), r.stderr
+    assert r.stderr.rstrip().endswith("(see 'redlock %s --help')" % sub), r.stderr
+    r = runner.run(sub, "--nodes", "app:pw@127.0.0.1:7501", *args[1:])
+    assert "node 1 '***@127.0.0.1:7501'" in r.stderr and "pw" not in r.stderr, r.stderr
+
+
+def test_run_refuses_one_server_twice_numbering_nodes_from_1(runner):
+    r = runner.run("run", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://localhost:1", "res", "true")
+    assert r.returncode == EXIT_USAGE, r.stderr
+    assert "node 1 (redis://127.0.0.1:1) and node 3 (redis://localhost:1) are the same server" in r.stderr
+
+
 def test_duration_forms_are_accepted(runner, cluster5, resource):
     for ttl in ("2", "1.5s", "1500ms", "0.05m"):
         r = runner.run("run", "--nodes", nodes_arg(cluster5), "--ttl", ttl, resource, "true")
