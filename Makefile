@@ -28,9 +28,16 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
-	tools/demo-cli $(BUILD)/c/cli/redlock
-	$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
+# Quiet: the build's output goes to a log, shown only if the build fails.
+demo:
+	@mkdir -p $(BUILD)
+	@echo "== building (log: $(BUILD)/demo-build.log)"
+	@$(MAKE) --no-print-directory build >$(BUILD)/demo-build.log 2>&1 || \
+	 { cat $(BUILD)/demo-build.log; echo "demo: the build failed (log above, in $(BUILD)/demo-build.log)"; exit 1; }
+	@printf '\n== part 1 of 2: the redlock command-line tool (tools/demo-cli)\n'
+	@tools/demo-cli $(BUILD)/c/cli/redlock
+	@printf '\n== part 2 of 2: the C library: processes add to one counter under one lock (c/examples/counter_demo.c)\n'
+	@$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
       test-jar test-deb test-wheel test-go-module

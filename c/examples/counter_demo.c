@@ -85,7 +85,7 @@ int main(void)
     printf("libredlock %s: %d processes x %d increments of one counter, under one lock on %zu nodes\n",
            redlock_version(), WORKERS, ROUNDS, n);
     for (size_t i = 0; i < n; i++)
-        printf("  node %zu: %s\n", i, urls[i]);
+        printf("  node %zu: %s\n", i + 1, urls[i]);
     fflush(stdout);
     pid_t pids[WORKERS];
     for (int w = 0; w < WORKERS; w++) {
@@ -98,7 +98,7 @@ int main(void)
     for (;;) {
         long v = read_counter(fd);
         if (!killed && v >= target / 2 && n >= 5) {
-            printf("counter at %ld: killing nodes 3 and 4 (a majority of 3 remains)\n", v);
+            printf("counter at %ld: killing nodes 4 and 5 (a majority of 3 remains)\n", v);
             fflush(stdout);
             char cmd[1024];
             snprintf(cmd, sizeof cmd, "python3 '%s' ctl kill 3 >/dev/null && python3 '%s' ctl kill 4 >/dev/null", py, py);
