@@ -40,7 +40,7 @@ demo:
 	@$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
-      test-jar test-deb test-wheel test-go-module
+      test-jar test-deb test-wheel test-go-module flake-hunt-short
 	@echo "all test suites passed"
 
 test-c: build
@@ -115,6 +115,23 @@ stress: build
 	cd $(BUILD) && REDLOCK_STRESS_CYCLES=20000 REDLOCK_WAKE_WAITS=10000 ctest --output-on-failure -R 'engine_stress|engine_wake'
 fuzz-long: deps
 	tests/fuzz/run 600
+
+# Flake hunting (docs/testing.md). The long form repeats every test: ctest
+# until-fail FLAKE_CTEST times, each pytest suite FLAKE_PYTEST times, go test
+# -count=FLAKE_GO; FLAKE_LOAD=stress runs stress-ng beside it, =double two ctests.
+# The short form, in 'make test', repeats the tests the last commits touched and
+# a slice that rotates by date, for about FLAKE_BUDGET seconds.
+FLAKE_CTEST  ?= 20
+FLAKE_PYTEST ?= 5
+FLAKE_GO     ?= 10
+FLAKE_LOAD   ?= none
+FLAKE_BUDGET ?= 150
+.PHONY: flake-hunt flake-hunt-short
+flake-hunt: build
+	tools/flake-hunt --build $(BUILD) --ctest $(FLAKE_CTEST) --pytest $(FLAKE_PYTEST) --go $(FLAKE_GO) \
+	  --load $(FLAKE_LOAD)
+flake-hunt-short: build
+	tools/flake-hunt --short --build $(BUILD) --budget $(FLAKE_BUDGET)
 
 # The benchmark's smoke run keeps it from rotting; it asserts no timing.
 test-bench: build
