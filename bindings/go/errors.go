@@ -46,6 +46,10 @@ var (
 	ErrCanceled     error = newSentinel(C.REDLOCK_ECANCELED)    // the wait was cancelled (context, Close)
 	ErrLimit        error = newSentinel(C.REDLOCK_ELIMIT)       // WithMaxExtensions / WithMaxHold reached
 	ErrState        error = newSentinel(C.REDLOCK_ESTATE)       // e.g. Unlock of a mutex not held
+	// ErrUnreachable: a Lock gave up because no quorum of nodes could be
+	// reached (connections refused, names that do not resolve, connects
+	// timing out) for WithUnreachableTimeout. The detail names each node.
+	ErrUnreachable error = newSentinel(C.REDLOCK_EUNREACHABLE)
 
 	// ErrClosed is returned by every operation after Client.Close, and by
 	// a LockContext that Close interrupted.
@@ -68,7 +72,7 @@ var sentinels = map[int]error{}
 func init() {
 	for _, e := range []error{ErrInvalid, ErrNoMemory, ErrNotAcquired, ErrNoQuorum, ErrExpired,
 		ErrLost, ErrTimeout, ErrIO, ErrServer, ErrAuth, ErrTLS, ErrNotSupported, ErrCanceled,
-		ErrLimit, ErrState} {
+		ErrLimit, ErrState, ErrUnreachable} {
 		sentinels[e.(*codeError).code] = e
 	}
 }

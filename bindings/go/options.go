@@ -51,6 +51,7 @@ type settings struct {
 	driftFactor      float64
 	nodeTimeoutMs    uint32
 	connectTimeoutMs uint32
+	unreachableMs    uint32 // C's unreachable_ms: 0 = its default
 	keyPrefix        string
 	maxExtensions    uint32
 	maxHoldMs        uint32
@@ -253,6 +254,32 @@ func WithConnectTimeout(d time.Duration) Option {
 	})
 }
 
+// WithUnreachableTimeout bounds how long a waiting Lock goes on while no
+// quorum of nodes can even be reached (connections refused, host names that
+// do not resolve, connects timing out): then it fails with an error matching
+// ErrUnreachable (and ErrFailed) that names each node. A lock held elsewhere,
+// or a slow node, still waits as the tries and the context allow. 0 (the
+// default) is the C library's default, five connect timeouts (1 s with the
+// defaults); a negative d waits on.
+func WithUnreachableTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.client("WithUnreachableTimeout")
+		switch {
+		case d < 0:
+			c.s.unreachableMs = C.REDLOCK_UNREACHABLE_NEVER
+		case d > 0:
+			ms := c.millis("WithUnreachableTimeout", d)
+			if ms > C.REDLOCK_MAX_WAIT_MS {
+				c.fail("WithUnreachableTimeout: %v is longer than seven days (REDLOCK_MAX_WAIT_MS)", d)
+				return
+			}
+			c.s.unreachableMs = ms
+		default:
+			c.s.unreachableMs = 0
+		}
+	})
+}
+
 // str records s for a C string option, refusing NUL bytes (C would see a
 // shorter string).
 func (c *config) str(name, s string, dst *string) {
@@ -417,6 +444,7 @@ func (s *settings) cOptions() C.redlock_options {
 	o.drift_factor = C.double(s.driftFactor)
 	o.node_timeout_ms = C.uint32_t(s.nodeTimeoutMs)
 	o.connect_timeout_ms = C.uint32_t(s.connectTimeoutMs)
+	o.unreachable_ms = C.uint32_t(s.unreachableMs)
 	o.key_prefix = cstr(s.keyPrefix)
 	o.max_extensions = C.uint32_t(s.maxExtensions)
 	o.max_hold_ms = C.uint32_t(s.maxHoldMs)

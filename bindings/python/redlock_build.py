@@ -33,6 +33,7 @@ typedef enum redlock_error_code {
     REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED, REDLOCK_ELOST, REDLOCK_ETIMEDOUT,
     REDLOCK_EIO, REDLOCK_ESERVER, REDLOCK_EAUTH, REDLOCK_ETLS,
     REDLOCK_ENOTSUP, REDLOCK_ECANCELED, REDLOCK_ELIMIT, REDLOCK_ESTATE,
+    REDLOCK_EUNREACHABLE,
     ...
 } redlock_error_code;
 
@@ -93,6 +94,7 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
 #define REDLOCK_OPT_FENCING ...
 #define REDLOCK_OPT_NO_WAKE ...
 #define REDLOCK_OPT_FAIR ...
+#define REDLOCK_UNREACHABLE_NEVER ...
 
 typedef struct redlock_options {
     unsigned int version;
@@ -117,6 +119,7 @@ typedef struct redlock_options {
     redlock_event_fn on_event;
     void *on_event_userdata;
     void (*on_event_userdata_free)(void *userdata);
+    uint32_t unreachable_ms;
     ...;
 } redlock_options;
 

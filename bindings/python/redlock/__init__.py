@@ -15,6 +15,7 @@ from ._errors import (
     LockNotAcquired,
     LockStateError,
     LockTimeout,
+    NodesUnreachable,
     NotSupported,
     QuorumError,
     RedlockError,
@@ -37,5 +38,5 @@ __all__ = [
     "Event", "EventType", "ListenerState", "NodeOutcome", "NodeResult",
     "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
-    "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError",
+    "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError", "NodesUnreachable",
 ]

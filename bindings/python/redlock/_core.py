@@ -181,6 +181,20 @@ def _max_hold_ms(value: Any) -> int:
     return ms
 
 
+def _unreachable_ms(value: Any) -> int:
+    """unreachable_timeout as C's unreachable_ms: unset is C's default (0: five connect
+    timeouts), None waits on however long no quorum can be reached."""
+    if value is _UNSET:
+        return 0
+    if value is None:
+        return int(lib.REDLOCK_UNREACHABLE_NEVER)
+    ms = _ms(value, "unreachable_timeout", _MAX_WAIT_MS, "REDLOCK_MAX_WAIT_MS, seven days")
+    if ms == 0:  # C would read 0 as "the default"
+        raise _invalid(f"unreachable_timeout must be at least 0.001 seconds (None: wait on), "
+                       f"got {_show(value)}")
+    return ms
+
+
 # How an acquire waits: _NO_WAIT (one attempt), _POLICY (the client's or lock's retry_count and
 # wait: the legacy wait=None), or a number of seconds (None: no deadline).
 _NO_WAIT: Any = ("no wait",)
@@ -312,6 +326,13 @@ class Redlock:
     how long an acquire with the default policy retries; ``max_hold`` (None:
     unbounded) bounds the total hold time reachable by extending.
 
+    A wait for a lock that is held elsewhere goes on as asked; a wait during
+    which no quorum of nodes can even be reached (connection refused, a host
+    name that does not resolve, connects timing out) raises
+    :class:`NodesUnreachable` (a ConnectionError) after ``unreachable_timeout``
+    seconds: by default five connect timeouts (1 s with the defaults); None
+    waits on.
+
     TLS (``rediss://`` nodes): ``tls_ca_file`` / ``tls_ca_dir`` (None for both: the
     system's CAs), ``tls_cert_file`` + ``tls_key_file`` for mutual TLS,
     ``tls_server_name`` (the name every certificate must carry instead of the URL's
@@ -341,6 +362,7 @@ class Redlock:
                  retry_jitter: Seconds = 0.2, wait: Optional[Seconds] = None,
                  drift_factor: float = 0.01, drift_min: Seconds = 0.002,
                  node_timeout: Seconds = 0.05, connect_timeout: Seconds = 0.2,
+                 unreachable_timeout: Optional[Seconds] = _UNSET,
                  key_prefix: Name = "", max_extensions: int = 0,
                  max_hold: Optional[Seconds] = None,
                  tls_ca_file: Optional[Path] = None, tls_ca_dir: Optional[Path] = None,
@@ -374,6 +396,7 @@ class Redlock:
             raise _invalid(f"node_timeout must be at least 0.001 seconds, got {_show(node_timeout)}")
         opts.node_timeout_ms = node_ms
         opts.connect_timeout_ms = _ms(connect_timeout, "connect_timeout", 600000, "ten minutes")
+        opts.unreachable_ms = _unreachable_ms(unreachable_timeout)
         prefix = ffi.new("char[]", _cstr(key_prefix, "key_prefix"))
         opts.key_prefix = prefix
         self.key_prefix = ffi.string(prefix).decode("utf-8", "replace")

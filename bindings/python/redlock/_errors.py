@@ -51,6 +51,15 @@ class QuorumError(RedlockError):
     code = lib.REDLOCK_ENOQUORUM
 
 
+class NodesUnreachable(QuorumError, ConnectionError):
+    """REDLOCK_EUNREACHABLE: a waiting acquire gave up because no quorum of nodes could
+    be reached (connections refused, names that do not resolve, connects timing out) for
+    the client's ``unreachable_timeout``. The detail names each node and what it said.
+
+    A QuorumError, and a ConnectionError as redis-py raises when Redis is down."""
+    code = lib.REDLOCK_EUNREACHABLE
+
+
 class LockExpired(RedlockError):
     """REDLOCK_EEXPIRED: the lock's validity ran out."""
     code = lib.REDLOCK_EEXPIRED
@@ -113,7 +122,7 @@ _BY_CODE: Dict[int, Type[RedlockError]] = {
     cls.code: cls
     for cls in (InvalidArgument, RedlockMemoryError, LockNotAcquired, QuorumError, LockExpired,
                 LockLost, LockTimeout, RedlockIOError, ServerError, AuthError, TLSError,
-                NotSupported, Cancelled, ExtensionLimit, LockStateError)
+                NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable)
 }
 
 
