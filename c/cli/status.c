@@ -112,7 +112,142 @@ static void print_value(FILE *f, const char *v, size_t len)
     }
 }
 
-int cli_status(int argc, char **argv)
+/* What the nodes say together. */
+typedef struct verdict {
+    size_t n, quorum, answered, free_count;
+    size_t best, best_count;   /* the value on the most nodes: ns[best], or best == n if none */
+    const char *state;         /* held, free, not_held, unknown */
+    int rc;                    /* 0 held, 1 not held, 69 unknown */
+} verdict;
+
+static void decide(const node_state *ns, size_t n, verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->n = n;
+    v->quorum = n / 2 + 1;
+    for (size_t i = 0; i < n; i++) {
+        v->answered += ns[i].state != ST_ERROR;
+        v->free_count += ns[i].state == ST_FREE;
+    }
+    /* The holder is the value found on the most nodes. */
+    v->best = n;
+    for (size_t i = 0; i < n; i++) {
+        if (ns[i].state != ST_HELD || !ns[i].value)
+            continue;
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            if (ns[j].state == ST_HELD && ns[j].value && ns[j].value_len == ns[i].value_len &&
+                !memcmp(ns[j].value, ns[i].value, ns[i].value_len))
+                count++;
+        if (count > v->best_count) {
+            v->best_count = count;
+            v->best = i;
+        }
+    }
+    if (v->best_count >= v->quorum) {
+        v->state = "held";
+        v->rc = 0;
+    } else if (v->answered < v->quorum) {
+        v->state = "unknown";
+        v->rc = CLI_EXIT_UNAVAIL;
+    } else {
+        v->state = v->free_count == v->answered ? "free" : "not_held";
+        v->rc = 1;
+    }
+}
+
+static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
+                       const verdict *v)
+{
+    printf("{\"resource\":");
+    cli_json_string(stdout, resource);
+    printf(",\"key\":");
+    cli_json_bytes(stdout, key, key_len);
+    printf(",\"quorum\":%zu,\"answered\":%zu,\"state\":\"%s\",\"holder\":", v->quorum, v->answered, v->state);
+    if (v->best < v->n)
+        cli_json_bytes(stdout, ns[v->best].value, ns[v->best].value_len);
+    else
+        printf("null");
+    printf(",\"holder_nodes\":%zu,\"nodes\":[", v->best_count);
+    for (size_t i = 0; i < v->n; i++) {
+        static const char *names[] = { "free", "held", "error" };
+        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
+        cli_json_string(stdout, ns[i].url);
+        printf(",\"state\":\"%s\",\"value\":", names[ns[i].state]);
+        if (ns[i].state == ST_HELD && ns[i].value)
+            cli_json_bytes(stdout, ns[i].value, ns[i].value_len);
+        else
+            printf("null");
+        if (ns[i].state == ST_HELD)
+            printf(",\"ttl_ms\":%lld", ns[i].ttl_ms);
+        else
+            printf(",\"ttl_ms\":null");
+        printf(",\"error\":");
+        cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
+        printf("}");
+    }
+    printf("]}\n");
+}
+
+/* One row of the table. */
+static void print_row(const node_state *ns, size_t i, int w, const verdict *v)
+{
+    char d[32];
+    const node_state *s = &ns[i];
+    const char *st = s->state == ST_HELD ? "held" : s->state == ST_FREE ? "free" : "error";
+    const char *ttl = s->state != ST_HELD ? "-" : s->ttl_ms == -1 ? "no expiry" : cli_fmt_duration(s->ttl_ms, d, sizeof d);
+    printf("%3zu  %-*s  %-5s  %-9s  ", i + 1, w, s->url, st, ttl);
+    if (s->state == ST_HELD && s->value) {
+        print_value(stdout, s->value, s->value_len);
+        const node_state *b = v->best < v->n ? &ns[v->best] : NULL;
+        if (b && (s->value_len != b->value_len || memcmp(s->value, b->value, b->value_len)))
+            printf("  (another value)");
+    } else if (s->state == ST_ERROR) {
+        printf("%s", s->error);
+    } else {
+        printf("-");
+    }
+    printf("\n");
+}
+
+static void print_text(const char *resource, const char *key, size_t key_len, const node_state *ns,
+                       const verdict *v)
+{
+    size_t n = v->n;
+    int w = 4;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(ns[i].url) > w)
+            w = (int)strlen(ns[i].url);
+    printf("resource '%s' (key '", resource);
+    print_value(stdout, key, key_len);
+    printf("') on %zu nodes, quorum %zu\n", n, v->quorum);
+    printf("  #  %-*s  %-5s  %-9s  %s\n", w, "NODE", "STATE", "TTL", "VALUE");
+    for (size_t i = 0; i < n; i++)
+        print_row(ns, i, w, v);
+    if (v->rc == 0) {
+        printf("held: value ");
+        print_value(stdout, ns[v->best].value, ns[v->best].value_len);
+        printf(" is on %zu of %zu nodes (quorum %zu)\n", v->best_count, n, v->quorum);
+    } else if (v->rc == 1 && v->free_count == v->answered) {
+        printf("free: no node that answered has the key (%zu of %zu answered)\n", v->answered, n);
+    } else if (v->rc == 1) {
+        printf("not held: no value is on a quorum (most: %zu of %zu nodes, quorum %zu)\n", v->best_count, n,
+               v->quorum);
+    } else {
+        printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ns[i].state == ST_HELD && ns[i].ttl_ms == -1) {
+            printf("warning: the key has no expiry on some nodes: it was not set by Redlock, or was "
+                   "changed since; it will never be released by expiry\n");
+            break;
+        }
+}
+
+/* Options and RESOURCE: 0, or the exit code of a usage error (reported);
+ * -1 after --help. */
+static int parse_args(cli_common *common, int argc, char **argv, int *json, int64_t *timeout_ms,
+                      const char **resource)
 {
     static const struct option longopts[] = {
         { "nodes", required_argument, NULL, OPT_NODES },
@@ -124,10 +259,6 @@ int cli_status(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    cli_common common;
-    cli_common_init(&common);
-    int json = 0, rc = 0;
-    int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
     optind = 0;
     opterr = 0;
     int c;
@@ -135,31 +266,40 @@ int cli_status(int argc, char **argv)
         const char *bad = argv[optind - 1];
         if (c == 'h') {
             help();
-            cli_common_free(&common);
-            return 0;
+            return -1;
         } else if (c == OPT_JSON) {
-            json = 1;
+            *json = 1;
         } else if (c == OPT_TIMEOUT) {
-            if (cli_parse_duration(optarg, &timeout_ms, 0) || timeout_ms <= 0)
-                rc = cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
+            if (cli_parse_duration(optarg, timeout_ms, 0) || *timeout_ms <= 0)
+                return cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
         } else if (c == ':') {
-            rc = cli_usage(CMD, "option '%s' needs a value", bad);
-        } else if (c == '?' || cli_common_option(&common, CMD, c, optarg) != 1) {
-            rc = optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
-                                    : cli_usage(CMD, "unknown option '%s'", bad);
+            return cli_usage(CMD, "option '%s' needs a value", bad);
+        } else if (c == '?' || cli_common_option(common, CMD, c, optarg) != 1) {
+            return optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
+                                      : cli_usage(CMD, "unknown option '%s'", bad);
         }
-        if (rc)
-            break;
     }
-    if (!rc && optind >= argc)
-        rc = cli_usage(CMD, "missing RESOURCE");
-    if (!rc && argc - optind > 1)
-        rc = cli_usage(CMD, "one RESOURCE only ('%s' is extra)", argv[optind + 1]);
-    if (!rc)
-        rc = cli_common_resolve(&common, CMD, 1);
-    const char *resource = rc ? NULL : argv[optind];
-    if (!rc && (!*resource || strlen(resource) > REDLOCK_MAX_RESOURCE_LEN))
-        rc = cli_usage(CMD, "RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
+    if (optind >= argc)
+        return cli_usage(CMD, "missing RESOURCE");
+    if (argc - optind > 1)
+        return cli_usage(CMD, "one RESOURCE only ('%s' is extra)", argv[optind + 1]);
+    int rc = cli_common_resolve(common, CMD, 1);
+    if (rc)
+        return rc;
+    *resource = argv[optind];
+    if (!**resource || strlen(*resource) > REDLOCK_MAX_RESOURCE_LEN)
+        return cli_usage(CMD, "RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
+    return 0;
+}
+
+int cli_status(int argc, char **argv)
+{
+    cli_common common;
+    cli_common_init(&common);
+    int json = 0;
+    int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
+    const char *resource = NULL;
+    int rc = parse_args(&common, argc, argv, &json, &timeout_ms, &resource);
     /* Every URL must parse before anything is contacted. */
     if (!rc)
         rc = cli_nodes_check(&common, CMD, 0);
@@ -169,7 +309,7 @@ int cli_status(int argc, char **argv)
         rc = cli_tls_prepare(&common, &lib, CMD);
     if (rc) {
         cli_common_free(&common);
-        return rc;
+        return rc < 0 ? 0 : rc;
     }
     signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
 
@@ -187,122 +327,19 @@ int cli_status(int argc, char **argv)
         memcpy(key, lib.key_prefix, prefix_len);
     memcpy(key + prefix_len, resource, rlen + 1);
 
-    size_t n = common.n_urls, quorum = n / 2 + 1, answered = 0, free_count = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t n = common.n_urls;
+    for (size_t i = 0; i < n; i++)
         probe(&common, common.urls[i], key, prefix_len + rlen, timeout_ms, &ns[i]);
-        if (ns[i].state != ST_ERROR)
-            answered++;
-        if (ns[i].state == ST_FREE)
-            free_count++;
-    }
-    /* The holder is the value found on the most nodes. */
-    size_t best = n, best_count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ns[i].state != ST_HELD || !ns[i].value)
-            continue;
-        size_t count = 0;
-        for (size_t j = 0; j < n; j++)
-            if (ns[j].state == ST_HELD && ns[j].value && ns[j].value_len == ns[i].value_len &&
-                !memcmp(ns[j].value, ns[i].value, ns[i].value_len))
-                count++;
-        if (count > best_count) {
-            best_count = count;
-            best = i;
-        }
-    }
-    const char *verdict;
-    if (best_count >= quorum) {
-        verdict = "held";
-        rc = 0;
-    } else if (answered < quorum) {
-        verdict = "unknown";
-        rc = CLI_EXIT_UNAVAIL;
-    } else {
-        verdict = free_count == answered ? "free" : "not_held";
-        rc = 1;
-    }
-
-    if (json) {
-        printf("{\"resource\":");
-        cli_json_string(stdout, resource);
-        printf(",\"key\":");
-        cli_json_bytes(stdout, key, prefix_len + rlen);
-        printf(",\"quorum\":%zu,\"answered\":%zu,\"state\":\"%s\",\"holder\":", quorum, answered, verdict);
-        if (best < n)
-            cli_json_bytes(stdout, ns[best].value, ns[best].value_len);
-        else
-            printf("null");
-        printf(",\"holder_nodes\":%zu,\"nodes\":[", best_count);
-        for (size_t i = 0; i < n; i++) {
-            static const char *names[] = { "free", "held", "error" };
-            printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
-            cli_json_string(stdout, ns[i].url);
-            printf(",\"state\":\"%s\",\"value\":", names[ns[i].state]);
-            if (ns[i].state == ST_HELD && ns[i].value)
-                cli_json_bytes(stdout, ns[i].value, ns[i].value_len);
-            else
-                printf("null");
-            if (ns[i].state == ST_HELD)
-                printf(",\"ttl_ms\":%lld", ns[i].ttl_ms);
-            else
-                printf(",\"ttl_ms\":null");
-            printf(",\"error\":");
-            cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
-            printf("}");
-        }
-        printf("]}\n");
-    } else {
-        int w = 4;
-        for (size_t i = 0; i < n; i++)
-            if ((int)strlen(ns[i].url) > w)
-                w = (int)strlen(ns[i].url);
-        printf("resource '%s' (key '", resource);
-        print_value(stdout, key, prefix_len + rlen);
-        printf("') on %zu nodes, quorum %zu\n", n, quorum);
-        printf("  #  %-*s  %-5s  %-9s  %s\n", w, "NODE", "STATE", "TTL", "VALUE");
-        for (size_t i = 0; i < n; i++) {
-            char d[32];
-            const char *st = ns[i].state == ST_HELD ? "held" : ns[i].state == ST_FREE ? "free" : "error";
-            const char *ttl = ns[i].state != ST_HELD ? "-"
-                              : ns[i].ttl_ms == -1   ? "no expiry"
-                                                     : cli_fmt_duration(ns[i].ttl_ms, d, sizeof d);
-            printf("%3zu  %-*s  %-5s  %-9s  ", i + 1, w, ns[i].url, st, ttl);
-            if (ns[i].state == ST_HELD && ns[i].value) {
-                print_value(stdout, ns[i].value, ns[i].value_len);
-                if (best < n && (ns[i].value_len != ns[best].value_len ||
-                                 memcmp(ns[i].value, ns[best].value, ns[best].value_len)))
-                    printf("  (another value)");
-            } else if (ns[i].state == ST_ERROR) {
-                printf("%s", ns[i].error);
-            } else {
-                printf("-");
-            }
-            printf("\n");
-        }
-        if (rc == 0) {
-            printf("held: value ");
-            print_value(stdout, ns[best].value, ns[best].value_len);
-            printf(" is on %zu of %zu nodes (quorum %zu)\n", best_count, n, quorum);
-        } else if (rc == 1) {
-            if (free_count == answered)
-                printf("free: no node that answered has the key (%zu of %zu answered)\n", answered, n);
-            else
-                printf("not held: no value is on a quorum (most: %zu of %zu nodes, quorum %zu)\n", best_count, n,
-                       quorum);
-        } else {
-            printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", answered, n, quorum);
-        }
-        for (size_t i = 0; i < n; i++)
-            if (ns[i].state == ST_HELD && ns[i].ttl_ms == -1) {
-                printf("warning: the key has no expiry on some nodes: it was not set by Redlock, or was "
-                       "changed since; it will never be released by expiry\n");
-                break;
-            }
-    }
+    verdict v;
+    decide(ns, n, &v);
+    if (json)
+        print_json(resource, key, prefix_len + rlen, ns, &v);
+    else
+        print_text(resource, key, prefix_len + rlen, ns, &v);
     for (size_t i = 0; i < n; i++)
         free(ns[i].value);
     free(ns);
     free(key);
     cli_common_free(&common);
-    return rc;
+    return v.rc;
 }
