@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* contend.c: redlock_contend, W worker processes contending for one resource
  * with wake-up off (polling), on, and in fair mode: the hand-over latency, the
- * commands the nodes run per acquisition and the spread of acquisitions over
- * the workers. Run it through bench/run-contend (see bench/README.md). */
+ * acquire latency and timeouts, what the nodes run and spend per acquisition
+ * (commands and CPU), and the spread of acquisitions over the workers;
+ * optionally while a minority of the nodes is repeatedly stopped or paused.
+ * Run it through bench/run-contend (see bench/README.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -35,6 +37,9 @@
 #define MAX_LIST 16
 
 enum { M_OFF, M_WAKE, M_FAIR, NMODES };
+/* --fault: what happens to a minority of the nodes while a block runs. */
+enum { F_NONE, F_SIGSTOP, F_PAUSE, F_MIXED };
+static const char *const fault_name[] = { "none", "sigstop", "pause", "mixed" };
 static const char *const mode_name[NMODES] = { "off", "wake", "fair" };
 static const uint32_t mode_flags[NMODES] = { REDLOCK_OPT_NO_WAKE, 0, REDLOCK_OPT_FAIR };
 
@@ -47,13 +52,20 @@ static struct {
     uint32_t ttl_ms;
     long wait_ms;
     long node_timeout_ms;  /* 0: the library's default */
+    long retry_delay_ms;   /* -1: the library's default */
+    long retry_jitter_ms;  /* -1: the library's default */
     int n_nodes;
     int monitor;           /* count top-level commands with MONITOR */
     int warmup;            /* connect and ready the listeners before the clock starts */
     const char *csv;
     int workers[MAX_LIST], n_workers;
     int modes[NMODES], n_modes;
-} cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, 5, 1, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3 };
+    int fault;             /* F_* */
+    int fault_nodes;       /* nodes down at once (0: a minority, (n-1)/2) */
+    long fault_down_min_ms, fault_down_max_ms, fault_up_min_ms, fault_up_max_ms;
+    unsigned long long seed;
+} cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, -1, -1, 5, 1, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3,
+          F_NONE, 0, 100, 3000, 100, 1000, 0 };
 
 static int64_t now_ns(void)
 {
@@ -72,14 +84,16 @@ static void sleep_until_ns(int64_t t)
 /* ---- memory shared with the workers of one block ---- */
 
 typedef struct interval {
-    int64_t acq_ns;         /* right after redlock_lock_acquire returned 0 */
-    int64_t rel_ns;         /* right before redlock_release */
+    int64_t call_ns;        /* right before redlock_lock_acquire */
+    int64_t acq_ns;         /* right after it returned (0, or REDLOCK_ETIMEDOUT) */
+    int64_t rel_ns;         /* right before redlock_release; 0: the acquire timed out */
 } interval;
 
 typedef struct wstat {
     uint32_t n;             /* intervals recorded */
     uint32_t overflow;      /* acquisitions not recorded: the buffer was full */
     uint32_t errors;
+    uint32_t timeouts;      /* acquires that ran out their wait (REDLOCK_ETIMEDOUT) */
     atomic_uint tries;      /* ACQUIRED + ACQUIRE_FAILED events: attempts */
     atomic_uint woken;      /* WOKEN events */
     uint32_t unready;       /* warm-up: nodes whose listener was not READY in time */
@@ -145,6 +159,8 @@ static void worker_error(wstat *ws, int idx, int code, const char *what, const c
         ws->first_code = code;
         snprintf(ws->first_err, sizeof ws->first_err, "%s: %s: %s", what, redlock_error_name(code), msg);
     }
+    if (ws->errors > 3)
+        return; /* under faults the loop goes on: the first few tell the story */
     fprintf(stderr, "redlock_contend: worker %d: %s: %s: %s\n", idx, what, redlock_error_name(code), msg);
 }
 
@@ -204,6 +220,10 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
     o.on_event_userdata = ws;
     if (cfg.node_timeout_ms > 0)
         o.node_timeout_ms = (uint32_t)cfg.node_timeout_ms;
+    if (cfg.retry_delay_ms >= 0)
+        o.retry_delay_ms = (uint32_t)cfg.retry_delay_ms;
+    if (cfg.retry_jitter_ms >= 0)
+        o.retry_jitter_ms = (uint32_t)cfg.retry_jitter_ms;
     redlock_client *client = NULL;
     worker w = { .sh = sh, .idx = idx, .lock = NULL };
     char err[256] = "";
@@ -221,17 +241,31 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
     int have_th = 0;
     if (rc == 0)
         have_th = pthread_create(&th, NULL, watcher, &w) == 0;
+    /* One worker has nobody to hand the lock to. */
+    int yield = cfg.yield && W > 1;
     while (rc == 0 && have_th && !atomic_load(&w.stop)) {
+        int64_t t_call = now_ns();
         int a = redlock_lock_acquire(w.lock, cfg.ttl_ms, cfg.wait_ms);
         int64_t t_acq = now_ns();
         if (a == REDLOCK_ECANCELED)
             break;
+        if (a == REDLOCK_ETIMEDOUT) {
+            /* Ran out its wait: counted, and the loop goes on, as a service would. */
+            ws->timeouts++;
+            if (ws->n < sh->cap)
+                iv[ws->n++] = (interval){ t_call, t_acq, 0 };
+            continue;
+        }
         if (a != 0) {
             worker_error(ws, idx, a, "acquire", redlock_lock_errmsg(w.lock));
+            if (cfg.fault != F_NONE && !atomic_load(&w.stop)) {
+                sleep_until_ns(now_ns() + 10000000); /* counted; under faults the loop goes on */
+                continue;
+            }
             break;
         }
         uint32_t seq = atomic_fetch_add(&sh->seq, 1) + 1;
-        if (cfg.yield)
+        if (yield)
             futex(&sh->seq, FUTEX_WAKE, INT_MAX, NULL);
         if (cfg.hold_ms > 0)
             sleep_until_ns(t_acq + cfg.hold_ms * 1000000);
@@ -240,14 +274,14 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         if (r != 0)
             worker_error(ws, idx, r, "release", redlock_lock_errmsg(w.lock));
         if (ws->n < sh->cap)
-            iv[ws->n++] = (interval){ t_acq, t_rel };
+            iv[ws->n++] = (interval){ t_call, t_acq, t_rel };
         else
             ws->overflow++;
         if (cfg.think_us > 0)
             sleep_until_ns(now_ns() + cfg.think_us * 1000);
         /* Pass the baton: wait until another worker has taken the lock, so
          * that every acquisition is a hand-over to a worker that waited. */
-        while (cfg.yield && atomic_load(&sh->seq) == seq && !atomic_load(&w.stop)) {
+        while (yield && atomic_load(&sh->seq) == seq && !atomic_load(&w.stop)) {
             struct timespec ts = { 0, 20000000 };
             futex(&sh->seq, FUTEX_WAIT, seq, &ts);
         }
@@ -455,6 +489,216 @@ static long long client_list(int i, long long min_id, long long *sum, cl_base *s
     return max_id;
 }
 
+/* What node i has run and spent so far: the calls of every command in INFO
+ * commandstats (those run inside scripts included), less the benchmark's own
+ * (INFO, CLIENT *, MONITOR, ECHO: the library sends none of these), and
+ * used_cpu_sys + used_cpu_user from INFO cpu. 0, or -1 if the node did not
+ * answer. */
+typedef struct node_stat {
+    long long cmds;
+    double cpu_s;
+} node_stat;
+
+static int node_stats(redisContext *c, node_stat *out)
+{
+    out->cmds = 0;
+    out->cpu_s = 0;
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
+        freeReplyObject(r);
+        return -1;
+    }
+    for (const char *l = strstr(r->str, "cmdstat_"); l; l = strstr(l + 1, "\ncmdstat_")) {
+        if (*l == '\n')
+            l++;
+        const char *name = l + 8, *colon = strchr(name, ':');
+        const char *calls = colon ? strstr(colon, "calls=") : NULL;
+        if (!calls)
+            break;
+        size_t len = (size_t)(colon - name);
+        if ((len == 4 && strncmp(name, "info", 4) == 0) || (len >= 6 && strncmp(name, "client", 6) == 0) ||
+            (len == 7 && strncmp(name, "monitor", 7) == 0) || (len == 4 && strncmp(name, "echo", 4) == 0))
+            continue;
+        out->cmds += atoll(calls + 6);
+    }
+    freeReplyObject(r);
+    r = redisCommand(c, "INFO cpu");
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
+        freeReplyObject(r);
+        return -1;
+    }
+    const char *sys = strstr(r->str, "used_cpu_sys:"), *user = strstr(r->str, "used_cpu_user:");
+    if (sys)
+        out->cpu_s += atof(sys + 13);
+    if (user)
+        out->cpu_s += atof(user + 14);
+    freeReplyObject(r);
+    return sys && user ? 0 : -1;
+}
+
+/* The sum over nodes of what they ran and spent since *from. */
+static int nodes_delta(const node_stat *from, node_stat *sum)
+{
+    sum->cmds = 0;
+    sum->cpu_s = 0;
+    int ok = 0;
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        node_stat now;
+        if (node_stats(nv[i].ctl, &now) != 0) {
+            ok = -1;
+            continue;
+        }
+        sum->cmds += now.cmds - from[i].cmds;
+        sum->cpu_s += now.cpu_s - from[i].cpu_s;
+    }
+    return ok;
+}
+
+static int nodes_snapshot(node_stat *into)
+{
+    int ok = 0;
+    for (int i = 0; i < cfg.n_nodes; i++)
+        if (node_stats(nv[i].ctl, &into[i]) != 0)
+            ok = -1;
+    return ok;
+}
+
+/* ---- the fault thread: a minority of the nodes stopped or paused ---- */
+
+static pid_t node_pid[MAX_NODES];            /* from INFO server process_id */
+static volatile sig_atomic_t node_stopped[MAX_NODES];
+static redisContext *fault_ctx[MAX_NODES];   /* the fault thread's own: CLIENT PAUSE */
+
+typedef struct fault_run {
+    int64_t start_ns, deadline_ns;
+    uint64_t rng;
+    long long stops, pauses;   /* node faults begun in this block */
+    double down_s;             /* node-seconds down */
+    int failed;
+} fault_run;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static long rng_range(uint64_t *s, long lo, long hi)
+{
+    return hi <= lo ? lo : lo + (long)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* SIGCONT to every node this process stopped; safe in a signal handler. */
+static void resume_all(void)
+{
+    for (int i = 0; i < MAX_NODES; i++)
+        if (node_stopped[i] && node_pid[i] > 0) {
+            kill(node_pid[i], SIGCONT);
+            node_stopped[i] = 0;
+        }
+}
+
+static void on_fatal_signal(int sig)
+{
+    resume_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Until the deadline: pick fault_nodes nodes at random, stop them (SIGSTOP)
+ * or pause them (CLIENT PAUSE ms ALL) for a random down time, resume them,
+ * let them run for a random up time, and again. A pause is never longer than
+ * what is left of the block, so every node runs again at the deadline. */
+static void *fault_thread(void *arg)
+{
+    fault_run *f = arg;
+    int k = cfg.fault_nodes > 0 ? cfg.fault_nodes : (cfg.n_nodes - 1) / 2;
+    sleep_until_ns(f->start_ns);
+    while (now_ns() < f->deadline_ns) {
+        int pick[MAX_NODES], kind[MAX_NODES], all[MAX_NODES];
+        for (int i = 0; i < cfg.n_nodes; i++)
+            all[i] = i;
+        for (int j = 0; j < k; j++) { /* partial Fisher-Yates: k distinct nodes */
+            int r = j + (int)rng_range(&f->rng, 0, cfg.n_nodes - 1 - j);
+            int t = all[j];
+            all[j] = all[r];
+            all[r] = t;
+            pick[j] = all[j];
+        }
+        int64_t t0 = now_ns();
+        int64_t until = t0 + rng_range(&f->rng, cfg.fault_down_min_ms, cfg.fault_down_max_ms) * 1000000LL;
+        if (until > f->deadline_ns)
+            until = f->deadline_ns;
+        long ms = (long)((until - t0) / 1000000);
+        if (ms < 1)
+            break;
+        for (int j = 0; j < k; j++) {
+            int i = pick[j];
+            kind[j] = cfg.fault == F_MIXED ? (rng_next(&f->rng) & 1 ? F_SIGSTOP : F_PAUSE) : cfg.fault;
+            if (kind[j] == F_SIGSTOP) {
+                node_stopped[i] = 1;
+                if (kill(node_pid[i], SIGSTOP) != 0) {
+                    node_stopped[i] = 0;
+                    f->failed++;
+                    continue;
+                }
+                f->stops++;
+            } else {
+                redisReply *r = redisCommand(fault_ctx[i], "CLIENT PAUSE %ld ALL", ms);
+                if (!r || r->type == REDIS_REPLY_ERROR)
+                    f->failed++;
+                else
+                    f->pauses++;
+                freeReplyObject(r);
+            }
+            f->down_s += (double)ms / 1000.0;
+        }
+        sleep_until_ns(until);
+        for (int j = 0; j < k; j++)
+            if (kind[j] == F_SIGSTOP && node_stopped[pick[j]]) {
+                kill(node_pid[pick[j]], SIGCONT);
+                node_stopped[pick[j]] = 0;
+            }
+        /* A pause ends on its own at until: CLIENT UNPAUSE would itself wait for it. */
+        int64_t up = now_ns() + rng_range(&f->rng, cfg.fault_up_min_ms, cfg.fault_up_max_ms) * 1000000LL;
+        sleep_until_ns(up < f->deadline_ns ? up : f->deadline_ns);
+    }
+    resume_all();
+    return NULL;
+}
+
+/* Reads each node's pid and opens the fault thread's connections. */
+static int fault_setup(const char *const *urls)
+{
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        redisReply *r = redisCommand(nv[i].ctl, "INFO server");
+        const char *p = r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)
+                            ? strstr(r->str, "process_id:") : NULL;
+        node_pid[i] = p ? (pid_t)atol(p + 11) : 0;
+        freeReplyObject(r);
+        if (node_pid[i] <= 0 || kill(node_pid[i], 0) != 0) {
+            fprintf(stderr, "redlock_contend: --fault: node %d's process (pid %ld from INFO server) is not one "
+                            "this user can signal; the nodes must run on this host\n", i, (long)node_pid[i]);
+            return -1;
+        }
+        if (!(fault_ctx[i] = connect_blocking(urls[i]))) {
+            fprintf(stderr, "redlock_contend: --fault: cannot connect to node %d\n", i);
+            return -1;
+        }
+    }
+    atexit(resume_all);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS };
+    for (size_t j = 0; j < sizeof sigs / sizeof *sigs; j++)
+        sigaction(sigs[j], &sa, NULL);
+    return 0;
+}
+
 /* ---- results ---- */
 
 typedef struct dvec {
@@ -495,6 +739,13 @@ typedef struct result {
     double seconds;
     long long acq, again, tries, woken;
     dvec ho;                /* ms, every acquisition after the first of its block */
+    dvec lat;               /* ms, every acquire call that returned the lock or ran out its wait */
+    long long timeouts;     /* acquire calls that ran out their wait */
+    long long ncmds;        /* node commands (INFO commandstats), scripts' included, summed over nodes */
+    double ncpu_s;          /* node CPU (INFO cpu sys + user), summed over nodes */
+    int nstat_ok;
+    long long stops, pauses, fault_failed;
+    double down_s;
     long long top, lua, totcmds;
     tally names;            /* MONITOR lines by command name */
     int monitor_ok, totcmds_ok;
@@ -533,12 +784,14 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     memset(&blk_tally, 0, sizeof blk_tally);
 
     long long base_id[MAX_NODES];
+    node_stat ns0[MAX_NODES];
+    int ns_ok = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
         base_id[i] = client_list(i, 0, NULL, NULL, NULL);
         nv[i].counting = nv[i].seen_end = 0;
         nv[i].top = nv[i].lua = 0;
     }
-    if (!cfg.warmup && send_marker('s') != 0) {
+    if (!cfg.warmup && (send_marker('s') != 0 || nodes_snapshot(ns0) != 0)) {
         fprintf(stderr, "redlock_contend: a node stopped answering\n");
         munmap(sh, size);
         return -1;
@@ -595,13 +848,21 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
          * (connecting, the warm-up, SUBSCRIBE) stays out. */
         for (int i = 0; i < cfg.n_nodes; i++)
             client_list(i, base_id[i], NULL, &cl_start[i], NULL);
-        if (send_marker('s') != 0) {
+        if (send_marker('s') != 0 || nodes_snapshot(ns0) != 0) {
             fprintf(stderr, "redlock_contend: a node stopped answering\n");
             exit(1);
         }
     }
     sh->start_ns = now_ns() + 5000000;
     sh->deadline_ns = sh->start_ns + block_ns;
+    fault_run fr = { .start_ns = sh->start_ns, .deadline_ns = sh->deadline_ns,
+                     .rng = cfg.seed ^ ((uint64_t)(block_no + 1) * 0x2545f4914f6cdd1dull) };
+    pthread_t fth;
+    int have_fth = cfg.fault != F_NONE && pthread_create(&fth, NULL, fault_thread, &fr) == 0;
+    if (cfg.fault != F_NONE && !have_fth) {
+        fprintf(stderr, "redlock_contend: cannot start the fault thread\n");
+        exit(1);
+    }
     sleep_until_ns(sh->start_ns);
     close(go[1]);
 
@@ -647,6 +908,10 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         if (done_n + gone >= W)
             break;
     }
+    /* Every node runs again (the fault thread stops at the deadline) before
+     * the counts are read. */
+    if (have_fth)
+        pthread_join(fth, NULL);
     /* The last release returns at quorum; let the slower nodes' commands land. */
     int64_t settle = now_ns() + 100000000;
     while (now_ns() < settle) {
@@ -670,6 +935,9 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
             if (!nv[i].mon)
                 mon_ok = 0;
     }
+    node_stat nsd;
+    if (nodes_delta(ns0, &nsd) != 0)
+        ns_ok = 0;
     long long tot = 0;
     int tot_ok = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
@@ -712,9 +980,16 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     for (int i = 0; i < W; i++) {
         wstat *ws = wstat_of(sh, i);
         interval *iv = ivals_of(sh, W, i);
-        for (uint32_t j = 0; j < ws->n; j++)
-            all[k++] = (rec){ iv[j].acq_ns, iv[j].rel_ns, i };
-        long long n = (long long)ws->n + ws->overflow;
+        long long timed_out = 0;
+        for (uint32_t j = 0; j < ws->n; j++) {
+            dvec_push(&res->lat, (double)(iv[j].acq_ns - iv[j].call_ns) / 1e6);
+            if (iv[j].rel_ns == 0)
+                timed_out++;
+            else
+                all[k++] = (rec){ iv[j].acq_ns, iv[j].rel_ns, i };
+        }
+        long long n = (long long)ws->n - timed_out + ws->overflow;
+        res->timeouts += ws->timeouts;
         if (res->blocks == 0 && i == 0)
             res->min_w = res->max_w = n;
         if (n < res->min_w)
@@ -728,6 +1003,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         res->overflow += ws->overflow;
         res->unready += ws->unready ? 1 : 0;
     }
+    total = k;
     qsort(all, total, sizeof *all, cmp_rec);
     int64_t last_rel = 0;
     for (size_t j = 0; j < total; j++) {
@@ -760,6 +1036,13 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
                 tally_add(&res->names, blk_tally.name[i], strlen(blk_tally.name[i]), l, blk_tally.n[i][l]);
     res->monitor_ok = res->blocks == 1 ? mon_ok : res->monitor_ok && mon_ok;
     res->totcmds += tot;
+    res->ncmds += nsd.cmds;
+    res->ncpu_s += nsd.cpu_s;
+    res->nstat_ok = res->blocks == 1 ? ns_ok : res->nstat_ok && ns_ok;
+    res->stops += fr.stops;
+    res->pauses += fr.pauses;
+    res->down_s += fr.down_s;
+    res->fault_failed += fr.failed;
     res->totcmds_ok = res->blocks == 1 ? tot_ok : res->totcmds_ok && tot_ok;
     res->crashed += crashed;
     munmap(sh, size);
@@ -820,6 +1103,8 @@ static void server_version(int i, char *out, size_t size)
 }
 
 static int tot_cmds_field;   /* 1 when every node's CLIENT LIST has tot-cmds */
+static int idle_ok;          /* the idle figures were measured */
+static double idle_cpu_us_s, idle_cmds_s;
 
 static void print_header(void)
 {
@@ -850,7 +1135,15 @@ static void print_header(void)
            cfg.yield ? ", then wait until another worker has taken the lock (every acquisition is a hand-over)"
                      : ", then ask again at once (the releaser competes with the waiters)");
     printf("blocks:  %d per mode and worker count, %.2f s each, modes taking turns; default client options%s\n",
-           cfg.rounds, cfg.seconds / cfg.rounds, cfg.node_timeout_ms > 0 ? " but node_timeout_ms" : "");
+           cfg.rounds, cfg.seconds / cfg.rounds,
+           cfg.node_timeout_ms > 0 || cfg.retry_delay_ms >= 0 || cfg.retry_jitter_ms >= 0 ? " but those below" : "");
+    if (cfg.retry_delay_ms >= 0 || cfg.retry_jitter_ms >= 0) {
+        redlock_options d;
+        redlock_options_init(&d);
+        printf("         (retry_delay_ms %ld, retry_jitter_ms %ld)\n",
+               cfg.retry_delay_ms >= 0 ? cfg.retry_delay_ms : (long)d.retry_delay_ms,
+               cfg.retry_jitter_ms >= 0 ? cfg.retry_jitter_ms : (long)d.retry_jitter_ms);
+    }
     printf("%s", cfg.warmup ? "warm-up: the clock and the counts start once every worker has connected and (wake,\n"
                               "         fair) its listeners are READY, after a 100 ms wait on a resource held by\n"
                               "         the parent\n"
@@ -877,9 +1170,38 @@ static void print_header(void)
                "         server has no tot-cmds field), per acquisition\n");
     else
         printf("         exec: not counted on this server kind (no tot-cmds in CLIENT LIST)\n");
-    printf("\n%-5s %7s %8s %7s %8s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s\n", "mode", "workers", "acq", "acq/s",
-           "ho p50", "ho p99", "ho mean", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min");
+    printf("         acq p99 = the 99th percentile of the acquire calls that returned the lock or ran out\n"
+           "         their wait (ms); tmo = those that ran out their wait (REDLOCK_ETIMEDOUT);\n"
+           "         ncmd, ncpu = what the nodes ran and spent per acquisition, summed over all nodes: the\n"
+           "         calls in INFO commandstats (commands inside scripts included; INFO, CLIENT, MONITOR\n"
+           "         and ECHO left out, the benchmark's own) and used_cpu_sys + used_cpu_user of INFO cpu\n"
+           "         (us), from the start of the clock until every worker has finished%s\n",
+           cfg.monitor ? ";\n         ncpu includes what MONITOR costs the nodes: use --no-monitor for node CPU" : "");
+    if (idle_ok)
+        printf("idle:    the nodes, idle, spend %.0f us CPU and run %.1f commands per second (summed over nodes)\n",
+               idle_cpu_us_s, idle_cmds_s);
+    if (cfg.fault != F_NONE)
+        printf("fault:   %s: while each block runs, %d of the %d nodes at a time are %s for %ld-%ld ms, then all\n"
+               "         run %ld-%ld ms, until the deadline (seed %llu)\n",
+               fault_name[cfg.fault], cfg.fault_nodes > 0 ? cfg.fault_nodes : (cfg.n_nodes - 1) / 2, cfg.n_nodes,
+               cfg.fault == F_SIGSTOP ? "stopped (SIGSTOP, then SIGCONT)"
+               : cfg.fault == F_PAUSE ? "paused (CLIENT PAUSE ms ALL)"
+                                      : "stopped or paused (each at random)",
+               cfg.fault_down_min_ms, cfg.fault_down_max_ms, cfg.fault_up_min_ms, cfg.fault_up_max_ms, cfg.seed);
+    printf("\n%-5s %7s %8s %7s %8s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s %8s %5s %7s %7s\n", "mode", "workers", "acq",
+           "acq/s", "ho p50", "ho p99", "ho mean", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min",
+           "acq p99", "tmo", "ncmd", "ncpu");
     fflush(stdout);
+}
+
+static double ncmd_per_acq(const result *r)
+{
+    return r->nstat_ok && r->acq ? (double)r->ncmds / (double)r->acq : NAN;
+}
+
+static double ncpu_per_acq(const result *r)
+{
+    return r->nstat_ok && r->acq ? r->ncpu_s * 1e6 / (double)r->acq : NAN;
 }
 
 static double cmd_per_acq(const result *r)
@@ -920,7 +1242,12 @@ static void print_row(result *r, FILE *csv)
     double again = r->ho.n ? 100.0 * (double)r->again / (double)r->ho.n : NAN;
     double tries = acq > 0 ? (double)r->tries / acq : NAN, woken = acq > 0 ? (double)r->woken / acq : NAN;
     double ratio = r->min_w > 0 ? (double)r->max_w / (double)r->min_w : INFINITY;
-    char s[9][32];
+    qsort(r->lat.v, r->lat.n, sizeof *r->lat.v, cmp_double);
+    double lat99 = pct(&r->lat, 0.99);
+    char s[12][32];
+    fmt(s[9], 32, "%.2f", lat99);
+    fmt(s[10], 32, "%.1f", ncmd_per_acq(r));
+    fmt(s[11], 32, "%.0f", ncpu_per_acq(r));
     fmt(s[8], 32, "%.2f", mean);
     fmt(s[0], 32, "%.2f", p50);
     fmt(s[1], 32, "%.2f", p99);
@@ -930,8 +1257,9 @@ static void print_row(result *r, FILE *csv)
     fmt(s[5], 32, "%.1f", cmd_per_acq(r));
     fmt(s[6], 32, "%.1f", exec_per_acq(r));
     fmt(s[7], 32, "%.2f", ratio);
-    printf("%-5s %7d %8lld %7.0f %8s %8s %8s %6s %6s %6s %7s %7s %6lld %6lld %7s\n", mode_name[r->mode], r->workers,
-           r->acq, acq / r->seconds, s[0], s[1], s[8], s[2], s[3], s[4], s[5], s[6], r->min_w, r->max_w, s[7]);
+    printf("%-5s %7d %8lld %7.0f %8s %8s %8s %6s %6s %6s %7s %7s %6lld %6lld %7s %8s %5lld %7s %7s\n",
+           mode_name[r->mode], r->workers, r->acq, acq / r->seconds, s[0], s[1], s[8], s[2], s[3], s[4], s[5], s[6],
+           r->min_w, r->max_w, s[7], s[9], r->timeouts, s[10], s[11]);
     if (r->monitor_ok && r->acq && r->names.count) {
         for (int l = 0; l < 2; l++) {
             int any = 0;
@@ -952,13 +1280,20 @@ static void print_row(result *r, FILE *csv)
                r->errors, r->overlaps, r->crashed, r->overflow);
     if (r->unready)
         printf("      ^ %lld workers started with a listener not READY after 3 s of warm-up\n", r->unready);
+    if (cfg.fault != F_NONE)
+        printf("      faults: %lld stops, %lld pauses, %.1f node-seconds down%s\n", r->stops, r->pauses, r->down_s,
+               r->fault_failed ? " (SOME FAULTS COULD NOT BE INJECTED)" : "");
     fflush(stdout);
     if (csv)
-        fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld,%.4f\n",
+        fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld,%.4f,"
+                     "%.4f,%lld,%.2f,%.1f,%s,%u,%ld,%lld,%lld,%.2f\n",
                 mode_name[r->mode], r->workers, r->blocks, r->seconds, cfg.hold_ms, cfg.think_us, cfg.yield, r->acq,
                 acq / r->seconds, p50, p99, isnan(again) ? -1 : again, tries, woken,
                 isnan(cmd_per_acq(r)) ? -1 : cmd_per_acq(r), isnan(exec_per_acq(r)) ? -1 : exec_per_acq(r),
-                r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps, mean);
+                r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps, mean,
+                isnan(lat99) ? -1 : lat99, r->timeouts, isnan(ncmd_per_acq(r)) ? -1 : ncmd_per_acq(r),
+                isnan(ncpu_per_acq(r)) ? -1 : ncpu_per_acq(r), fault_name[cfg.fault], cfg.ttl_ms, cfg.wait_ms,
+                r->stops, r->pauses, r->down_s);
 }
 
 static void print_ratios(result *rs, int W)
@@ -973,11 +1308,17 @@ static void print_ratios(result *rs, int W)
         const result *r = &rs[m];
         if (r == off)
             continue;
-        char a[32], b[32], c[32];
+        char a[32], b[32], c[32], t[32], l[32], nc[32], cpu[32];
         fmt(a, sizeof a, "%.3fx", pct(&r->ho, 0.5) / pct(&off->ho, 0.5));
         fmt(b, sizeof b, "%.3fx", pct(&r->ho, 0.99) / pct(&off->ho, 0.99));
         fmt(c, sizeof c, "%.2fx", cmd_per_acq(r) / cmd_per_acq(off));
-        printf("      %s/off at %d workers: hand-over p50 %s, p99 %s, cmd/acq %s\n", mode_name[r->mode], W, a, b, c);
+        fmt(t, sizeof t, "%.2fx", off->acq ? ((double)r->acq / r->seconds) / ((double)off->acq / off->seconds) : NAN);
+        fmt(l, sizeof l, "%.2fx", pct(&r->lat, 0.99) / pct(&off->lat, 0.99));
+        fmt(nc, sizeof nc, "%.2fx", ncmd_per_acq(r) / ncmd_per_acq(off));
+        fmt(cpu, sizeof cpu, "%.2fx", ncpu_per_acq(r) / ncpu_per_acq(off));
+        printf("      %s/off at %d workers: acq/s %s, acq p99 %s, timeouts %lld vs %lld, hand-over p50 %s, p99 %s,\n"
+               "                    cmd/acq %s, node commands/acq %s, node CPU/acq %s\n",
+               mode_name[r->mode], W, t, l, r->timeouts, off->timeouts, a, b, c, nc, cpu);
     }
 }
 
@@ -1028,12 +1369,21 @@ static void usage(FILE *f)
             "  --rounds R            blocks per mode and worker count; the modes take turns (3)\n"
             "  --hold-ms MS          time each acquisition holds the lock (1)\n"
             "  --think-us US         pause after each release (0)\n"
+            "  --think-ms MS         the same in milliseconds (--think-ms 20 = --think-us 20000)\n"
             "  --no-yield            ask again right after a release instead of waiting until\n"
             "                        another worker has taken the lock\n"
             "  --nodes N             use the first N node URLs (5)\n"
             "  --ttl-ms MS           lock TTL (10000)\n"
             "  --wait-ms MS          wait_ms of each acquire (60000)\n"
             "  --node-timeout-ms MS  client node_timeout_ms (library default)\n"
+            "  --retry-delay-ms MS   client retry_delay_ms (library default)\n"
+            "  --retry-jitter-ms MS  client retry_jitter_ms (library default)\n"
+            "  --fault KIND          none, sigstop, pause or mixed: while each block runs, a minority of\n"
+            "                        the nodes is repeatedly stopped (SIGSTOP) or paused (CLIENT PAUSE)\n"
+            "  --fault-nodes K       nodes down at once (a minority: (nodes-1)/2)\n"
+            "  --fault-down-ms A-B   each fault lasts uniform(A, B) ms (100-3000)\n"
+            "  --fault-up-ms A-B     then every node runs uniform(A, B) ms (100-1000)\n"
+            "  --seed N              seed of the fault schedule (from the clock)\n"
             "  --no-monitor          do not count top-level commands with MONITOR\n"
             "  --no-warmup           start the clock before the workers connect and subscribe\n"
             "  --csv FILE            also write the rows as CSV\n"
@@ -1043,21 +1393,26 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     enum { O_WORKERS = 256, O_MODES, O_SECONDS, O_ROUNDS, O_HOLD, O_THINK, O_NOYIELD, O_YIELD, O_NODES, O_TTL, O_WAIT,
-           O_NT, O_NOMON, O_CSV, O_SMOKE, O_NOWARM };
+           O_NT, O_NOMON, O_CSV, O_SMOKE, O_NOWARM, O_THINKMS, O_RDELAY, O_RJITTER, O_FAULT, O_FNODES, O_FDOWN, O_FUP,
+           O_SEED };
     static const struct option opts[] = {
         { "workers", 1, NULL, O_WORKERS }, { "modes", 1, NULL, O_MODES },        { "mode", 1, NULL, O_MODES },
         { "seconds", 1, NULL, O_SECONDS }, { "rounds", 1, NULL, O_ROUNDS },      { "hold-ms", 1, NULL, O_HOLD },
         { "think-us", 1, NULL, O_THINK },  { "no-yield", 0, NULL, O_NOYIELD },   { "yield", 0, NULL, O_YIELD },
         { "nodes", 1, NULL, O_NODES },     { "ttl-ms", 1, NULL, O_TTL },         { "wait-ms", 1, NULL, O_WAIT },
         { "node-timeout-ms", 1, NULL, O_NT }, { "no-monitor", 0, NULL, O_NOMON }, { "csv", 1, NULL, O_CSV },
-        { "smoke", 0, NULL, O_SMOKE },     { "no-warmup", 0, NULL, O_NOWARM },     { "help", 0, NULL, 'h' },             { NULL, 0, NULL, 0 }
+        { "smoke", 0, NULL, O_SMOKE },     { "no-warmup", 0, NULL, O_NOWARM },   { "think-ms", 1, NULL, O_THINKMS },
+        { "retry-delay-ms", 1, NULL, O_RDELAY }, { "retry-jitter-ms", 1, NULL, O_RJITTER },
+        { "fault", 1, NULL, O_FAULT },     { "fault-nodes", 1, NULL, O_FNODES }, { "fault-down-ms", 1, NULL, O_FDOWN },
+        { "fault-up-ms", 1, NULL, O_FUP }, { "seed", 1, NULL, O_SEED },          { "help", 0, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
     };
-    int smoke = 0, set_workers = 0, set_seconds = 0, set_rounds = 0, c;
+    int smoke = 0, set_workers = 0, set_seconds = 0, set_rounds = 0, set_seed = 0, c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case O_WORKERS:
-            if ((cfg.n_workers = parse_list(optarg, cfg.workers, MAX_LIST, 2, MAX_WORKERS)) <= 0)
+            if ((cfg.n_workers = parse_list(optarg, cfg.workers, MAX_LIST, 1, MAX_WORKERS)) <= 0)
                 goto bad;
             set_workers = 1;
             break;
@@ -1086,6 +1441,54 @@ int main(int argc, char **argv)
             cfg.think_us = strtol(optarg, &end, 10);
             if (*end || cfg.think_us < 0)
                 goto bad;
+            break;
+        case O_THINKMS:
+            cfg.think_us = strtol(optarg, &end, 10) * 1000;
+            if (*end || cfg.think_us < 0)
+                goto bad;
+            break;
+        case O_RDELAY:
+        case O_RJITTER: {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 600000)
+                goto bad;
+            *(c == O_RDELAY ? &cfg.retry_delay_ms : &cfg.retry_jitter_ms) = v;
+            break;
+        }
+        case O_FAULT: {
+            int f = 0;
+            while (f <= F_MIXED && strcmp(optarg, fault_name[f]) != 0)
+                f++;
+            if (f > F_MIXED)
+                goto bad;
+            cfg.fault = f;
+            break;
+        }
+        case O_FNODES:
+            cfg.fault_nodes = (int)strtol(optarg, &end, 10);
+            if (*end || cfg.fault_nodes < 1 || cfg.fault_nodes > MAX_NODES)
+                goto bad;
+            break;
+        case O_FDOWN:
+        case O_FUP: {
+            long a, b;
+            char tail;
+            if (sscanf(optarg, "%ld-%ld%c", &a, &b, &tail) != 2 || a < 1 || b < a || b > 600000)
+                goto bad;
+            if (c == O_FDOWN) {
+                cfg.fault_down_min_ms = a;
+                cfg.fault_down_max_ms = b;
+            } else {
+                cfg.fault_up_min_ms = a;
+                cfg.fault_up_max_ms = b;
+            }
+            break;
+        }
+        case O_SEED:
+            cfg.seed = strtoull(optarg, &end, 10);
+            if (*end)
+                goto bad;
+            set_seed = 1;
             break;
         case O_NOYIELD: cfg.yield = 0; break;
         case O_YIELD: cfg.yield = 1; break;
@@ -1133,6 +1536,17 @@ int main(int argc, char **argv)
         }
     }
 
+    if (cfg.fault_nodes >= cfg.n_nodes) {
+        fprintf(stderr, "redlock_contend: --fault-nodes %d of %d nodes would leave none running\n", cfg.fault_nodes,
+                cfg.n_nodes);
+        return 2;
+    }
+    if (!set_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        cfg.seed = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^ (unsigned)getpid();
+    }
+
     const char *env = getenv("REDLOCK_TEST_NODES");
     if (!env || !*env) {
         fprintf(stderr, "redlock_contend: $REDLOCK_TEST_NODES is not set; run it through bench/run-contend\n");
@@ -1170,6 +1584,22 @@ int main(int argc, char **argv)
             freeReplyObject(m);
         }
     }
+    if (cfg.fault != F_NONE && fault_setup((const char *const *)urls) != 0)
+        return 2;
+    {
+        /* What the idle nodes spend, to set the per-acquisition figures against. */
+        node_stat s0[MAX_NODES], d;
+        int64_t t_idle = now_ns();
+        if (nodes_snapshot(s0) == 0) {
+            sleep_until_ns(t_idle + 500000000);
+            if (nodes_delta(s0, &d) == 0) {
+                double sec = (double)(now_ns() - t_idle) / 1e9;
+                idle_ok = 1;
+                idle_cpu_us_s = d.cpu_s * 1e6 / sec;
+                idle_cmds_s = (double)d.cmds / sec;
+            }
+        }
+    }
     FILE *csv = NULL;
     if (cfg.csv) {
         if (!(csv = fopen(cfg.csv, "w"))) {
@@ -1178,7 +1608,9 @@ int main(int argc, char **argv)
         }
         fprintf(csv, "mode,workers,blocks,seconds,hold_ms,think_us,yield,acquisitions,acq_per_s,handover_p50_ms,"
                      "handover_p99_ms,again_pct,tries_per_acq,woken_per_acq,cmds_per_acq,exec_per_acq,"
-                     "min_per_worker,max_per_worker,max_over_min,errors,overlaps,handover_mean_ms\n");
+                     "min_per_worker,max_per_worker,max_over_min,errors,overlaps,handover_mean_ms,acquire_p99_ms,"
+                     "timeouts,node_cmds_per_acq,node_cpu_us_per_acq,fault,ttl_ms,wait_ms,fault_stops,fault_pauses,"
+                     "fault_node_seconds\n");
     }
 
     char prefix[96];
@@ -1198,7 +1630,7 @@ int main(int argc, char **argv)
     print_header();
 
     int64_t t0 = now_ns();
-    long long bad_total = 0;
+    long long bad_total = 0, fault_errors = 0;
     int block_no = 0;
     for (int wi = 0; wi < cfg.n_workers; wi++) {
         int W = cfg.workers[wi];
@@ -1216,16 +1648,27 @@ int main(int argc, char **argv)
             }
         for (int m = 0; m < cfg.n_modes; m++) {
             print_row(&rs[m], csv);
-            bad_total += rs[m].errors + rs[m].overlaps + rs[m].crashed;
+            /* Under --fault an acquire or release may fail (no quorum while
+             * the nodes come and go): shown, but only an overlap or a dead
+             * worker fails the run. */
+            if (cfg.fault != F_NONE)
+                fault_errors += rs[m].errors;
+            else
+                bad_total += rs[m].errors;
+            bad_total += rs[m].overlaps + rs[m].crashed;
         }
         print_ratios(rs, W);
-        for (int m = 0; m < cfg.n_modes; m++)
+        for (int m = 0; m < cfg.n_modes; m++) {
             free(rs[m].ho.v);
+            free(rs[m].lat.v);
+        }
     }
     char load[64];
     loadavg(load, sizeof load);
     printf("\ntotal %.1f s; 1-min load %s at the end; %s\n", (double)(now_ns() - t0) / 1e9, load,
-           bad_total ? "ERRORS OR OVERLAPS (see above and stderr)" : "no errors, no overlaps");
+           bad_total ? "ERRORS OR OVERLAPS (see above and stderr)"
+           : fault_errors ? "no overlaps; some acquires or releases failed under the faults (see above)"
+                          : "no errors, no overlaps");
     if (csv)
         fclose(csv);
     for (int i = 0; i < cfg.n_nodes; i++) {
