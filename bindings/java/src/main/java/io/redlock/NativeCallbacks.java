@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // NativeCallbacks.java: the Java side of the C-to-Java callbacks written in
-// bindings/swig/redlock.i (JNI): lost-lock listeners, the event hook, and the
+// bindings/swig/java/redlock_jni.c: lost-lock listeners, the event hook, and the
 // factory of NodeResult. Its static methods are called from C only.
 package io.redlock;
 

@@ -12,25 +12,13 @@ import java.nio.charset.StandardCharsets;
  * {@link Lock#close()} would burden every try-with-resources block. Catch a
  * subclass such as {@link LockNotAcquiredException} for the cases you handle.
  */
-public class RedlockException extends RuntimeException {
+public class RedlockException extends ErrorCodes {
   private static final long serialVersionUID = 1L;
 
-  // The C library's stable error codes (redlock_error_code in redlock.h).
-  public static final int EINVAL = -1;
-  public static final int ENOMEM = -2;
-  public static final int ENOTACQUIRED = -3;
-  public static final int ENOQUORUM = -4;
-  public static final int EEXPIRED = -5;
-  public static final int ELOST = -6;
-  public static final int ETIMEDOUT = -7;
-  public static final int EIO = -8;
-  public static final int ESERVER = -9;
-  public static final int EAUTH = -10;
-  public static final int ETLS = -11;
-  public static final int ENOTSUP = -12;
-  public static final int ECANCELED = -13;
-  public static final int ELIMIT = -14;
-  public static final int ESTATE = -15;
+  // The C library's error codes (redlock_error_code in redlock.h), EINVAL to
+  // the last one appended, are inherited: ErrorCodes is generated from the
+  // header (bindings/swig/java/redlock_java.i), so RedlockException.ELOST and
+  // any newer code are compile-time constants without a copy here.
 
   private final int code;
   private final String errorName;
@@ -61,8 +49,10 @@ public class RedlockException extends RuntimeException {
     return detail;
   }
 
-  // Called from the JNI wrapper (rl_java_throw in bindings/swig/redlock.i);
-  // the strings arrive as UTF-8 bytes.
+  // Called from the JNI wrapper (rl_java_throw in bindings/swig/java/redlock_jni.c);
+  // the strings arrive as UTF-8 bytes. A code without a subclass here (ENOMEM,
+  // or one newer than this class) is a plain RedlockException with the C
+  // library's name and text for it.
   static RedlockException fromNative(int code, byte[] name, byte[] description, byte[] detail) {
     String n = new String(name, StandardCharsets.UTF_8);
     String t = new String(description, StandardCharsets.UTF_8);
@@ -82,7 +72,7 @@ public class RedlockException extends RuntimeException {
       case ECANCELED: return new CancelledException(n, t, d);
       case ELIMIT: return new ExtensionLimitException(n, t, d);
       case ESTATE: return new LockStateException(n, t, d);
-      default: return new RedlockException(code, n, t, d); // ENOMEM and codes newer than this jar
+      default: return new RedlockException(code, n, t, d);
     }
   }
 }

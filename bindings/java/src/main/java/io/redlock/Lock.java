@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Lock.java: one lock on one resource (redlock_lock). The calls into C are in
+// LockNative, which SWIG generates from bindings/swig.
+package io.redlock;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * One lock on one resource. Use it from one thread at a time (its methods
+ * are synchronized), except {@link #cancel()}, which any thread may call.
+ * {@link #close()} releases the lock if it is held and frees the handle.
+ * The client's auto-extend thread may extend it meanwhile
+ * ({@link #autoExtend(long, LockLostListener)}).
+ */
+public final class Lock extends LockNative implements AutoCloseable {
+  // cancel() must not run while the handle is being freed; it cannot take
+  // the lock's monitor because acquire() holds that while it waits.
+  private final Object cancelGuard = new Object();
+
+  // The client's node URLs, for nodeResults(); set by Redlock.newLock.
+  List<String> nodeUrls = List.of();
+
+  Lock(long cPtr, boolean cMemoryOwn) {
+    super(cPtr, cMemoryOwn);
+  }
+
+  /** Acquires for ttlMs, retrying per the client's options. */
+  public void acquire(long ttlMs) {
+    acquire(ttlMs, Redlock.WAIT_DEFAULT);
+  }
+
+  /** Acquires for ttlMs with one attempt. */
+  public void tryAcquire(long ttlMs) {
+    acquire(ttlMs, Redlock.WAIT_NONE);
+  }
+
+  /** Acquires for ttlMs, waiting up to waitMs (Redlock.WAIT_DEFAULT, Redlock.WAIT_NONE or {@code > 0}). */
+  public synchronized void acquire(long ttlMs, long waitMs) {
+    acquireNative(ttlMs, waitMs);
+  }
+
+  /** Extends the held lock to ttlMs from now, on a majority and within its validity. */
+  public synchronized void extend(long ttlMs) {
+    extendNative(ttlMs);
+  }
+
+  /** Releases on every node; throws LockLostException if it was no longer ours on a majority. */
+  public synchronized void release() {
+    releaseNative();
+  }
+
+  /**
+   * Makes an acquire() waiting in another thread throw
+   * {@link CancelledException} promptly, and every later acquire() too,
+   * until {@link #resetCancel()}: a cancel issued just before the wait
+   * starts is therefore never lost. Safe to call from any thread, and after
+   * close() (then it does nothing).
+   */
+  public void cancel() {
+    synchronized (cancelGuard) {
+      if (swigCPtr != 0)
+        cancelNative();
+    }
+  }
+
+  /** Clears a {@link #cancel()}, so that this lock can be acquired again. */
+  public void resetCancel() {
+    synchronized (cancelGuard) {
+      if (swigCPtr != 0)
+        resetCancelNative();
+    }
+  }
+
+  /** Remaining validity in ms (monotonic clock); {@code <= 0} means expired or not held. */
+  public synchronized long validityMs() {
+    return validityMsNative();
+  }
+
+  /** Whether this handle holds the lock and its validity has not run out. */
+  public synchronized boolean isHeld() {
+    return isHeldNative();
+  }
+
+  /** The resource name this lock is for. */
+  public synchronized String resource() {
+    return resourceNative();
+  }
+
+  /**
+   * The fencing token of the current acquisition ({@code >= 1}) when the client's
+   * Options have setFencing(true); 0 when not held or without fencing. Successive
+   * holders' tokens strictly increase (docs/fencing.md).
+   */
+  public synchronized long fencingToken() {
+    return fencingTokenNative();
+  }
+
+  /**
+   * This lock's acquisition policy (a copy): its client's options until
+   * {@link #setOptions(LockOptions)} changed them.
+   */
+  public synchronized LockOptions getOptions() {
+    return getOptionsNative();
+  }
+
+  /**
+   * Sets this lock's acquisition policy for its next acquisitions (retries,
+   * delay, jitter, the wait of acquire(ttlMs) and acquire(ttlMs, WAIT_DEFAULT))
+   * and the drift allowance of its validity; the options are copied. Checked
+   * as the client's options are: InvalidArgumentException, with the reason,
+   * leaves the policy unchanged. Waits for an acquire under way on this handle.
+   */
+  public synchronized void setOptions(LockOptions opts) {
+    setOptionsNative(opts);
+  }
+
+  /** {@link #autoExtend(long, LockLostListener)} for up to an hour, with no listener. */
+  public void autoExtend() {
+    autoExtend(0, null);
+  }
+
+  /** {@link #autoExtend(long, LockLostListener)} for up to an hour. */
+  public void autoExtend(LockLostListener listener) {
+    autoExtend(0, listener);
+  }
+
+  /**
+   * Keeps the held lock alive: the client's background thread extends it to
+   * its acquisition TTL every TTL/3 until {@link #release()}, {@link #close()},
+   * {@link #stopAutoExtend()}, a loss, or maxHoldMs of holding in all (0 = one
+   * hour; the Options' maxHoldMs and maxExtensions apply too). A loss makes
+   * {@link #isHeld()} false and is told to listener (may be null) on another
+   * thread; see {@link LockLostListener}. Calling it again replaces the
+   * listener. Throws {@link LockStateException} when the lock is not held.
+   */
+  public synchronized void autoExtend(long maxHoldMs, LockLostListener listener) {
+    autoExtendNative(maxHoldMs, listener == null ? null : new NativeCallbacks.LostDispatch(this, listener));
+  }
+
+  /**
+   * Stops auto-extension, waiting for an extension under way; the lock stays
+   * held until its validity runs out. False if it was not on (never started,
+   * or ended by a loss or a release).
+   */
+  public synchronized boolean stopAutoExtend() {
+    return stopAutoExtendNative();
+  }
+
+  /**
+   * What each node did in this lock's last round (the last attempt of an
+   * acquire, an extension by anyone, or a release), in the client's node order.
+   */
+  public synchronized List<NodeResult> nodeResults() {
+    List<String> urls = nodeUrls;
+    List<NodeResult> out = new ArrayList<>(urls.size());
+    for (int i = 0; i < urls.size(); i++)
+      out.add((NodeResult) nodeResultNative(i, urls.get(i)));
+    return Collections.unmodifiableList(out);
+  }
+
+  /**
+   * Releases the lock if this handle holds it (throwing
+   * {@link LockLostException} if it was no longer ours on a majority), then
+   * frees the handle. Idempotent. In try-with-resources an exception from
+   * the body wins and this one is added to it as suppressed.
+   */
+  @Override
+  public synchronized void close() {
+    synchronized (cancelGuard) {
+      if (swigCPtr == 0)
+        return;
+      try {
+        closeNative(); // releases if held, frees the C handle even on failure
+      } finally {
+        swigForget(); // closeNative already freed it
+      }
+    }
+  }
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Redlock.java: a client over N nodes (redlock_client), the entry point of the
+// Java binding. The calls into C are in RedlockNative, which SWIG generates
+// from bindings/swig.
+package io.redlock;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * A Redlock client over N independent Redis/Valkey nodes. Thread-safe.
+ *
+ * <pre>{@code
+ * try (Redlock client = new Redlock(new String[]{"redis://a:6379", "redis://b:6379", "redis://c:6379"});
+ *      Lock lock = client.acquire("invoices", 30_000)) {
+ *     ...
+ * }
+ * }</pre>
+ *
+ * Locks keep the underlying C client alive, so a {@link Lock} stays usable
+ * after its client is closed. Every failure is a {@link RedlockException}.
+ */
+public final class Redlock extends RedlockNative implements AutoCloseable {
+  /** wait argument: the client's retry policy (Options retryCount / waitMs); REDLOCK_WAIT_DEFAULT. */
+  public static final long WAIT_DEFAULT = -1;
+  /** wait argument: exactly one attempt; REDLOCK_WAIT_NONE. */
+  public static final long WAIT_NONE = 0;
+
+  // Calls that touch the C client are serialised with close().
+  private List<String> nodeUrls;
+
+  /** A client with the default options. */
+  public Redlock(String[] nodes) {
+    this(nodes, null);
+  }
+
+  /**
+   * A client over the given node URLs (redis://[user[:password]@]host[:port][/db]
+   * or unix:///path[?db=N]) with options (null = the defaults). No connection is
+   * made yet. A malformed or duplicate URL throws InvalidArgumentException; a
+   * TLS file that cannot be loaded, TLSException.
+   */
+  public Redlock(String[] nodes, Options options) {
+    super(nodes, options);
+  }
+
+  /** The version of the C library actually loaded, "MAJOR.MINOR.PATCH". */
+  public static String version() {
+    return versionNative();
+  }
+
+  /** Acquires resource for ttlMs, retrying per the client's options. */
+  public Lock acquire(String resource, long ttlMs) {
+    return acquire(resource, ttlMs, WAIT_DEFAULT);
+  }
+
+  /** Acquires resource for ttlMs with one attempt. */
+  public Lock tryAcquire(String resource, long ttlMs) {
+    return acquire(resource, ttlMs, WAIT_NONE);
+  }
+
+  /**
+   * Acquires resource for ttlMs, retrying for up to waitMs (or WAIT_DEFAULT,
+   * WAIT_NONE); a wait that runs out throws {@link LockTimeoutException}.
+   */
+  public Lock acquire(String resource, long ttlMs, long waitMs) {
+    // The lock handle is made under this client's monitor and the wait runs
+    // outside it, so close() never waits for a slow acquire.
+    Lock lock = newLock(resource);
+    try {
+      lock.acquire(ttlMs, waitMs);
+      return lock;
+    } catch (RuntimeException | Error e) {
+      lock.swigFree(); // not held, so nothing to release
+      throw e;
+    }
+  }
+
+  /** Frees the client. Idempotent. Locks made from it remain usable. */
+  @Override
+  public synchronized void close() {
+    swigFree();
+  }
+
+  /**
+   * Loads (FUNCTION LOAD REPLACE) the "redlock" function library on every node, for
+   * clients whose Options have setUseFunctions(true). An administrator runs it once
+   * per node, with URLs whose user may run FUNCTION LOAD. Throws the commonest
+   * failure, with every node's answer, if any node did not load it.
+   */
+  public synchronized void loadFunctions() {
+    loadFunctionsNative();
+  }
+
+  /** How many nodes this client uses. */
+  public synchronized long nodeCount() {
+    return nodeCountNative();
+  }
+
+  /**
+   * The node URLs as given to the constructor, with any password masked, in
+   * the order that {@link Lock#nodeResults()} and {@link RedlockEvent#node()} use.
+   */
+  public synchronized List<String> nodeUrls() {
+    long n = nodeCountNative(); // throws once closed
+    if (nodeUrls == null) {
+      List<String> urls = new ArrayList<>((int) n);
+      for (long i = 0; i < n; i++)
+        urls.add(nodeUrlNative(i));
+      nodeUrls = Collections.unmodifiableList(urls);
+    }
+    return nodeUrls;
+  }
+
+  /**
+   * The state of this client's wake-up listener on node i (an index into
+   * {@link #nodeUrls()}): the connection on which it hears releases, opened
+   * by its first waiting acquire (see {@link Options#setWake(boolean)}).
+   * Throws InvalidArgumentException for i out of range.
+   */
+  public synchronized ListenerState listenerState(int i) {
+    return ListenerState.fromNative(listenerStateNative(i));
+  }
+
+  /** Why node i's wake-up listener is DOWN or REFUSED; "" otherwise. */
+  public synchronized String listenerMessage(int i) {
+    listenerStateNative(i); // the range and closed checks
+    return listenerMessageNative(i);
+  }
+
+  /** {@link #listenerState(int)} of every node, in the order of {@link #nodeUrls()}. */
+  public synchronized List<ListenerState> listenerStates() {
+    int n = (int) nodeCountNative();
+    List<ListenerState> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++)
+      out.add(listenerState(i));
+    return Collections.unmodifiableList(out);
+  }
+
+  /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
+  public Lock newLock(String resource) {
+    List<String> urls = nodeUrls();
+    Lock lock;
+    synchronized (this) {
+      lock = newLockNative(resource);
+    }
+    lock.nodeUrls = urls;
+    return lock;
+  }
+
+  /**
+   * A handle for resource, not yet acquired, with its own acquisition policy
+   * (retries, wait, drift: {@link Lock#setOptions(LockOptions)}) instead of
+   * this client's. It uses this client's connections, however many locks
+   * have a policy of their own. Invalid options throw InvalidArgumentException.
+   */
+  public Lock newLock(String resource, LockOptions options) {
+    Lock lock = newLock(resource);
+    try {
+      lock.setOptions(options);
+      return lock;
+    } catch (RuntimeException | Error e) {
+      lock.swigFree();
+      throw e;
+    }
+  }
+}

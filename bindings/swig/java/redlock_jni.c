@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* redlock_jni.c: the JNI the Java binding writes by hand: strings and
+ * exceptions across the boundary, and the callbacks from C into Java (the
+ * lost-lock listener, the event hook, the node report) with the lifetime of
+ * the Java objects they need. SWIG generates the rest from redlock_java.i. */
+#include "redlock_jni.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+ * Strings and exceptions
+ * ------------------------------------------------------------------------- */
+
+/* Strings cross as bytes so the C text is decoded as real UTF-8, not JNI's
+ * modified UTF-8. */
+jbyteArray rl_java_bytes(JNIEnv *env, const char *s) {
+    jsize n = s ? (jsize)strlen(s) : 0;
+    jbyteArray a = (*env)->NewByteArray(env, n);
+    if (a && n)
+        (*env)->SetByteArrayRegion(env, a, 0, n, (const jbyte *)s);
+    return a;
+}
+
+/* io.redlock.RedlockException.fromNative picks the subclass for the code. */
+void rl_java_throw(JNIEnv *env, int code, const char *detail) {
+    jclass cls;
+    jmethodID mid;
+    jbyteArray name, text, det;
+    jobject ex;
+
+    if ((*env)->ExceptionCheck(env))
+        return;
+    cls = (*env)->FindClass(env, "io/redlock/RedlockException");
+    if (!cls)
+        return; /* NoClassDefFoundError is now pending */
+    mid = (*env)->GetStaticMethodID(env, cls, "fromNative", "(I[B[B[B)Lio/redlock/RedlockException;");
+    if (!mid)
+        return;
+    name = rl_java_bytes(env, redlock_error_name(code));
+    text = rl_java_bytes(env, redlock_strerror(code));
+    det = rl_java_bytes(env, detail ? detail : "");
+    if (!name || !text || !det)
+        return; /* OutOfMemoryError is pending */
+    ex = (*env)->CallStaticObjectMethod(env, cls, mid, (jint)code, name, text, det);
+    if (ex && !(*env)->ExceptionCheck(env))
+        (*env)->Throw(env, (jthrowable)ex);
+}
+
+/* A NUL inside would silently shorten the name the C library sees, so it is
+ * refused. */
+int rl_java_cstring(JNIEnv *env, jbyteArray in, const char *what, char **out) {
+    jsize n = (*env)->GetArrayLength(env, in);
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        rl_java_throw(env, REDLOCK_ENOMEM, NULL);
+        return -1;
+    }
+    (*env)->GetByteArrayRegion(env, in, 0, n, (jbyte *)s);
+    s[n] = '\0';
+    if (memchr(s, '\0', (size_t)n)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s contains a NUL character", what);
+        free(s);
+        rl_java_throw(env, REDLOCK_EINVAL, msg);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int rl_java_node_list(JNIEnv *env, jobjectArray in, char ***out, size_t *n) {
+    jsize len = (*env)->GetArrayLength(env, in);
+    char **urls = calloc(len ? (size_t)len : 1, sizeof(char *));
+    jsize i;
+    if (!urls) {
+        rl_java_throw(env, REDLOCK_ENOMEM, NULL);
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        jbyteArray el = (jbyteArray)(*env)->GetObjectArrayElement(env, in, i);
+        int bad = el && rl_java_cstring(env, el, "a node URL", &urls[i]);
+        if (el)
+            (*env)->DeleteLocalRef(env, el);
+        if (bad) {
+            rl_java_free_list(urls, (size_t)i);
+            return -1;
+        }
+    }
+    *out = urls;
+    *n = (size_t)len;
+    return 0;
+}
+
+void rl_java_free_list(char **list, size_t n) {
+    size_t i;
+    if (!list)
+        return;
+    for (i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+int rl_java_uint32(JNIEnv *env, jlong in, const char *what, uint32_t *out) {
+    if (in < 0 || in > (jlong)UINT32_MAX) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s out of range 0..4294967295: %lld", what, (long long)in);
+        rl_java_throw(env, REDLOCK_EINVAL, msg);
+        return -1;
+    }
+    *out = (uint32_t)in;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Threads. Set once by JNI_OnLoad. io.redlock.NativeCallbacks is looked up
+ * there, with the class loader of the jar: the library's auto-extend thread,
+ * attached later, could not find it with FindClass.
+ * ------------------------------------------------------------------------- */
+static JavaVM *rl_vm;
+static jclass rl_cb_class;
+static jmethodID rl_cb_lost, rl_cb_event, rl_cb_sink, rl_cb_node;
+static pthread_key_t rl_attached; /* set on threads this file attached */
+
+static void rl_java_detach(void *vm) {
+    (*(JavaVM *)vm)->DetachCurrentThread((JavaVM *)vm);
+}
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+    JNIEnv *env;
+    jclass cls;
+    (void)reserved;
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK)
+        return JNI_ERR;
+    cls = (*env)->FindClass(env, "io/redlock/NativeCallbacks");
+    if (!cls || !(rl_cb_class = (jclass)(*env)->NewGlobalRef(env, cls)))
+        return JNI_ERR;
+    rl_cb_lost = (*env)->GetStaticMethodID(env, cls, "lost", "(Ljava/lang/Object;I[B[B[B)V");
+    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJI)V");
+    rl_cb_sink = (*env)->GetStaticMethodID(env, cls, "eventSink", "(Ljava/lang/Object;[[B)Ljava/lang/Object;");
+    rl_cb_node = (*env)->GetStaticMethodID(env, cls, "nodeResult", "(ILjava/lang/Object;IIJ[B)Ljava/lang/Object;");
+    if (!rl_cb_lost || !rl_cb_event || !rl_cb_sink || !rl_cb_node)
+        return JNI_ERR;
+    if (pthread_key_create(&rl_attached, rl_java_detach) != 0)
+        return JNI_ERR;
+    rl_vm = vm;
+    return JNI_VERSION_1_6;
+}
+
+/* The calling thread's JNIEnv. A thread the JVM does not know is the C
+ * library's auto-extend thread (or another native thread freeing the last
+ * handle of a client): it is attached as a daemon (it must not keep the JVM
+ * alive) once, and detached by the key's destructor when it ends. */
+static JNIEnv *rl_java_env(void) {
+    JNIEnv *env = NULL;
+    JavaVMAttachArgs args;
+    jint rc = (*rl_vm)->GetEnv(rl_vm, (void **)&env, JNI_VERSION_1_6);
+    if (rc == JNI_OK)
+        return env;
+    if (rc != JNI_EDETACHED)
+        return NULL;
+    args.version = JNI_VERSION_1_6;
+    args.name = (char *)"redlock-auto-extend";
+    args.group = NULL;
+    if ((*rl_vm)->AttachCurrentThreadAsDaemon(rl_vm, (void **)&env, &args) != JNI_OK)
+        return NULL;
+    pthread_setspecific(rl_attached, rl_vm);
+    return env;
+}
+
+/* ---------------------------------------------------------------------------
+ * Global references. A JNI global reference with one holder: an Options (its
+ * listener), the C library (a client's event sink) or the registry (a lock's
+ * lost listener). obj may be set after the holder has it.
+ * ------------------------------------------------------------------------- */
+typedef struct rl_jref {
+    jobject obj;
+} rl_jref;
+
+static rl_jref *rl_jref_new(JNIEnv *env, jobject obj) {
+    rl_jref *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    if (obj && !(r->obj = (*env)->NewGlobalRef(env, obj))) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Any thread: a native one is attached first. */
+static void rl_jref_free(rl_jref *r) {
+    JNIEnv *env;
+    if (!r)
+        return;
+    if (r->obj && (env = rl_java_env()))
+        (*env)->DeleteGlobalRef(env, r->obj);
+    free(r);
+}
+
+/* ---------------------------------------------------------------------------
+ * The registry: a lock's lost listener, kept beside its handle, keyed by its
+ * address (the C library has no userdata-free hook for on_lost). An entry is
+ * taken out before its handle is freed (so a new handle at the same address
+ * never meets it) and its reference is dropped after (so no callback still
+ * running can lose it).
+ * ------------------------------------------------------------------------- */
+typedef struct rl_entry {
+    struct rl_entry *next;
+    const void *key; /* a redlock_lock */
+    rl_jref *lost;   /* its NativeCallbacks.LostDispatch */
+} rl_entry;
+
+static pthread_mutex_t rl_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define RL_REG_BUCKETS 1024
+static rl_entry *rl_reg[RL_REG_BUCKETS];
+
+static rl_entry **rl_reg_slot(const void *key) {
+    rl_entry **p = &rl_reg[((uintptr_t)key >> 4) % RL_REG_BUCKETS];
+    while (*p && (*p)->key != key)
+        p = &(*p)->next;
+    return p; /* *p is the entry, or NULL: where to add it */
+}
+
+/* Sets key's listener (adding the entry; NULL removes it), returning the
+ * old one in *old. 0, or -1 when out of memory (nothing changed). */
+static int rl_reg_set(const void *key, rl_jref *value, rl_jref **old) {
+    rl_entry **p, *e;
+    *old = NULL;
+    pthread_mutex_lock(&rl_reg_mu);
+    p = rl_reg_slot(key);
+    if (!(e = *p)) {
+        if (!value) {
+            pthread_mutex_unlock(&rl_reg_mu);
+            return 0;
+        }
+        if (!(e = calloc(1, sizeof *e))) {
+            pthread_mutex_unlock(&rl_reg_mu);
+            return -1;
+        }
+        e->key = key;
+        *p = e;
+    }
+    *old = e->lost;
+    e->lost = value;
+    if (!e->lost) {
+        *p = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&rl_reg_mu);
+    return 0;
+}
+
+/* Whether key has a listener now. */
+static bool rl_reg_has(const void *key) {
+    bool has;
+    pthread_mutex_lock(&rl_reg_mu);
+    has = *rl_reg_slot(key) != NULL;
+    pthread_mutex_unlock(&rl_reg_mu);
+    return has;
+}
+
+/* Takes key's entry out; NULL if it has none. */
+static rl_entry *rl_reg_take(const void *key) {
+    rl_entry **p, *e;
+    pthread_mutex_lock(&rl_reg_mu);
+    p = rl_reg_slot(key);
+    if ((e = *p))
+        *p = e->next;
+    pthread_mutex_unlock(&rl_reg_mu);
+    return e;
+}
+
+static void rl_entry_drop(rl_entry *e) {
+    if (e) {
+        rl_jref_free(e->lost);
+        free(e);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * The callbacks
+ * ------------------------------------------------------------------------- */
+
+/* redlock_options.on_event of an Options with a Java listener. The Options
+ * hold the listener itself; each client gets its own sink (rl_java_open),
+ * which the C library frees with rl_java_sink_free. */
+static void rl_java_on_event(const redlock_event *ev, void *userdata) {
+    rl_jref *sink = userdata;
+    JNIEnv *env;
+    jbyteArray res, msg;
+    if (!sink || !sink->obj || !(env = rl_java_env()))
+        return;
+    /* Events come from inside a wrapped C call, never with an exception
+     * pending; if one is, the JVM must not be called. */
+    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 4) != 0)
+        return;
+    res = rl_java_bytes(env, ev->resource);
+    msg = res ? rl_java_bytes(env, ev->message) : NULL;
+    if (msg)
+        (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_event, sink->obj, (jint)ev->type, (jint)ev->code,
+                                     res, msg, (jint)ev->attempt, (jboolean)(ev->automatic != 0),
+                                     (jint)ev->nodes_ok, (jint)ev->quorum, (jint)ev->n_nodes,
+                                     (jlong)ev->elapsed_us, (jlong)ev->validity_ms, (jlong)ev->fencing_token,
+                                     (jint)ev->node, (jint)ev->node_outcome, (jlong)ev->node_rtt_us,
+                                     (jint)ev->listener_state);
+    /* NativeCallbacks.event catches the listener's exceptions; what is left
+     * (out of memory) must not reach the C library's caller either. */
+    if ((*env)->ExceptionCheck(env))
+        (*env)->ExceptionClear(env);
+    (*env)->PopLocalFrame(env, NULL);
+}
+
+/* redlock_lost_fn, on the client's auto-extend thread. NativeCallbacks.lost
+ * only queues the listener for a Java thread (see there why). */
+static void rl_java_on_lost(redlock_lock *lock, int code, const char *message, void *userdata) {
+    rl_jref *dispatch = userdata;
+    JNIEnv *env;
+    jbyteArray name, text, det;
+    (void)lock;
+    if (!dispatch || !(env = rl_java_env()))
+        return;
+    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 4) != 0)
+        return;
+    name = rl_java_bytes(env, redlock_error_name(code));
+    text = name ? rl_java_bytes(env, redlock_strerror(code)) : NULL;
+    det = text ? rl_java_bytes(env, message) : NULL;
+    if (det)
+        (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_lost, dispatch->obj, (jint)code, name, text, det);
+    if ((*env)->ExceptionCheck(env))
+        (*env)->ExceptionClear(env);
+    (*env)->PopLocalFrame(env, NULL);
+}
+
+/* on_event_userdata_free: called once by the C library, when the client and
+ * its last lock are freed, on the thread that freed the last of them. */
+static void rl_java_sink_free(void *sink) {
+    rl_jref_free(sink);
+}
+
+/* The client's node URLs, for NODE_ERROR events, as a byte[][]; NULL with an
+ * exception pending. */
+static jobjectArray rl_java_node_urls(JNIEnv *env, const redlock_client *client, size_t n_nodes) {
+    jclass bytes_class = (*env)->FindClass(env, "[B");
+    jobjectArray urls = bytes_class ? (*env)->NewObjectArray(env, (jsize)n_nodes, bytes_class, NULL) : NULL;
+    size_t i;
+    for (i = 0; urls && i < n_nodes; i++) {
+        jbyteArray u = rl_java_bytes(env, redlock_client_node_url(client, i));
+        if (!u)
+            return NULL;
+        (*env)->SetObjectArrayElement(env, urls, (jsize)i, u);
+        (*env)->DeleteLocalRef(env, u);
+    }
+    return urls;
+}
+
+/* A client whose Options carry a listener gets its own sink: the listener
+ * and the client's node URLs, made once the client exists. The C library
+ * copies on_event_userdata, so the Options are copied to hand it the sink
+ * instead of the listener, and the C library frees the sink. */
+int rl_java_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
+                 const redlock_options *options, char *err, size_t errsize) {
+    redlock_options copy;
+    rl_jref *sink;
+    const rl_jref *listener;
+    JNIEnv *env;
+    jobjectArray urls;
+    jobject obj;
+    int rc;
+
+    if (!options || options->on_event != rl_java_on_event || !options->on_event_userdata)
+        return redlock_client_open(out, nodes, n_nodes, options, err, errsize);
+    listener = options->on_event_userdata;
+    env = rl_java_env();
+    if (!(sink = rl_jref_new(env, NULL)))
+        return REDLOCK_ENOMEM;
+    copy = *options;
+    copy.on_event_userdata = sink;
+    copy.on_event_userdata_free = rl_java_sink_free;
+    rc = redlock_client_open(out, nodes, n_nodes, &copy, err, errsize);
+    if (rc != 0) {
+        rl_jref_free(sink); /* C frees it only with a client it made */
+        return rc;
+    }
+    if ((*env)->PushLocalFrame(env, 4) == 0) {
+        urls = rl_java_node_urls(env, *out, n_nodes);
+        obj = urls ? (*env)->CallStaticObjectMethod(env, rl_cb_class, rl_cb_sink, listener->obj, urls) : NULL;
+        if (obj && !(*env)->ExceptionCheck(env))
+            sink->obj = (*env)->NewGlobalRef(env, obj);
+        (*env)->PopLocalFrame(env, NULL);
+    }
+    if (!sink->obj) {
+        redlock_client_free(*out); /* no lock yet: frees the sink, no event used */
+        *out = NULL;
+        return REDLOCK_ENOMEM; /* an exception already pending (OutOfMemoryError) wins */
+    }
+    return 0;
+}
+
+void rl_java_lock_free(redlock_lock *lock) {
+    rl_entry *e = rl_reg_take(lock);
+    redlock_lock_free(lock); /* stops auto-extension, waiting for a callback under way */
+    rl_entry_drop(e);
+}
+
+/* After redlock_release or redlock_lock_auto_extend_stop, which wait for a
+ * lost callback under way: the lost listener can no longer be called. */
+void rl_java_lock_unwatch(redlock_lock *lock) {
+    rl_jref *old;
+    if (rl_reg_set(lock, NULL, &old) == 0)
+        rl_jref_free(old);
+}
+
+void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms, jobject dispatch) {
+    rl_jref *ref = NULL, *old = NULL;
+    int rc;
+    if (dispatch && !(ref = rl_jref_new(rl_java_env(), dispatch))) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    /* A listener from an earlier call may be running: stop (which waits for
+     * it) before letting it go. Starting again below replaces the old
+     * auto-extension with the same schedule. */
+    if (rl_reg_has(lock)) {
+        redlock_lock_auto_extend_stop(lock);
+        rl_java_lock_unwatch(lock);
+    }
+    if (ref && rl_reg_set(lock, ref, &old) != 0) {
+        rl_jref_free(ref);
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    rl_jref_free(old); /* NULL: let go above */
+    rc = redlock_lock_auto_extend(lock, max_hold_ms, ref ? rl_java_on_lost : NULL, ref);
+    if (rc != 0) {
+        rl_lock_fail(st, lock, rc);
+        if (ref)
+            rl_java_lock_unwatch(lock); /* not started: nothing can call it */
+    }
+}
+
+int rl_java_set_listener(redlock_options *options, jobject listener) {
+    rl_jref *ref = NULL;
+    if (listener && !(ref = rl_jref_new(rl_java_env(), listener)))
+        return REDLOCK_ENOMEM;
+    rl_java_options_free(options);
+    options->on_event = ref ? rl_java_on_event : NULL;
+    options->on_event_userdata = ref;
+    return 0;
+}
+
+void rl_java_options_free(redlock_options *options) {
+    if (options->on_event == rl_java_on_event)
+        rl_jref_free(options->on_event_userdata);
+}
+
+jobject rl_java_node_result(const redlock_lock *lock, size_t i, jobject url) {
+    char msg[RL_MESSAGE_SIZE];
+    int code = 0;
+    int64_t rtt = 0;
+    JNIEnv *env = rl_java_env();
+    jbyteArray m;
+    int outcome = redlock_lock_node_result(lock, i, &code, &rtt, msg, sizeof msg);
+    if (outcome < 0) {
+        rl_java_throw(env, outcome, "node index out of range");
+        return NULL;
+    }
+    if (!(m = rl_java_bytes(env, msg)))
+        return NULL;
+    return (*env)->CallStaticObjectMethod(env, rl_cb_class, rl_cb_node, (jint)i, url, (jint)outcome, (jint)code,
+                                          (jlong)rtt, m);
+}
