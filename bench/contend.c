@@ -743,6 +743,7 @@ typedef struct result {
     long long timeouts;     /* acquire calls that ran out their wait */
     long long ncmds;        /* node commands (INFO commandstats), scripts' included, summed over nodes */
     double ncpu_s;          /* node CPU (INFO cpu sys + user), summed over nodes */
+    double ncount_s;        /* how long the node counts ran (a little longer than the block) */
     int nstat_ok;
     long long stops, pauses, fault_failed;
     double down_s;
@@ -791,6 +792,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         nv[i].counting = nv[i].seen_end = 0;
         nv[i].top = nv[i].lua = 0;
     }
+    int64_t ns_t0 = now_ns();
     if (!cfg.warmup && (send_marker('s') != 0 || nodes_snapshot(ns0) != 0)) {
         fprintf(stderr, "redlock_contend: a node stopped answering\n");
         munmap(sh, size);
@@ -848,6 +850,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
          * (connecting, the warm-up, SUBSCRIBE) stays out. */
         for (int i = 0; i < cfg.n_nodes; i++)
             client_list(i, base_id[i], NULL, &cl_start[i], NULL);
+        ns_t0 = now_ns();
         if (send_marker('s') != 0 || nodes_snapshot(ns0) != 0) {
             fprintf(stderr, "redlock_contend: a node stopped answering\n");
             exit(1);
@@ -938,6 +941,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     node_stat nsd;
     if (nodes_delta(ns0, &nsd) != 0)
         ns_ok = 0;
+    double ns_wall_s = (double)(now_ns() - ns_t0) / 1e9;
     long long tot = 0;
     int tot_ok = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
@@ -1038,6 +1042,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     res->totcmds += tot;
     res->ncmds += nsd.cmds;
     res->ncpu_s += nsd.cpu_s;
+    res->ncount_s += ns_wall_s;
     res->nstat_ok = res->blocks == 1 ? ns_ok : res->nstat_ok && ns_ok;
     res->stops += fr.stops;
     res->pauses += fr.pauses;
@@ -1204,6 +1209,13 @@ static double ncpu_per_acq(const result *r)
     return r->nstat_ok && r->acq ? r->ncpu_s * 1e6 / (double)r->acq : NAN;
 }
 
+/* ncpu less what the idle nodes would have spent meanwhile. */
+static double ncpu_net_per_acq(const result *r)
+{
+    return idle_ok && r->nstat_ok && r->acq ? (r->ncpu_s - idle_cpu_us_s / 1e6 * r->ncount_s) * 1e6 / (double)r->acq
+                                            : NAN;
+}
+
 static double cmd_per_acq(const result *r)
 {
     return r->monitor_ok && r->acq ? (double)r->top / (double)r->acq : NAN;
@@ -1286,14 +1298,14 @@ static void print_row(result *r, FILE *csv)
     fflush(stdout);
     if (csv)
         fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld,%.4f,"
-                     "%.4f,%lld,%.2f,%.1f,%s,%u,%ld,%lld,%lld,%.2f\n",
+                     "%.4f,%lld,%.2f,%.1f,%s,%u,%ld,%lld,%lld,%.2f,%.1f\n",
                 mode_name[r->mode], r->workers, r->blocks, r->seconds, cfg.hold_ms, cfg.think_us, cfg.yield, r->acq,
                 acq / r->seconds, p50, p99, isnan(again) ? -1 : again, tries, woken,
                 isnan(cmd_per_acq(r)) ? -1 : cmd_per_acq(r), isnan(exec_per_acq(r)) ? -1 : exec_per_acq(r),
                 r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps, mean,
                 isnan(lat99) ? -1 : lat99, r->timeouts, isnan(ncmd_per_acq(r)) ? -1 : ncmd_per_acq(r),
                 isnan(ncpu_per_acq(r)) ? -1 : ncpu_per_acq(r), fault_name[cfg.fault], cfg.ttl_ms, cfg.wait_ms,
-                r->stops, r->pauses, r->down_s);
+                r->stops, r->pauses, r->down_s, isnan(ncpu_net_per_acq(r)) ? -1 : ncpu_net_per_acq(r));
 }
 
 static void print_ratios(result *rs, int W)
@@ -1308,7 +1320,7 @@ static void print_ratios(result *rs, int W)
         const result *r = &rs[m];
         if (r == off)
             continue;
-        char a[32], b[32], c[32], t[32], l[32], nc[32], cpu[32];
+        char a[32], b[32], c[32], t[32], l[32], nc[32], cpu[32], net[32];
         fmt(a, sizeof a, "%.3fx", pct(&r->ho, 0.5) / pct(&off->ho, 0.5));
         fmt(b, sizeof b, "%.3fx", pct(&r->ho, 0.99) / pct(&off->ho, 0.99));
         fmt(c, sizeof c, "%.2fx", cmd_per_acq(r) / cmd_per_acq(off));
@@ -1316,9 +1328,10 @@ static void print_ratios(result *rs, int W)
         fmt(l, sizeof l, "%.2fx", pct(&r->lat, 0.99) / pct(&off->lat, 0.99));
         fmt(nc, sizeof nc, "%.2fx", ncmd_per_acq(r) / ncmd_per_acq(off));
         fmt(cpu, sizeof cpu, "%.2fx", ncpu_per_acq(r) / ncpu_per_acq(off));
+        fmt(net, sizeof net, "%.2fx", ncpu_net_per_acq(r) / ncpu_net_per_acq(off));
         printf("      %s/off at %d workers: acq/s %s, acq p99 %s, timeouts %lld vs %lld, hand-over p50 %s, p99 %s,\n"
-               "                    cmd/acq %s, node commands/acq %s, node CPU/acq %s\n",
-               mode_name[r->mode], W, t, l, r->timeouts, off->timeouts, a, b, c, nc, cpu);
+               "                    cmd/acq %s, node commands/acq %s, node CPU/acq %s (%s less the idle nodes' CPU)\n",
+               mode_name[r->mode], W, t, l, r->timeouts, off->timeouts, a, b, c, nc, cpu, net);
     }
 }
 
@@ -1610,7 +1623,7 @@ int main(int argc, char **argv)
                      "handover_p99_ms,again_pct,tries_per_acq,woken_per_acq,cmds_per_acq,exec_per_acq,"
                      "min_per_worker,max_per_worker,max_over_min,errors,overlaps,handover_mean_ms,acquire_p99_ms,"
                      "timeouts,node_cmds_per_acq,node_cpu_us_per_acq,fault,ttl_ms,wait_ms,fault_stops,fault_pauses,"
-                     "fault_node_seconds\n");
+                     "fault_node_seconds,node_cpu_net_us_per_acq\n");
     }
 
     char prefix[96];
