@@ -210,10 +210,10 @@ static void test_lock_args(void)
 
 static void test_strings(void)
 {
-    for (int code = 0; code >= REDLOCK_ESTATE; code--) {
+    for (int code = 0; code >= REDLOCK_EUNREACHABLE; code--) {   /* the last code */
         CHECK(redlock_strerror(code) && strcmp(redlock_strerror(code), "unknown error") != 0);
         CHECK(strncmp(redlock_error_name(code), "REDLOCK_", 8) == 0);
-        for (int other = code - 1; other >= REDLOCK_ESTATE; other--)
+        for (int other = code - 1; other >= REDLOCK_EUNREACHABLE; other--)
             CHECK(strcmp(redlock_strerror(code), redlock_strerror(other)) != 0);
     }
     CHECK(strcmp(redlock_strerror(-9999), "unknown error") == 0);

@@ -31,6 +31,7 @@ ALL_CODES = {
     "REDLOCK_ECANCELED": redlock.Cancelled,
     "REDLOCK_ELIMIT": redlock.ExtensionLimit,
     "REDLOCK_ESTATE": redlock.LockStateError,
+    "REDLOCK_EUNREACHABLE": redlock.NodesUnreachable,
 }
 
 
