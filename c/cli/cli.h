@@ -100,7 +100,21 @@ void cli_lib_options(const cli_common *c, redlock_options *opts);
  * guard (RL_REPLY_GUARD_INSPECT; it must outlive the context): replies are
  * flat, bounded, and freed with rl_reply_free. */
 redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, rl_reply_guard *guard,
-                          char *err, size_t errsize);
+                          char *err, size_t errsize, int *fail);
+
+/* What kind of failure a connection or a read met (cli_connect's *fail,
+ * cli_read_reply's result), so that callers tell them apart by code, not by
+ * the words of a message. */
+enum {
+    CLI_FAIL_CONNECT = 1,      /* refused, unresolvable, timed out, reset: the node cannot be reached */
+    CLI_FAIL_PROTOCOL,         /* a reply no Redis server sends, refused by the hardened reader */
+    CLI_FAIL_AUTH,             /* the node refused AUTH */
+    CLI_FAIL_TLS,              /* TLS: chain not verified, or another handshake failure */
+    CLI_FAIL_TLS_NAME,         /* TLS: the certificate's name or IP is not the one expected */
+    CLI_FAIL_TLS_EXPIRED,      /* TLS: the server's certificate has expired */
+    CLI_FAIL_TLS_CLIENT_CERT,  /* TLS: the server requires a client certificate */
+    CLI_FAIL_NOT_TLS           /* TLS: the port does not seem to speak TLS */
+};
 
 /* tls.c. For status and doctor, after cli_common_resolve: builds c->tls_ctx
  * from the TLS settings of opts (cli_lib_options) when a node is rediss://. Prints the error and returns
@@ -109,17 +123,18 @@ int cli_tls_prepare(cli_common *c, const redlock_options *opts, const char *cmd)
 /* Starts TLS on a connected blocking context: the handshake, the chain
  * checked by c->tls_ctx and the certificate's name or IP against
  * --tls-server-name or host. 0, or -1 with the reason in err. */
-int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char *err, size_t errsize);
+int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char *err, size_t errsize, int *fail);
 void cli_tls_free(cli_tls *t);
 /* Why a command failed on ctx (redisCommand returned NULL): a TLS reason
- * (an alert from the server), "timed out", or hiredis's text. */
-void cli_io_error(const redisContext *ctx, char *err, size_t errsize);
+ * (an alert from the server), "timed out", or hiredis's text; returns its
+ * kind (CLI_FAIL_TLS, CLI_FAIL_TLS_CLIENT_CERT or CLI_FAIL_CONNECT). */
+int cli_io_error(const redisContext *ctx, char *err, size_t errsize);
 void cli_tls_ctx_free(struct ssl_ctx_st *ctx);
 /* A command's reply, or NULL with the reason (I/O error, or a reply the
  * hardened reader refused) in err. Free it with rl_reply_free. */
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...);
-/* The next reply of a pipeline on a context from cli_connect: 0, or -1 with
- * the reason in err. */
+/* The next reply of a pipeline on a context from cli_connect: 0, or the
+ * kind of failure (CLI_FAIL_*, > 0) with the reason in err. */
 int cli_read_reply(redisContext *ctx, redisReply **out, char *err, size_t errsize);
 
 /* JSON helpers: writes s as a JSON string literal. */

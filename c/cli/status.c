@@ -59,7 +59,8 @@ static void probe(const cli_common *common, const char *url, const char *key, si
     snprintf(ns->url, sizeof ns->url, "%s", ep.display);
     /* Hardens ctx's reader: it must outlive ctx, freed below. */
     rl_reply_guard guard = RL_REPLY_GUARD_INSPECT;
-    redisContext *ctx = cli_connect(common, &ep, timeout_ms, &guard, err, sizeof err);
+    int fail;
+    redisContext *ctx = cli_connect(common, &ep, timeout_ms, &guard, err, sizeof err, &fail);
     rl_endpoint_clear(&ep);
     if (!ctx) {
         ns->state = ST_ERROR;

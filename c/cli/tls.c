@@ -71,23 +71,27 @@ int cli_tls_prepare(cli_common *c, const redlock_options *opts, const char *cmd)
 
 /* Why the handshake in redisInitiateSSL failed. It keeps only OpenSSL's
  * reason; the error queue, the verify result and errno still say more. */
-static void describe_failure(SSL *ssl, redisContext *ctx, int saved_errno, const char *expected, char *err,
-                             size_t errsize)
+static int describe_failure(SSL *ssl, redisContext *ctx, int saved_errno, const char *expected, char *err,
+                            size_t errsize)
 {
     unsigned long code = 0;
     const char *why = rl_tls_reason(&code);
     long vr = SSL_get_verify_result(ssl);
+    int fail = CLI_FAIL_TLS;
     if (why && ERR_GET_REASON(code) == SSL_R_CERTIFICATE_VERIFY_FAILED && vr != X509_V_OK) {
         int name = vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH;
         snprintf(err, errsize, "TLS handshake: certificate verify failed: %s%s%.253s%s",
                  X509_verify_cert_error_string(vr), name ? " (expected " : "", name ? expected : "",
                  name ? ")" : "");
+        fail = name ? CLI_FAIL_TLS_NAME : vr == X509_V_ERR_CERT_HAS_EXPIRED ? CLI_FAIL_TLS_EXPIRED : CLI_FAIL_TLS;
     } else if (why) {
         int plain = ERR_GET_REASON(code) == SSL_R_WRONG_VERSION_NUMBER ||
                     ERR_GET_REASON(code) == SSL_R_PACKET_LENGTH_TOO_LONG;
         snprintf(err, errsize, "TLS handshake: %s%s", why, plain ? " (the port does not speak TLS?)" : "");
+        fail = plain ? CLI_FAIL_NOT_TLS : CLI_FAIL_TLS;
     } else if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK) {
         snprintf(err, errsize, "TLS handshake: timed out (does the port speak TLS?)");
+        fail = CLI_FAIL_NOT_TLS;
     } else if (saved_errno) {
         snprintf(err, errsize, "TLS handshake: %s", strerror(saved_errno));
     } else if (ctx->err && ctx->errstr[0]) {
@@ -96,10 +100,12 @@ static void describe_failure(SSL *ssl, redisContext *ctx, int saved_errno, const
         snprintf(err, errsize, "TLS handshake: connection closed by the server");
     }
     ERR_clear_error();
+    return fail;
 }
 
-int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char *err, size_t errsize)
+int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char *err, size_t errsize, int *fail)
 {
+    *fail = CLI_FAIL_TLS;
     if (!c->tls_ctx) {
         snprintf(err, errsize, "TLS: no TLS context (internal error)");
         return -1;
@@ -111,7 +117,7 @@ int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char
     errno = 0;
     if (redisInitiateSSL(ctx, ssl) != REDIS_OK) {
         int saved = errno;
-        describe_failure(ssl, ctx, saved, name, err, errsize);
+        *fail = describe_failure(ssl, ctx, saved, name, err, errsize);
         SSL_free(ssl);  /* on failure the SSL object stays ours */
         return -1;
     }
@@ -121,38 +127,46 @@ int cli_tls_start(const cli_common *c, redisContext *ctx, const char *host, char
      * here, so that the failure is reported as what it is. Any reply will
      * do, even an error (NOAUTH, NOPERM). */
     char why[256];
-    redisReply *r = cli_command(ctx, why, sizeof why, "PING");
-    if (!r) {
-        if (!strncmp(why, "TLS", 3) || !strncmp(why, "protocol error", 14))
-            snprintf(err, errsize, "%s", why);
-        else if (!strcmp(why, "timed out"))
-            snprintf(err, errsize, "timed out after the TLS handshake");
-        else
-            snprintf(err, errsize, "TLS: connection lost right after the handshake: %s%s", why,
-                     c->tls.cert_file ? ""
-                                      : " (a server that requires a client certificate does this: --tls-cert, "
-                                        "--tls-key)");
-        return -1;
+    redisReply *r = NULL;
+    int kind = redisAppendCommand(ctx, "PING") == REDIS_OK ? cli_read_reply(ctx, &r, why, sizeof why)
+                                                            : cli_io_error(ctx, why, sizeof why);
+    if (kind == 0) {
+        rl_reply_free(r);
+        return 0;
     }
-    rl_reply_free(r);
-    return 0;
+    if (kind == CLI_FAIL_CONNECT && !strcmp(why, "timed out")) {
+        snprintf(err, errsize, "timed out after the TLS handshake");
+        *fail = CLI_FAIL_CONNECT;
+    } else if (kind != CLI_FAIL_CONNECT) {
+        snprintf(err, errsize, "%s", why);  /* a TLS reason, or a protocol error */
+        *fail = kind;
+    } else {
+        snprintf(err, errsize, "TLS: connection lost right after the handshake: %s%s", why,
+                 c->tls.cert_file ? ""
+                                  : " (a server that requires a client certificate does this: --tls-cert, "
+                                    "--tls-key)");
+        *fail = c->tls.cert_file ? CLI_FAIL_TLS : CLI_FAIL_TLS_CLIENT_CERT;
+    }
+    return -1;
 }
 
-void cli_io_error(const redisContext *ctx, char *err, size_t errsize)
+int cli_io_error(const redisContext *ctx, char *err, size_t errsize)
 {
     unsigned long code;
     const char *why = rl_tls_reason(&code);
     if (why) {
         /* hiredis keeps only errno's text of a failed SSL_read/SSL_write;
          * OpenSSL's queue has the reason, such as the server's alert. */
-        int alert_cert = strstr(why, "certificate required") != NULL;
+        int alert_cert = ERR_GET_REASON(code) == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED;
         snprintf(err, errsize, "TLS: %s%s", why,
                  alert_cert ? " (the server requires a client certificate: --tls-cert, --tls-key)" : "");
         ERR_clear_error();
-    } else if (strstr(ctx->errstr, "temporarily unavailable") || strstr(ctx->errstr, "timed out")) {
+        return alert_cert ? CLI_FAIL_TLS_CLIENT_CERT : CLI_FAIL_TLS;
+    }
+    if (strstr(ctx->errstr, "temporarily unavailable") || strstr(ctx->errstr, "timed out"))
         /* hiredis reports a read timeout as EAGAIN's text. */
         snprintf(err, errsize, "timed out");
-    } else {
+    else
         snprintf(err, errsize, "%s", ctx->errstr[0] ? ctx->errstr : "connection lost");
-    }
+    return CLI_FAIL_CONNECT;
 }

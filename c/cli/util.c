@@ -191,8 +191,9 @@ static void reply_error_text(redisReply *r, char *err, size_t errsize)
 }
 
 redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t timeout_ms, rl_reply_guard *guard,
-                          char *err, size_t errsize)
+                          char *err, size_t errsize, int *fail)
 {
+    *fail = CLI_FAIL_CONNECT;
     struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
     redisContext *ctx = ep->path ? redisConnectUnixWithTimeout(ep->path, tv)
                                  : redisConnectWithTimeout(ep->host, ep->port, tv);
@@ -212,7 +213,7 @@ redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t ti
     rl_reply_harden(ctx, guard);
     redisReply *r = NULL;
     /* Nothing is sent before the certificate has been verified. */
-    if (ep->tls && cli_tls_start(c, ctx, ep->host, err, errsize) != 0)
+    if (ep->tls && cli_tls_start(c, ctx, ep->host, err, errsize, fail) != 0)
         goto fail;
     if (ep->password) {
         char why[256];
@@ -225,6 +226,7 @@ redisContext *cli_connect(const cli_common *c, const rl_endpoint *ep, int64_t ti
         if (r->type == REDIS_REPLY_ERROR) {
             reply_error_text(r, why, sizeof why);
             snprintf(err, errsize, "authentication failed: %s", why);
+            *fail = CLI_FAIL_AUTH;
             goto fail;
         }
         rl_reply_free(r);
@@ -259,16 +261,15 @@ int cli_read_reply(redisContext *ctx, redisReply **out, char *err, size_t errsiz
         /* Every context of the tool is hardened by cli_connect. */
         snprintf(err, errsize, "internal error: reply reader not hardened");
         *out = NULL;
-        return -1;
+        return CLI_FAIL_PROTOCOL;
     }
     if (rl_reply_read(ctx, g, out) == REDIS_OK)
         return 0;
     *out = NULL;
-    if (g->why)
-        snprintf(err, errsize, "protocol error: the node sent a reply no Redis server sends (%s)", g->why);
-    else
-        cli_io_error(ctx, err, errsize);
-    return -1;
+    if (!g->why)
+        return cli_io_error(ctx, err, errsize);
+    snprintf(err, errsize, "protocol error: the node sent a reply no Redis server sends (%s)", g->why);
+    return CLI_FAIL_PROTOCOL;
 }
 
 redisReply *cli_command(redisContext *ctx, char *err, size_t errsize, const char *fmt, ...)

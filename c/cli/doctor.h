@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* doctor.h: the parts of 'redlock doctor'.
+ *
+ *   doctor.c         the subcommand: arguments, connections, the tables of
+ *                    checks run in order
+ *   doctor_checks.c  the checks: one node's (INFO, eviction, persistence,
+ *                    commands, ACLs, scripts) and the set's (duplicates,
+ *                    clock rate, node count, quorum)
+ *   doctor_report.c  findings, and the text and JSON reports */
+#ifndef REDLOCK_CLI_DOCTOR_H
+#define REDLOCK_CLI_DOCTOR_H
+
+#include "cli.h"
+
+#define DOCTOR_CMD "doctor"
+
+enum { SEV_INFO, SEV_WARN, SEV_SEVERE };
+
+typedef struct finding {
+    int node;                  /* 1-based; 0 = about the whole set */
+    int severity;
+    const char *check;
+    char message[512];
+    char fix[384];
+} finding;
+
+typedef struct dnode {
+    int index;                 /* 1-based, as in every message */
+    rl_endpoint ep;
+    redisContext *ctx;
+    rl_reply_guard guard;      /* ctx's hardened reader; outlives ctx */
+    int broken;                /* the connection failed during the checks: reported once */
+    char error[512];           /* connect failure */
+    int fail;                  /* its kind: CLI_FAIL_* */
+    char run_id[64], version[48], server[16], role[16], master[300];
+    char policy[48], save[256], fsync[16];
+    int have_info, have_policy, have_save, aof, replicas, cluster;
+    /* the probe key of the command checks */
+    char probe_key[1200], probe_val[33], probe_hex[33];
+    /* clock probe */
+    int probing;
+    char clock_skip[300];      /* why the probe could not be made; "" if it was */
+    char clock_key[128];
+    long long pttl0;
+    int64_t mid0_us, rtt0_us;
+} dnode;
+
+typedef struct doctor {
+    finding *f;
+    size_t n, cap;
+    int counts[3];
+    /* the run's settings */
+    dnode *nodes;
+    size_t n_nodes, quorum, reachable, tls_nodes;
+    const char *prefix;        /* key prefix, or NULL */
+    int tls_insecure;
+    int64_t probe_ms;          /* clock probe; 0 = skipped */
+    char ttl_text[32];         /* the longest TTL, for advice */
+} doctor;
+
+/* ---- doctor_report.c ---- */
+void doctor_add(doctor *d, int node, int severity, const char *check, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* A node whose connection failed during the checks (a reply the hardened
+ * reader refused, a timeout, a reset) is reported once, as severe. 1 if the
+ * node can still be checked. */
+int doctor_node_usable(doctor *d, dnode *n);
+/* A node that could not be connected to: the finding for its kind of failure. */
+void doctor_connect_failed(doctor *d, dnode *n, const char *server_name);
+void doctor_print_text(const doctor *d);
+void doctor_print_json(const doctor *d);
+
+/* ---- doctor_checks.c ---- */
+/* What a check of one node tells the next: go on, or stop checking the node. */
+enum { CHECK_NEXT = 0, CHECK_STOP = -1 };
+typedef struct node_check {
+    const char *name;
+    int (*run)(doctor *d, dnode *n);
+    int needs_usable;          /* only on a connection that has not failed */
+} node_check;
+typedef struct set_check {
+    const char *name;
+    void (*run)(doctor *d);
+} set_check;
+extern const node_check doctor_node_checks[];
+extern const size_t doctor_n_node_checks;
+extern const set_check doctor_set_checks[];
+extern const size_t doctor_n_set_checks;
+
+#endif
