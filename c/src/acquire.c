@@ -68,16 +68,19 @@ static void leave(redlock_lock *lock, const char *member, const rl_outcome *out,
  * refused, how many of them said the holder's release wakes the queue, and
  * the time until the lock can be free on a majority at the latest. */
 typedef struct wait_hint {
-    int yes, no, marked;
+    int yes, no, marked, trouble;
     int64_t hint_ms;
 } wait_hint;
 
 static void read_hint(const rl_round *r, wait_hint *h)
 {
     int64_t ms[REDLOCK_MAX_NODES];
-    h->yes = h->no = h->marked = 0;
+    h->yes = h->no = h->marked = h->trouble = 0;
     for (size_t i = 0; i < r->n; i++) {
         h->yes += r->out[i] == RL_YES;
+        /* A node that failed (timed out, down, an error) may be where the
+         * holder's release, or its expiry, goes unseen. */
+        h->trouble += r->out[i] != RL_YES && r->out[i] != RL_NO && r->out[i] != RL_UNSENT;
         if (r->out[i] != RL_NO)
             continue;
         h->marked += r->marked[i];
@@ -181,7 +184,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     /* It wakes nobody: another owner most likely holds the lock, and a
      * waiter woken for nothing would fail, clean up and wake the next in
      * turn. Contenders of a split vote part by their jitter. */
-    rel.reserve_ms = 0;
+    rel.wake_ms = 0;
     int any = 0, refused_only = t.no + t.unsent == (int)r.n;
     for (size_t i = 0; i < r.n; i++) {
         rl_outcome o = r.out[i];
@@ -304,16 +307,19 @@ static uint64_t ticket_now(void)
 
 /* How long to sleep after a failed attempt: until the holder's key expires
  * when its release will wake us (the holder is one of ours, and enough
- * listeners are subscribed) and the wait is bounded by time, not by a
- * number of attempts; else the retry policy. */
+ * listeners are subscribed), the wait is bounded by time, not by a number
+ * of attempts, and every node answered the attempt; else the retry policy,
+ * which a wake-up still cuts short. A hint that may not hold (a node that
+ * did not answer can be where the release goes unseen) never makes a
+ * waiter sleep longer than polling would. */
 static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted)
 {
     redlock_client *c = lock->client;
     /* Not after a split vote (some nodes granted us, e.g. our SET reached
      * a node before the release that woke us): the jitter separates the
      * contenders, as without wake-up. */
-    if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->marked * 2 > h->no &&
-        rl_wake_ready(c) >= c->quorum)
+    if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0 &&
+        h->marked * 2 > h->no && rl_wake_ready(c) >= c->quorum)
         return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
     return rl_policy_retry_delay_us(&lock->pol);
 }
@@ -358,11 +364,22 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
     memcpy(lock->member, member, sizeof member);
     int64_t reached_us = start;   /* an attempt last reached a quorum of nodes (or the call began) */
+    /* The first attempt is a plain SET NX PX, as Redlock needs and nothing
+     * more, unless this handle had to wait last time, or fair mode or
+     * fencing need the script: queue work starts once someone has actually
+     * been refused. */
+    int plain_first = join && !lock->contended && !(o->flags & REDLOCK_OPT_FAIR) &&
+                      !(lock->client->opts.flags & REDLOCK_OPT_FENCING);
     for (uint64_t n = 1;; n++) {
-        wait_hint h = { 0, 0, 0, -1 };
+        wait_hint h = { 0, 0, 0, 0, -1 };
+        int plain = plain_first && n == 1;
         if (listen)
             atomic_store(&w.woken, 0);
-        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, member, ticket, &h);
+        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, plain ? "" : member, ticket, &h);
+        if (join && rc == REDLOCK_ENOTACQUIRED)
+            lock->contended = 1;
+        else if (join && rc == 0 && n == 1)
+            lock->contended = 0;
         if (rc == 0 || !retryable(rc))
             break;
         if (max_attempts > 1 && unreachable_too_long(lock, &reached_us, n)) {
@@ -384,10 +401,13 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         }
         if (listen)
             rl_wake_listen(lock->client, &w);
-        /* A wake-up cuts the sleep short only after a refusal: after an
-         * outage, waiters that woke each other would retry in a loop. */
-        int wakeable = listen && rc == REDLOCK_ENOTACQUIRED;
-        int64_t delay = retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX);
+        /* A wake-up cuts any sleep short: the releases and leaves that wake
+         * anyone find the lock free, and clean-ups wake nobody, so waiters
+         * do not wake each other in a loop during an outage. A plain first
+         * attempt that was refused registers at once. */
+        int wakeable = listen;
+        int64_t delay = plain && rc == REDLOCK_ENOTACQUIRED ? 0
+                        : retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
         int why = nap(lock, delay, wakeable ? &w : NULL, listen);

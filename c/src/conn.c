@@ -702,15 +702,44 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
             /* Lost to refusals: if this node granted it after all, release
              * it there when the grant arrives, waking nobody (acquire.c
              * leaves such nodes out of its clean-up). */
-            uint32_t reserve = r->reserve_ms;
-            r->reserve_ms = 0;
+            uint32_t wake = r->wake_ms;
+            r->wake_ms = 0;
             late_command(c, e, r, RL_CMD_RELEASE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_GRANTED);
-            r->reserve_ms = reserve;
+            r->wake_ms = wake;
         }
     }
     r->out[i] = RL_UNSENT;
     r->sent[i] = 1;
     rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
+}
+
+void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
+                        int64_t now)
+{
+    rl_conn *c = cl->nodes[i].conn;
+    if (!c || c->state != RL_CONN_READY || c->len >= RL_PIPE_MAX / 2)
+        return;
+    rl_round r;
+    memset(&r, 0, sizeof r);
+    r.cmd = RL_CMD_LEAVE;
+    r.key = key;
+    r.key_len = key_len;
+    r.member = member;
+    r.wake_ms = 1;
+    int via = cl->opts.flags & REDLOCK_OPT_FUNCTIONS ? RL_VIA_FCALL : RL_VIA_EVAL;
+    char *buf = NULL;
+    long long len = rl_proto_format(&buf, &r, via);
+    rl_req *e = len > 0 ? enqueue(c, buf, (size_t)len, now) : NULL;
+    if (e) {
+        e->round = NULL;   /* late from the start: its reply is read and dropped */
+        e->cmd = RL_CMD_LEAVE;
+        e->via = (unsigned char)via;
+        if (via == RL_VIA_EVAL)
+            c->scripts_sent |= 1u << RL_CMD_LEAVE;
+    }
+    redisFreeCommand(buf);
+    if (e && flush(cl, i) == 0 && c->wpending)
+        rl_io_wake_leader(cl);
 }
 
 /* The round's deadline for node i passed with no reply. */

@@ -112,6 +112,12 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
 /* The round stops waiting for node i: its request becomes an orphan whose
  * reply is read and dropped (or acted on: NOSCRIPT) by whoever drives next. */
 void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r);
+/* Sends the leave script for a registration of this client that no longer
+ * waits (its message came to the listener) down node i's connection, when
+ * that connection is ready; its reply is read and dropped. A hint: nothing
+ * is sent when the connection is not ready or owes many replies. */
+void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
+                        int64_t now);
 /* The round's deadline for node i passed with no reply: a timeout, and the
  * node is suspect until it answers again. */
 void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now);

@@ -104,8 +104,8 @@ struct rl_round {
     const char *mode;        /* ACQUIRE: "j" join the queue, "f" fair, "c" fencing counter */
     uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
     uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
-    uint32_t reserve_ms;     /* RELEASE, LEAVE, ACQUIRE: how long a woken waiter has the
-                              * lock reserved; 0 = wake nobody */
+    uint32_t wake_ms;        /* RELEASE, LEAVE: 0 = wake nobody; ACQUIRE in fair mode: how
+                              * long a waiter refused a free key (kept for the head) waits */
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -183,6 +183,8 @@ struct redlock_lock {
     size_t key_len, fkey_len;
     char value[RL_VALUE_LEN + 1];
     char member[RL_MEMBER_MAX]; /* its registration as a waiter in the last acquire, or "" */
+    int contended;            /* its last waiting acquire was refused: the next one
+                               * registers from its first attempt (acquire.c) */
     pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
                                * thread's extensions take it */
     _Atomic int state;
@@ -294,12 +296,12 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
 /* A waiter that will be woken by the holder's release sleeps at most until
  * the holder's key expires (hint_ms), and never longer than
  * RL_POLICY_WAKE_POLL_MAX_MS; its registration lapses after
- * rl_policy_wake_lease_ms unless renewed; a woken waiter has the lock
- * reserved for rl_policy_wake_reserve_ms. */
+ * rl_policy_wake_lease_ms unless renewed; in fair mode a waiter refused a
+ * free key, kept for the head of the queue, waits rl_policy_wake_head_ms. */
 #define RL_POLICY_WAKE_POLL_MAX_MS 5000
 int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms);
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
-uint32_t rl_policy_wake_reserve_ms(const redlock_options *o);
+uint32_t rl_policy_wake_head_ms(const redlock_options *o);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 

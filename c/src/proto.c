@@ -51,7 +51,7 @@ static const struct cmd_spec {
                        1 },
 };
 
-static const char *const queue_suffix[3] = { ":wq", ":wl", ":wr" };
+static const char *const queue_suffix[2] = { ":wq", ":wl" };
 
 int rl_proto_is_script(rl_cmd cmd)
 {
@@ -66,7 +66,7 @@ int rl_proto_resend_late(rl_cmd cmd)
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
-    char ttl[16], ticket[24], lease[16], reserve[16];
+    char ttl[16], ticket[24], lease[16], wake[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
         return redisFormatCommand(out, "SET %b %s NX PX %s", r->key, r->key_len, r->value, ttl);
@@ -74,12 +74,12 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
-    snprintf(reserve, sizeof reserve, "%u", r->reserve_ms);
+    snprintf(wake, sizeof wake, "%u", r->wake_ms);
     /* The queue's keys: the lock's key and a suffix each, side by side; on
      * the stack for the usual key, since every release has them. */
-    char local[3 * 256], *qkeys = local;
+    char local[2 * 256], *qkeys = local;
     int queue = s->keys == KEYS_QUEUE || s->keys == KEYS_QUEUE_FENCE;
-    if (queue && 3 * (r->key_len + 4) > sizeof local && !(qkeys = malloc(3 * (r->key_len + 4))))
+    if (queue && 2 * (r->key_len + 4) > sizeof local && !(qkeys = malloc(2 * (r->key_len + 4))))
         return -1;
     const char *argv[16];
     size_t len[16];
@@ -87,9 +87,9 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
 #define ARG(str) (argv[n] = (str), len[n] = strlen(argv[n]), n++)
     ARG(via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA");
     ARG(via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha);
-    ARG(s->keys == KEYS_ONE ? "1" : s->keys == KEYS_FENCE ? "2" : s->keys == KEYS_QUEUE ? "4" : "5");
+    ARG(s->keys == KEYS_ONE ? "1" : s->keys == KEYS_FENCE ? "2" : s->keys == KEYS_QUEUE ? "3" : "4");
     argv[n] = r->key, len[n++] = r->key_len;
-    for (int k = 0; queue && k < 3; k++) {
+    for (int k = 0; queue && k < 2; k++) {
         char *qk = qkeys + k * (r->key_len + 4);
         memcpy(qk, r->key, r->key_len);
         memcpy(qk + r->key_len, queue_suffix[k], 4);
@@ -102,9 +102,9 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     switch (s->arg) {
     case ARG_TTL: ARG(ttl); break;
     case ARG_TOKEN: ARG(r->token); break;
-    case ARG_RELEASE: ARG(reserve); ARG(r->member); break;
-    case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(reserve); break;
-    case ARG_LEAVE: ARG(r->member); ARG(reserve); break;
+    case ARG_RELEASE: ARG(wake); ARG(r->member); break;
+    case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(wake); break;
+    case ARG_LEAVE: ARG(r->member); ARG(wake); break;
     default: break;
     }
 #undef ARG

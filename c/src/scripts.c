@@ -7,9 +7,8 @@
  *
  * Waiting (docs/algorithm.md, "Waking waiters"): next to a lock's key K a
  * node keeps K:wq, the waiters in arrival order (a sorted set scored by the
- * waiter's ticket), K:wl, when each waiter's registration lapses (scored by
- * the node's clock), and K:wr, the waiter a release has just woken (a string
- * that expires). Everything about them is a hint: calls on them go through
+ * waiter's ticket) and K:wl, when each waiter's registration lapses (scored
+ * by the node's clock). Everything about them is a hint: calls on them go through
  * redis.pcall, so a user whose ACL does not allow them, or a node out of
  * memory, still gets and releases locks, only without wake-ups. */
 #include <pthread.h>
@@ -20,15 +19,18 @@
 
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
  * (nil if TIME is refused), and rl_wake, which drops lapsed waiters and
- * publishes "<registration> <why>" (why: what freed the lock, the same on
- * every node; wake.c reads only the registration, and acts on every node's
- * message) to the client of the first remaining one (skipping `skip`, the
- * caller's own registration) until a client listens: PUBLISH says how many
- * received it, so a waiter whose process died is dropped at once. The woken
- * waiter gets the reservation K:wr for w ms. rl_has tells whether the
- * queue exists by the WRONGTYPE error that GET gives on a sorted set: GET is
- * a command every lock user may run, so users without the queue's commands
- * (docs/security.md) see no ACL denials from releases. */
+ * publishes "<registration>\n<key>" to the client of the first remaining
+ * one (skipping `skip`, the caller's own registration) until a client
+ * listens: PUBLISH says how many received it, so a waiter whose process
+ * died is dropped at once. A client that gets a message for a registration
+ * that no longer waits (its leave was lost with a node's connection) sends
+ * the leave for that key (wake.c), which wakes the next waiter. rl_has
+ * tells whether the queue exists by the WRONGTYPE error that GET gives on a
+ * sorted set: GET is a command every lock user may run, so users without
+ * the queue's commands (docs/security.md) see no ACL denials from
+ * releases. Nothing is reserved for the woken waiter: a free lock goes to
+ * whoever asks first (fair mode aside), so a registration that only some
+ * nodes know, or a waiter that never comes, can hold nobody up. */
 #define RL_WAKE_LUA \
     "local function rl_bad(v) return type(v) == 'table' and v.err ~= nil end " \
     "local function rl_now() local t = redis.pcall('time') if rl_bad(t) then return nil end " \
@@ -38,65 +40,67 @@
     "local function rl_has(q) local e = redis.pcall('get', q) return rl_bad(e) end " \
     "local function rl_purge(q, l, now) local g = redis.pcall('zrangebyscore', l, '-inf', now, 'LIMIT', 0, 32) " \
     "if rl_bad(g) then return false end for _, m in ipairs(g) do rl_drop(q, l, m) end return true end " \
-    "local function rl_wake(q, l, r, w, skip, why) if not rl_has(q) then return end " \
+    "local function rl_wake(q, l, skip, key) " \
     "local now = rl_now() if not now or not rl_purge(q, l, now) then return end " \
     "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
     "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
-    "local n = redis.pcall('publish', rl_chan(m), m .. ' ' .. why) if rl_bad(n) then return end " \
-    "if n > 0 then redis.pcall('set', r, m, 'PX', w) return end rl_drop(q, l, m) end end "
+    "local n = redis.pcall('publish', rl_chan(m), m .. '\\n' .. key) if rl_bad(n) then return end " \
+    "if n > 0 then return end rl_drop(q, l, m) end end "
 
-/* KEYS: K, K:wq, K:wl, K:wr. ARGV: value, reservation ms (0: wake nobody),
- * our own registration ('' if none). */
+/* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own
+ * registration ('' if none). The usual release, with no queue, runs three
+ * commands and defines nothing. */
 const char rl_script_release[] =
-    RL_WAKE_LUA
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
-    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], ARGV[1]) end return 1";
+    "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return 1 end "
+    RL_WAKE_LUA
+    "if ARGV[3] ~= '' then rl_drop(KEYS[2], KEYS[3], ARGV[3]) end "
+    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], KEYS[1]) end return 1";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 /* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
- * K:wl, K:wr, the fencing counter. ARGV: value, ttl, our registration
- * (the client's wake id ':' a number; '' for none), ticket (orders the
- * queue), lease ms (a registration not renewed within it lapses), mode
- * ('j' join the queue when refused, 'f' fair, 'c' return the counter),
- * reservation ms for a waiter this call wakes.
- * A free key is refused to anyone but the waiter a release woke while its
- * reservation lasts, and in fair mode to anyone but the head of the queue
- * whose client still listens. Granted: {1} or {1, counter}. Refused:
- * {0, ms to wait at most, 1 if the holder's release will wake us: its
- * value is ours, 'w' and 40 hex digits}, with a fourth element when the
- * key is free but kept for another waiter; then the wait is what is left
- * of the reservation, so a waiter that never comes holds nobody up long. */
+ * K:wl, the fencing counter. ARGV: value, ttl, our registration (the
+ * client's wake id ':' a number; '' for none), ticket (orders the queue),
+ * lease ms (a registration not renewed within it lapses, and the queue's
+ * keys expire with the last one), mode ('j' join the queue when refused,
+ * 'f' fair, 'c' return the counter), how long a waiter refused a free key
+ * in fair mode waits at most.
+ * In fair mode a free key is refused to anyone but the head of the queue
+ * whose client still listens; the head is woken again then, in case its
+ * message was lost. Granted: {1} or {1, counter}. Refused: {0, ms to wait
+ * at most, 1 if the holder's release will wake us: its value is ours, 'w'
+ * and 40 hex digits}, with a fourth element when the key is free but kept
+ * for the head. */
 const char rl_script_acquire[] =
     RL_WAKE_LUA
-    "local k, q, l, r, me, mode = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[6] "
-    "local fair = string.find(mode, 'f', 1, true) local blocked = false local res = nil "
+    "local k, q, l, me, mode = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[6] "
+    "local blocked = false "
     "local v = redis.call('get', k) "
     "if not v then "
-    "res = redis.pcall('get', r) blocked = type(res) == 'string' and res ~= me "
-    "if not blocked and fair and rl_has(q) then local now = rl_now() "
+    "if string.find(mode, 'f', 1, true) and rl_has(q) then local now = rl_now() "
     "if now and rl_purge(q, l, now) then for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 0) "
     "if rl_bad(h) or not h[1] or h[1] == me then break end "
     "local ns = redis.pcall('pubsub', 'numsub', rl_chan(h[1])) "
     "if rl_bad(ns) or tonumber(ns[2]) > 0 then blocked = true break end rl_drop(q, l, h[1]) end end end "
     "if not blocked then redis.call('set', k, ARGV[1], 'PX', ARGV[2]) "
-    "if me ~= '' then rl_drop(q, l, me) end if res == me then redis.pcall('del', r) end "
-    "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[5]) or '0'} end return {1} end end "
+    "if me ~= '' then rl_drop(q, l, me) end "
+    "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end end "
     "if me ~= '' and string.find(mode, 'j', 1, true) then local now = rl_now() if now then "
     "redis.pcall('zadd', q, 'NX', ARGV[4], me) redis.pcall('zadd', l, now + tonumber(ARGV[5]), me) "
-    "redis.pcall('pexpire', q, 2 * tonumber(ARGV[5])) redis.pcall('pexpire', l, 2 * tonumber(ARGV[5])) end end "
-    "if blocked then if type(res) ~= 'string' then rl_wake(q, l, r, ARGV[7], me, me) end "
-    "local t = redis.pcall('pttl', r) if rl_bad(t) or t < 0 then t = tonumber(ARGV[7]) end "
-    "return {0, t, 1, 1} end "
+    "redis.pcall('pexpire', q, ARGV[5]) redis.pcall('pexpire', l, ARGV[5]) end end "
+    "if blocked then rl_wake(q, l, me, k) return {0, tonumber(ARGV[7]), 1, 1} end "
     "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
     "local ours = #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
     "return {0, t, ours and 1 or 0}";
-/* A waiter gives up. KEYS: K, K:wq, K:wl, K:wr. ARGV: its registration,
- * reservation ms. A reservation it held passes to the next waiter. */
+/* A waiter gives up, or a client is told of a registration of its own that
+ * no longer waits. KEYS: K, K:wq, K:wl. ARGV: the registration, wake ('0':
+ * nobody). If the lock is free, the next waiter is woken: the message that
+ * reached a waiter that left is passed on. */
 const char rl_script_leave[] =
     RL_WAKE_LUA
-    "rl_drop(KEYS[2], KEYS[3], ARGV[1]) if redis.pcall('get', KEYS[4]) == ARGV[1] then "
-    "redis.pcall('del', KEYS[4]) if not redis.call('get', KEYS[1]) then "
-    "rl_wake(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[1], ARGV[1]) end end return 1";
+    "rl_drop(KEYS[2], KEYS[3], ARGV[1]) "
+    "if ARGV[2] ~= '0' and not redis.call('get', KEYS[1]) and rl_has(KEYS[2]) then "
+    "rl_wake(KEYS[2], KEYS[3], ARGV[1], KEYS[1]) end return 1";
 /* Fencing (docs/fencing.md): raise the counter to ARGV[2] if the lock is
  * still ours. KEYS[2] is the counter. Counters are compared as decimal
  * strings, since Lua numbers are doubles. */

@@ -143,18 +143,23 @@ short rl_listen_poll_events(const redlock_client *cl, size_t i)
     }
 }
 
-/* A message names one registration and what freed the lock ("<wake
- * id>:<n> <what>"): wake that waiter if it is ours. Every node tells of a
- * release; the waiter acts on each message that comes while it sleeps: one
- * that woke it early (its SET reached a node before the release did) is
- * followed by the others, and one of them brings it back. */
+/* A message names one registration and the lock's key ("<wake id>:<n>\n<key>";
+ * older clients sent "<wake id>:<n> <value>"): wake that waiter if it is
+ * ours. Every node tells of a release; the waiter acts on each message
+ * that comes while it sleeps: one that woke it early (its SET reached a
+ * node before the release did) is followed by the others, and one of them
+ * brings it back. A message for a registration of ours that no longer
+ * waits means that its leave never reached this node (the node was stopped
+ * and the connection dropped): the leave is sent now, and it wakes the
+ * next waiter, so a stale head neither swallows wake-ups nor lingers. */
 static void deliver(redlock_client *cl, size_t i, const char *payload, size_t len)
 {
     size_t idlen = strlen(cl->io->wake_id);
     if (len <= idlen + 1 || memcmp(payload, cl->io->wake_id, idlen) != 0 || payload[idlen] != ':')
         return;
     uint64_t id = 0;
-    for (size_t k = idlen + 1; k < len && payload[k] != ' '; k++) {
+    size_t k = idlen + 1;
+    for (; k < len && payload[k] != ' ' && payload[k] != '\n'; k++) {
         if (payload[k] < '0' || payload[k] > '9' || id > UINT64_MAX / 10 - 1)
             return;
         id = id * 10 + (uint64_t)(payload[k] - '0');
@@ -171,6 +176,12 @@ static void deliver(redlock_client *cl, size_t i, const char *payload, size_t le
             (void)wr;
         }
         return;
+    }
+    if (k < len && payload[k] == '\n' && id && id <= cl->io->waiter_seq && k < RL_MEMBER_MAX) {
+        char member[RL_MEMBER_MAX];
+        memcpy(member, payload, k);
+        member[k] = '\0';
+        rl_conn_send_leave(cl, i, payload + k + 1, len - k - 1, member, rl_now_us());
     }
 }
 

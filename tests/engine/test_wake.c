@@ -63,7 +63,8 @@ static long long node_q(size_t i, const char *fmt, ...)
     return v;
 }
 
-/* The queue's keys of a lock key on node i: how many of K:wq, K:wl, K:wr exist. */
+/* The queue's keys of a lock key on node i: how many of K:wq and K:wl exist (and
+ * K:wr, the reservation that earlier versions wrote and this one never does). */
 static long long queue_keys(size_t i, const char *key)
 {
     return node_q(i, "EXISTS %s:wq %s:wl %s:wr", key, key, key);
@@ -436,7 +437,7 @@ static void test_wakeup_basic(void)
             rb->last_acquired_attempt);
     CHECK(redlock_lock_is_held(w.lock));
     CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
-    /* The woken waiter left the queue, and its reservation went with its acquisition. */
+    /* The woken waiter left the queue with its acquisition. */
     for (size_t i = 0; i < 5; i++) {
         CHECK(queue_keys(i, key_of(res)) == 0);
         CHECK(node_q(i, "EXISTS %s", key_of(res)) == 0);
@@ -756,7 +757,7 @@ static void test_many_waits_no_leak(void)
         CHECK(n >= 2 && n <= 3);
         CHECK(sub == 1);
     }
-    /* Nobody is left to wake: the release reserves the lock for no one. */
+    /* Nobody is left to wake: the release leaves no queue behind. */
     CHECK_LOCK_RC(la, redlock_release(la), 0);
     for (size_t i = 0; i < 5; i++)
         CHECK(queue_keys(i, key) == 0);
