@@ -178,6 +178,7 @@ static void usage(void)
             "  --pre-write MS      sleep between the validity check and the write (0)\n"
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
+            "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -193,9 +194,9 @@ int main(int argc, char **argv)
 
     const char *storage_path = NULL;
     long pre_write = 0;
-    int fencing = 0, auto_extend = 0;
+    int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND };
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -218,6 +219,8 @@ int main(int argc, char **argv)
         {"storage", required_argument, 0, O_STORAGE},
         {"pre-write", required_argument, 0, O_PRE_WRITE},
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
+        {"no-wake", no_argument, 0, O_NO_WAKE},
+        {"fair", no_argument, 0, O_FAIR},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -243,6 +246,8 @@ int main(int argc, char **argv)
         case O_STORAGE: storage_path = optarg; break;
         case O_PRE_WRITE: pre_write = atol(optarg); break;
         case O_AUTO_EXTEND: auto_extend = 1; break;
+        case O_NO_WAKE: no_wake = 1; break;
+        case O_FAIR: fair = 1; break;
         default: usage(); return 2;
         }
     }
@@ -253,6 +258,10 @@ int main(int argc, char **argv)
     client_id = id;
     if (fencing)
         o.flags |= REDLOCK_OPT_FENCING;
+    if (no_wake)
+        o.flags |= REDLOCK_OPT_NO_WAKE;
+    if (fair)
+        o.flags |= REDLOCK_OPT_FAIR;
     if (auto_extend)
         o.on_event = on_event;
     if (margin < 0)

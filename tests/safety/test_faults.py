@@ -146,46 +146,57 @@ def test_node_paused(make_run):
 
 @pytest.mark.parametrize("how", ["sigstop", "client-pause"])
 def test_minority_outage_liveness(make_run, how):
-    """Six clients contend for one resource on 5 nodes with a 20 ms retry jitter; then 2 nodes are
-    stopped (SIGSTOP) or paused (CLIENT PAUSE) for 4 s. With only 3 live nodes, contenders split
-    the vote; each failed attempt must give up on the silent nodes quickly and clean its partial
-    keys up at once, or the next attempts fail too. Acquisitions go on through the outage (the
-    issue's goal: at least half the healthy rate and no stretch over 1 s without one; asserted
-    loosely here, the numbers are printed). No violation."""
-    outage_s, healthy_s = 4.0, 3.0
+    """Two groups of six clients contend, each group for its own resource, on the same 5 nodes at
+    the same time: one with the default options (wake-up on), one with REDLOCK_OPT_NO_WAKE
+    (polling), both with a 20 ms retry jitter. After a healthy stretch, 2 nodes at a time, a new
+    random pair each time, are stopped (SIGSTOP) or paused (CLIENT PAUSE) for 0.3-1.2 s, for 6 s.
+    A rotating pair is what left stale queue heads on the nodes that missed a leave (issue 22:
+    wake-up fell to 0.12-0.16x of polling). Wake-up must not collapse against polling measured
+    under the same faults: at least 0.5x (the exact ratio is the benchmark's, bench/README.md).
+    No violation in either group."""
+    outage_s, healthy_s = 6.0, 2.0
+    rnd = random.Random(22)
     with S.nodes.Cluster(5, kind="mixed") as c:
-        run = make_run(c.urls, "safety:liveness")
-        f = S.Faults(run, c)
-        run.spawn_many(6, ttl=2000, hold=5, gap=5, wait=3000, retry_jitter=20, duration=60)
+        runs = {"wake": make_run(c.urls, "safety:liveness-wake"), "poll": make_run(c.urls, "safety:liveness-poll")}
+        fw = S.Faults(runs["wake"], c)
+        for mode, run in runs.items():
+            run.spawn_many(6, ttl=2000, hold=5, gap=5, wait=3000, retry_jitter=20, duration=60,
+                           no_wake=mode == "poll")
         time.sleep(1.0)
         t_h = S.now_ns()
         time.sleep(healthy_s)
-        if how == "sigstop":
-            t_o = f.pause(3)
-            f.pause(4)
-        else:
-            t_o = f.cmd(3, "CLIENT", "PAUSE", str(int(outage_s * 1000)), "ALL", kind="client-pause")[0]
-            f.cmd(4, "CLIENT", "PAUSE", str(int(outage_s * 1000)), "ALL", kind="client-pause")
-        time.sleep(outage_s - 0.2)
+        t_o = S.now_ns()
+        end = time.monotonic() + outage_s
+        while time.monotonic() < end:
+            pair = rnd.sample(range(5), 2)
+            d = rnd.uniform(0.3, 1.2)
+            for i in pair:
+                if how == "sigstop":
+                    fw.pause(i)
+                else:
+                    fw.cmd(i, "CLIENT", "PAUSE", str(int(d * 1000)), "ALL", kind="client-pause")
+                runs["poll"].fault("pause" if how == "sigstop" else "client-pause", "node%d" % i)
+            time.sleep(d)
+            if how == "sigstop":
+                for i in pair:
+                    fw.resume(i)
+                    runs["poll"].heal("resume", "node%d" % i)
+            time.sleep(rnd.uniform(0.1, 0.4))
         t_e = S.now_ns()
-        time.sleep(0.2)
-        if how == "sigstop":
-            f.resume(3)
-            f.resume(4)
         time.sleep(1.0)
-        r = finish(run)
-    assert_safe(r)
-    healthy = acq_between(r, t_h, t_o)
-    outage = acq_between(r, t_o, t_e)
-    rate_h = len(healthy) / ((t_o - t_h) / 1e9)
-    rate_o = len(outage) / ((t_e - t_o) / 1e9)
-    times = [t_o] + sorted(w.t_acq for w in outage) + [t_e]
-    longest = max(b - a for a, b in zip(times, times[1:])) / MS
-    print("healthy %.1f acquisitions/s, outage %.1f/s (%.2fx), longest stretch without one %.0f ms"
-          % (rate_h, rate_o, rate_o / rate_h if rate_h else 0, longest))
-    assert rate_h > 0 and outage, "no acquisitions"
-    assert rate_o >= 0.25 * rate_h, "throughput fell to %.2fx healthy with a minority out" % (rate_o / rate_h)
-    assert longest < 2000, "no acquisition for %.0f ms with a minority out" % longest
+        results = {mode: finish(run) for mode, run in runs.items()}
+    rates = {}
+    for mode, r in results.items():
+        assert_safe(r)
+        healthy = acq_between(r, t_h, t_o)
+        outage = acq_between(r, t_o, t_e)
+        rates[mode] = (len(healthy) / ((t_o - t_h) / 1e9), len(outage) / ((t_e - t_o) / 1e9))
+        assert healthy and outage, "%s: no acquisitions (healthy %d, outage %d)" % (mode, len(healthy), len(outage))
+    print("healthy: wake %.1f/s, polling %.1f/s; outage (%s, rotating pairs): wake %.1f/s, polling %.1f/s, "
+          "wake/polling %.2fx" % (rates["wake"][0], rates["poll"][0], how, rates["wake"][1], rates["poll"][1],
+                                  rates["wake"][1] / rates["poll"][1]))
+    assert rates["wake"][1] >= 0.5 * rates["poll"][1], \
+        "wake-up fell to %.2fx of polling with a minority out" % (rates["wake"][1] / rates["poll"][1])
 
 
 # ---------------------------------------------------------------------------------------------
