@@ -134,12 +134,12 @@ static void check_node(doctor *d, dnode *n, const cli_common *common, const redl
     d->reachable++;
     for (size_t k = 0; k < doctor_n_node_checks; k++) {
         const node_check *c = &doctor_node_checks[k];
-        if (c->needs_usable && !doctor_node_usable(d, n))
+        if (c->needs_usable && !doctor_flag_broken(d, n))
             break;
         if (c->run(d, n) == CHECK_STOP)
             break;
     }
-    doctor_node_usable(d, n);
+    doctor_flag_broken(d, n);
 }
 
 static void cleanup(doctor *d, cli_common *common)

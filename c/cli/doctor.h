@@ -61,10 +61,10 @@ typedef struct doctor {
 /* ---- doctor_report.c ---- */
 void doctor_add(doctor *d, int node, int severity, const char *check, const char *fix, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* A node whose connection failed during the checks (a reply the hardened
- * reader refused, a timeout, a reset) is reported once, as severe. 1 if the
- * node can still be checked. */
-int doctor_node_usable(doctor *d, dnode *n);
+/* Flags a node whose connection failed during the checks (a reply the
+ * hardened reader refused, a timeout, a reset): one severe finding, the
+ * first time. Returns 1 if the node can still be checked, 0 if not. */
+int doctor_flag_broken(doctor *d, dnode *n);
 /* A node that could not be connected to: the finding for its kind of failure. */
 void doctor_connect_failed(doctor *d, dnode *n, const char *server_name);
 void doctor_print_text(const doctor *d);
@@ -76,7 +76,7 @@ enum { CHECK_NEXT = 0, CHECK_STOP = -1 };
 typedef struct node_check {
     const char *name;
     int (*run)(doctor *d, dnode *n);
-    int needs_usable;          /* only on a connection that has not failed */
+    int needs_usable;          /* only on a connection that has not failed (doctor_flag_broken) */
 } node_check;
 typedef struct set_check {
     const char *name;

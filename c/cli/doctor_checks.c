@@ -111,7 +111,7 @@ static int check_info(doctor *d, dnode *n)
     char err[256], buf[64];
     redisReply *r = cli_command(n->ctx, err, sizeof err, "INFO");
     if (!r && n->ctx->err)
-        return CHECK_NEXT;  /* reported by doctor_node_usable */
+        return CHECK_NEXT;  /* reported by doctor_flag_broken */
     if (!r || r->type == REDIS_REPLY_ERROR) {
         doctor_add(d, n->index, SEV_WARN, "info-denied",
                    "grant the doctor's user +info (and +config|get), or run doctor as an administrator",
@@ -448,14 +448,14 @@ static void check_clocks(doctor *d)
         return;
     }
     for (size_t i = 0; i < d->n_nodes; i++)
-        if (doctor_node_usable(d, &d->nodes[i]))
+        if (doctor_flag_broken(d, &d->nodes[i]))
             clock_start(&d->nodes[i], d->prefix, d->probe_ms);
     struct timespec ts = { .tv_sec = d->probe_ms / 1000, .tv_nsec = (long)(d->probe_ms % 1000) * 1000000 };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
     for (size_t i = 0; i < d->n_nodes; i++) {
         dnode *n = &d->nodes[i];
-        if (doctor_node_usable(d, n))
+        if (doctor_flag_broken(d, n))
             clock_finish(d, n);
         if (n->ctx && n->clock_skip[0])
             clock_skipped(d, n);

@@ -34,7 +34,7 @@ void doctor_add(doctor *d, int node, int severity, const char *check, const char
     d->counts[severity]++;
 }
 
-int doctor_node_usable(doctor *d, dnode *n)
+int doctor_flag_broken(doctor *d, dnode *n)
 {
     if (!n->ctx)
         return 0;
