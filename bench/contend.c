@@ -38,8 +38,8 @@
 
 enum { M_OFF, M_WAKE, M_FAIR, NMODES };
 /* --fault: what happens to a minority of the nodes while a block runs. */
-enum { F_NONE, F_SIGSTOP, F_PAUSE, F_MIXED };
-static const char *const fault_name[] = { "none", "sigstop", "pause", "mixed" };
+enum { F_NONE, F_SIGSTOP, F_PAUSE, F_KILL, F_MIXED };
+static const char *const fault_name[] = { "none", "sigstop", "pause", "kill", "mixed" };
 static const char *const mode_name[NMODES] = { "off", "wake", "fair" };
 static const uint32_t mode_flags[NMODES] = { REDLOCK_OPT_NO_WAKE, 0, REDLOCK_OPT_FAIR };
 
@@ -567,12 +567,17 @@ static int nodes_snapshot(node_stat *into)
 
 static pid_t node_pid[MAX_NODES];            /* from INFO server process_id */
 static volatile sig_atomic_t node_stopped[MAX_NODES];
-static redisContext *fault_ctx[MAX_NODES];   /* the fault thread's own: CLIENT PAUSE */
+static redisContext *fault_ctx[MAX_NODES];   /* the fault thread's own: CLIENT PAUSE, counts */
+static redisContext *harness_ctl;            /* nodes.py's control socket: KILL i, START i */
+static const char *const *node_urls;
+static int nodes_persistent;                 /* appendonly yes on every node */
 
 typedef struct fault_run {
     int64_t start_ns, deadline_ns;
     uint64_t rng;
-    long long stops, pauses;   /* node faults begun in this block */
+    node_stat *base;           /* the block's starting counts; a restarted node's start again */
+    node_stat carry[MAX_NODES]; /* what killed incarnations had counted */
+    long long stops, pauses, kills; /* node faults begun in this block */
     double down_s;             /* node-seconds down */
     int failed;
 } fault_run;
@@ -607,10 +612,63 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-/* Until the deadline: pick fault_nodes nodes at random, stop them (SIGSTOP)
- * or pause them (CLIENT PAUSE ms ALL) for a random down time, resume them,
- * let them run for a random up time, and again. A pause is never longer than
- * what is left of the block, so every node runs again at the deadline. */
+static int harness_call(const char *op, int i)
+{
+    redisReply *r = redisCommand(harness_ctl, "%s %d", op, i);
+    int ok = r && r->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        fprintf(stderr, "redlock_contend: harness %s %d: %s\n", op, i,
+                r ? r->str : harness_ctl->err ? harness_ctl->errstr : "no reply");
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+static pid_t read_pid(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "INFO server");
+    const char *p = r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)
+                        ? strstr(r->str, "process_id:") : NULL;
+    pid_t pid = p ? (pid_t)atol(p + 11) : 0;
+    freeReplyObject(r);
+    return pid;
+}
+
+/* SIGKILL node i through the harness, after banking what it has counted. */
+static int kill_node(fault_run *f, int i)
+{
+    node_stat now;
+    if (node_stats(fault_ctx[i], &now) == 0) {
+        f->carry[i].cmds += now.cmds - f->base[i].cmds;
+        f->carry[i].cpu_s += now.cpu_s - f->base[i].cpu_s;
+    }
+    f->base[i] = now; /* not counted twice if the kill fails */
+    return harness_call("KILL", i);
+}
+
+/* Starts node i again and takes its new counts as the base. */
+static int restart_node(fault_run *f, int i)
+{
+    if (harness_call("START", i) != 0)
+        return -1;
+    redisFree(fault_ctx[i]);
+    fault_ctx[i] = NULL;
+    for (int t = 0; t < 50 && !(fault_ctx[i] = connect_blocking(node_urls[i])); t++)
+        sleep_until_ns(now_ns() + 100000000);
+    if (!fault_ctx[i])
+        return -1;
+    node_pid[i] = read_pid(fault_ctx[i]);
+    if (node_stats(fault_ctx[i], &f->base[i]) != 0)
+        memset(&f->base[i], 0, sizeof f->base[i]);
+    return 0;
+}
+
+/* Until the deadline: pick fault_nodes nodes at random, stop them (SIGSTOP),
+ * pause them (CLIENT PAUSE ms ALL) or kill them (SIGKILL through the
+ * harness) for a random down time, resume or restart them, let them run for
+ * a random up time, and again. A pause is never longer than what is left of
+ * the block, so every node runs again at the deadline. A node without
+ * appendonly is restarted no sooner than a TTL (and 100 ms) after its kill,
+ * the delayed restart Redlock needs to stay safe. */
 static void *fault_thread(void *arg)
 {
     fault_run *f = arg;
@@ -636,8 +694,16 @@ static void *fault_thread(void *arg)
             break;
         for (int j = 0; j < k; j++) {
             int i = pick[j];
-            kind[j] = cfg.fault == F_MIXED ? (rng_next(&f->rng) & 1 ? F_SIGSTOP : F_PAUSE) : cfg.fault;
-            if (kind[j] == F_SIGSTOP) {
+            kind[j] = cfg.fault == F_MIXED ? F_SIGSTOP + (int)(rng_next(&f->rng) % (harness_ctl ? 3 : 2))
+                                           : cfg.fault;
+            if (kind[j] == F_KILL) {
+                if (kill_node(f, i) != 0) {
+                    kind[j] = F_NONE;
+                    f->failed++;
+                    continue;
+                }
+                f->kills++;
+            } else if (kind[j] == F_SIGSTOP) {
                 node_stopped[i] = 1;
                 if (kill(node_pid[i], SIGSTOP) != 0) {
                     node_stopped[i] = 0;
@@ -661,6 +727,13 @@ static void *fault_thread(void *arg)
                 kill(node_pid[pick[j]], SIGCONT);
                 node_stopped[pick[j]] = 0;
             }
+        for (int j = 0; j < k; j++)
+            if (kind[j] == F_KILL) {
+                if (!nodes_persistent)
+                    sleep_until_ns(t0 + ((int64_t)cfg.ttl_ms + 100) * 1000000LL);
+                if (restart_node(f, pick[j]) != 0)
+                    f->failed++;
+            }
         /* A pause ends on its own at until: CLIENT UNPAUSE would itself wait for it. */
         int64_t up = now_ns() + rng_range(&f->rng, cfg.fault_up_min_ms, cfg.fault_up_max_ms) * 1000000LL;
         sleep_until_ns(up < f->deadline_ns ? up : f->deadline_ns);
@@ -672,11 +745,14 @@ static void *fault_thread(void *arg)
 /* Reads each node's pid and opens the fault thread's connections. */
 static int fault_setup(const char *const *urls)
 {
+    node_urls = urls;
+    nodes_persistent = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
-        redisReply *r = redisCommand(nv[i].ctl, "INFO server");
-        const char *p = r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)
-                            ? strstr(r->str, "process_id:") : NULL;
-        node_pid[i] = p ? (pid_t)atol(p + 11) : 0;
+        node_pid[i] = read_pid(nv[i].ctl);
+        redisReply *r = redisCommand(nv[i].ctl, "CONFIG GET appendonly");
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[1]->type != REDIS_REPLY_STRING ||
+            strcmp(r->element[1]->str, "yes") != 0)
+            nodes_persistent = 0;
         freeReplyObject(r);
         if (node_pid[i] <= 0 || kill(node_pid[i], 0) != 0) {
             fprintf(stderr, "redlock_contend: --fault: node %d's process (pid %ld from INFO server) is not one "
@@ -687,6 +763,26 @@ static int fault_setup(const char *const *urls)
             fprintf(stderr, "redlock_contend: --fault: cannot connect to node %d\n", i);
             return -1;
         }
+    }
+    const char *path = getenv("REDLOCK_HARNESS");
+    if (path && (cfg.fault == F_KILL || cfg.fault == F_MIXED)) {
+        harness_ctl = redisConnectUnix(path);
+        if (harness_ctl && !harness_ctl->err) {
+            redisReply *r = redisCommand(harness_ctl, "PING");
+            if (!r || r->type == REDIS_REPLY_ERROR) {
+                redisFree(harness_ctl);
+                harness_ctl = NULL;
+            }
+            freeReplyObject(r);
+        } else {
+            redisFree(harness_ctl);
+            harness_ctl = NULL;
+        }
+    }
+    if (cfg.fault == F_KILL && !harness_ctl) {
+        fprintf(stderr, "redlock_contend: --fault kill restarts the nodes through the harness: run it through "
+                        "bench/run-contend ($REDLOCK_HARNESS)\n");
+        return -1;
     }
     atexit(resume_all);
     struct sigaction sa;
@@ -745,7 +841,7 @@ typedef struct result {
     double ncpu_s;          /* node CPU (INFO cpu sys + user), summed over nodes */
     double ncount_s;        /* how long the node counts ran (a little longer than the block) */
     int nstat_ok;
-    long long stops, pauses, fault_failed;
+    long long stops, pauses, kills, fault_failed;
     double down_s;
     long long top, lua, totcmds;
     tally names;            /* MONITOR lines by command name */
@@ -858,7 +954,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     }
     sh->start_ns = now_ns() + 5000000;
     sh->deadline_ns = sh->start_ns + block_ns;
-    fault_run fr = { .start_ns = sh->start_ns, .deadline_ns = sh->deadline_ns,
+    fault_run fr = { .start_ns = sh->start_ns, .deadline_ns = sh->deadline_ns, .base = ns0,
                      .rng = cfg.seed ^ ((uint64_t)(block_no + 1) * 0x2545f4914f6cdd1dull) };
     pthread_t fth;
     int have_fth = cfg.fault != F_NONE && pthread_create(&fth, NULL, fault_thread, &fr) == 0;
@@ -915,6 +1011,18 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
      * the counts are read. */
     if (have_fth)
         pthread_join(fth, NULL);
+    if (fr.kills) /* the parent's connections to a restarted node are gone */
+        for (int i = 0; i < cfg.n_nodes; i++) {
+            redisReply *r = redisCommand(nv[i].ctl, "PING");
+            if (!r) {
+                redisFree(nv[i].ctl);
+                if (!(nv[i].ctl = connect_blocking(node_urls[i]))) {
+                    fprintf(stderr, "redlock_contend: cannot reconnect to node %d after its restart\n", i);
+                    exit(1);
+                }
+            }
+            freeReplyObject(r);
+        }
     /* The last release returns at quorum; let the slower nodes' commands land. */
     int64_t settle = now_ns() + 100000000;
     while (now_ns() < settle) {
@@ -941,6 +1049,10 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     node_stat nsd;
     if (nodes_delta(ns0, &nsd) != 0)
         ns_ok = 0;
+    for (int i = 0; i < cfg.n_nodes; i++) {
+        nsd.cmds += fr.carry[i].cmds;
+        nsd.cpu_s += fr.carry[i].cpu_s;
+    }
     double ns_wall_s = (double)(now_ns() - ns_t0) / 1e9;
     long long tot = 0;
     int tot_ok = 1;
@@ -1039,12 +1151,15 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
             if (blk_tally.n[i][l])
                 tally_add(&res->names, blk_tally.name[i], strlen(blk_tally.name[i]), l, blk_tally.n[i][l]);
     res->monitor_ok = res->blocks == 1 ? mon_ok : res->monitor_ok && mon_ok;
+    if (fr.kills)
+        tot_ok = 0; /* a restarted node's clients have new ids and counts */
     res->totcmds += tot;
     res->ncmds += nsd.cmds;
     res->ncpu_s += nsd.cpu_s;
     res->ncount_s += ns_wall_s;
     res->nstat_ok = res->blocks == 1 ? ns_ok : res->nstat_ok && ns_ok;
     res->stops += fr.stops;
+    res->kills += fr.kills;
     res->pauses += fr.pauses;
     res->down_s += fr.down_s;
     res->fault_failed += fr.failed;
@@ -1191,7 +1306,9 @@ static void print_header(void)
                fault_name[cfg.fault], cfg.fault_nodes > 0 ? cfg.fault_nodes : (cfg.n_nodes - 1) / 2, cfg.n_nodes,
                cfg.fault == F_SIGSTOP ? "stopped (SIGSTOP, then SIGCONT)"
                : cfg.fault == F_PAUSE ? "paused (CLIENT PAUSE ms ALL)"
-                                      : "stopped or paused (each at random)",
+               : cfg.fault == F_KILL  ? "killed (SIGKILL, then started again)"
+               : harness_ctl          ? "stopped, paused or killed (each at random)"
+                                      : "stopped or paused (each at random; no harness to restart killed nodes)",
                cfg.fault_down_min_ms, cfg.fault_down_max_ms, cfg.fault_up_min_ms, cfg.fault_up_max_ms, cfg.seed);
     printf("\n%-5s %7s %8s %7s %8s %8s %8s %6s %6s %6s %7s %7s %6s %6s %7s %8s %5s %7s %7s\n", "mode", "workers", "acq",
            "acq/s", "ho p50", "ho p99", "ho mean", "again", "tries", "woken", "cmd", "exec", "min", "max", "max/min",
@@ -1293,19 +1410,20 @@ static void print_row(result *r, FILE *csv)
     if (r->unready)
         printf("      ^ %lld workers started with a listener not READY after 3 s of warm-up\n", r->unready);
     if (cfg.fault != F_NONE)
-        printf("      faults: %lld stops, %lld pauses, %.1f node-seconds down%s\n", r->stops, r->pauses, r->down_s,
+        printf("      faults: %lld stops, %lld pauses, %lld kills, %.1f node-seconds down%s\n", r->stops, r->pauses,
+               r->kills, r->down_s,
                r->fault_failed ? " (SOME FAULTS COULD NOT BE INJECTED)" : "");
     fflush(stdout);
     if (csv)
         fprintf(csv, "%s,%d,%d,%.3f,%ld,%ld,%d,%lld,%.1f,%.4f,%.4f,%.2f,%.3f,%.3f,%.4f,%.4f,%lld,%lld,%.3f,%lld,%lld,%.4f,"
-                     "%.4f,%lld,%.2f,%.1f,%s,%u,%ld,%lld,%lld,%.2f,%.1f\n",
+                     "%.4f,%lld,%.2f,%.1f,%s,%u,%ld,%lld,%lld,%.2f,%.1f,%lld\n",
                 mode_name[r->mode], r->workers, r->blocks, r->seconds, cfg.hold_ms, cfg.think_us, cfg.yield, r->acq,
                 acq / r->seconds, p50, p99, isnan(again) ? -1 : again, tries, woken,
                 isnan(cmd_per_acq(r)) ? -1 : cmd_per_acq(r), isnan(exec_per_acq(r)) ? -1 : exec_per_acq(r),
                 r->min_w, r->max_w, isinf(ratio) ? -1 : ratio, r->errors + r->crashed, r->overlaps, mean,
                 isnan(lat99) ? -1 : lat99, r->timeouts, isnan(ncmd_per_acq(r)) ? -1 : ncmd_per_acq(r),
                 isnan(ncpu_per_acq(r)) ? -1 : ncpu_per_acq(r), fault_name[cfg.fault], cfg.ttl_ms, cfg.wait_ms,
-                r->stops, r->pauses, r->down_s, isnan(ncpu_net_per_acq(r)) ? -1 : ncpu_net_per_acq(r));
+                r->stops, r->pauses, r->down_s, isnan(ncpu_net_per_acq(r)) ? -1 : ncpu_net_per_acq(r), r->kills);
 }
 
 static void print_ratios(result *rs, int W)
@@ -1391,8 +1509,10 @@ static void usage(FILE *f)
             "  --node-timeout-ms MS  client node_timeout_ms (library default)\n"
             "  --retry-delay-ms MS   client retry_delay_ms (library default)\n"
             "  --retry-jitter-ms MS  client retry_jitter_ms (library default)\n"
-            "  --fault KIND          none, sigstop, pause or mixed: while each block runs, a minority of\n"
-            "                        the nodes is repeatedly stopped (SIGSTOP) or paused (CLIENT PAUSE)\n"
+            "  --fault KIND          none, sigstop, pause, kill or mixed: while each block runs, a\n"
+            "                        minority of the nodes is repeatedly stopped (SIGSTOP), paused\n"
+            "                        (CLIENT PAUSE), or killed and restarted (needs the harness); mixed:\n"
+            "                        each fault one of these at random (implies --no-monitor with kill)\n"
             "  --fault-nodes K       nodes down at once (a minority: (nodes-1)/2)\n"
             "  --fault-down-ms A-B   each fault lasts uniform(A, B) ms (100-3000)\n"
             "  --fault-up-ms A-B     then every node runs uniform(A, B) ms (100-1000)\n"
@@ -1475,6 +1595,8 @@ int main(int argc, char **argv)
             if (f > F_MIXED)
                 goto bad;
             cfg.fault = f;
+            if (f == F_KILL || f == F_MIXED)
+                cfg.monitor = 0; /* a killed node's MONITOR stream would end */
             break;
         }
         case O_FNODES:
@@ -1599,6 +1721,9 @@ int main(int argc, char **argv)
     }
     if (cfg.fault != F_NONE && fault_setup((const char *const *)urls) != 0)
         return 2;
+    if (harness_ctl && !nodes_persistent)
+        printf("note: the nodes do not persist (appendonly no): a killed node is restarted no sooner than a TTL\n"
+               "      after its kill\n");
     {
         /* What the idle nodes spend, to set the per-acquisition figures against. */
         node_stat s0[MAX_NODES], d;
@@ -1623,7 +1748,7 @@ int main(int argc, char **argv)
                      "handover_p99_ms,again_pct,tries_per_acq,woken_per_acq,cmds_per_acq,exec_per_acq,"
                      "min_per_worker,max_per_worker,max_over_min,errors,overlaps,handover_mean_ms,acquire_p99_ms,"
                      "timeouts,node_cmds_per_acq,node_cpu_us_per_acq,fault,ttl_ms,wait_ms,fault_stops,fault_pauses,"
-                     "fault_node_seconds,node_cpu_net_us_per_acq\n");
+                     "fault_node_seconds,node_cpu_net_us_per_acq,fault_kills\n");
     }
 
     char prefix[96];
