@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* bench.h: declarations shared by the benchmark's sources: the clock and the
- * raw-hiredis "protocol floor" that c_cycle.c compares the library against. */
+/* bench.h: declarations shared by the benchmark's sources: the helpers of
+ * common.c (the clock, a node connection, the header's facts, percentiles)
+ * and the raw-hiredis "protocol floor" that c_cycle.c compares the library
+ * against. */
 #ifndef REDLOCK_BENCH_H
 #define REDLOCK_BENCH_H
 
@@ -9,8 +11,26 @@
 
 #define BENCH_MAX_NODES 64
 
+/* ---- shared helpers (common.c) ---- */
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t bench_now_ns(void);
+/* Sleeps until bench_now_ns() reaches t. */
+void bench_sleep_until_ns(int64_t t);
+
+struct redisContext;
+/* A blocking hiredis connection (2 s connect timeout) to redis://host:port,
+ * redis://[v6]:port or unix:///path (a ?query is ignored); NULL on failure. */
+struct redisContext *bench_connect(const char *url);
+/* "model name" of the first CPU in /proc/cpuinfo, or "unknown CPU". */
+void bench_cpu_model(char *out, size_t size);
+/* The 1-minute load average from /proc/loadavg, or "?". */
+void bench_loadavg(char *out, size_t size);
+/* "valkey 8.0.1" or "redis 7.0.15" from INFO server on c, or "?". */
+void bench_server_version(struct redisContext *c, char *out, size_t size);
+/* The 1-based nearest rank of percentile p (0..1) among n sorted values,
+ * ceil(p * n) clamped to 1..n; 0 when n is 0. */
+size_t bench_rank(size_t n, double p);
 
 /* The floor: one persistent non-blocking hiredis context per node. */
 typedef struct bench_floor bench_floor;

@@ -181,12 +181,7 @@ static double pct_us(const int64_t *v, size_t n, double p)
 {
     if (n == 0)
         return 0.0;
-    size_t k = (size_t)(p * (double)n + 0.999999);
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return (double)v[k - 1] / 1000.0;
+    return (double)v[bench_rank(n, p) - 1] / 1000.0;
 }
 
 static stats summarize(samples *s)
@@ -868,25 +863,6 @@ out:
 
 /* ---- section 2b: connections held by one client ---- */
 
-/* A blocking hiredis connection, for inspection and the header. */
-static redisContext *connect_blocking(const char *url)
-{
-    char host[256];
-    int port;
-    struct timeval tv = { 2, 0 };
-    redisContext *c = NULL;
-    if (strncmp(url, "unix://", 7) == 0)
-        c = redisConnectUnixWithTimeout(url + 7, tv);
-    else if (sscanf(url, "redis://%255[^:/]:%d", host, &port) == 2 ||
-             sscanf(url, "redis://[%255[^]]]:%d", host, &port) == 2)
-        c = redisConnectWithTimeout(host, port, tv);
-    if (c && c->err) {
-        redisFree(c);
-        c = NULL;
-    }
-    return c;
-}
-
 typedef struct conn_probe {
     size_t n;
     redisContext *c[MT_NODES];
@@ -949,7 +925,7 @@ static void section_conns(const char *const *urls, size_t n_urls)
     memset(&p, 0, sizeof p);
     p.n = MT_NODES;
     for (size_t i = 0; i < p.n; i++) {
-        p.c[i] = connect_blocking(urls[i]);
+        p.c[i] = bench_connect(urls[i]);
         redisReply *r = p.c[i] ? redisCommand(p.c[i], "CLIENT ID") : NULL;
         if (!r || r->type != REDIS_REPLY_INTEGER) {
             fprintf(stderr, "connections: cannot inspect node %zu\n", i);
@@ -1125,56 +1101,11 @@ out:
 
 /* ---- header ---- */
 
-static void cpu_model(char *out, size_t size)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    snprintf(out, size, "unknown CPU");
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 1 + (c[1] == ' ');
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(out, size, "%s", c);
-            }
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-}
-
 /* "redis 7.0.15" or "valkey 8.0.1" from INFO server; blocking, header only. */
 static void server_version(const char *url, char *out, size_t size)
 {
-    char host[256];
-    int port;
-    redisContext *c = NULL;
-    struct timeval tv = { 2, 0 };
-    snprintf(out, size, "?");
-    if (strncmp(url, "unix://", 7) == 0)
-        c = redisConnectUnixWithTimeout(url + 7, tv);
-    else if (sscanf(url, "redis://%255[^:/]:%d", host, &port) == 2)
-        c = redisConnectWithTimeout(host, port, tv);
-    if (!c || c->err) {
-        redisFree(c);
-        return;
-    }
-    redisReply *r = redisCommand(c, "INFO server");
-    if (r && r->type == REDIS_REPLY_STRING) {
-        const char *v = strstr(r->str, "valkey_version:");
-        const char *name = "valkey";
-        if (v)
-            v += 15;
-        else if ((v = strstr(r->str, "redis_version:")) != NULL) {
-            v += 14;
-            name = "redis";
-        }
-        if (v)
-            snprintf(out, size, "%s %.*s", name, (int)strcspn(v, "\r\n"), v);
-    }
-    freeReplyObject(r);
+    redisContext *c = bench_connect(url);
+    bench_server_version(c, out, size);
     redisFree(c);
 }
 
@@ -1184,14 +1115,9 @@ static void print_header(const char *const *urls, size_t n)
     if (cfg.node_timeout_ms > 0)
         snprintf(nt_note, sizeof nt_note, " but node_timeout_ms %ld", cfg.node_timeout_ms);
     struct utsname u;
-    cpu_model(cpu, sizeof cpu);
+    bench_cpu_model(cpu, sizeof cpu);
     uname(&u);
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fgets(load, sizeof load, f))
-            load[strcspn(load, " ")] = '\0';
-        fclose(f);
-    }
+    bench_loadavg(load, sizeof load);
     printf("redlock C core benchmark: acquire+release vs the raw hiredis protocol floor\n");
     printf("machine: %ld CPUs, %s, %s %s %s, 1-min load %s\n", sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname,
            u.release, u.machine, load);

@@ -26,6 +26,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "bench.h"
 #include "redlock.h"
 
 #ifndef BENCH_BUILD_TYPE
@@ -66,20 +67,6 @@ static struct {
     unsigned long long seed;
 } cfg = { 15.0, 3, 1, 0, 1, 10000, 60000, 0, -1, -1, 5, 1, 1, NULL, { 2, 16, 100 }, 3, { M_OFF, M_WAKE, M_FAIR }, 3,
           F_NONE, 0, 100, 3000, 100, 1000, 0 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until_ns(int64_t t)
-{
-    struct timespec ts = { (time_t)(t / 1000000000), (long)(t % 1000000000) };
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
 
 /* ---- memory shared with the workers of one block ---- */
 
@@ -146,7 +133,7 @@ static void on_event(const redlock_event *e, void *ud)
 static void *watcher(void *arg)
 {
     worker *w = arg;
-    sleep_until_ns(w->sh->deadline_ns);
+    bench_sleep_until_ns(w->sh->deadline_ns);
     atomic_store(&w->stop, 1);
     redlock_lock_cancel(w->lock);
     futex(&w->sh->seq, FUTEX_WAKE, INT_MAX, NULL);
@@ -193,17 +180,17 @@ static void warm_up(redlock_client *client, wstat *ws, uint32_t flags, const cha
     redlock_lock_free(warm);
     if (flags & REDLOCK_OPT_NO_WAKE)
         return;
-    int64_t limit = now_ns() + 3000000000LL;
+    int64_t limit = bench_now_ns() + 3000000000LL;
     for (;;) {
         uint32_t unready = 0;
         for (int i = 0; i < cfg.n_nodes; i++)
             if (redlock_client_listener_state(client, (size_t)i, NULL, 0) != REDLOCK_LISTENER_READY)
                 unready++;
-        if (unready == 0 || now_ns() > limit) {
+        if (unready == 0 || bench_now_ns() > limit) {
             ws->unready = unready;
             return;
         }
-        sleep_until_ns(now_ns() + 1000000);
+        bench_sleep_until_ns(bench_now_ns() + 1000000);
     }
 }
 
@@ -244,9 +231,9 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
     /* One worker has nobody to hand the lock to. */
     int yield = cfg.yield && W > 1;
     while (rc == 0 && have_th && !atomic_load(&w.stop)) {
-        int64_t t_call = now_ns();
+        int64_t t_call = bench_now_ns();
         int a = redlock_lock_acquire(w.lock, cfg.ttl_ms, cfg.wait_ms);
-        int64_t t_acq = now_ns();
+        int64_t t_acq = bench_now_ns();
         if (a == REDLOCK_ECANCELED)
             break;
         if (a == REDLOCK_ETIMEDOUT) {
@@ -259,7 +246,7 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         if (a != 0) {
             worker_error(ws, idx, a, "acquire", redlock_lock_errmsg(w.lock));
             if (cfg.fault != F_NONE && !atomic_load(&w.stop)) {
-                sleep_until_ns(now_ns() + 10000000); /* counted; under faults the loop goes on */
+                bench_sleep_until_ns(bench_now_ns() + 10000000); /* counted; under faults the loop goes on */
                 continue;
             }
             break;
@@ -268,8 +255,8 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         if (yield)
             futex(&sh->seq, FUTEX_WAKE, INT_MAX, NULL);
         if (cfg.hold_ms > 0)
-            sleep_until_ns(t_acq + cfg.hold_ms * 1000000);
-        int64_t t_rel = now_ns();
+            bench_sleep_until_ns(t_acq + cfg.hold_ms * 1000000);
+        int64_t t_rel = bench_now_ns();
         int r = redlock_release(w.lock);
         if (r != 0)
             worker_error(ws, idx, r, "release", redlock_lock_errmsg(w.lock));
@@ -278,7 +265,7 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         else
             ws->overflow++;
         if (cfg.think_us > 0)
-            sleep_until_ns(now_ns() + cfg.think_us * 1000);
+            bench_sleep_until_ns(bench_now_ns() + cfg.think_us * 1000);
         /* Pass the baton: wait until another worker has taken the lock, so
          * that every acquisition is a hand-over to a worker that waited. */
         while (yield && atomic_load(&sh->seq) == seq && !atomic_load(&w.stop)) {
@@ -296,28 +283,6 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
 }
 
 /* ---- the parent's view of the nodes ---- */
-
-static redisContext *connect_blocking(const char *url)
-{
-    char host[256];
-    int port;
-    struct timeval tv = { 2, 0 };
-    redisContext *c = NULL;
-    if (strncmp(url, "unix://", 7) == 0) {
-        char path[512];
-        snprintf(path, sizeof path, "%s", url + 7);
-        path[strcspn(path, "?")] = '\0';
-        c = redisConnectUnixWithTimeout(path, tv);
-    } else if (sscanf(url, "redis://%255[^:/]:%d", host, &port) == 2 ||
-               sscanf(url, "redis://[%255[^]]]:%d", host, &port) == 2) {
-        c = redisConnectWithTimeout(host, port, tv);
-    }
-    if (c && c->err) {
-        redisFree(c);
-        c = NULL;
-    }
-    return c;
-}
 
 typedef struct node_view {
     redisContext *ctl;      /* commands: CLIENT LIST, markers */
@@ -418,7 +383,7 @@ static int send_marker(char which)
 /* Drains the MONITOR streams until each has shown the end marker. */
 static int monitor_drain_to_end(void)
 {
-    int64_t limit = now_ns() + 10 * 1000000000LL;
+    int64_t limit = bench_now_ns() + 10 * 1000000000LL;
     for (;;) {
         struct pollfd p[MAX_NODES];
         int idx[MAX_NODES], n = 0;
@@ -429,7 +394,7 @@ static int monitor_drain_to_end(void)
             }
         if (n == 0)
             return 0;
-        if (now_ns() > limit)
+        if (bench_now_ns() > limit)
             return -1;
         if (poll(p, (nfds_t)n, 200) > 0)
             for (int k = 0; k < n; k++)
@@ -652,8 +617,8 @@ static int restart_node(fault_run *f, int i)
         return -1;
     redisFree(fault_ctx[i]);
     fault_ctx[i] = NULL;
-    for (int t = 0; t < 50 && !(fault_ctx[i] = connect_blocking(node_urls[i])); t++)
-        sleep_until_ns(now_ns() + 100000000);
+    for (int t = 0; t < 50 && !(fault_ctx[i] = bench_connect(node_urls[i])); t++)
+        bench_sleep_until_ns(bench_now_ns() + 100000000);
     if (!fault_ctx[i])
         return -1;
     node_pid[i] = read_pid(fault_ctx[i]);
@@ -673,8 +638,8 @@ static void *fault_thread(void *arg)
 {
     fault_run *f = arg;
     int k = cfg.fault_nodes > 0 ? cfg.fault_nodes : (cfg.n_nodes - 1) / 2;
-    sleep_until_ns(f->start_ns);
-    while (now_ns() < f->deadline_ns) {
+    bench_sleep_until_ns(f->start_ns);
+    while (bench_now_ns() < f->deadline_ns) {
         int pick[MAX_NODES], kind[MAX_NODES], all[MAX_NODES];
         for (int i = 0; i < cfg.n_nodes; i++)
             all[i] = i;
@@ -685,7 +650,7 @@ static void *fault_thread(void *arg)
             all[r] = t;
             pick[j] = all[j];
         }
-        int64_t t0 = now_ns();
+        int64_t t0 = bench_now_ns();
         int64_t until = t0 + rng_range(&f->rng, cfg.fault_down_min_ms, cfg.fault_down_max_ms) * 1000000LL;
         if (until > f->deadline_ns)
             until = f->deadline_ns;
@@ -721,7 +686,7 @@ static void *fault_thread(void *arg)
             }
             f->down_s += (double)ms / 1000.0;
         }
-        sleep_until_ns(until);
+        bench_sleep_until_ns(until);
         for (int j = 0; j < k; j++)
             if (kind[j] == F_SIGSTOP && node_stopped[pick[j]]) {
                 kill(node_pid[pick[j]], SIGCONT);
@@ -730,13 +695,13 @@ static void *fault_thread(void *arg)
         for (int j = 0; j < k; j++)
             if (kind[j] == F_KILL) {
                 if (!nodes_persistent)
-                    sleep_until_ns(t0 + ((int64_t)cfg.ttl_ms + 100) * 1000000LL);
+                    bench_sleep_until_ns(t0 + ((int64_t)cfg.ttl_ms + 100) * 1000000LL);
                 if (restart_node(f, pick[j]) != 0)
                     f->failed++;
             }
         /* A pause ends on its own at until: CLIENT UNPAUSE would itself wait for it. */
-        int64_t up = now_ns() + rng_range(&f->rng, cfg.fault_up_min_ms, cfg.fault_up_max_ms) * 1000000LL;
-        sleep_until_ns(up < f->deadline_ns ? up : f->deadline_ns);
+        int64_t up = bench_now_ns() + rng_range(&f->rng, cfg.fault_up_min_ms, cfg.fault_up_max_ms) * 1000000LL;
+        bench_sleep_until_ns(up < f->deadline_ns ? up : f->deadline_ns);
     }
     resume_all();
     return NULL;
@@ -759,7 +724,7 @@ static int fault_setup(const char *const *urls)
                             "this user can signal; the nodes must run on this host\n", i, (long)node_pid[i]);
             return -1;
         }
-        if (!(fault_ctx[i] = connect_blocking(urls[i]))) {
+        if (!(fault_ctx[i] = bench_connect(urls[i]))) {
             fprintf(stderr, "redlock_contend: --fault: cannot connect to node %d\n", i);
             return -1;
         }
@@ -826,8 +791,7 @@ static double pct(const dvec *d, double p)
 {
     if (d->n == 0)
         return NAN;
-    size_t k = (size_t)ceil(p * (double)d->n);
-    return d->v[k ? k - 1 : 0];
+    return d->v[bench_rank(d->n, p) - 1];
 }
 
 typedef struct result {
@@ -888,7 +852,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         nv[i].counting = nv[i].seen_end = 0;
         nv[i].top = nv[i].lua = 0;
     }
-    int64_t ns_t0 = now_ns();
+    int64_t ns_t0 = bench_now_ns();
     if (!cfg.warmup && (send_marker('s') != 0 || nodes_snapshot(ns0) != 0)) {
         fprintf(stderr, "redlock_contend: a node stopped answering\n");
         munmap(sh, size);
@@ -946,13 +910,13 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
          * (connecting, the warm-up, SUBSCRIBE) stays out. */
         for (int i = 0; i < cfg.n_nodes; i++)
             client_list(i, base_id[i], NULL, &cl_start[i], NULL);
-        ns_t0 = now_ns();
+        ns_t0 = bench_now_ns();
         if (send_marker('s') != 0 || nodes_snapshot(ns0) != 0) {
             fprintf(stderr, "redlock_contend: a node stopped answering\n");
             exit(1);
         }
     }
-    sh->start_ns = now_ns() + 5000000;
+    sh->start_ns = bench_now_ns() + 5000000;
     sh->deadline_ns = sh->start_ns + block_ns;
     fault_run fr = { .start_ns = sh->start_ns, .deadline_ns = sh->deadline_ns, .base = ns0,
                      .rng = cfg.seed ^ ((uint64_t)(block_no + 1) * 0x2545f4914f6cdd1dull) };
@@ -962,7 +926,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         fprintf(stderr, "redlock_contend: cannot start the fault thread\n");
         exit(1);
     }
-    sleep_until_ns(sh->start_ns);
+    bench_sleep_until_ns(sh->start_ns);
     close(go[1]);
 
     /* Read MONITOR while the workers run, until every one is done (or has
@@ -970,15 +934,15 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     int done_n = 0, gone = 0, *reaped = calloc((size_t)W, sizeof *reaped), *rstat = calloc((size_t)W, sizeof *rstat);
     int64_t give_up = sh->deadline_ns + (cfg.wait_ms + 120000) * 1000000LL;
     while (done_n + gone < W) {
-        if (now_ns() > sh->deadline_ns) {
+        if (bench_now_ns() > sh->deadline_ns) {
             for (int i = 0; i < W; i++)
                 if (!reaped[i] && waitpid(pids[i], &rstat[i], WNOHANG) == pids[i]) {
                     reaped[i] = 1;
                     gone++;
                 }
-            if (now_ns() > give_up) {
+            if (bench_now_ns() > give_up) {
                 fprintf(stderr, "redlock_contend: workers stuck %ld s after the deadline; killing them\n",
-                        (long)((now_ns() - sh->deadline_ns) / 1000000000));
+                        (long)((bench_now_ns() - sh->deadline_ns) / 1000000000));
                 for (int i = 0; i < W; i++)
                     if (!reaped[i])
                         kill(pids[i], SIGKILL);
@@ -1016,7 +980,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
             redisReply *r = redisCommand(nv[i].ctl, "PING");
             if (!r) {
                 redisFree(nv[i].ctl);
-                if (!(nv[i].ctl = connect_blocking(node_urls[i]))) {
+                if (!(nv[i].ctl = bench_connect(node_urls[i]))) {
                     fprintf(stderr, "redlock_contend: cannot reconnect to node %d after its restart\n", i);
                     exit(1);
                 }
@@ -1024,8 +988,8 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
             freeReplyObject(r);
         }
     /* The last release returns at quorum; let the slower nodes' commands land. */
-    int64_t settle = now_ns() + 100000000;
-    while (now_ns() < settle) {
+    int64_t settle = bench_now_ns() + 100000000;
+    while (bench_now_ns() < settle) {
         struct pollfd p[MAX_NODES];
         int idx[MAX_NODES], n = 0;
         for (int i = 0; i < cfg.n_nodes; i++)
@@ -1053,7 +1017,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
         nsd.cmds += fr.carry[i].cmds;
         nsd.cpu_s += fr.carry[i].cpu_s;
     }
-    double ns_wall_s = (double)(now_ns() - ns_t0) / 1e9;
+    double ns_wall_s = (double)(bench_now_ns() - ns_t0) / 1e9;
     long long tot = 0;
     int tot_ok = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
@@ -1171,57 +1135,6 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
 
 /* ---- output ---- */
 
-static void cpu_model(char *out, size_t size)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    snprintf(out, size, "unknown CPU");
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 1 + (c[1] == ' ');
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(out, size, "%s", c);
-            }
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-}
-
-static void loadavg(char *out, size_t size)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    snprintf(out, size, "?");
-    if (f) {
-        if (fgets(out, (int)size, f))
-            out[strcspn(out, " ")] = '\0';
-        fclose(f);
-    }
-}
-
-/* "valkey 8.0.1" from INFO server on node i. */
-static void server_version(int i, char *out, size_t size)
-{
-    redisReply *r = redisCommand(nv[i].ctl, "INFO server");
-    snprintf(out, size, "?");
-    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB)) {
-        const char *v = strstr(r->str, "valkey_version:");
-        const char *name = "valkey";
-        if (v)
-            v += 15;
-        else if ((v = strstr(r->str, "redis_version:")) != NULL) {
-            v += 14;
-            name = "redis";
-        }
-        if (v)
-            snprintf(out, size, "%s %.*s", name, (int)strcspn(v, "\r\n"), v);
-    }
-    freeReplyObject(r);
-}
-
 static int tot_cmds_field;   /* 1 when every node's CLIENT LIST has tot-cmds */
 static int idle_ok;          /* the idle figures were measured */
 static double idle_cpu_us_s, idle_cmds_s;
@@ -1231,14 +1144,14 @@ static void print_header(void)
     char cpu[256], load[64], ver[64], seen[MAX_NODES][64];
     int cnt[MAX_NODES] = { 0 }, kinds = 0;
     struct utsname u;
-    cpu_model(cpu, sizeof cpu);
-    loadavg(load, sizeof load);
+    bench_cpu_model(cpu, sizeof cpu);
+    bench_loadavg(load, sizeof load);
     uname(&u);
     printf("redlock contention benchmark: workers (processes) contending for one resource\n");
     printf("machine: %ld CPUs, %s, %s %s %s, 1-min load %s at the start\n", sysconf(_SC_NPROCESSORS_ONLN), cpu,
            u.sysname, u.release, u.machine, load);
     for (int i = 0; i < cfg.n_nodes; i++) {
-        server_version(i, ver, sizeof ver);
+        bench_server_version(nv[i].ctl, ver, sizeof ver);
         int k = 0;
         while (k < kinds && strcmp(seen[k], ver) != 0)
             k++;
@@ -1699,7 +1612,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     tot_cmds_field = 1;
     for (int i = 0; i < cfg.n_nodes; i++) {
-        if (!(nv[i].ctl = connect_blocking(urls[i]))) {
+        if (!(nv[i].ctl = bench_connect(urls[i]))) {
             fprintf(stderr, "redlock_contend: cannot connect to node %d (%s)\n", i, urls[i]);
             return 2;
         }
@@ -1709,7 +1622,7 @@ int main(int argc, char **argv)
         freeReplyObject(r);
         if (cfg.monitor) {
             redisReply *m = NULL;
-            if ((nv[i].mon = connect_blocking(urls[i])) != NULL)
+            if ((nv[i].mon = bench_connect(urls[i])) != NULL)
                 m = redisCommand(nv[i].mon, "MONITOR");
             if (!m || m->type != REDIS_REPLY_STATUS) {
                 fprintf(stderr, "redlock_contend: node %d refused MONITOR (%s); use --no-monitor\n", i,
@@ -1727,11 +1640,11 @@ int main(int argc, char **argv)
     {
         /* What the idle nodes spend, to set the per-acquisition figures against. */
         node_stat s0[MAX_NODES], d;
-        int64_t t_idle = now_ns();
+        int64_t t_idle = bench_now_ns();
         if (nodes_snapshot(s0) == 0) {
-            sleep_until_ns(t_idle + 500000000);
+            bench_sleep_until_ns(t_idle + 500000000);
             if (nodes_delta(s0, &d) == 0) {
-                double sec = (double)(now_ns() - t_idle) / 1e9;
+                double sec = (double)(bench_now_ns() - t_idle) / 1e9;
                 idle_ok = 1;
                 idle_cpu_us_s = d.cpu_s * 1e6 / sec;
                 idle_cmds_s = (double)d.cmds / sec;
@@ -1767,7 +1680,7 @@ int main(int argc, char **argv)
     }
     print_header();
 
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     long long bad_total = 0, fault_errors = 0;
     int block_no = 0;
     for (int wi = 0; wi < cfg.n_workers; wi++) {
@@ -1802,8 +1715,8 @@ int main(int argc, char **argv)
         }
     }
     char load[64];
-    loadavg(load, sizeof load);
-    printf("\ntotal %.1f s; 1-min load %s at the end; %s\n", (double)(now_ns() - t0) / 1e9, load,
+    bench_loadavg(load, sizeof load);
+    printf("\ntotal %.1f s; 1-min load %s at the end; %s\n", (double)(bench_now_ns() - t0) / 1e9, load,
            bad_total ? "ERRORS OR OVERLAPS (see above and stderr)"
            : fault_errors ? "no overlaps; some acquires or releases failed under the faults (see above)"
                           : "no errors, no overlaps");

@@ -37,13 +37,6 @@ struct bench_floor {
     char sha[41];
 };
 
-int64_t bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void free_replies(bench_floor *f)
 {
     for (size_t i = 0; i < f->n; i++) {
