@@ -63,6 +63,19 @@
   }
 %}
 
+/* The other enums of redlock.h, as package-private constants that the Java
+ * enums RedlockEvent.Type, ListenerState and NodeResult.Outcome map from (a
+ * value newer than those is their UNKNOWN). C enum items share one scope,
+ * so they keep their kind: NodeOutcomeCodes.NODE_REFUSED. */
+%rename(EventTypeCodes) redlock_event_type;
+%rename(ListenerStateCodes) redlock_listener_state;
+%rename(NodeOutcomeCodes) redlock_node_outcome;
+%rename("%(strip:[REDLOCK_])s", %$isenumitem, match$parentNode$name="redlock_event_type") "";
+%rename("%(strip:[REDLOCK_])s", %$isenumitem, match$parentNode$name="redlock_listener_state") "";
+%rename("%(strip:[REDLOCK_])s", %$isenumitem, match$parentNode$name="redlock_node_outcome") "";
+%typemap(javaclassmodifiers) enum redlock_event_type, enum redlock_listener_state,
+                              enum redlock_node_outcome "final class"
+
 /* ---------------------------------------------------------------------------
  * Arguments. Strings cross as UTF-8 bytes, so a resource name gives the same
  * Redis key from Java as from C, Python or Go (JNI's own string functions

@@ -25,11 +25,11 @@ public enum ListenerState {
 
   static ListenerState fromNative(int state) {
     switch (state) {
-      case 0: return OFF;
-      case 1: return CONNECTING;
-      case 2: return READY;
-      case 3: return DOWN;
-      case 4: return REFUSED;
+      case ListenerStateCodes.LISTENER_OFF: return OFF;
+      case ListenerStateCodes.LISTENER_CONNECTING: return CONNECTING;
+      case ListenerStateCodes.LISTENER_READY: return READY;
+      case ListenerStateCodes.LISTENER_DOWN: return DOWN;
+      case ListenerStateCodes.LISTENER_REFUSED: return REFUSED;
       default: return UNKNOWN;
     }
   }

@@ -33,13 +33,13 @@ public final class NodeResult {
 
     static Outcome fromNative(int outcome) {
       switch (outcome) {
-        case 0: return NONE;
-        case 1: return OK;
-        case 2: return REFUSED;
-        case 3: return ERROR;
-        case 4: return TIMEOUT;
-        case 5: return DOWN;
-        case 6: return NOT_WAITED;
+        case NodeOutcomeCodes.NODE_NONE: return NONE;
+        case NodeOutcomeCodes.NODE_OK: return OK;
+        case NodeOutcomeCodes.NODE_REFUSED: return REFUSED;
+        case NodeOutcomeCodes.NODE_ERROR: return ERROR;
+        case NodeOutcomeCodes.NODE_TIMEOUT: return TIMEOUT;
+        case NodeOutcomeCodes.NODE_DOWN: return DOWN;
+        case NodeOutcomeCodes.NODE_NOT_WAITED: return NOT_WAITED;
         default: return UNKNOWN;
       }
     }

@@ -43,16 +43,16 @@ public final class RedlockEvent {
 
     static Type fromNative(int type) {
       switch (type) {
-        case 1: return ACQUIRED;
-        case 2: return ACQUIRE_FAILED;
-        case 3: return EXTENDED;
-        case 4: return EXTEND_FAILED;
-        case 5: return LOST;
-        case 6: return RELEASED;
-        case 7: return RELEASE_FAILED;
-        case 8: return NODE_ERROR;
-        case 9: return WOKEN;
-        case 10: return LISTENER;
+        case EventTypeCodes.EVENT_ACQUIRED: return ACQUIRED;
+        case EventTypeCodes.EVENT_ACQUIRE_FAILED: return ACQUIRE_FAILED;
+        case EventTypeCodes.EVENT_EXTENDED: return EXTENDED;
+        case EventTypeCodes.EVENT_EXTEND_FAILED: return EXTEND_FAILED;
+        case EventTypeCodes.EVENT_LOST: return LOST;
+        case EventTypeCodes.EVENT_RELEASED: return RELEASED;
+        case EventTypeCodes.EVENT_RELEASE_FAILED: return RELEASE_FAILED;
+        case EventTypeCodes.EVENT_NODE_ERROR: return NODE_ERROR;
+        case EventTypeCodes.EVENT_WOKEN: return WOKEN;
+        case EventTypeCodes.EVENT_LISTENER: return LISTENER;
         default: return UNKNOWN;
       }
     }
