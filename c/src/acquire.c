@@ -184,7 +184,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     /* It wakes nobody: another owner most likely holds the lock, and a
      * waiter woken for nothing would fail, clean up and wake the next in
      * turn. Contenders of a split vote part by their jitter. */
-    rel.wake_ms = 0;
+    rel.wake = 0;
     int any = 0, refused_only = t.no + t.unsent == (int)r.n;
     for (size_t i = 0; i < r.n; i++) {
         rl_outcome o = r.out[i];
@@ -318,8 +318,10 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     /* Not after a split vote (some nodes granted us, e.g. our SET reached
      * a node before the release that woke us): the jitter separates the
      * contenders, as without wake-up. */
+    /* A hint of 0: the lock is free, kept for the head of the queue in
+     * fair mode; ask again as polling would, unless woken before. */
     if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0 &&
-        h->marked * 2 > h->no && rl_wake_ready(c) >= c->quorum)
+        h->marked * 2 > h->no && h->hint_ms != 0 && rl_wake_ready(c) >= c->quorum)
         return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
     return rl_policy_retry_delay_us(&lock->pol);
 }

@@ -702,10 +702,10 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
             /* Lost to refusals: if this node granted it after all, release
              * it there when the grant arrives, waking nobody (acquire.c
              * leaves such nodes out of its clean-up). */
-            uint32_t wake = r->wake_ms;
-            r->wake_ms = 0;
+            int wake = r->wake;
+            r->wake = 0;
             late_command(c, e, r, RL_CMD_RELEASE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_GRANTED);
-            r->wake_ms = wake;
+            r->wake = wake;
         }
     }
     r->out[i] = RL_UNSENT;
@@ -725,7 +725,7 @@ void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t ke
     r.key = key;
     r.key_len = key_len;
     r.member = member;
-    r.wake_ms = 1;
+    r.wake = 1;
     int via = cl->opts.flags & REDLOCK_OPT_FUNCTIONS ? RL_VIA_FCALL : RL_VIA_EVAL;
     char *buf = NULL;
     long long len = rl_proto_format(&buf, &r, via);

@@ -104,8 +104,7 @@ struct rl_round {
     const char *mode;        /* ACQUIRE: "j" join the queue, "f" fair, "c" fencing counter */
     uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
     uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
-    uint32_t wake_ms;        /* RELEASE, LEAVE: 0 = wake nobody; ACQUIRE in fair mode: how
-                              * long a waiter refused a free key (kept for the head) waits */
+    int wake;                /* RELEASE, LEAVE: 1 wakes the first waiter, 0 nobody */
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -296,12 +295,10 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
 /* A waiter that will be woken by the holder's release sleeps at most until
  * the holder's key expires (hint_ms), and never longer than
  * RL_POLICY_WAKE_POLL_MAX_MS; its registration lapses after
- * rl_policy_wake_lease_ms unless renewed; in fair mode a waiter refused a
- * free key, kept for the head of the queue, waits rl_policy_wake_head_ms. */
+ * rl_policy_wake_lease_ms unless renewed. */
 #define RL_POLICY_WAKE_POLL_MAX_MS 5000
 int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms);
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
-uint32_t rl_policy_wake_head_ms(const redlock_options *o);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 

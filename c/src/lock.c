@@ -143,7 +143,7 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->mode = "";
     r->ticket = 0;
     r->lease_ms = 0;
-    r->wake_ms = rl_policy_wake_head_ms(&lock->client->opts);
+    r->wake = 1;
     r->ttl_ms = ttl_ms;
     r->start_us = rl_now_us();
     r->cap_us = 0;

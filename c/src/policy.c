@@ -67,11 +67,3 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol)
         poll = slow > 3600000 ? 3600000 : (uint32_t)slow;
     return 3 * poll;
 }
-
-uint32_t rl_policy_wake_head_ms(const redlock_options *o)
-{
-    /* Long enough for the woken head's SET to arrive, even with a node that
-     * answers late; short enough that a head that never comes holds the
-     * others up only briefly before they ask again. */
-    return 2 * o->node_timeout_ms < 10 ? 10 : 2 * o->node_timeout_ms;
-}

@@ -74,7 +74,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
-    snprintf(wake, sizeof wake, "%u", r->wake_ms);
+    snprintf(wake, sizeof wake, "%d", r->wake);
     /* The queue's keys: the lock's key and a suffix each, side by side; on
      * the stack for the usual key, since every release has them. */
     char local[2 * 256], *qkeys = local;
@@ -103,7 +103,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     case ARG_TTL: ARG(ttl); break;
     case ARG_TOKEN: ARG(r->token); break;
     case ARG_RELEASE: ARG(wake); ARG(r->member); break;
-    case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(wake); break;
+    case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); break;
     case ARG_LEAVE: ARG(r->member); ARG(wake); break;
     default: break;
     }

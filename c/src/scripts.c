@@ -63,14 +63,13 @@ const char rl_script_extend[] =
  * client's wake id ':' a number; '' for none), ticket (orders the queue),
  * lease ms (a registration not renewed within it lapses, and the queue's
  * keys expire with the last one), mode ('j' join the queue when refused,
- * 'f' fair, 'c' return the counter), how long a waiter refused a free key
- * in fair mode waits at most.
+ * 'f' fair, 'c' return the counter).
  * In fair mode a free key is refused to anyone but the head of the queue
  * whose client still listens; the head is woken again then, in case its
  * message was lost. Granted: {1} or {1, counter}. Refused: {0, ms to wait
  * at most, 1 if the holder's release will wake us: its value is ours, 'w'
- * and 40 hex digits}, with a fourth element when the key is free but kept
- * for the head. */
+ * and 40 hex digits}; {0, 0, 1, 1} when the key is free but kept for the
+ * head: ask again as polling would, or when woken. */
 const char rl_script_acquire[] =
     RL_WAKE_LUA
     "local k, q, l, me, mode = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[6] "
@@ -88,7 +87,7 @@ const char rl_script_acquire[] =
     "if me ~= '' and string.find(mode, 'j', 1, true) then local now = rl_now() if now then "
     "redis.pcall('zadd', q, 'NX', ARGV[4], me) redis.pcall('zadd', l, now + tonumber(ARGV[5]), me) "
     "redis.pcall('pexpire', q, ARGV[5]) redis.pcall('pexpire', l, ARGV[5]) end end "
-    "if blocked then rl_wake(q, l, me, k) return {0, tonumber(ARGV[7]), 1, 1} end "
+    "if blocked then rl_wake(q, l, me, k) return {0, 0, 1, 1} end "
     "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
     "local ours = #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
     "return {0, t, ours and 1 or 0}";

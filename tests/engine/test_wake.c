@@ -431,7 +431,10 @@ static void test_wakeup_basic(void)
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
     CHECK(woken_then_acquired(rb));
-    CHECK(rb->last_acquired_attempt >= 2 && rb->last_acquired_attempt <= 3);
+    /* Attempt 1 is a plain SET, attempt 2 registers (at once), and a
+     * wake-up brings attempt 3; one more if the first message came before
+     * the release had reached every node. */
+    CHECK(rb->last_acquired_attempt >= 3 && rb->last_acquired_attempt <= 4);
     CHECK(count(rb, REDLOCK_EVENT_ACQUIRED) == 1);
     fprintf(stderr, "  B: %d WOKEN, acquired at attempt %u\n", count(rb, REDLOCK_EVENT_WOKEN),
             rb->last_acquired_attempt);
