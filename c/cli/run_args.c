@@ -42,7 +42,7 @@ static void help(void)
           "      --fencing               mint a fencing token; COMMAND gets it in REDLOCK_FENCING_TOKEN\n"
           "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
           CLI_TLS_HELP
-          "  -v, --verbose               log acquire, extensions and release on stderr\n"
+          "  -v, --verbose               log acquire, failed attempts, extensions and release on stderr\n"
           "  -o, --close, -x, --exclusive  accepted for flock(1) compatibility; change nothing\n"
           "  -h, --help                  this help\n"
           "\n"
@@ -51,7 +51,8 @@ static void help(void)
           "REDLOCK_FENCING_TOKEN in its environment; REDLOCK_NODES, REDLOCK_CONFIG and any variable\n"
           "holding a node's password are taken out of it.\n"
           "exit codes: COMMAND's status (128+N if killed by signal N); 2 usage error; 75 lock not\n"
-          "acquired (-E); 76 lock lost while COMMAND ran; 69 nodes unavailable; 70 internal error;\n"
+          "acquired (-E); 76 lock lost while COMMAND ran; 69 nodes unavailable (also while waiting,\n"
+          "when no quorum of nodes can be reached for about 1s); 70 internal error;\n"
           "126 COMMAND not executable; 127 COMMAND not found. Interrupted by SIGINT/TERM/HUP/QUIT\n"
           "while waiting, or when COMMAND dies of the forwarded signal, redlock releases the lock\n"
           "and then dies of the same signal (a shell shows 128+N).\n",

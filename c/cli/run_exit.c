@@ -26,6 +26,12 @@ int run_acquire_failed(const run_opts *o, redlock_lock *lock, int rc, int64_t wa
         cli_err(CMD, "gave up waiting for '%s' after %s: %s", o->resource, cli_fmt_duration(wait_ms, d, sizeof d),
                 redlock_lock_errmsg(lock));
         return (int)o->conflict_code;
+    case REDLOCK_EUNREACHABLE:
+        /* Refused, unresolvable or not connecting: waiting longer would not
+         * help (a busy lock, or nodes that answer with errors, still wait). */
+        cli_err(CMD, "cannot acquire '%s': no quorum of nodes can be reached: %s", o->resource,
+                redlock_lock_errmsg(lock));
+        return CLI_EXIT_UNAVAIL;
     case REDLOCK_EINVAL:
         cli_err(CMD, "%s", redlock_lock_errmsg(lock));
         return CLI_EXIT_USAGE;

@@ -93,6 +93,16 @@ static void on_event(const redlock_event *ev, void *userdata)
         log_wake(o, ev);
         return;
     }
+    if (ev->type == REDLOCK_EVENT_ACQUIRE_FAILED && ev->code != REDLOCK_ENOTACQUIRED &&
+        ev->code != REDLOCK_ECANCELED) {
+        /* Not a busy lock: nodes down or failing. The wait goes on until
+         * --wait runs out, or ends once no quorum has been reachable for
+         * the library's bound (REDLOCK_EUNREACHABLE). */
+        run_vlog(o, "attempt %u to acquire '%s' failed with nodes down or failing (%d of %zu granted, %d needed): %s: %s",
+                 (unsigned)ev->attempt, o->resource, ev->nodes_ok, ev->n_nodes, ev->quorum,
+                 redlock_error_name(ev->code), ev->message);
+        return;
+    }
     if (!ev->automatic)
         return;
     if (ev->type == REDLOCK_EVENT_EXTENDED) {

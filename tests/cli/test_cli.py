@@ -97,6 +97,23 @@ def test_run_refuses_one_server_twice_numbering_nodes_from_1(runner):
     assert "node 1 (redis://127.0.0.1:1) and node 3 (redis://localhost:1) are the same server" in r.stderr
 
 
+@pytest.mark.parametrize("first", ["redis://127.0.0.1:1", "redis://no-such-host.invalid:6379"])
+def test_unreachable_nodes_end_the_wait_with_69(runner, first):
+    # A typo in an address must not hang: the default wait is forever, yet no quorum of nodes can
+    # be reached (refused, a name that does not resolve), so the library ends it
+    # (REDLOCK_EUNREACHABLE) and redlock exits 69 naming the nodes. -v shows the failed attempts.
+    urls = ",".join([first, "redis://127.0.0.1:2", "redis://127.0.0.1:3"])
+    t0 = time.monotonic()
+    r = runner.run("run", "-v", "--nodes", urls, "res", "true", timeout=30)
+    took = time.monotonic() - t0
+    assert r.returncode == 69, r.stderr
+    assert took < 15, took
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("redlock run: cannot acquire 'res': no quorum of nodes can be reached"), last
+    assert first.split("//")[1] in last and "127.0.0.1:3" in last, last
+    assert "attempt 1 to acquire 'res' failed with nodes down or failing" in r.stderr, r.stderr
+
+
 def test_duration_forms_are_accepted(runner, cluster5, resource):
     for ttl in ("2", "1.5s", "1500ms", "0.05m"):
         r = runner.run("run", "--nodes", nodes_arg(cluster5), "--ttl", ttl, resource, "true")
@@ -365,7 +382,8 @@ def test_signals_are_forwarded_and_the_lock_released(runner, cluster5, resource,
                      f'trap \'echo got-{name} > "$OUT"; exit 7\' {name}; touch "$STARTED"; '
                      'while :; do sleep 0.05; done', env=env)
     wait_for(started.exists, what="command start")
-    assert key_count(cluster5, resource) == 5
+    # The acquire returned at quorum: the SETs to nodes it did not wait for land a moment later.
+    wait_for(lambda: key_count(cluster5, resource) == 5, what="the key on every node")
     p.send_signal(sig)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 7, err
@@ -390,7 +408,9 @@ def test_signal_while_waiting_ends_the_wait(runner, cluster5, resource, tmp_path
         wait_for(lambda: key_count(cluster5, resource) >= 3, what="holder")
         marker = tmp_path / "ran"
         waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), resource, "touch", str(marker))
-        time.sleep(0.5)
+        # The signal must come once the waiter waits (its handlers are set before its acquire
+        # starts), not while it is still starting up: its wake-up listeners show that it waits.
+        wait_for(lambda: sum(1 for c in _wake_channels(cluster5) if c) >= 3, what="the waiter's listeners")
         assert waiter.poll() is None
         waiter.send_signal(signal.SIGINT)
         _, err = waiter.communicate(timeout=30)
