@@ -173,6 +173,12 @@ enum {
     OPT_FAIR
 };
 
+/* The node options every subcommand accepts, for its getopt_long table. */
+#define CLI_NODE_LONGOPTS                                                    \
+    { "nodes", required_argument, NULL, OPT_NODES },                         \
+    { "config", required_argument, NULL, OPT_CONFIG },                       \
+    { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX }
+
 /* The TLS options every subcommand accepts, for its getopt_long table. */
 #define CLI_TLS_LONGOPTS                                                     \
     { "tls-ca-file", required_argument, NULL, OPT_TLS_CA_FILE },             \
@@ -195,5 +201,22 @@ enum {
 /* Handles an option every subcommand accepts: 1 if it was one, 0 if not,
  * -1 if its value was bad (already reported as a usage error). */
 int cli_common_option(cli_common *c, const char *cmd, int opt, const char *arg);
+
+/* The options of status and doctor, which only inspect the nodes: --help,
+ * --json, --timeout and those of cli_common_option; extra, if set, is asked
+ * first and returns -1 for an option that is not its own, else 0 or the
+ * exit code of a usage error. cli_inspect_options returns 0 with optind at
+ * the first operand, CLI_HELP_SHOWN after --help, or the exit code of a
+ * usage error (reported). */
+#define CLI_HELP_SHOWN (-1)
+struct option;
+typedef struct cli_inspect_opts {
+    int json;
+    int64_t timeout_ms;        /* in: the default */
+    int (*extra)(int opt, const char *arg, void *userdata);
+    void *userdata;
+} cli_inspect_opts;
+int cli_inspect_options(cli_common *c, const char *cmd, int argc, char **argv, const struct option *longopts,
+                        void (*help)(void), cli_inspect_opts *io);
 
 #endif /* REDLOCK_CLI_H */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -139,6 +140,36 @@ int cli_common_option(cli_common *c, const char *cmd, int opt, const char *arg)
         exit(CLI_EXIT_SOFTWARE);
     }
     return 1;
+}
+
+int cli_inspect_options(cli_common *c, const char *cmd, int argc, char **argv, const struct option *longopts,
+                        void (*help)(void), cli_inspect_opts *io)
+{
+    optind = 0;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        const char *bad = argv[optind - 1];
+        int rc = io->extra ? io->extra(opt, optarg, io->userdata) : -1;
+        if (rc >= 0) {
+            if (rc)
+                return rc;
+        } else if (opt == 'h') {
+            help();
+            return CLI_HELP_SHOWN;
+        } else if (opt == OPT_JSON) {
+            io->json = 1;
+        } else if (opt == OPT_TIMEOUT) {
+            if (cli_parse_duration(optarg, &io->timeout_ms, 0) || io->timeout_ms <= 0)
+                return cli_usage(cmd, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
+        } else if (opt == ':') {
+            return cli_usage(cmd, "option '%s' needs a value", bad);
+        } else if (opt == '?' || cli_common_option(c, cmd, opt, optarg) != 1) {
+            return optopt && opt == '?' ? cli_usage(cmd, "unknown option '-%c'", optopt)
+                                        : cli_usage(cmd, "unknown option '%s'", bad);
+        }
+    }
+    return 0;
 }
 
 /* 1 if s (of length n) starts with a URL scheme: letters, then "://". */
@@ -460,5 +491,3 @@ out:
     conf_free(&f);
     return rc;
 }
-
-/* ---- URLs ---- */

@@ -44,18 +44,22 @@ static void help(void)
           stdout);
 }
 
-typedef struct doctor_args {
-    int json;
-    int64_t timeout_ms, probe_ms;
-} doctor_args;
+/* --clock-probe: -1 if opt is another option. */
+static int probe_option(int opt, const char *arg, void *userdata)
+{
+    int64_t *probe_ms = userdata;
+    if (opt != OPT_CLOCK_PROBE)
+        return -1;
+    if (cli_parse_duration(arg, probe_ms, 0) || *probe_ms > 60000 || (*probe_ms && *probe_ms < 100))
+        return cli_usage(CMD, "--clock-probe: '%s' must be 0 (skip) or a duration from 100ms to 1m", arg);
+    return 0;
+}
 
-/* Options: 0, the exit code of a usage error (reported), or -1 after --help. */
-static int parse_args(cli_common *common, doctor_args *a, int argc, char **argv)
+/* Options: 0, the exit code of a usage error (reported), or CLI_HELP_SHOWN. */
+static int parse_args(cli_common *common, cli_inspect_opts *io, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "nodes", required_argument, NULL, OPT_NODES },
-        { "config", required_argument, NULL, OPT_CONFIG },
-        { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+        CLI_NODE_LONGOPTS,
         { "ttl", required_argument, NULL, OPT_TTL },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "clock-probe", required_argument, NULL, OPT_CLOCK_PROBE },
@@ -64,32 +68,12 @@ static int parse_args(cli_common *common, doctor_args *a, int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    optind = 0;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        const char *bad = argv[optind - 1];
-        if (c == 'h') {
-            help();
-            return -1;
-        } else if (c == OPT_JSON) {
-            a->json = 1;
-        } else if (c == OPT_TIMEOUT) {
-            if (cli_parse_duration(optarg, &a->timeout_ms, 0) || a->timeout_ms <= 0)
-                return cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
-        } else if (c == OPT_CLOCK_PROBE) {
-            if (cli_parse_duration(optarg, &a->probe_ms, 0) || a->probe_ms > 60000 || (a->probe_ms && a->probe_ms < 100))
-                return cli_usage(CMD, "--clock-probe: '%s' must be 0 (skip) or a duration from 100ms to 1m", optarg);
-        } else if (c == ':') {
-            return cli_usage(CMD, "option '%s' needs a value", bad);
-        } else if (c == '?' || cli_common_option(common, CMD, c, optarg) != 1) {
-            return optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
-                                      : cli_usage(CMD, "unknown option '%s'", bad);
-        }
-    }
+    int rc = cli_inspect_options(common, CMD, argc, argv, longopts, help, io);
+    if (rc)
+        return rc;
     if (optind < argc)
         return cli_usage(CMD, "unexpected argument '%s'", argv[optind]);
-    int rc = cli_common_resolve(common, CMD, 1);
+    rc = cli_common_resolve(common, CMD, 1);
     if (!rc)
         rc = cli_nodes_check(common, CMD, 0);
     return rc;
@@ -97,7 +81,7 @@ static int parse_args(cli_common *common, doctor_args *a, int argc, char **argv)
 
 /* The nodes, parsed (cli_nodes_check has accepted every URL): 0, or an
  * exit code. */
-static int setup(doctor *d, cli_common *common, const redlock_options *lib, const doctor_args *a)
+static int setup(doctor *d, cli_common *common, const redlock_options *lib, int64_t probe_ms)
 {
     memset(d, 0, sizeof *d);
     d->n_nodes = common->n_urls;
@@ -115,7 +99,7 @@ static int setup(doctor *d, cli_common *common, const redlock_options *lib, cons
     d->quorum = d->n_nodes / 2 + 1;
     d->prefix = lib->key_prefix;
     d->tls_insecure = lib->tls_insecure_skip_verify;
-    d->probe_ms = a->probe_ms;
+    d->probe_ms = probe_ms;
     cli_fmt_duration(common->ttl_ms > 0 ? common->ttl_ms : DEFAULT_TTL_MS, d->ttl_text, sizeof d->ttl_text);
     return cli_tls_prepare(common, lib, CMD);
 }
@@ -158,24 +142,25 @@ int cli_doctor(int argc, char **argv)
 {
     cli_common common;
     cli_common_init(&common);
-    doctor_args a = { 0, DEFAULT_TIMEOUT_MS, DEFAULT_PROBE_MS };
+    int64_t probe_ms = DEFAULT_PROBE_MS;
+    cli_inspect_opts io = { 0, DEFAULT_TIMEOUT_MS, probe_option, &probe_ms };
     doctor d;
     memset(&d, 0, sizeof d);
     redlock_options lib;
-    int rc = parse_args(&common, &a, argc, argv);
+    int rc = parse_args(&common, &io, argc, argv);
     cli_lib_options(&common, &lib);
     if (!rc)
-        rc = setup(&d, &common, &lib, &a);
+        rc = setup(&d, &common, &lib, probe_ms);
     if (rc) {
         cleanup(&d, &common);
-        return rc < 0 ? 0 : rc;
+        return rc == CLI_HELP_SHOWN ? 0 : rc;
     }
     signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
     for (size_t i = 0; i < d.n_nodes; i++)
-        check_node(&d, &d.nodes[i], &common, &lib, a.timeout_ms);
+        check_node(&d, &d.nodes[i], &common, &lib, io.timeout_ms);
     for (size_t k = 0; k < doctor_n_set_checks; k++)
         doctor_set_checks[k].run(&d);
-    if (a.json)
+    if (io.json)
         doctor_print_json(&d);
     else
         doctor_print_text(&d);

@@ -60,9 +60,7 @@ static void help(void)
 }
 
 static const struct option longopts[] = {
-    { "nodes", required_argument, NULL, OPT_NODES },
-    { "config", required_argument, NULL, OPT_CONFIG },
-    { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+    CLI_NODE_LONGOPTS,
     { "node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT },
     { "ttl", required_argument, NULL, OPT_TTL },
     { "wait", required_argument, NULL, 'w' },

@@ -245,46 +245,26 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
         }
 }
 
-/* Options and RESOURCE: 0, or the exit code of a usage error (reported);
- * -1 after --help. */
-static int parse_args(cli_common *common, int argc, char **argv, int *json, int64_t *timeout_ms,
-                      const char **resource)
+/* Options and RESOURCE: 0, the exit code of a usage error (reported), or
+ * CLI_HELP_SHOWN. */
+static int parse_args(cli_common *common, int argc, char **argv, cli_inspect_opts *io, const char **resource)
 {
     static const struct option longopts[] = {
-        { "nodes", required_argument, NULL, OPT_NODES },
-        { "config", required_argument, NULL, OPT_CONFIG },
-        { "key-prefix", required_argument, NULL, OPT_KEY_PREFIX },
+        CLI_NODE_LONGOPTS,
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "json", no_argument, NULL, OPT_JSON },
         CLI_TLS_LONGOPTS,
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    optind = 0;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        const char *bad = argv[optind - 1];
-        if (c == 'h') {
-            help();
-            return -1;
-        } else if (c == OPT_JSON) {
-            *json = 1;
-        } else if (c == OPT_TIMEOUT) {
-            if (cli_parse_duration(optarg, timeout_ms, 0) || *timeout_ms <= 0)
-                return cli_usage(CMD, "--timeout: '%s' is not a positive duration (e.g. 500ms)", optarg);
-        } else if (c == ':') {
-            return cli_usage(CMD, "option '%s' needs a value", bad);
-        } else if (c == '?' || cli_common_option(common, CMD, c, optarg) != 1) {
-            return optopt && c == '?' ? cli_usage(CMD, "unknown option '-%c'", optopt)
-                                      : cli_usage(CMD, "unknown option '%s'", bad);
-        }
-    }
+    int rc = cli_inspect_options(common, CMD, argc, argv, longopts, help, io);
+    if (rc)
+        return rc;
     if (optind >= argc)
         return cli_usage(CMD, "missing RESOURCE");
     if (argc - optind > 1)
         return cli_usage(CMD, "one RESOURCE only ('%s' is extra)", argv[optind + 1]);
-    int rc = cli_common_resolve(common, CMD, 1);
+    rc = cli_common_resolve(common, CMD, 1);
     if (rc)
         return rc;
     *resource = argv[optind];
@@ -297,10 +277,9 @@ int cli_status(int argc, char **argv)
 {
     cli_common common;
     cli_common_init(&common);
-    int json = 0;
-    int64_t timeout_ms = DEFAULT_TIMEOUT_MS;
+    cli_inspect_opts io = { 0, DEFAULT_TIMEOUT_MS, NULL, NULL };
     const char *resource = NULL;
-    int rc = parse_args(&common, argc, argv, &json, &timeout_ms, &resource);
+    int rc = parse_args(&common, argc, argv, &io, &resource);
     /* Every URL must parse before anything is contacted. */
     if (!rc)
         rc = cli_nodes_check(&common, CMD, 0);
@@ -310,7 +289,7 @@ int cli_status(int argc, char **argv)
         rc = cli_tls_prepare(&common, &lib, CMD);
     if (rc) {
         cli_common_free(&common);
-        return rc < 0 ? 0 : rc;
+        return rc == CLI_HELP_SHOWN ? 0 : rc;
     }
     signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
 
@@ -330,10 +309,10 @@ int cli_status(int argc, char **argv)
 
     size_t n = common.n_urls;
     for (size_t i = 0; i < n; i++)
-        probe(&common, common.urls[i], key, prefix_len + rlen, timeout_ms, &ns[i]);
+        probe(&common, common.urls[i], key, prefix_len + rlen, io.timeout_ms, &ns[i]);
     verdict v;
     decide(ns, n, &v);
-    if (json)
+    if (io.json)
         print_json(resource, key, prefix_len + rlen, ns, &v);
     else
         print_text(resource, key, prefix_len + rlen, ns, &v);
