@@ -1407,7 +1407,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: redlock_contend [options]   (node URLs from $REDLOCK_TEST_NODES; see bench/README.md)\n"
-            "  --workers LIST        worker processes per row (2,16,100; 2 = one waiter)\n"
+            "  --workers LIST        worker processes per row (2,16,100; 2 = one waiter; 1 = no contention)\n"
             "  --modes LIST          off, wake, fair (all three)\n"
             "  --seconds S           per mode and worker count, over all blocks (15)\n"
             "  --rounds R            blocks per mode and worker count; the modes take turns (3)\n"
