@@ -85,6 +85,7 @@ static void test_keeps_alive(void)
 
 static void delete_everywhere(const char *key)
 {
+    CHECK(key_on_every_node(t_nurls, key));   /* the lock's SETs first, then the DELs */
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(ctl(NULL, 0, "cmd %zu DEL %s", i, key) == 0);
 }

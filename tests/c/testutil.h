@@ -111,6 +111,52 @@ static __attribute__((unused)) double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Evaluates cond every 20 ms until it holds, for at most bound_ms; 1 if it
+ * came true. For what happens after a call returns (a round decided at
+ * quorum leaves commands to the nodes it did not wait for in flight, and a
+ * failed attempt's clean-up waits for nothing): the bound only keeps a hung
+ * test finite. Keep it well under the TTL of any key the condition waits to
+ * see gone, so that expiry cannot pass for the event. */
+#define EVENTUALLY(cond, bound_ms, what) __extension__({                               \
+        double end_ = now_ms() + (bound_ms);                                          \
+        int ok_ = 1;                                                                  \
+        while (!(cond)) {                                                             \
+            if (now_ms() > end_) {                                                    \
+                fprintf(stderr, "[%s] gave up waiting %d ms for %s\n", t_current,      \
+                        (int)(bound_ms), what);                                       \
+                ok_ = 0;                                                              \
+                break;                                                                \
+            }                                                                         \
+            msleep(20);                                                               \
+        }                                                                             \
+        ok_;                                                                          \
+    })
+
+/* Waits until key exists on each of the first n nodes; 1 if it does. A
+ * round decided at quorum may leave its SET to a node it did not wait for on
+ * the way: a test that then deletes or overwrites the key behind the lock's
+ * back must come after that SET, not race it. */
+static __attribute__((unused)) int key_on_every_node(size_t n, const char *key)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "EXISTS %s", key);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= EVENTUALLY(node_int((int)i, cmd) == 1, 5000, "the key on every node");
+    return ok;
+}
+
+/* The first node that said OK in the lock's last round, or -1: what that
+ * node holds is determined, unlike a node the round was decided without. */
+static __attribute__((unused)) int granted_node(const redlock_lock *l)
+{
+    int o;
+    for (size_t i = 0; (o = redlock_lock_node_result(l, i, NULL, NULL, NULL, 0)) >= 0; i++)
+        if (o == REDLOCK_NODE_OK)
+            return (int)i;
+    return -1;
+}
+
 static __attribute__((unused)) redlock_client *make_client(size_t n, const redlock_options *opts)
 {
     redlock_client *c = NULL;
