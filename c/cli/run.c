@@ -52,15 +52,21 @@ static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **
     char err[1024];
     int rc = redlock_client_open(client, (const char *const *)o->common.urls, o->common.n_urls, &opts, err,
                                  sizeof err);
-    if (rc) {
-        cli_err(CMD, "%s", err);
-        return rc == REDLOCK_ENOMEM ? CLI_EXIT_SOFTWARE : CLI_EXIT_USAGE;
+    /* What the library refuses here is a setting or the resource name: a
+     * usage error, with the suffix every usage error has. */
+    if (rc == REDLOCK_ENOMEM) {
+        cli_err(CMD, "out of memory");
+        return CLI_EXIT_SOFTWARE;
     }
+    if (rc)
+        return cli_usage(CMD, "%s", err);
     rc = redlock_lock_new(lock, *client, o->resource);
-    if (rc) {
-        cli_err(CMD, "resource '%.100s': %s", o->resource, redlock_strerror(rc));
-        return rc == REDLOCK_ENOMEM ? CLI_EXIT_SOFTWARE : CLI_EXIT_USAGE;
+    if (rc == REDLOCK_ENOMEM) {
+        cli_err(CMD, "out of memory");
+        return CLI_EXIT_SOFTWARE;
     }
+    if (rc)
+        return cli_usage(CMD, "resource '%.100s': %s", o->resource, redlock_strerror(rc));
     return 0;
 }
 

@@ -59,6 +59,8 @@ def test_version_and_help(runner):
     ["run", "--nodes", "redis://127.0.0.1:1,,redis://127.0.0.1:2", "res", "true"],
     ["run", "--nodes", "http://127.0.0.1:1", "res", "true"],
     ["run", "--nodes", "redis://127.0.0.1:1", "--ttl"],
+    ["run", "--nodes", "redis://127.0.0.1:1", "--node-timeout", "20m", "res", "true"],   # refused by the library
+    ["run", "--nodes", "redis://127.0.0.1:1", "", "true"],                               # so is the resource
     ["run", "res", "true"],                               # no nodes anywhere
     ["status"],
     ["status", "--nodes", "redis://127.0.0.1:1"],
@@ -78,6 +80,9 @@ def test_usage_errors_exit_2_with_one_line(runner, args):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, r.stderr
         assert lines[0].startswith("redlock")
+        # docs/cli.md: usage errors add where to look
+        sub = args[0] if args[0] in ("run", "status", "doctor") else None
+        assert lines[0].endswith("(see 'redlock %s--help')" % (sub + " " if sub else "")), lines[0]
 
 
 @pytest.mark.parametrize("sub", ["run", "status", "doctor"])
