@@ -49,13 +49,32 @@ def test_threads_never_overlap(client, name):
 
 
 def test_one_lock_object_shared_by_two_threads_is_refused(client, other, name):
-    holder = other.acquire(name, ttl=10.0)
-    lock = client.lock(name, ttl=5.0, wait=2.0)
+    holder = other.acquire(name, ttl=30.0)
+    lock = client.lock(name, ttl=5.0, wait=5.0)
     outcome = []
-    t = threading.Thread(target=lambda: outcome.append(lock.acquire()))
+
+    def first():
+        while True:
+            try:
+                outcome.append(lock.acquire())
+            except LockStateError:  # met the main thread's poll below: try again
+                time.sleep(0.001)
+                continue
+            return
+
+    t = threading.Thread(target=first)
     t.start()
-    time.sleep(0.2)
     try:
+        # Wait for the first thread to be inside its acquire (a 5 s wait on a held lock), rather
+        # than sleep and hope it got there.
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                _ = lock.validity
+            except LockStateError:
+                break
+            assert t.is_alive() and time.monotonic() < deadline, outcome
+            time.sleep(0.005)
         with pytest.raises(LockStateError, match="another thread"):
             lock.acquire()
         with pytest.raises(LockStateError):

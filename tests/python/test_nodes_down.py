@@ -56,10 +56,14 @@ def test_failed_acquire_leaves_no_key_behind(fresh5, make_client, name):
     client = make_client(fresh5.urls)
     with pytest.raises(QuorumError):
         client.acquire(name, ttl=30.0, blocking=False)
-    time.sleep(0.1)  # the clean-up is sent without waiting for replies
     # Whatever our SET left on the nodes that were up is deleted again, or
     # nobody could take the lock for the whole TTL once the nodes are back.
-    assert [fresh5.cmd(i, "EXISTS", name) for i in (3, 4)] == [0, 0]
+    # The clean-up is sent without waiting for replies: wait for its effect,
+    # well within the 30 s TTL.
+    deadline = time.monotonic() + 10.0
+    while [fresh5.cmd(i, "EXISTS", name) for i in (3, 4)] != [0, 0]:
+        assert time.monotonic() < deadline, "the clean-up never deleted our keys"
+        time.sleep(0.01)
 
 
 def test_nodes_coming_back(fresh5, make_client, name):
