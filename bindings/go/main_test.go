@@ -140,6 +140,37 @@ func holders(key string) int {
 	return n
 }
 
+// eventually polls cond every 10ms for up to bound; the bound only keeps a
+// hung test finite, it is never what the test asserts.
+func eventually(bound time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(bound); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkReleased asserts what a release decided at quorum determines: a
+// quorum confirmed it, and those nodes no longer hold key. A node it did not
+// wait for (NodeNotWaited) gets the release a moment later.
+func checkReleased(t testing.TB, m *redlock.Mutex, key string) {
+	t.Helper()
+	confirmed := 0
+	for i, r := range m.Nodes() {
+		if r.Outcome != redlock.NodeOK {
+			continue
+		}
+		confirmed++
+		if v := keyOn(i, key); v != "" {
+			t.Fatalf("node %d confirmed the release and still holds %q", i, v)
+		}
+	}
+	if confirmed < quorum() {
+		t.Fatalf("release confirmed by %d nodes, want at least %d: %+v", confirmed, quorum(), m.Nodes())
+	}
+}
+
 // ctl sends one command to the harness control socket (RESP over a unix
 // socket) and returns the reply flattened to a string.
 func ctl(t testing.TB, args ...string) string {
