@@ -101,13 +101,18 @@ static void read_hint(const rl_round *r, wait_hint *h)
  * (scripts.c) when waiting with a registration (member), in fair mode, or
  * with fencing. */
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
-                          char mode[4])
+                          int calm, int renew, char mode[5])
 {
     redlock_client *c = lock->client;
-    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0, fair = (lock->pol.flags & REDLOCK_OPT_FAIR) != 0;
+    /* Fair mode orders waiters while the nodes are calm; right after a
+     * node failed, nodes may name different heads, and a queue only some
+     * of them know must not hold the lock up: everyone may take it then. */
+    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0, fair = (lock->pol.flags & REDLOCK_OPT_FAIR) && calm;
     int n = 0;
     if (member[0])
         mode[n++] = 'j';
+    if (member[0] && renew)
+        mode[n++] = 'r';
     if (fair)
         mode[n++] = 'f';
     if (fencing)
@@ -124,16 +129,16 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
  * gets a release before returning. A waiter passes its registration
  * (member, ticket; "" for none) and learns how to wait (h). */
 static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
-                   wait_hint *h)
+                   int calm, int renew, wait_hint *h)
 {
     redlock_client *c = lock->client;
     rl_round r;
-    char mode[4];
+    char mode[5];
 
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    acquire_round(lock, &r, ttl_ms, member, ticket, mode);
+    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
     rl_round_run(c, &r);
     rl_record_round(lock, &r, 0);
@@ -308,11 +313,12 @@ static uint64_t ticket_now(void)
 /* How long to sleep after a failed attempt: until the holder's key expires
  * when its release will wake us (the holder is one of ours, and enough
  * listeners are subscribed), the wait is bounded by time, not by a number
- * of attempts, and every node answered the attempt; else the retry policy,
- * which a wake-up still cuts short. A hint that may not hold (a node that
+ * of attempts, and no node of the client has failed lately (not even one
+ * this attempt did not wait for); else the retry policy, which a wake-up
+ * still cuts short. A hint that may not hold (a node that
  * did not answer can be where the release goes unseen) never makes a
  * waiter sleep longer than polling would. */
-static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted)
+static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted, int calm)
 {
     redlock_client *c = lock->client;
     /* Not after a split vote (some nodes granted us, e.g. our SET reached
@@ -321,7 +327,7 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     /* A hint of 0: the lock is free, kept for the head of the queue in
      * fair mode; ask again as polling would, unless woken before. */
     if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0 &&
-        h->marked * 2 > h->no && h->hint_ms != 0 && rl_wake_ready(c) >= c->quorum)
+        h->marked * 2 > h->no && h->hint_ms != 0 && calm && rl_wake_ready(c) >= c->quorum)
         return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
     return rl_policy_retry_delay_us(&lock->pol);
 }
@@ -372,12 +378,26 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
      * been refused. */
     int plain_first = join && !lock->contended && !(o->flags & REDLOCK_OPT_FAIR) &&
                       !(lock->client->opts.flags & REDLOCK_OPT_FENCING);
+    int woke = 0;   /* the last sleep ended with a wake-up */
+    /* A registration's lease is renewed a few times per lease, not on
+     * every attempt: the first registering attempt renews (the script
+     * also does when it has to add us again, e.g. after a restart). */
+    int64_t renewed_us = 0, renew_every_us = (int64_t)rl_policy_wake_lease_ms(o) * 1000 / 3;
     for (uint64_t n = 1;; n++) {
         wait_hint h = { 0, 0, 0, 0, -1 };
-        int plain = plain_first && n == 1;
+        /* While the nodes are not calm (one failed lately) the queue is
+         * not trusted: plain attempts, polling, no fair order. */
+        int calm = (join || (o->flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
+        int plain = !calm || (plain_first && n == 1);
+        int renew = !plain && (!renewed_us || rl_now_us() - renewed_us >= renew_every_us);
+        if (renew)
+            renewed_us = rl_now_us();
         if (listen)
             atomic_store(&w.woken, 0);
-        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, plain ? "" : member, ticket, &h);
+        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, plain ? "" : member, ticket, calm,
+                     renew, &h);
+        if (woke && rc == REDLOCK_ENOTACQUIRED && h.yes == 0)
+            rl_wake_spend(lock->client, &w);   /* taken again: the same release's other messages wake nobody */
         if (join && rc == REDLOCK_ENOTACQUIRED)
             lock->contended = 1;
         else if (join && rc == 0 && n == 1)
@@ -408,8 +428,8 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
          * do not wake each other in a loop during an outage. A plain first
          * attempt that was refused registers at once. */
         int wakeable = listen;
-        int64_t delay = plain && rc == REDLOCK_ENOTACQUIRED ? 0
-                        : retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX);
+        int64_t delay = plain && calm && rc == REDLOCK_ENOTACQUIRED ? 0
+                        : retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX, calm);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
         int why = nap(lock, delay, wakeable ? &w : NULL, listen);
@@ -420,6 +440,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
                              (unsigned long long)n, n == 1 ? "" : "s", last);
             break;
         }
+        woke = why == 1;
         if (why == 1)
             rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), (size_t)atomic_load(&w.node));
         if (listen)

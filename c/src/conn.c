@@ -506,6 +506,17 @@ uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
     return c && c->state != RL_CONN_CLOSED ? c->late_cmds : 0;
 }
 
+int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
+{
+    const rl_node *node = &cl->nodes[i];
+    const rl_conn *c = node->conn;
+    if (node->suspect || node->retry_after_us > now)
+        return 0;
+    /* Not connected yet (a new client) is not trouble; a connection that
+     * owes an old reply is. */
+    return !c || !c->len || now - c->q[c->head % c->cap].sent_us < (int64_t)cl->opts.node_timeout_ms * 1000;
+}
+
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
 {
     const rl_conn *c = cl->nodes[i].conn;

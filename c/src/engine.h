@@ -130,6 +130,11 @@ short rl_conn_poll_events(const redlock_client *cl, size_t i);
 int rl_conn_needs_driving(const redlock_client *cl, size_t i);
 /* Closes connections that stopped answering (RL_STALL) or time out connecting. */
 void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now);
+/* 1 if node i looks healthy: not suspect, not in reconnect backoff, and
+ * its oldest owed reply (if any) younger than the node timeout. A node that is stopped or paused
+ * stops being calm within a node timeout, even when every round decides
+ * at quorum without waiting for it. */
+int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now);
 /* Requests owed on node i's connection. */
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
 /* Owed replies on which a leave or a release waits (these need reading soon). */

@@ -162,6 +162,8 @@ struct redlock_client {
     char *tls_server_name;   /* owned copy, or NULL */
     char **urls;             /* node URLs as given, password masked */
     rl_watch watch;
+    _Atomic int64_t trouble_us; /* when a round of this client last saw a node fail
+                              * (error, timeout, down); 0 never (report.c) */
 };
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
@@ -269,6 +271,10 @@ typedef struct rl_waiter {
     atomic_int node;            /* the node whose message woke it */
     int listening;              /* on the client's list, to be woken */
     struct rl_waiter *next;     /* the client's waiters (I/O mutex) */
+    /* (I/O mutex) the release named by the message that woke it last, and
+     * one it has acted on and lost: every node tells of a release, and
+     * messages about a release already lost to another owner wake nobody */
+    char tag[RL_VALUE_LEN + 8], spent[RL_VALUE_LEN + 8];
 } rl_waiter;
 /* Gives w the name it registers under on the nodes (into member). */
 void rl_wake_name(redlock_client *cl, rl_waiter *w, struct redlock_lock *lock, char *member, size_t size);
@@ -276,8 +282,16 @@ void rl_wake_name(redlock_client *cl, rl_waiter *w, struct redlock_lock *lock, c
  * has to wait: an acquire that succeeds at once opens none); and takes it off. */
 void rl_wake_listen(redlock_client *cl, rl_waiter *w);
 void rl_wake_leave(redlock_client *cl, rl_waiter *w);
+/* The attempt that followed a wake-up lost to another owner: further
+ * messages about the same release do not wake w again. */
+void rl_wake_spend(redlock_client *cl, rl_waiter *w);
 /* Listeners subscribed, out of the client's nodes. */
 int rl_wake_ready(redlock_client *cl);
+/* 1 when the queue can be trusted: every node calm now (rl_conn_calm) and
+ * no round of the client saw a node fail for RL_POLICY_WAKE_CALM_MS.
+ * Otherwise waiters poll, releases wake nobody, and fair mode orders
+ * nobody (docs/algorithm.md, "Waking waiters"). */
+int rl_wake_calm(redlock_client *cl);
 /* Tells on_event about listener state changes, as seen by a waiting lock
  * (call with no mutex held). */
 void rl_wake_report(redlock_client *cl, const struct redlock_lock *lock);
@@ -297,6 +311,12 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
  * RL_POLICY_WAKE_POLL_MAX_MS; its registration lapses after
  * rl_policy_wake_lease_ms unless renewed. */
 #define RL_POLICY_WAKE_POLL_MAX_MS 5000
+/* For this long after a round saw a node fail, waiters do not trust the
+ * queue: they poll (a wake-up still cuts the sleep short) and fair mode
+ * orders nobody, since nodes that missed a registration or a leave may
+ * name different heads. */
+#define RL_POLICY_WAKE_CALM_MS 3000
+int rl_policy_wake_calm(int64_t trouble_us, int64_t now_us);
 int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms);
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */

@@ -254,6 +254,10 @@ static int release_locked(redlock_lock *lock)
     redlock_client *c = lock->client;
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_RELEASE, 0);
+    /* A release wakes the next waiter only while the nodes are calm: with
+     * a node failing, a woken waiter races the holder's next attempt on
+     * the few nodes left and both lose (docs/algorithm.md). */
+    r.wake = rl_wake_calm(c);
     rl_round_run(c, &r);
     rl_record_round(lock, &r, 0);
     atomic_store(&lock->state, LOCK_IDLE);

@@ -67,3 +67,8 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol)
         poll = slow > 3600000 ? 3600000 : (uint32_t)slow;
     return 3 * poll;
 }
+
+int rl_policy_wake_calm(int64_t trouble_us, int64_t now_us)
+{
+    return !trouble_us || now_us - trouble_us >= (int64_t)RL_POLICY_WAKE_CALM_MS * 1000;
+}

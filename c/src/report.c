@@ -78,6 +78,8 @@ void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
         rep->unreachable = r->unreachable[i];
         rep->rtt_us = r->out[i] == RL_UNSENT || r->out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
         memcpy(rep->msg, r->msg[i], sizeof rep->msg);
+        if (rep->code)
+            atomic_store(&c->trouble_us, rl_now_us());
     }
     if (!c->opts.on_event)
         return;

@@ -18,8 +18,10 @@
 #include "internal.h"
 
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
- * (nil if TIME is refused), and rl_wake, which drops lapsed waiters and
- * publishes "<registration>\n<key>" to the client of the first remaining
+ * (nil if TIME is refused), rl_purge, which drops lapsed registrations
+ * (run when a waiter registers, and by fair mode's check), and rl_wake,
+ * which publishes "<registration>\n<tag>\n<key>" (tag: the released value, or
+ * the registration that left) to the client of the first remaining
  * one (skipping `skip`, the caller's own registration) until a client
  * listens: PUBLISH says how many received it, so a waiter whose process
  * died is dropped at once. A client that gets a message for a registration
@@ -40,22 +42,20 @@
     "local function rl_has(q) local e = redis.pcall('get', q) return rl_bad(e) end " \
     "local function rl_purge(q, l, now) local g = redis.pcall('zrangebyscore', l, '-inf', now, 'LIMIT', 0, 32) " \
     "if rl_bad(g) then return false end for _, m in ipairs(g) do rl_drop(q, l, m) end return true end " \
-    "local function rl_wake(q, l, skip, key) " \
-    "local now = rl_now() if not now or not rl_purge(q, l, now) then return end " \
+    "local function rl_wake(q, l, skip, tag, key) " \
     "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
     "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
-    "local n = redis.pcall('publish', rl_chan(m), m .. '\\n' .. key) if rl_bad(n) then return end " \
+    "local n = redis.pcall('publish', rl_chan(m), m .. '\\n' .. tag .. '\\n' .. key) if rl_bad(n) then return end " \
     "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own
- * registration ('' if none). The usual release, with no queue, runs three
+ * registration ('' if none; it is not woken). The usual release, with no queue, runs three
  * commands and defines nothing. */
 const char rl_script_release[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
     "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return 1 end "
     RL_WAKE_LUA
-    "if ARGV[3] ~= '' then rl_drop(KEYS[2], KEYS[3], ARGV[3]) end "
-    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], KEYS[1]) end return 1";
+    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return 1";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 /* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
@@ -63,7 +63,10 @@ const char rl_script_extend[] =
  * client's wake id ':' a number; '' for none), ticket (orders the queue),
  * lease ms (a registration not renewed within it lapses, and the queue's
  * keys expire with the last one), mode ('j' join the queue when refused,
- * 'f' fair, 'c' return the counter).
+ * 'r' renew the registration's lease, 'f' fair, 'c' return the counter).
+ * A waiter renews a few times per lease (acquire.c): its other refused
+ * attempts write nothing, which matters with appendfsync always, where
+ * every write costs the node a sync.
  * In fair mode a free key is refused to anyone but the head of the queue
  * whose client still listens; the head is woken again then, in case its
  * message was lost. Granted: {1} or {1, counter}. Refused: {0, ms to wait
@@ -84,10 +87,12 @@ const char rl_script_acquire[] =
     "if not blocked then redis.call('set', k, ARGV[1], 'PX', ARGV[2]) "
     "if me ~= '' then rl_drop(q, l, me) end "
     "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end end "
-    "if me ~= '' and string.find(mode, 'j', 1, true) then local now = rl_now() if now then "
-    "redis.pcall('zadd', q, 'NX', ARGV[4], me) redis.pcall('zadd', l, now + tonumber(ARGV[5]), me) "
-    "redis.pcall('pexpire', q, ARGV[5]) redis.pcall('pexpire', l, ARGV[5]) end end "
-    "if blocked then rl_wake(q, l, me, k) return {0, 0, 1, 1} end "
+    "if me ~= '' and string.find(mode, 'j', 1, true) then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
+    "if added == 1 or string.find(mode, 'r', 1, true) then local now = rl_now() if now then "
+    "local lease = tonumber(ARGV[5]) if added == 1 then rl_purge(q, l, now) end "
+    "redis.pcall('zadd', l, now + lease, me) redis.pcall('pexpire', q, lease) redis.pcall('pexpire', l, lease) "
+    "end end end "
+    "if blocked then rl_wake(q, l, me, ARGV[1], k) return {0, 0, 1, 1} end "
     "local t = redis.pcall('pttl', k) if rl_bad(t) then t = -1 end "
     "local ours = #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
     "return {0, t, ours and 1 or 0}";
@@ -99,7 +104,7 @@ const char rl_script_leave[] =
     RL_WAKE_LUA
     "rl_drop(KEYS[2], KEYS[3], ARGV[1]) "
     "if ARGV[2] ~= '0' and not redis.call('get', KEYS[1]) and rl_has(KEYS[2]) then "
-    "rl_wake(KEYS[2], KEYS[3], ARGV[1], KEYS[1]) end return 1";
+    "rl_wake(KEYS[2], KEYS[3], ARGV[1], ARGV[1], KEYS[1]) end return 1";
 /* Fencing (docs/fencing.md): raise the counter to ARGV[2] if the lock is
  * still ours. KEYS[2] is the counter. Counters are compared as decimal
  * strings, since Lua numbers are doubles. */

@@ -143,12 +143,15 @@ short rl_listen_poll_events(const redlock_client *cl, size_t i)
     }
 }
 
-/* A message names one registration and the lock's key ("<wake id>:<n>\n<key>";
- * older clients sent "<wake id>:<n> <value>"): wake that waiter if it is
- * ours. Every node tells of a release; the waiter acts on each message
- * that comes while it sleeps: one that woke it early (its SET reached a
- * node before the release did) is followed by the others, and one of them
- * brings it back. A message for a registration of ours that no longer
+/* A message names one registration, what freed the lock (the released
+ * value, or the registration that left) and the lock's key
+ * ("<wake id>:<n>\n<tag>\n<key>"; older clients sent "<wake id>:<n>
+ * <value>"): wake that waiter if it is ours. Every node tells of a
+ * release; the waiter acts on each message that comes while it sleeps
+ * (one that woke it early, its SET reaching a node before the release
+ * did, is followed by the others, and one of them brings it back), but
+ * not on messages about a release whose lock it found taken again
+ * (rl_wake_spend). A message for a registration of ours that no longer
  * waits means that its leave never reached this node (the node was stopped
  * and the connection dropped): the leave is sent now, and it wakes the
  * next waiter, so a stale head neither swallows wake-ups nor lingers. */
@@ -164,9 +167,19 @@ static void deliver(redlock_client *cl, size_t i, const char *payload, size_t le
             return;
         id = id * 10 + (uint64_t)(payload[k] - '0');
     }
+    /* The tag: between the first and the second newline. */
+    const char *tag = k < len && payload[k] == '\n' ? payload + k + 1 : NULL;
+    const char *nl = tag ? memchr(tag, '\n', len - (size_t)(tag - payload)) : NULL;
+    size_t tlen = nl ? (size_t)(nl - tag) : 0;
     for (rl_waiter *w = cl->io->waiters; w; w = w->next) {
         if (w->id != id)
             continue;
+        if (nl && tlen < sizeof w->tag) {
+            if (w->spent[0] && strlen(w->spent) == tlen && memcmp(w->spent, tag, tlen) == 0)
+                return;
+            memcpy(w->tag, tag, tlen);
+            w->tag[tlen] = '\0';
+        }
         atomic_store(&w->node, (int)i);
         atomic_store(&w->woken, 1);
         int fd = atomic_load(&w->lock->wake_fd);
@@ -177,11 +190,11 @@ static void deliver(redlock_client *cl, size_t i, const char *payload, size_t le
         }
         return;
     }
-    if (k < len && payload[k] == '\n' && id && id <= cl->io->waiter_seq && k < RL_MEMBER_MAX) {
+    if (nl && id && id <= cl->io->waiter_seq && k < RL_MEMBER_MAX) {
         char member[RL_MEMBER_MAX];
         memcpy(member, payload, k);
         member[k] = '\0';
-        rl_conn_send_leave(cl, i, payload + k + 1, len - k - 1, member, rl_now_us());
+        rl_conn_send_leave(cl, i, nl + 1, len - (size_t)(nl + 1 - payload), member, rl_now_us());
     }
 }
 
@@ -399,6 +412,13 @@ void rl_wake_leave(redlock_client *cl, rl_waiter *w)
     rl_io_leave(cl);
 }
 
+void rl_wake_spend(redlock_client *cl, rl_waiter *w)
+{
+    rl_io_enter(cl);
+    memcpy(w->spent, w->tag, sizeof w->spent);
+    rl_io_leave(cl);
+}
+
 int rl_wake_ready(redlock_client *cl)
 {
     int n = 0;
@@ -407,6 +427,19 @@ int rl_wake_ready(redlock_client *cl)
         n += cl->nodes[i].listen && cl->nodes[i].listen->state == REDLOCK_LISTENER_READY;
     rl_io_leave(cl);
     return n;
+}
+
+int rl_wake_calm(redlock_client *cl)
+{
+    int64_t now = rl_now_us();
+    int calm = 1;
+    rl_io_enter(cl);
+    for (size_t i = 0; i < cl->n && calm; i++)
+        calm = rl_conn_calm(cl, i, now);
+    rl_io_leave(cl);
+    if (!calm)
+        atomic_store(&cl->trouble_us, now);
+    return calm && rl_policy_wake_calm(atomic_load(&cl->trouble_us), now);
 }
 
 void rl_wake_report(redlock_client *cl, const redlock_lock *lock)
