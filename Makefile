@@ -49,12 +49,12 @@ test-c: build
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -DREDLOCK_SANITIZE=address,undefined -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-asan -j$(JOBS)
-	cd $(BUILD)-asan && $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure
+	cd $(BUILD)-asan && REDLOCK_GARBAGE_RESOURCES=2000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure
 
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
-	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 REDLOCK_WAKE_WAITS=500 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
+	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 REDLOCK_WAKE_WAITS=500 REDLOCK_GARBAGE_RESOURCES=1000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
 	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_'
 
 
@@ -112,7 +112,8 @@ test-deb: deps
 
 # The long forms of the short runs in 'make test' (docs/safety.md, docs/design.md).
 stress: build
-	cd $(BUILD) && REDLOCK_STRESS_CYCLES=20000 REDLOCK_WAKE_WAITS=10000 ctest --output-on-failure -R 'engine_stress|engine_wake'
+	cd $(BUILD) && REDLOCK_STRESS_CYCLES=20000 REDLOCK_WAKE_WAITS=10000 REDLOCK_GARBAGE_RESOURCES=100000 \
+	  ctest --output-on-failure -R 'engine_stress|engine_wake'
 fuzz-long: deps
 	tests/fuzz/run 600
 

@@ -11,57 +11,12 @@
  * Runs under tests/harness/nodes.py exec --count 5; node i is t_urls[i].
  * REDLOCK_WAKE_WAITS sets the number of waits in the leak case (2000). */
 #include "../c/testutil.h"
+#include "nodeutil.h"
 
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <hiredis/hiredis.h>
-
-/* ---- the nodes, directly ---- */
-
-static redisContext *node_conn(size_t i)
-{
-    const char *hostport = strstr(t_urls[i], "://");
-    char host[128];
-    int port = 0;
-    if (!hostport || sscanf(hostport + 3, "%127[^:]:%d", host, &port) != 2)
-        return NULL;
-    struct timeval tv = { 5, 0 };
-    redisContext *c = redisConnectWithTimeout(host, port, tv);
-    if (!c || c->err) {
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    return c;
-}
-
-/* One command on node i: its integer reply, the element count of an array
- * reply, 0 for a nil, or -1 (error, node down). */
-static long long node_q(size_t i, const char *fmt, ...)
-{
-    redisContext *c = node_conn(i);
-    if (!c)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    long long v = -1;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_ARRAY)
-        v = (long long)r->elements;
-    else if (r && r->type == REDIS_REPLY_NIL)
-        v = 0;
-    else if (r && r->type == REDIS_REPLY_STATUS)
-        v = 1;
-    else if (r && r->type == REDIS_REPLY_ERROR)
-        fprintf(stderr, "node %zu: %s\n", i, r->str);
-    freeReplyObject(r);
-    redisFree(c);
-    return v;
-}
 
 /* The queue's keys of a lock key on node i: how many of K:wq and K:wl exist (and
  * K:wr, the reservation that earlier versions wrote and this one never does). */
@@ -100,36 +55,10 @@ static int connections(size_t i, int *subscribed)
     return n;
 }
 
-/* A harness control command (restart, pause, resume...) over its socket:
- * 0 once it answered +OK. */
-static int harness(const char *fmt, ...)
-{
-    const char *path = getenv("REDLOCK_HARNESS");
-    if (!path) {
-        fprintf(stderr, "REDLOCK_HARNESS is not set: run under tests/harness/nodes.py exec\n");
-        return -1;
-    }
-    struct timeval tv = { 60, 0 };
-    redisContext *c = redisConnectUnixWithTimeout(path, tv);
-    if (!c || c->err) {
-        redisFree(c);
-        return -1;
-    }
-    redisSetTimeout(c, tv);
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    int ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) && strcmp(r->str, "OK") == 0;
-    if (!ok)
-        fprintf(stderr, "harness: %s\n", r && r->str ? r->str : c->errstr);
-    freeReplyObject(r);
-    redisFree(c);
-    return ok ? 0 : -1;
-}
-
 /* Polls cond every 5 ms for at most bound_ms: a bound for a hung test, not
- * a timing assertion. 1 if it came true. */
+ * a timing assertion. 1 if it came true. Also for what a round decided at
+ * quorum leaves to the nodes it did not wait for: a release or a leave
+ * reaches them a moment after the call returns. */
 #define WAIT_UNTIL(cond, bound_ms, what) ({                                      \
         double end_ = now_ms() + (bound_ms);                                      \
         int ok_ = 1;                                                              \
@@ -442,8 +371,8 @@ static void test_wakeup_basic(void)
     CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
     /* The woken waiter left the queue with its acquisition. */
     for (size_t i = 0; i < 5; i++) {
-        CHECK(queue_keys(i, key_of(res)) == 0);
-        CHECK(node_q(i, "EXISTS %s", key_of(res)) == 0);
+        CHECK(WAIT_UNTIL(queue_keys(i, key_of(res)) == 0, 5000, "the queue to go"));
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key_of(res)) == 0, 5000, "the key to go"));
     }
     redlock_lock_free(w.lock);
     redlock_lock_free(la);
@@ -633,7 +562,7 @@ static void test_paused_node(void)
     if (w.rc == 0)
         CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
     for (size_t i = 0; i < 4; i++)
-        CHECK(node_q(i, "EXISTS %s", key_of(res)) == 0);
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key_of(res)) == 0, 5000, "the key to go"));
     redlock_lock_free(w.lock);
     redlock_lock_free(la);
     redlock_client_free(a);
@@ -673,7 +602,7 @@ static void test_winner_leaves_unawaited_node(void)
     if (w.rc == 0)
         CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
     for (size_t i = 0; i < 4; i++)
-        CHECK(queue_keys(i, key) == 0);
+        CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
     /* Bounded, not timed: a registration left behind stays for its lease (15 s). */
     int gone = WAIT_UNTIL(node_q(4, "ZCARD %s:wq", key) == 0 && node_q(4, "ZCARD %s:wl", key) == 0, 5000,
                           "B's registration to leave node 4");
@@ -763,7 +692,7 @@ static void test_many_waits_no_leak(void)
     /* Nobody is left to wake: the release leaves no queue behind. */
     CHECK_LOCK_RC(la, redlock_release(la), 0);
     for (size_t i = 0; i < 5; i++)
-        CHECK(queue_keys(i, key) == 0);
+        CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
     redlock_lock_free(la);
     redlock_client_free(a);
     redlock_client_free(b);
@@ -813,7 +742,7 @@ static void test_fair_order(void)
     }
     fprintf(stderr, "\n");
     for (size_t i = 0; i < 5; i++)
-        CHECK(queue_keys(i, key) == 0);
+        CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
     for (int k = 0; k < W; k++) {
         redlock_lock_free(w[k].lock);
         redlock_client_free(cs[k]);
@@ -913,8 +842,8 @@ static void test_acl_minimal_user(void)
     CHECK(atomic_load(&acl_failed) == 0);
     CHECK(atomic_load(&acl_acquired) == 15);
     for (size_t i = 0; i < 3; i++) {
-        CHECK(node_q(i, "EXISTS %s", key_of(res)) == 0);
-        CHECK(node_q(i, "EXISTS %s", key_of(acl_res)) == 0);
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key_of(res)) == 0, 5000, "the key to go"));
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key_of(acl_res)) == 0, 5000, "the key to go"));
     }
     for (int k = 0; k < 3; k++)
         redlock_client_free(acl_clients[k]);
