@@ -3,4 +3,4 @@
 // One file per C source, so that their static names never meet.
 //go:build cgo && !redlock_system
 
-#include "../../c/src/conn_tls.c"
+#include "../../c/src/engine/conn_tls.c"

@@ -3,4 +3,4 @@
 // One file per C source, so that their static names never meet.
 //go:build cgo && !redlock_system
 
-#include "../../c/src/mux.c"
+#include "../../c/src/engine/mux.c"

@@ -3,4 +3,4 @@
 // One file per C source, so that their static names never meet.
 //go:build cgo && !redlock_system
 
-#include "../../c/src/round.c"
+#include "../../c/src/engine/round.c"

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # cffi build script (API mode) for the extension module redlock._redlock.
-# setup.py names it in cffi_modules; it compiles c/src/*.c into the module, or links libredlock via pkg-config.
+# setup.py names it in cffi_modules; it compiles c/src/*.c and c/src/engine/*.c into the module,
+# or links libredlock via pkg-config.
 from __future__ import annotations
 
 import glob
@@ -19,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 C_INCLUDE = os.path.join(ROOT, "c", "include")
 C_SRC = os.path.join(ROOT, "c", "src")
 C_COMMON = os.path.join(ROOT, "c", "common")
+C_ENGINE = os.path.join(C_SRC, "engine")
 
 # Declarations of c/include/redlock.h. Every constant and the layouts of the
 # options and event structs are left to the C compiler ("..."), so this text cannot drift from the
@@ -338,8 +340,9 @@ def make_ffibuilder() -> FFI:
         mode = "system libredlock"
     else:
         # The C core compiled into the extension: no libredlock needed at run time. Every
-        # c/src/*.c and c/common/*.c, globbed, so files the core is split into are picked up.
-        sources = sorted(rel(p) for d in (C_SRC, C_COMMON) for p in glob.glob(os.path.join(d, "*.c")))
+        # c/src/*.c, c/src/engine/*.c and c/common/*.c, globbed, so files the core is split into are
+        # picked up.
+        sources = sorted(rel(p) for d in (C_SRC, C_ENGINE, C_COMMON) for p in glob.glob(os.path.join(d, "*.c")))
         if not sources:
             sys.exit(f"redlock: no C sources found under {C_SRC}")
         require_modules(BUNDLED_MODULES)
@@ -350,7 +353,7 @@ def make_ffibuilder() -> FFI:
         kw["extra_compile_args"][:0] = ["-fvisibility=hidden", "-std=gnu11"]
         kw["libraries"].append("pthread")
         # Headers too: setuptools rebuilds only when a listed file is newer than the module.
-        depends = sorted(rel(p) for d in (C_INCLUDE, C_SRC, C_COMMON)
+        depends = sorted(rel(p) for d in (C_INCLUDE, C_SRC, C_ENGINE, C_COMMON)
                          for p in glob.glob(os.path.join(d, "*.h")))
         mode = "C core compiled in"
     # The build's mode and flags go into the generated C file. cffi rewrites that file only when

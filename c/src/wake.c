@@ -20,7 +20,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #define REFUSED_RETRY_MS 30000   /* a node that refused SUBSCRIBE is asked again after this */
 

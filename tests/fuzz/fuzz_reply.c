@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 static void parse_all(const redisReply *rep)
 {
