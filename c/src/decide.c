@@ -88,3 +88,12 @@ int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, 
         wait[i] = !decided && out[i] == RL_PENDING;
     return decided ? 0 : pending;
 }
+
+int rl_round_decided(const rl_round *r)
+{
+    unsigned char wait[REDLOCK_MAX_NODES];
+    if (r->no_wait)
+        return 1;
+    int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE;
+    return rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) == 0;
+}

@@ -262,6 +262,9 @@ void rl_round_run(redlock_client *client, rl_round *r);
  * returns how many; 0 once more replies cannot change what the caller will
  * conclude. */
 int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait);
+/* 1 once more replies cannot change what r's caller will conclude (decide.c):
+ * it sent without waiting, or rl_round_wait_set waits for nobody. */
+int rl_round_decided(const rl_round *r);
 
 /* ---- wake.c: waiting acquires, woken by releases (docs/algorithm.md) ---- */
 typedef struct rl_waiter {

@@ -141,10 +141,6 @@ uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i);
 void rl_conn_free(redlock_client *cl, size_t i);
 
-/* ---- round.c ---- */
-/* 1 once more replies cannot change what r's caller will conclude. */
-int rl_round_decided(const rl_round *r);
-
 /* ---- conn_tls.c ---- */
 /* Starts TLS on c, a connected socket to node i (its lock connection or
  * its listener): 0 (handshake under way or done) or -1 with the reason in msg. */

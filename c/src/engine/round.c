@@ -12,19 +12,6 @@
 
 #include "engine.h"
 
-static int is_acquire(rl_cmd cmd)
-{
-    return cmd == RL_CMD_SET || cmd == RL_CMD_ACQUIRE;
-}
-
-int rl_round_decided(const rl_round *r)
-{
-    unsigned char wait[REDLOCK_MAX_NODES];
-    if (r->no_wait)
-        return 1;
-    return rl_round_wait_set(r->out, r->n, r->quorum, is_acquire(r->cmd), wait) == 0;
-}
-
 void rl_round_run(redlock_client *cl, rl_round *r)
 {
     rl_io *io = cl->io;
