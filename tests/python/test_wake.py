@@ -101,6 +101,12 @@ def test_listeners_start_with_the_first_waiting_acquire(make_client, other, clus
         t.start()
         try:
             wait_until(lambda: all_ready(c), "every listener READY")
+            # The listeners can be READY while the attempt that registers the waiter is still on
+            # its way; released then, that attempt could take the lock with no wake-up. Once the
+            # registration is on a majority, those nodes refused it: the waiter sleeps (20 s)
+            # until a wake-up.
+            wait_until(lambda: sum(cluster5.cmd(i, "EXISTS", name + ":wq") for i in range(5)) >= 3,
+                       "the waiter registered on a majority")
         finally:
             holder.release()
             t.join(60)
