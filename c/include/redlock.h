@@ -269,9 +269,15 @@ REDLOCK_EXTERN int redlock_try_acquire(redlock_client *client, const char *resou
 
 /* A lock handle for resource, not yet held. No network I/O. The handle can
  * be acquired, released and acquired again; each acquisition uses a fresh
- * random value. */
+ * random value. REDLOCK_EINVAL for a NULL argument, an empty resource or one
+ * over REDLOCK_MAX_RESOURCE_LEN bytes, or, on a client with
+ * REDLOCK_OPT_FENCING, a resource ending in ":fencing" (its counter's key). */
 REDLOCK_EXTERN int redlock_lock_new(redlock_lock **out, redlock_client *client,
                                     const char *resource);
+/* redlock_lock_new, and errbuf, if not NULL, receives a NUL-terminated
+ * description of a failure ("" on success), as redlock_client_open does. */
+REDLOCK_EXTERN int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
+                                     char *errbuf, size_t errbuf_size);
 
 /* A lock's own acquisition policy: what the client's options of the same
  * names give every lock, set for one handle. Bindings use it for per-lock
@@ -293,6 +299,20 @@ typedef struct redlock_lock_options {
                                   * client's flags give the default; other bits are refused */
 } redlock_lock_options;
 
+/* Fills *opts with the library's defaults for lock options version
+ * `version` (1 up to REDLOCK_LOCK_OPTIONS_VERSION), writing only the fields
+ * that version has: those of REDLOCK_OPTIONS_INIT of the same names, and
+ * flags 0. A lock made by redlock_lock_new starts from its client's options
+ * instead; these are what a client with default options gives. 0, or
+ * REDLOCK_EINVAL for NULL or an unknown version. */
+REDLOCK_EXTERN int redlock_lock_options_init_version(redlock_lock_options *opts, unsigned int version);
+/* The same for the version this header declares; NULL is ignored. As with
+ * redlock_options_init, a macro records the header's struct size; the
+ * exported function of the same name fills a version 2 struct. */
+REDLOCK_EXTERN void redlock_lock_options_init(redlock_lock_options *opts);
+#define redlock_lock_options_init(opts) \
+    ((void)redlock_lock_options_init_version((opts), REDLOCK_LOCK_OPTIONS_VERSION))
+
 /* Reads the lock's policy into *out (out->version set by the caller): the
  * client's options until redlock_lock_set_options changed them. 0, or
  * REDLOCK_EINVAL for NULL or an unknown version. */
@@ -305,10 +325,13 @@ REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lo
 /* Special values for redlock_lock_acquire's wait_ms */
 #define REDLOCK_WAIT_DEFAULT (-1)  /* the client's retry_count / wait_ms */
 #define REDLOCK_WAIT_NONE    0     /* exactly one attempt */
+#define REDLOCK_WAIT_FOREVER (-2)  /* keep trying until acquired, a failure a retry cannot
+                                    * fix, or redlock_lock_cancel: no deadline */
 
 /* Acquires the lock for ttl_ms. wait_ms: REDLOCK_WAIT_DEFAULT, REDLOCK_WAIT_NONE,
- * or > 0 to keep retrying (with the client's delay and jitter) until wait_ms
- * have passed, then REDLOCK_ETIMEDOUT. */
+ * REDLOCK_WAIT_FOREVER, or 1 to REDLOCK_MAX_WAIT_MS to keep retrying (with the
+ * lock's delay and jitter) until wait_ms have passed, then REDLOCK_ETIMEDOUT.
+ * Any other value gives REDLOCK_EINVAL. */
 REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
 
 /* Extends a held lock to ttl_ms from now, on a majority and within its
@@ -369,6 +392,17 @@ REDLOCK_EXTERN int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hol
  * on. Calling redlock_lock_auto_extend again replaces the callback, after
  * waiting for a running one. */
 REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
+/* redlock_lock_auto_extend, and userdata_free (may be NULL) is called once
+ * with userdata when no call of on_lost with it can follow: when another
+ * redlock_lock_auto_extend* call on the lock replaces it, when
+ * auto-extension ends by redlock_lock_auto_extend_stop, redlock_release or
+ * a new acquire, or when the lock is freed; after a running on_lost
+ * returns. A loss alone does not call it (the lock may still be released).
+ * Not called when this returns an error. On the thread that made the
+ * call that ended it, or on the auto-extend thread when on_lost itself
+ * ended it. */
+REDLOCK_EXTERN int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
+                                             void *userdata, void (*userdata_free)(void *userdata));
 
 /* ---- The last round's per-node report ----
  * What node i did in the lock's last round (the last attempt of an acquire,
@@ -400,6 +434,12 @@ REDLOCK_EXTERN int redlock_lock_errcode(const redlock_lock *lock);
 REDLOCK_EXTERN const char *redlock_strerror(int code);
 /* Short name of an error code, e.g. "REDLOCK_ENOQUORUM"; never NULL. */
 REDLOCK_EXTERN const char *redlock_error_name(int code);
+/* 1 if a later attempt may succeed where one failed with code, so that a
+ * waiting acquire tries again: REDLOCK_ENOTACQUIRED, REDLOCK_ENOQUORUM,
+ * REDLOCK_EEXPIRED, REDLOCK_EIO and REDLOCK_ESERVER. 0 for every other code,
+ * among them REDLOCK_EUNREACHABLE and REDLOCK_ETIMEDOUT (a wait already gave
+ * up) and REDLOCK_ECANCELED. The rule redlock_lock_acquire follows. */
+REDLOCK_EXTERN int redlock_error_is_retryable(int code);
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */
 REDLOCK_EXTERN const char *redlock_version(void);
 

@@ -249,12 +249,6 @@ static int unreachable_too_long(redlock_lock *lock, int64_t *reached_us, uint64_
     return 1;
 }
 
-static int retryable(int code)
-{
-    return code == REDLOCK_ENOTACQUIRED || code == REDLOCK_ENOQUORUM || code == REDLOCK_EEXPIRED ||
-           code == REDLOCK_EIO || code == REDLOCK_ESERVER;
-}
-
 /* The lock's eventfd, made on first need: cancel and wake-up messages write
  * it. -1 if none can be made (fd limit). */
 static int wake_fd(redlock_lock *lock)
@@ -337,7 +331,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     int rc = rl_ttl_problem(lock, ttl_ms, lock->errmsg, sizeof lock->errmsg);
     if (rc)
         return lock->errcode = rc;
-    if (wait_ms < REDLOCK_WAIT_DEFAULT || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
+    if ((wait_ms < REDLOCK_WAIT_DEFAULT && wait_ms != REDLOCK_WAIT_FOREVER) || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
         return rl_lock_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
     if (redlock_lock_is_held(lock))
         return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
@@ -353,6 +347,8 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     } else if (wait_ms > 0) {
         max_attempts = UINT64_MAX;
         deadline = start + wait_ms * 1000;
+    } else if (wait_ms == REDLOCK_WAIT_FOREVER) {
+        max_attempts = UINT64_MAX;   /* and a deadline of 0: none */
     } else {
         max_attempts = (uint64_t)o->retry_count + 1;
         if (o->wait_ms)
@@ -402,7 +398,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
             lock->contended = 1;
         else if (join && rc == 0 && n == 1)
             lock->contended = 0;
-        if (rc == 0 || !retryable(rc))
+        if (rc == 0 || !redlock_error_is_retryable(rc))
             break;
         if (max_attempts > 1 && unreachable_too_long(lock, &reached_us, n)) {
             rc = REDLOCK_EUNREACHABLE;

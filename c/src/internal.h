@@ -136,6 +136,25 @@ struct rl_round {
 };
 
 /* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */
+/* A lock's auto-extension, owned by watch.c: everything but `used` is
+ * guarded by the client's watch.mu. */
+typedef struct rl_autoextend {
+    int on;                   /* in the thread's list */
+    _Atomic int used;         /* ever given to the thread: until then, acquire,
+                               * release and free skip the client's watch mutex */
+    struct redlock_lock *next, *prev;
+    int64_t due_us;
+    int64_t until_us;         /* hold bound (absolute) */
+    int limited;              /* bound reached: no more extensions */
+    char msg[RL_MSG_MAX];     /* the last failed extension (thread only) */
+    redlock_lost_fn fn;
+    void *userdata;
+    void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
+    int running;              /* the thread is calling fn with userdata right now */
+    void (*free_after)(void *userdata); /* fn itself ended its hook: free this */
+    void *free_after_userdata;            /* once fn has returned */
+} rl_autoextend;
+
 typedef struct rl_watch {
     pthread_mutex_t mu;
     pthread_cond_t wake;        /* the thread: a lock was added, or stop */
@@ -143,7 +162,7 @@ typedef struct rl_watch {
     pthread_t thread;
     int started, stop;
     pid_t pid;                  /* the process that started the thread */
-    struct redlock_lock *head;  /* locks being extended (lock->ae_next) */
+    struct redlock_lock *head;  /* locks being extended (lock->ae.next) */
     struct redlock_lock *current; /* the lock the thread works on, or NULL */
 } rl_watch;
 
@@ -202,17 +221,7 @@ struct redlock_lock {
     rl_report *report;        /* per node: the last round */
     int lost_code;            /* why state became LOCK_LOST */
     char lost_msg[RL_MSG_MAX];
-    /* auto-extension: guarded by client->watch.mu */
-    int ae_on;
-    _Atomic int ae_used;      /* ever given to the thread: until then, acquire,
-                               * release and free skip the client's watch mutex */
-    struct redlock_lock *ae_next, *ae_prev;
-    int64_t ae_due_us;
-    int64_t ae_until_us;      /* hold bound (absolute) */
-    int ae_limited;           /* bound reached: no more extensions */
-    char ae_msg[RL_MSG_MAX];  /* the last failed extension (thread only) */
-    redlock_lost_fn ae_fn;
-    void *ae_userdata;
+    rl_autoextend ae;         /* auto-extension (watch.c) */
 };
 
 /* lock.c: the handle's error detail (printf-style), the TTL check, a round for the lock */
@@ -240,7 +249,8 @@ int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms);
 
 void rl_watch_init(rl_watch *w);
 void rl_watch_destroy(rl_watch *w);
-int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata);
+int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata,
+                 void (*userdata_free)(void *));
 /* Takes the lock off the thread's list, waiting for work under way on it
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.c: lock handles, and everything on a held lock but acquiring it:
- * extension, release, validity, the per-lock policy and auto-extension. */
+ * extension, release, validity and the per-lock policy (auto-extension is
+ * watch.c's). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,24 +31,70 @@ int rl_lock_ok(redlock_lock *lock)
     return 0;
 }
 
+/* The lock's policy from the client's options of the same names. */
+static void policy_of(redlock_lock_options *pol, const redlock_options *o)
+{
+    pol->version = REDLOCK_LOCK_OPTIONS_VERSION;
+    pol->retry_count = o->retry_count;
+    pol->retry_delay_ms = o->retry_delay_ms;
+    pol->retry_jitter_ms = o->retry_jitter_ms;
+    pol->wait_ms = o->wait_ms;
+    pol->drift_factor = o->drift_factor;
+    pol->drift_min_ms = o->drift_min_ms;
+    pol->flags = o->flags & LOCK_FLAGS;
+}
+
 int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *resource)
 {
-    if (!out)
+    return redlock_lock_open(out, client, resource, NULL, 0);
+}
+
+/* 0, or REDLOCK_EINVAL with why resource cannot be locked through client in errbuf. */
+static int resource_problem(const redlock_client *client, const char *resource, char *errbuf, size_t size)
+{
+    if (!client || !resource) {
+        rl_fmt(errbuf, size, "%s is NULL", client ? "resource" : "client");
         return REDLOCK_EINVAL;
-    *out = NULL;
-    if (!client || !resource)
-        return REDLOCK_EINVAL;
+    }
     size_t rlen = strlen(resource);
-    if (rlen == 0 || rlen > REDLOCK_MAX_RESOURCE_LEN)
+    if (rlen == 0) {
+        rl_fmt(errbuf, size, "the resource name is empty");
         return REDLOCK_EINVAL;
+    }
+    if (rlen > REDLOCK_MAX_RESOURCE_LEN) {
+        rl_fmt(errbuf, size, "the resource name is %zu bytes, over the limit of %d", rlen, REDLOCK_MAX_RESOURCE_LEN);
+        return REDLOCK_EINVAL;
+    }
     /* With fencing, "<key>:fencing" is the counter: a lock on it would never
      * be granted. */
     if ((client->opts.flags & REDLOCK_OPT_FENCING) && rlen >= RL_FENCE_SUFFIX_LEN &&
-        memcmp(resource + rlen - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0)
+        memcmp(resource + rlen - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0) {
+        rl_fmt(errbuf, size, "the resource name '%s' ends in '%s': with fencing on, that is the key of another "
+               "resource's token counter", resource, RL_FENCE_SUFFIX);
         return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
+                      size_t errbuf_size)
+{
+    if (errbuf && errbuf_size)
+        errbuf[0] = '\0';
+    if (!out) {
+        rl_fmt(errbuf, errbuf_size, "out is NULL");
+        return REDLOCK_EINVAL;
+    }
+    *out = NULL;
+    int rc = resource_problem(client, resource, errbuf, errbuf_size);
+    if (rc)
+        return rc;
+    size_t rlen = strlen(resource);
     redlock_lock *l = calloc(1, sizeof *l);
-    if (!l)
+    if (!l) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
+    }
     l->resource = strdup(resource);
     l->key_len = client->prefix_len + rlen;
     l->fkey_len = l->key_len + RL_FENCE_SUFFIX_LEN;
@@ -58,6 +105,7 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
         free(l->key);
         free(l->report);
         free(l);
+        rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
     memcpy(l->key, client->prefix, client->prefix_len);
@@ -68,18 +116,11 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client, const char *res
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&l->mu, &ma);
     pthread_mutexattr_destroy(&ma);
-    l->pol.version = REDLOCK_LOCK_OPTIONS_VERSION;
-    l->pol.retry_count = client->opts.retry_count;
-    l->pol.retry_delay_ms = client->opts.retry_delay_ms;
-    l->pol.retry_jitter_ms = client->opts.retry_jitter_ms;
-    l->pol.wait_ms = client->opts.wait_ms;
-    l->pol.drift_factor = client->opts.drift_factor;
-    l->pol.drift_min_ms = client->opts.drift_min_ms;
-    l->pol.flags = client->opts.flags & LOCK_FLAGS;
+    policy_of(&l->pol, &client->opts);
     atomic_init(&l->state, LOCK_IDLE);
     atomic_init(&l->valid_until_us, 0);
     atomic_init(&l->token, 0);
-    atomic_init(&l->ae_used, 0);
+    atomic_init(&l->ae.used, 0);
     atomic_init(&l->cancel, 0);
     atomic_init(&l->wake_fd, -1);
     atomic_fetch_add(&client->refs, 1);
@@ -328,6 +369,27 @@ static size_t lock_options_size(unsigned int version)
 }
 
 
+int redlock_lock_options_init_version(redlock_lock_options *opts, unsigned int version)
+{
+    size_t size = lock_options_size(version);
+    if (!opts || !size)
+        return REDLOCK_EINVAL;
+    redlock_options defaults;
+    redlock_lock_options pol;
+    redlock_options_init_version(&defaults, REDLOCK_OPTIONS_VERSION);
+    policy_of(&pol, &defaults);
+    memcpy(opts, &pol, size);
+    opts->version = version;
+    return 0;
+}
+
+/* Programs call the macro of the same name; this is for those that cannot
+ * call a macro (cgo, SWIG). */
+void (redlock_lock_options_init)(redlock_lock_options *opts)
+{
+    redlock_lock_options_init_version(opts, 2);
+}
+
 int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out)
 {
     size_t size = out ? lock_options_size(out->version) : 0;
@@ -376,36 +438,6 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
     }
     pthread_mutex_unlock(&lock->mu);
     return rc;
-}
-
-int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)
-{
-    if (!lock)
-        return REDLOCK_EINVAL;
-    /* Not under the lock's mutex: rl_watch_add may wait for the thread to
-     * finish with this lock, which needs the mutex. The fields it reads are
-     * the owner's, and the owner is the caller. */
-    int held = redlock_lock_is_held(lock);
-    int rc = held ? rl_watch_add(lock, max_hold_ms, on_lost, userdata) : REDLOCK_ESTATE;
-    /* The message under the mutex: a loss callback may already be releasing. */
-    pthread_mutex_lock(&lock->mu);
-    if (!held)
-        rl_lock_err(lock, rc, "lock '%s' is not held: nothing to extend", lock->resource);
-    else if (rc)
-        rl_lock_err(lock, rc, "%s", rc == REDLOCK_ENOTSUP
-                ? "the client's auto-extend thread runs in the parent process: make a new client after fork"
-                : "cannot start the auto-extend thread");
-    else
-        rl_lock_ok(lock);
-    pthread_mutex_unlock(&lock->mu);
-    return rc;
-}
-
-int redlock_lock_auto_extend_stop(redlock_lock *lock)
-{
-    if (!lock)
-        return REDLOCK_EINVAL;
-    return rl_watch_remove(lock) ? 0 : REDLOCK_ESTATE;
 }
 
 const char *redlock_lock_resource(const redlock_lock *lock)

@@ -116,6 +116,16 @@ const char *redlock_error_name(int code)
     return "REDLOCK_UNKNOWN";
 }
 
+/* Failures that another attempt may not meet: the lock is held, too few
+ * nodes answered in time, the validity ran out during the round, or a node
+ * failed. Everything else (bad arguments, auth, TLS, a cancel, a wait that
+ * gave up, nodes unreachable for too long) a retry cannot fix. */
+int redlock_error_is_retryable(int code)
+{
+    return code == REDLOCK_ENOTACQUIRED || code == REDLOCK_ENOQUORUM || code == REDLOCK_EEXPIRED ||
+           code == REDLOCK_EIO || code == REDLOCK_ESERVER;
+}
+
 #define STR2(x) #x
 #define STR(x) STR2(x)
 const char *redlock_version(void)

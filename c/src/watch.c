@@ -48,14 +48,45 @@ void rl_watch_destroy(rl_watch *w)
 
 static void unlink_lock(rl_watch *w, redlock_lock *l)
 {
-    if (l->ae_prev)
-        l->ae_prev->ae_next = l->ae_next;
+    if (l->ae.prev)
+        l->ae.prev->ae.next = l->ae.next;
     else
-        w->head = l->ae_next;
-    if (l->ae_next)
-        l->ae_next->ae_prev = l->ae_prev;
-    l->ae_next = l->ae_prev = NULL;
-    l->ae_on = 0;
+        w->head = l->ae.next;
+    if (l->ae.next)
+        l->ae.next->ae.prev = l->ae.prev;
+    l->ae.next = l->ae.prev = NULL;
+    l->ae.on = 0;
+}
+
+/* A userdata_free call to make once the watch mutex is let go. */
+typedef struct hook_free {
+    void (*fn)(void *userdata);
+    void *userdata;
+} hook_free;
+
+/* Under w->mu, with no call of the hook's on_lost to come except one
+ * running on this thread: detaches the lock's hook and returns the free to
+ * call after unlocking. A hook whose on_lost is running (it ended its own
+ * hook) is freed by the thread once on_lost returns. */
+static hook_free detach_hook(redlock_lock *l)
+{
+    hook_free f = { l->ae.userdata_free, l->ae.userdata };
+    l->ae.fn = NULL;
+    l->ae.userdata = NULL;
+    l->ae.userdata_free = NULL;
+    if (l->ae.running) {
+        l->ae.running = 0;
+        l->ae.free_after = f.fn;
+        l->ae.free_after_userdata = f.userdata;
+        f.fn = NULL;
+    }
+    return f;
+}
+
+static void run_free(hook_free f)
+{
+    if (f.fn)
+        f.fn(f.userdata);
 }
 
 /* One due lock, its mutex taken here: extends it, or finds it lost. Returns
@@ -77,26 +108,26 @@ static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *
         rl_fmt(msg, msgsize, "%s", l->lost_msg);
     } else if (valid_until <= now) {
         *fire = done = 1;
-        if (l->ae_limited) {
+        if (l->ae.limited) {
             *code = REDLOCK_ELIMIT;
             rl_fmt(msg, msgsize, "lock '%s' reached its hold bound and its validity ran out", l->resource);
         } else {
             *code = REDLOCK_EEXPIRED;
             rl_fmt(msg, msgsize, "the validity of lock '%s' ran out before an extension succeeded%s%s", l->resource,
-                   l->ae_msg[0] ? "; last try: " : "", l->ae_msg);
+                   l->ae.msg[0] ? "; last try: " : "", l->ae.msg);
         }
         rl_mark_lost(l, *code, msg, 1);
-    } else if (l->ae_limited) {
+    } else if (l->ae.limited) {
         *next_due = valid_until;                   /* only the end is left to see */
     } else {
         uint32_t ttl = l->ttl_ms;
-        int64_t left_ms = (l->ae_until_us - now) / 1000;
+        int64_t left_ms = (l->ae.until_us - now) / 1000;
         int last = 0;
         if (left_ms < (int64_t)ttl) {
             /* The bound cuts this extension short; a too short one is no use. */
             if (left_ms <= 0 || rl_drift_us(l, (uint32_t)left_ms) >= left_ms * 1000 ||
                 now + left_ms * 1000 - rl_drift_us(l, (uint32_t)left_ms) <= valid_until) {
-                l->ae_limited = 1;
+                l->ae.limited = 1;
                 *next_due = valid_until;
                 pthread_mutex_unlock(&l->mu);
                 return 0;
@@ -104,20 +135,20 @@ static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *
             ttl = (uint32_t)left_ms;
             last = 1;
         }
-        int rc = rl_extend_locked(l, ttl, 1, l->ae_msg, sizeof l->ae_msg);
+        int rc = rl_extend_locked(l, ttl, 1, l->ae.msg, sizeof l->ae.msg);
         now = rl_now_us();
         if (rc == 0) {
-            l->ae_msg[0] = '\0';
-            l->ae_limited = last;
+            l->ae.msg[0] = '\0';
+            l->ae.limited = last;
             *next_due = last ? atomic_load(&l->valid_until_us) : now + rl_policy_extend_interval_us(l->ttl_ms);
         } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
             if (rc == REDLOCK_EEXPIRED)
-                rl_mark_lost(l, rc, l->ae_msg, 1);     /* ELOST was marked by the extension */
+                rl_mark_lost(l, rc, l->ae.msg, 1);     /* ELOST was marked by the extension */
             *fire = done = 1;
             *code = rc;
-            rl_fmt(msg, msgsize, "%s", l->ae_msg);
+            rl_fmt(msg, msgsize, "%s", l->ae.msg);
         } else if (rc == REDLOCK_ELIMIT) {
-            l->ae_limited = 1;                     /* the client's max_hold_ms / max_extensions */
+            l->ae.limited = 1;                     /* the client's max_hold_ms / max_extensions */
             *next_due = valid_until;
         } else {
             /* No quorum, I/O, server errors: try again soon, while validity is left. */
@@ -142,16 +173,16 @@ static void *watch_main(void *arg)
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
         redlock_lock *due = NULL;
-        for (redlock_lock *l = w->head; l; l = l->ae_next)
-            if (!due || l->ae_due_us < due->ae_due_us)
+        for (redlock_lock *l = w->head; l; l = l->ae.next)
+            if (!due || l->ae.due_us < due->ae.due_us)
                 due = l;
         if (!due) {
             pthread_cond_wait(&w->wake, &w->mu);
             continue;
         }
         int64_t now = rl_now_us();
-        if (due->ae_due_us > now) {
-            struct timespec ts = { (time_t)(due->ae_due_us / 1000000), (long)(due->ae_due_us % 1000000) * 1000 };
+        if (due->ae.due_us > now) {
+            struct timespec ts = { (time_t)(due->ae.due_us / 1000000), (long)(due->ae.due_us % 1000000) * 1000 };
             pthread_cond_timedwait(&w->wake, &w->mu, &ts);
             continue;
         }
@@ -161,19 +192,28 @@ static void *watch_main(void *arg)
         int fire = 0, code = 0;
         int done = step(due, &next_due, &fire, &code, msg, sizeof msg);
         pthread_mutex_lock(&w->mu);
-        redlock_lost_fn fn = due->ae_fn;
-        void *userdata = due->ae_userdata;
-        if (due->ae_on) {
+        redlock_lost_fn fn = due->ae.fn;
+        void *userdata = due->ae.userdata;
+        if (due->ae.on) {
             if (done)
                 unlink_lock(w, due);
             else
-                due->ae_due_us = next_due;
+                due->ae.due_us = next_due;
         }
         if (fire && fn) {
             /* current stays set: the lock cannot be freed under the callback. */
+            due->ae.running = 1;
             pthread_mutex_unlock(&w->mu);
             fn(due, code, msg, userdata);
             pthread_mutex_lock(&w->mu);
+            due->ae.running = 0;
+            hook_free f = { due->ae.free_after, due->ae.free_after_userdata };
+            due->ae.free_after = NULL;
+            if (f.fn) {
+                pthread_mutex_unlock(&w->mu);
+                run_free(f);
+                pthread_mutex_lock(&w->mu);
+            }
         }
         w->current = NULL;
         pthread_cond_broadcast(&w->idle);
@@ -182,7 +222,8 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata)
+int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata,
+                 void (*userdata_free)(void *))
 {
     rl_watch *w = &l->client->watch;
     pthread_mutex_lock(&w->mu);
@@ -209,23 +250,26 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
      * userdata once this returns. */
     while (w->current == l && !pthread_equal(pthread_self(), w->thread))
         pthread_cond_wait(&w->idle, &w->mu);
-    atomic_store_explicit(&l->ae_used, 1, memory_order_release);
-    l->ae_fn = fn;
-    l->ae_userdata = userdata;
-    l->ae_until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
-    l->ae_limited = 0;
-    l->ae_msg[0] = '\0';
-    l->ae_due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
-    if (!l->ae_on) {
-        l->ae_prev = NULL;
-        l->ae_next = w->head;
+    atomic_store_explicit(&l->ae.used, 1, memory_order_release);
+    hook_free old = detach_hook(l);
+    l->ae.fn = fn;
+    l->ae.userdata = userdata;
+    l->ae.userdata_free = userdata_free;
+    l->ae.until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
+    l->ae.limited = 0;
+    l->ae.msg[0] = '\0';
+    l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
+    if (!l->ae.on) {
+        l->ae.prev = NULL;
+        l->ae.next = w->head;
         if (w->head)
-            w->head->ae_prev = l;
+            w->head->ae.prev = l;
         w->head = l;
-        l->ae_on = 1;
+        l->ae.on = 1;
     }
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
+    run_free(old);
     return 0;
 }
 
@@ -233,17 +277,57 @@ int rl_watch_remove(redlock_lock *l)
 {
     /* The owner's acquire, release and free all come here: a lock never
      * auto-extended must not take the client-wide mutex on every cycle. */
-    if (!atomic_load_explicit(&l->ae_used, memory_order_acquire))
+    if (!atomic_load_explicit(&l->ae.used, memory_order_acquire))
         return 0;
     rl_watch *w = &l->client->watch;
     pthread_mutex_lock(&w->mu);
-    int was = l->ae_on;
+    int was = l->ae.on;
     if (was)
         unlink_lock(w, l);
     if (w->started && w->pid == getpid() && !pthread_equal(pthread_self(), w->thread)) {
         while (w->current == l)
             pthread_cond_wait(&w->idle, &w->mu);
     }
+    hook_free f = detach_hook(l);
     pthread_mutex_unlock(&w->mu);
+    run_free(f);
     return was;
+}
+
+/* ---- the public calls ---- */
+
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)
+{
+    return redlock_lock_auto_extend2(lock, max_hold_ms, on_lost, userdata, NULL);
+}
+
+int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata,
+                              void (*userdata_free)(void *userdata))
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    /* Not under the lock's mutex: rl_watch_add may wait for the thread to
+     * finish with this lock, which needs the mutex. The fields it reads are
+     * the owner's, and the owner is the caller. */
+    int held = redlock_lock_is_held(lock);
+    int rc = held ? rl_watch_add(lock, max_hold_ms, on_lost, userdata, userdata_free) : REDLOCK_ESTATE;
+    /* The message under the mutex: a loss callback may already be releasing. */
+    pthread_mutex_lock(&lock->mu);
+    if (!held)
+        rl_lock_err(lock, rc, "lock '%s' is not held: nothing to extend", lock->resource);
+    else if (rc)
+        rl_lock_err(lock, rc, "%s", rc == REDLOCK_ENOTSUP
+                ? "the client's auto-extend thread runs in the parent process: make a new client after fork"
+                : "cannot start the auto-extend thread");
+    else
+        rl_lock_ok(lock);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int redlock_lock_auto_extend_stop(redlock_lock *lock)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    return rl_watch_remove(lock) ? 0 : REDLOCK_ESTATE;
 }

@@ -186,7 +186,7 @@ static void test_lock_args(void)
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, UINT32_MAX, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 2, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK(strstr(redlock_lock_errmsg(l), "drift") != NULL);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, -2), REDLOCK_EINVAL);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, -3), REDLOCK_EINVAL);   /* -2 is REDLOCK_WAIT_FOREVER */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, INT64_MAX), REDLOCK_EINVAL);
     CHECK_LOCK_RC(l, redlock_extend(l, 1000), REDLOCK_ESTATE);
     CHECK_LOCK_RC(l, redlock_extend(l, 0), REDLOCK_EINVAL);
