@@ -78,7 +78,9 @@ static void finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int64
     r->rtt_us[i] = now - r->start_us;
     if (msg)
         rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s", msg);
-    rl_io_notify(r);
+    /* A follower waits on its condition variable until its round is decided. */
+    if (r->following && rl_round_decided(r))
+        pthread_cond_signal(&r->cv);
 }
 
 /* why: the failure, told to the rounds that skip the node meanwhile;
@@ -573,17 +575,17 @@ static int closed_while_idle(rl_conn *c)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
+int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
 {
     rl_node *node = &cl->nodes[i];
     char msg[RL_NODE_MSG_MAX];
     if (r->skip[i]) {
         r->out[i] = RL_UNSENT;
-        return;
+        return 0;
     }
     if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn))) {
         finish(r, i, RL_ERR_IO, "out of memory", now);
-        return;
+        return 0;
     }
     rl_conn *c = node->conn;
     /* (A forked child never gets here with the parent's connections:
@@ -595,21 +597,21 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
      * after a quick restart went down the dead connection and was lost.) */
     if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && closed_while_idle(c))
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
-    int fresh = c->state != RL_CONN_READY;
+    int fresh = c->state != RL_CONN_READY, opened = 0;
     if (c->state == RL_CONN_CLOSED) {
         if (node->retry_after_us > now) {
             rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms (%s)",
                    (long long)((node->retry_after_us - now + 999) / 1000), node->down_why);
             r->unreachable[i] = (unsigned char)node->down_unreachable;
             finish(r, i, RL_ERR_DOWN, msg, now);
-            return;
+            return 0;
         }
         if (conn_open(cl, i, now, msg, sizeof msg) != 0) {
             r->unreachable[i] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
             finish(r, i, RL_ERR_IO, msg, now);
-            return;
+            return 0;
         }
-        rl_io_wake_leader(cl);
+        opened = 1;   /* a new socket: the leader must poll it */
     }
     int via = RL_VIA_EVALSHA;
     if (r->via_fcall)
@@ -625,7 +627,7 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         long long len = rl_proto_format(&r->fmt[via], r, via);
         if (len < 0) {
             finish(r, i, RL_ERR_IO, "out of memory", now);
-            return;
+            return opened;
         }
         r->fmt_len[via] = (size_t)len;
     }
@@ -640,7 +642,7 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
         finish(r, i, RL_ERR_IO, msg, now);
-        return;
+        return opened;
     }
     e->round = r;
     e->cmd = (unsigned char)r->cmd;
@@ -651,8 +653,8 @@ void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     r->via[i] = (unsigned char)via;
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
     r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
-    if (flush(cl, i) == 0 && c->wpending)
-        rl_io_wake_leader(cl);   /* the socket took part of it: the leader writes the rest */
+    /* The socket took part of it: the leader writes the rest. */
+    return (flush(cl, i) == 0 && c->wpending) || opened;
 }
 
 /* Prepares cmd (for r's lock) to be sent if the late reply to e meets cond. */
@@ -724,12 +726,12 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
     rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
 }
 
-void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
-                        int64_t now)
+int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
+                       int64_t now)
 {
     rl_conn *c = cl->nodes[i].conn;
     if (!c || c->state != RL_CONN_READY || c->len >= RL_PIPE_MAX / 2)
-        return;
+        return 0;
     rl_round r;
     memset(&r, 0, sizeof r);
     r.cmd = RL_CMD_LEAVE;
@@ -749,8 +751,7 @@ void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t ke
             c->scripts_sent |= 1u << RL_CMD_LEAVE;
     }
     redisFreeCommand(buf);
-    if (e && flush(cl, i) == 0 && c->wpending)
-        rl_io_wake_leader(cl);
+    return e && flush(cl, i) == 0 && c->wpending;
 }
 
 /* The round's deadline for node i passed with no reply. */

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* engine.h: the I/O engine's private types, shared by its files and by
- * nothing else (docs/design.md draws them):
- *   proto.c   the wire format: one table of commands (format, parse, what a
- *             late reply means)
- *   conn.c    one connection per node, its states and their transitions,
- *             and the FIFO of requests it owes replies to
- *   mux.c     the client's multiplexer: whoever has a round under way drives
- *             every connection (leader/follower); a helper thread finishes
- *             writes and connects nobody else is driving
- *   round.c   one round: submit a command to every node, return as soon as
- *             the outcome is decided (decide.c says which nodes it still
- *             needs), leave the rest to the connection
+/* engine.h: the I/O engine's private types, shared by its files (and by
+ * wake.c, which keeps the waiters the listener wakes); docs/design.md draws
+ * them. From the top down, each file calling only those below it:
+ *   round.c     one round: submit a command to every node, return as soon
+ *               as the outcome is decided (decide.c says which nodes it
+ *               still needs), leave the rest to the connection
+ *   mux.c       the client's multiplexer: whoever has a round under way
+ *               drives every connection (leader/follower); a helper thread
+ *               finishes writes and connects nobody else is driving
+ *   listen.c    per node, the wake-up listener: a subscribed connection
+ *               whose messages wake the client's waiters
+ *   conn.c      one connection per node, its states and their transitions
+ *   conn_tls.c  the TLS handshake, the client's SSL_CTX, SIGPIPE
+ *   proto.c     the wire format: one table of commands (format, parse, what
+ *               a late reply means)
  * Every field below is guarded by the client's rl_io.mu unless it says
  * otherwise. */
 #ifndef REDLOCK_ENGINE_H
@@ -107,17 +110,20 @@ int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *
 /* Appends the node's AUTH (it has a password) to ctx's output: REDIS_OK or REDIS_ERR. */
 int rl_conn_append_auth(const rl_node *node, redisContext *ctx);
 /* Hands r's command to node i's connection (opening one if needed); sets
- * r->seq[i], or finishes the node at once when it cannot be sent. */
-void rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
+ * r->seq[i], or finishes the node at once when it cannot be sent. 1 if the
+ * leader must look at the connection again (a new socket, or a write the
+ * socket did not take whole): the caller wakes it (rl_io_wake_leader). */
+int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
 /* The round stops waiting for node i: its request becomes an orphan whose
  * reply is read and dropped (or acted on: NOSCRIPT) by whoever drives next. */
 void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r);
 /* Sends the leave script for a registration of this client that no longer
  * waits (its message came to the listener) down node i's connection, when
  * that connection is ready; its reply is read and dropped. A hint: nothing
- * is sent when the connection is not ready or owes many replies. */
-void rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
-                        int64_t now);
+ * is sent when the connection is not ready or owes many replies. 1 as
+ * rl_conn_submit. */
+int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
+                       int64_t now);
 /* The round's deadline for node i passed with no reply: a timeout, and the
  * node is suspect until it answers again. */
 void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now);
@@ -158,17 +164,20 @@ typedef struct rl_sigpipe {
 void rl_sigpipe_block(const redlock_client *cl, rl_sigpipe *g);
 void rl_sigpipe_restore(rl_sigpipe *g);
 
-/* ---- wake.c ---- */
+/* ---- listen.c ---- */
+/* A change of a listener's state. */
+typedef struct rl_listen_change {
+    int state;                 /* redlock_listener_state */
+    char msg[RL_NODE_MSG_MAX];
+} rl_listen_change;
+
 /* A node's listening connection: subscribed to the client's wake channel
  * while anyone waits (the rl_conn's FIFO is not used). */
 typedef struct rl_listener {
     rl_conn conn;
     int state;                 /* redlock_listener_state */
     char msg[RL_NODE_MSG_MAX]; /* why DOWN or REFUSED */
-    struct {                   /* changes not yet told by REDLOCK_EVENT_LISTENER, oldest first */
-        int state;
-        char msg[RL_NODE_MSG_MAX];
-    } untold[8];
+    rl_listen_change untold[8]; /* not yet told by REDLOCK_EVENT_LISTENER, oldest first */
     int nuntold;
     int64_t retry_us;          /* CLOSED: reopen no sooner than this */
     uint32_t backoff_ms;
@@ -182,10 +191,18 @@ int64_t rl_listen_maintain(redlock_client *cl, int64_t now);
 short rl_listen_poll_events(const redlock_client *cl, size_t i);
 /* The listener's socket (and its generation, for stale poll results). */
 int rl_listen_fd(const redlock_client *cl, size_t i, uint32_t *gen);
-void rl_listen_events(redlock_client *cl, size_t i, short revents, int64_t now);
+/* Handles poll() events on node i's listener, waking the waiters that
+ * messages name. 1 if a lock connection was left with a write for the
+ * leader (a leave for a stale registration): the caller wakes it. */
+int rl_listen_events(redlock_client *cl, size_t i, short revents, int64_t now);
 void rl_listen_free(redlock_client *cl, size_t i);
 #define RL_WAKE_ID_LEN 16
-int rl_wake_new_id(char out[RL_WAKE_ID_LEN + 1]);
+/* A new wake id: the client's channel is redlock:wake:<id>. */
+int rl_listen_new_id(char out[RL_WAKE_ID_LEN + 1]);
+/* Node i's listener state (OFF before the first wait), and why into msg. */
+int rl_listen_state(const redlock_client *cl, size_t i, char *msg, size_t msgsize);
+/* Takes up to max of node i's changes not told yet, oldest first; how many. */
+size_t rl_listen_untold(redlock_client *cl, size_t i, rl_listen_change *out, size_t max);
 
 /* ---- mux.c ---- */
 typedef struct rl_io {
@@ -200,7 +217,7 @@ typedef struct rl_io {
     pthread_cond_t helper_cv;
     int helper_started, helper_stop, helper_busy;
     pid_t pid;                 /* the process these connections belong to */
-    /* waiting acquires (wake.c) */
+    /* waiting acquires (wake.c keeps the list; listen.c wakes them) */
     char wake_id[RL_WAKE_ID_LEN + 1];  /* the client's channel: redlock:wake:<wake_id> */
     rl_waiter *waiters;
     uint64_t waiter_seq;
@@ -222,7 +239,5 @@ void rl_io_wake_leader(redlock_client *cl);
 /* Work that nobody may drive: the leader if there is one, else the helper
  * (started on first need). mu held. */
 void rl_io_kick(redlock_client *cl);
-/* Tells a round waiting on its condition variable that its state changed. */
-void rl_io_notify(rl_round *r);
 
 #endif

@@ -50,7 +50,7 @@ int rl_io_init(redlock_client *cl)
         free(io);
         return REDLOCK_EIO;
     }
-    if (rl_wake_new_id(io->wake_id) != 0) {
+    if (rl_listen_new_id(io->wake_id) != 0) {
         close(io->wake_fd);
         free(io);
         return REDLOCK_EIO;
@@ -79,7 +79,7 @@ static void after_fork(redlock_client *cl)
          * client to the nodes, with a channel of its own. */
         io->waiters = NULL;
         io->nwaiters = 0;
-        if (rl_wake_new_id(io->wake_id) != 0)
+        if (rl_listen_new_id(io->wake_id) != 0)
             io->wake_id[0] = 'f';   /* still differs from the parent's in most cases; only wake-ups suffer */
         for (size_t i = 0; i < cl->n; i++) {
             rl_conn_free(cl, i);   /* drops the parent's sockets without I/O */
@@ -106,12 +106,6 @@ void rl_io_enter(redlock_client *cl)
 void rl_io_leave(redlock_client *cl)
 {
     pthread_mutex_unlock(&cl->io->mu);
-}
-
-void rl_io_notify(rl_round *r)
-{
-    if (r->following && rl_round_decided(r))
-        pthread_cond_signal(&r->cv);
 }
 
 /* Deadlines of every round under way that have passed. */
@@ -190,8 +184,9 @@ static void pollset_handle(redlock_client *cl, pollset *ps, int64_t now)
         size_t i = ps->map[k];
         if (ps->listen[k]) {
             uint32_t gen;
-            if (rl_listen_fd(cl, i, &gen) >= 0 && gen == ps->gen[k])
-                rl_listen_events(cl, i, ps->pfd[k].revents, now);
+            if (rl_listen_fd(cl, i, &gen) >= 0 && gen == ps->gen[k] &&
+                rl_listen_events(cl, i, ps->pfd[k].revents, now))
+                rl_io_wake_leader(cl);
             continue;
         }
         rl_conn *c = cl->nodes[i].conn;

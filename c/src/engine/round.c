@@ -39,8 +39,11 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     r->next = io->active;
     io->active = r;
     int64_t now = rl_now_us();
+    int wake = 0;
     for (size_t i = 0; i < r->n; i++)
-        rl_conn_submit(cl, i, r, now);
+        wake |= rl_conn_submit(cl, i, r, now);
+    if (wake)
+        rl_io_wake_leader(cl);
     if (!r->no_wait)
         rl_io_wait(cl, r);
     if (!r->decided_us)
