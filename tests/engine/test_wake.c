@@ -361,9 +361,12 @@ static void test_wakeup_basic(void)
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
     CHECK(woken_then_acquired(rb));
     /* Attempt 1 is a plain SET, attempt 2 registers (at once), and a
-     * wake-up brings attempt 3; one more if the first message came before
-     * the release had reached every node. */
-    CHECK(rb->last_acquired_attempt >= 3 && rb->last_acquired_attempt <= 4);
+     * wake-up brings attempt 3. Each node tells of the release as it runs
+     * there, and B acts on each message: one that comes before the release
+     * has reached a majority brings an attempt that is still refused. At
+     * most quorum - 1 = 2 such messages can come before a majority has
+     * released, so B acquires at attempt 3 to 5 (seen: 5, with 3 WOKEN). */
+    CHECK(rb->last_acquired_attempt >= 3 && rb->last_acquired_attempt <= 5);
     CHECK(count(rb, REDLOCK_EVENT_ACQUIRED) == 1);
     fprintf(stderr, "  B: %d WOKEN, acquired at attempt %u\n", count(rb, REDLOCK_EVENT_WOKEN),
             rb->last_acquired_attempt);
