@@ -8,9 +8,6 @@
  * counts as failed. So no command is ever half-written, or left in a buffer
  * nothing drives, and no reply is ever taken for a later command's. */
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,50 +22,6 @@
 #include <openssl/ssl.h>
 
 #include "engine.h"
-
-/* ---- the FIFO of owed replies ---- */
-
-static rl_req *q_at(rl_conn *c, uint32_t k)
-{
-    return &c->q[(c->head + k) % c->cap];
-}
-
-static rl_req *q_push(rl_conn *c)
-{
-    if (c->len == c->cap) {
-        if (c->cap >= RL_PIPE_MAX)
-            return NULL;
-        uint32_t cap = c->cap ? c->cap * 2 : 8;
-        rl_req *q = malloc(sizeof *q * cap);
-        if (!q)
-            return NULL;
-        for (uint32_t k = 0; k < c->len; k++)
-            q[k] = *q_at(c, k);
-        free(c->q);
-        c->q = q;
-        c->cap = cap;
-        c->head = 0;
-    }
-    rl_req *e = q_at(c, c->len++);
-    memset(e, 0, sizeof *e);
-    return e;
-}
-
-static void q_pop(rl_conn *c)
-{
-    rl_req *e = q_at(c, 0);
-    if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
-        c->late_cmds--;
-    free(e->resend);
-    c->head = (c->head + 1) % c->cap;
-    c->len--;
-    c->seq0++;
-}
-
-static rl_req *q_find(rl_conn *c, uint64_t seq)
-{
-    return seq >= c->seq0 && seq - c->seq0 < c->len ? q_at(c, (uint32_t)(seq - c->seq0)) : NULL;
-}
 
 /* ---- rounds ---- */
 
@@ -124,12 +77,12 @@ void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outco
     int unreachable = c->state == RL_CONN_CONNECTING && fail != RL_ERR_TLS;
     /* Everything it owed fails: the rounds that still wait learn why. */
     while (c->len) {
-        rl_req *e = q_at(c, 0);
+        rl_req *e = rl_fifo_at(c, 0);
         if (e->round && e->round->out[i] == RL_PENDING) {
             e->round->unreachable[i] = (unsigned char)unreachable;
             finish(e->round, i, fail, why, now);
         }
-        q_pop(c);
+        rl_fifo_pop(c);
     }
     close_socket(c);
     c->state = RL_CONN_CLOSED;
@@ -142,7 +95,7 @@ void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outco
 static void forget(rl_conn *c)
 {
     while (c->len)
-        q_pop(c);
+        rl_fifo_pop(c);
     redisFree(c->ctx);   /* closes this process's copy of the socket; sends nothing */
     c->ctx = NULL;
     c->ssl = NULL;
@@ -169,60 +122,12 @@ void rl_conn_free(redlock_client *cl, size_t i)
 
 static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
 {
-    rl_req *e = q_push(c);
+    rl_req *e = rl_fifo_push(c);
     if (e) {
         e->kind = (unsigned char)kind;
         e->sent_us = now;
     }
     return e;
-}
-
-int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize)
-{
-    rl_node *node = &cl->nodes[i];
-    redisOptions o;
-    memset(&o, 0, sizeof o);
-    if (node->ep.path)
-        REDIS_OPTIONS_SET_UNIX(&o, node->ep.path);
-    else
-        REDIS_OPTIONS_SET_TCP(&o, node->ep.host, node->ep.port);
-    o.options |= REDIS_OPT_NONBLOCK;
-    c->ctx = redisConnectWithOptions(&o);
-    if (!c->ctx) {
-        rl_fmt(msg, msgsize, "out of memory");
-        return -1;
-    }
-    if (c->ctx->err) {
-        rl_fmt(msg, msgsize, "connect: %s", c->ctx->errstr);
-        redisFree(c->ctx);
-        c->ctx = NULL;
-        return -1;
-    }
-    if (!node->ep.path) {
-        int one = 1;
-        /* Each round is one small write per node; Nagle would hold it back. */
-        setsockopt(c->ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    /* hiredis doesn't set close-on-exec: a program this process runs must
-     * not inherit the node connections. */
-    fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
-    rl_conn_nosignal(c->ctx);
-    c->guard = (rl_reply_guard)RL_REPLY_GUARD_LOCK;
-    rl_reply_harden(c->ctx, &c->guard);
-    c->pid = getpid();
-    c->gen++;
-    c->opened_us = now;
-    c->last_reply_us = 0;
-    c->scripts_sent = 0;
-    c->wpending = 1;
-    c->state = RL_CONN_CONNECTING;
-    return 0;
-}
-
-int rl_conn_append_auth(const rl_node *node, redisContext *ctx)
-{
-    return node->ep.user ? redisAppendCommand(ctx, "AUTH %s %s", node->ep.user, node->ep.password)
-                         : redisAppendCommand(ctx, "AUTH %s", node->ep.password);
 }
 
 /* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
@@ -296,23 +201,6 @@ static int flush(redlock_client *cl, size_t i)
     return 0;
 }
 
-/* Queues a command: its bytes into the context's buffer, its request into
- * the FIFO. NULL when the FIFO is full or out of memory. */
-static rl_req *enqueue(rl_conn *c, const char *buf, size_t len, int64_t now)
-{
-    rl_req *e = q_push(c);
-    if (!e)
-        return NULL;
-    if (redisAppendFormattedCommand(c->ctx, buf, len) != REDIS_OK) {
-        c->len--;  /* the entry just pushed: nothing was queued */
-        return NULL;
-    }
-    e->kind = RL_REQ_CMD;
-    e->sent_us = now;
-    c->wpending = 1;
-    return e;
-}
-
 /* The reply to the FIFO's front request. */
 static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
 {
@@ -327,11 +215,11 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "a reply that no command asked for");
         return;
     }
-    rl_req *e = q_at(c, 0);
+    rl_req *e = rl_fifo_at(c, 0);
     int err = rep->type == REDIS_REPLY_ERROR;
     if (e->kind == RL_REQ_AUTH || e->kind == RL_REQ_SELECT) {
         int auth = e->kind == RL_REQ_AUTH;
-        q_pop(c);
+        rl_fifo_pop(c);
         if (err) {
             char msg[RL_NODE_MSG_MAX];
             rl_fmt(msg, sizeof msg, "%s: %.120s", auth ? "AUTH" : "SELECT", rep->str);
@@ -342,43 +230,20 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     }
     rl_round *r = e->round;
     if (!r) {
-        /* Late: its round returned without it. NOSCRIPT means it never ran;
-         * a refusal to an acquisition that won elsewhere left the waiter
-         * registered here, and it is not waiting any more. */
-        char *resend = e->resend;
-        size_t resend_len = e->resend_len;
-        unsigned char cmd = e->resend_cmd, via = e->resend_via, cond = e->resend_if;
-        int first = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-                    rep->element[0]->type == REDIS_REPLY_INTEGER ? (int)rep->element[0]->integer : -1;
-        int granted = first == 1 || (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0);
-        if (resend && cond != RL_IF_NOSCRIPT)
-            c->late_cmds--;
-        e->resend = NULL;
-        q_pop(c);
-        int go = resend && (cond == RL_IF_REFUSED ? first == 0
-                            : cond == RL_IF_GRANTED ? granted
-                            : err && strncmp(rep->str, "NOSCRIPT", 8) == 0);
-        rl_req *n = go ? enqueue(c, resend, resend_len, now) : NULL;
-        if (n) {
-            n->cmd = cmd;
-            n->via = via;
-            if (via == RL_VIA_EVAL)
-                c->scripts_sent |= 1u << cmd;
-        }
-        free(resend);
+        rl_fifo_late_reply(c, rep, now);
         return;
     }
     rl_parsed p;
     unsigned char cmd = e->cmd;
     rl_proto_parse(r, e->via, rep, &p);
-    q_pop(c);
+    rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */
         if (!r->fmt[RL_VIA_EVAL]) {
             long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
             r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
         }
-        rl_req *n = r->fmt[RL_VIA_EVAL] ? enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        rl_req *n = r->fmt[RL_VIA_EVAL] ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
         if (n) {
             n->round = r;
             n->cmd = cmd;
@@ -555,7 +420,7 @@ void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
     }
     if (!c->len)
         return;
-    int64_t oldest = q_at(c, 0)->sent_us;
+    int64_t oldest = rl_fifo_at(c, 0)->sent_us;
     if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
         /* A partition can leave a connection that never answers again, even
          * once the network heals: close it (FIN: the node still runs what
@@ -637,7 +502,7 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
      * acquisitions stop at half the limit, so the releases that may follow
      * the SETs already queued still find room. */
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
-    rl_req *e = c->len < limit ? enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
+    rl_req *e = c->len < limit ? rl_fifo_enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
@@ -657,75 +522,6 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     return (flush(cl, i) == 0 && c->wpending) || opened;
 }
 
-/* Prepares cmd (for r's lock) to be sent if the late reply to e meets cond. */
-static void late_command(rl_conn *c, rl_req *e, rl_round *r, rl_cmd cmd, int via, int cond)
-{
-    rl_cmd was = r->cmd;
-    r->cmd = cmd;
-    long long len = rl_proto_format(&e->resend, r, via);
-    r->cmd = was;
-    e->resend_len = len < 0 ? 0 : (size_t)len;
-    if (len < 0)
-        e->resend = NULL;
-    e->resend_cmd = (unsigned char)cmd;
-    e->resend_via = (unsigned char)via;
-    e->resend_if = (unsigned char)cond;
-    if (e->resend && cond != RL_IF_NOSCRIPT)
-        c->late_cmds++;
-}
-
-/* 1 if every node that answered the round's acquisition refused it: lost
- * to another owner, with no error that could hide a SET that ran (acquire.c
- * cleans up after those without waiting for anything). */
-static int refused_only(const rl_round *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        if (r->out[i] != RL_NO && r->out[i] != RL_PENDING && r->out[i] != RL_UNSENT)
-            return 0;
-    return 1;
-}
-
-/* 1 if a majority granted the round's acquisition. */
-static int won(const rl_round *r)
-{
-    int yes = 0;
-    for (size_t i = 0; i < r->n; i++)
-        yes += r->out[i] == RL_YES;
-    return yes >= r->quorum;
-}
-
-void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
-{
-    if (r->out[i] != RL_PENDING)
-        return;
-    rl_conn *c = cl->nodes[i].conn;
-    rl_req *e = c ? q_find(c, r->seq[i]) : NULL;
-    if (e && e->round == r) {
-        e->round = NULL;
-        e->resend_cmd = (unsigned char)r->cmd;
-        e->resend_via = RL_VIA_EVAL;
-        e->resend_if = RL_IF_NOSCRIPT;
-        if (e->via == RL_VIA_EVALSHA && rl_proto_resend_late(r->cmd)) {
-            late_command(c, e, r, r->cmd, RL_VIA_EVAL, RL_IF_NOSCRIPT);
-        } else if (r->cmd == RL_CMD_ACQUIRE && r->member[0] && won(r)) {
-            /* If this node refused, the waiter is registered here: have it
-             * leave once the refusal arrives (scripts.c). */
-            late_command(c, e, r, RL_CMD_LEAVE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_REFUSED);
-        } else if ((r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_SET) && refused_only(r)) {
-            /* Lost to refusals: if this node granted it after all, release
-             * it there when the grant arrives, waking nobody (acquire.c
-             * leaves such nodes out of its clean-up). */
-            int wake = r->wake;
-            r->wake = 0;
-            late_command(c, e, r, RL_CMD_RELEASE, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_GRANTED);
-            r->wake = wake;
-        }
-    }
-    r->out[i] = RL_UNSENT;
-    r->sent[i] = 1;
-    rl_fmt(r->msg[i], RL_NODE_MSG_MAX, r->no_wait ? "sent" : "not waited for (decided without it)");
-}
-
 int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
                        int64_t now)
 {
@@ -742,7 +538,7 @@ int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key
     int via = cl->opts.flags & REDLOCK_OPT_FUNCTIONS ? RL_VIA_FCALL : RL_VIA_EVAL;
     char *buf = NULL;
     long long len = rl_proto_format(&buf, &r, via);
-    rl_req *e = len > 0 ? enqueue(c, buf, (size_t)len, now) : NULL;
+    rl_req *e = len > 0 ? rl_fifo_enqueue(c, buf, (size_t)len, now) : NULL;
     if (e) {
         e->round = NULL;   /* late from the start: its reply is read and dropped */
         e->cmd = RL_CMD_LEAVE;

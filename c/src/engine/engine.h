@@ -11,6 +11,9 @@
  *   listen.c    per node, the wake-up listener: a subscribed connection
  *               whose messages wake the client's waiters
  *   conn.c      one connection per node, its states and their transitions
+ *   fifo.c      the requests a connection owes replies to, and the orphans
+ *               whose round returned without their reply
+ *   conn_socket.c  opening a node's socket (connection and listener alike)
  *   conn_tls.c  the TLS handshake, the client's SSL_CTX, SIGPIPE
  *   proto.c     the wire format: one table of commands (format, parse, what
  *               a late reply means)
@@ -104,19 +107,11 @@ struct rl_conn {
  * (their rounds get `fail` and why) and closes the socket. The one place
  * where a connection changes state. */
 void rl_conn_transition(redlock_client *cl, size_t node, rl_conn_state to, rl_outcome fail, const char *why);
-/* Opens c's non-blocking socket to node i (CLOSED -> CONNECTING, nothing
- * queued): 0, or -1 with the reason in msg. Shared with the listener. */
-int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize);
-/* Appends the node's AUTH (it has a password) to ctx's output: REDIS_OK or REDIS_ERR. */
-int rl_conn_append_auth(const rl_node *node, redisContext *ctx);
 /* Hands r's command to node i's connection (opening one if needed); sets
  * r->seq[i], or finishes the node at once when it cannot be sent. 1 if the
  * leader must look at the connection again (a new socket, or a write the
  * socket did not take whole): the caller wakes it (rl_io_wake_leader). */
 int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now);
-/* The round stops waiting for node i: its request becomes an orphan whose
- * reply is read and dropped (or acted on: NOSCRIPT) by whoever drives next. */
-void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r);
 /* Sends the leave script for a registration of this client that no longer
  * waits (its message came to the listener) down node i's connection, when
  * that connection is ready; its reply is read and dropped. A hint: nothing
@@ -146,6 +141,32 @@ uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
 /* Owed replies on which a leave or a release waits (these need reading soon). */
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i);
 void rl_conn_free(redlock_client *cl, size_t i);
+
+/* ---- conn_socket.c ---- */
+/* Opens c's non-blocking socket to node i (CLOSED -> CONNECTING, nothing
+ * queued): 0, or -1 with the reason in msg. Shared with the listener. */
+int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize);
+/* Appends the node's AUTH (it has a password) to ctx's output: REDIS_OK or REDIS_ERR. */
+int rl_conn_append_auth(const rl_node *node, redisContext *ctx);
+
+/* ---- fifo.c: the requests a connection owes replies to ---- */
+/* The k-th request from the head. */
+rl_req *rl_fifo_at(rl_conn *c, uint32_t k);
+/* A zeroed request at the tail: NULL past RL_PIPE_MAX or out of memory. */
+rl_req *rl_fifo_push(rl_conn *c);
+/* Drops the head (its reply was read, or the connection closed). */
+void rl_fifo_pop(rl_conn *c);
+/* The request with sequence number seq, or NULL if it is no longer owed. */
+rl_req *rl_fifo_find(rl_conn *c, uint64_t seq);
+/* Queues a command: its bytes into the context's buffer, its request (kind
+ * RL_REQ_CMD) into the FIFO. NULL when the FIFO is full or out of memory. */
+rl_req *rl_fifo_enqueue(rl_conn *c, const char *buf, size_t len, int64_t now);
+/* The reply to the head, an orphan: pops it, and queues the command it
+ * carries if the reply calls for it (the caller flushes). */
+void rl_fifo_late_reply(rl_conn *c, const redisReply *rep, int64_t now);
+/* The round stops waiting for node i: its request becomes an orphan whose
+ * reply is read and dropped (or acted on: NOSCRIPT) by whoever drives next. */
+void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r);
 
 /* ---- conn_tls.c ---- */
 /* Starts TLS on c, a connected socket to node i (its lock connection or
