@@ -224,7 +224,8 @@ struct redlock_lock {
     rl_autoextend ae;         /* auto-extension (watch.c) */
 };
 
-/* lock.c: the handle's error detail (printf-style), the TTL check, a round for the lock */
+/* report.c: the handle's error detail (printf-style); extend.c: the TTL
+ * check, a round for the lock */
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rl_lock_ok(redlock_lock *lock);
 int rl_ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size);
@@ -240,8 +241,9 @@ void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_r
 /* REDLOCK_EVENT_WOKEN: a release on `node` woke the acquire; attempt comes next. */
 void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
 
-/* lock.c, for watch.c: one extension by the auto-extend thread, with the
- * lock's mutex held; the outcome's message goes to msg. */
+/* extend.c, for lock.c and watch.c: one extension by the owner or by the
+ * auto-extend thread, with the lock's mutex held; the outcome's message
+ * goes to msg. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
 /* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic);

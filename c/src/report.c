@@ -1,9 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* report.c: what a round tells the caller: the failure detail naming each
- * node, the per-node report of a lock's last round, and the metrics hook. */
+/* report.c: what a round tells the caller: the lock handle's error detail,
+ * the failure detail naming each node, the per-node report of a lock's last
+ * round, and the metrics hook. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
+
+int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
+{
+    va_list ap;
+    lock->errcode = code;
+    va_start(ap, fmt);
+    vsnprintf(lock->errmsg, sizeof lock->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rl_lock_ok(redlock_lock *lock)
+{
+    lock->errcode = 0;
+    lock->errmsg[0] = '\0';
+    return 0;
+}
 
 static const char *outcome_word(rl_outcome o)
 {
