@@ -44,7 +44,7 @@ typedef struct rl_node {
     char down_why[RL_NODE_MSG_MAX]; /* the failure that started the backoff */
     int down_unreachable;       /* it was a failed connect (not a TLS handshake) */
     int suspect;                /* timed out lately and silent since: not waited for long */
-    struct rl_listener *listen; /* wake-up listener (wake.c), made on the first wait */
+    struct rl_listener *listen; /* wake-up listener (engine/listen.c), made on the first wait */
 } rl_node;
 
 /* What one node said in a round. */
@@ -123,7 +123,7 @@ struct rl_round {
                                              * backoff after one of these (conn.c) */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
-    /* the engine's part (round.c, conn.c, mux.c), under the client's I/O mutex */
+    /* the engine's part (c/src/engine), under the client's I/O mutex */
     char *fmt[3];            /* the command, formatted once per way of sending */
     size_t fmt_len[3];
     int64_t deadline[REDLOCK_MAX_NODES];
