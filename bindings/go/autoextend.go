@@ -11,15 +11,18 @@ package redlock
 // #include "redlock.h"
 //
 // extern void rlGoLost(int code, char *message, uintptr_t handle);
+// extern void rlGoLostFree(uintptr_t handle);
 // static void rl_go_lost(redlock_lock *lock, int code, const char *message, void *userdata)
 // {
 //     (void)lock;
 //     rlGoLost(code, (char *)message, (uintptr_t)userdata);
 // }
-// /* The cgo.Handle travels as an integer, so no Go code turns it into a pointer. */
+// static void rl_go_lost_free(void *userdata) { rlGoLostFree((uintptr_t)userdata); }
+// /* The cgo.Handle travels as an integer, so no Go code turns it into a
+//  * pointer. C deletes it (rl_go_lost_free) once no loss can be told with it. */
 // static int rl_go_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uintptr_t handle)
 // {
-//     return redlock_lock_auto_extend(lock, max_hold_ms, rl_go_lost, (void *)handle);
+//     return redlock_lock_auto_extend2(lock, max_hold_ms, rl_go_lost, (void *)handle, rl_go_lost_free);
 // }
 import "C"
 
@@ -62,15 +65,10 @@ func (m *Mutex) AutoExtend(maxHold time.Duration) error {
 	}
 	defer m.leave()
 
-	if m.h.lost != 0 {
-		// Running already, or over: stop it and wait for a loss callback
-		// under way, because C would take the new handle without waiting
-		// for one and the old one could not be deleted safely.
-		C.redlock_lock_auto_extend_stop(p)
-		m.h.dropLost()
-		m.t.stopAuto()
-	}
-	// Armed before C can call back: a loss may be found at once.
+	// Armed before C can call back: a loss may be found at once. A running
+	// auto-extension is replaced: C waits for its loss callback under way,
+	// then deletes its handle, and the new number makes a late call of the
+	// old one change nothing.
 	gen := m.t.startAuto()
 	h := cgo.NewHandle(&lossTarget{t: m.t, gen: gen, name: m.name})
 	rc := C.rl_go_auto_extend(p, C.uint32_t(ms), C.uintptr_t(h))
@@ -82,7 +80,6 @@ func (m *Mutex) AutoExtend(maxHold time.Duration) error {
 		m.observe(p, nil)
 		return err
 	}
-	m.h.lost = h
 	return nil
 }
 
@@ -98,24 +95,12 @@ func (m *Mutex) StopAutoExtend() error {
 	defer m.leave()
 	rc := C.redlock_lock_auto_extend_stop(p)
 	runtime.KeepAlive(m)
-	m.h.dropLost()
 	m.t.stopAuto()
 	m.observe(p, nil)
 	if rc != 0 {
 		return &Error{Op: "stop auto-extend", Resource: m.name, Code: int(rc), Detail: "auto-extension is not running"}
 	}
 	return nil
-}
-
-// dropLost deletes the loss callback's handle once C can no longer call it:
-// after a C call that waits for the auto-extension's work under way on the
-// lock (auto_extend_stop, release, an acquire of a lock not held, free).
-// The owner of the Mutex calls it, with the client's read side held.
-func (h *handle) dropLost() {
-	if h.lost != 0 {
-		h.lost.Delete()
-		h.lost = 0
-	}
 }
 
 // lossTarget is what the loss callback's userdata leads to: the tracker and

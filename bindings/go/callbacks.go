@@ -39,3 +39,12 @@ func rlGoLost(code C.int, message *C.char, handle C.uintptr_t) {
 	lt := cgo.Handle(handle).Value().(*lossTarget)
 	lt.t.lose(lt.gen, &Error{Op: "auto-extend", Resource: lt.name, Code: int(code), Detail: C.GoString(message)})
 }
+
+// rlGoLostFree deletes a loss callback's handle: C calls it once no loss
+// can be told with it (the auto-extension was replaced, stopped, released
+// or freed), on whichever thread ended it.
+//
+//export rlGoLostFree
+func rlGoLostFree(handle C.uintptr_t) {
+	cgo.Handle(handle).Delete()
+}

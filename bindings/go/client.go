@@ -56,7 +56,6 @@ type handle struct {
 	// guard lets Until and Token read C's atomic fields without taking
 	// the Mutex: they read under the read side, free holds the write side.
 	guard sync.RWMutex
-	lost  cgo.Handle // the auto-extension's loss callback target; 0 when none
 	t     *tracker
 }
 
@@ -76,10 +75,6 @@ func (h *handle) free() {
 	C.redlock_lock_free(h.p) // drops the last reference to a private client
 	h.p = nil
 	h.guard.Unlock()
-	if h.lost != 0 {
-		h.lost.Delete()
-		h.lost = 0
-	}
 	if autoOn {
 		// Contexts waiting on the auto-extension now end with the validity
 		// the lock was left with.

@@ -13,12 +13,13 @@ package redlock
 //
 // /* A new lock handle with its own acquisition policy when set is 1, in one
 //  * call: the policy starts as the client's, and only the fields a Mutex
-//  * can choose change. On a refused policy the handle is kept, for its
-//  * message, and the caller frees it. */
-// static int rl_go_lock_new(redlock_lock **out, redlock_client *c, const char *name, int set,
-//                           uint32_t retry_count, uint32_t delay_ms, uint32_t jitter_ms, double drift,
-//                           uint32_t flags) {
-//     int rc = redlock_lock_new(out, c, name);
+//  * can choose change. A refused name leaves *out NULL and says why in
+//  * errbuf; on a refused policy the handle is kept, for its message, and
+//  * the caller frees it. */
+// static int rl_go_lock_new(redlock_lock **out, redlock_client *c, const char *name, char *errbuf,
+//                           size_t errbuf_size, int set, uint32_t retry_count, uint32_t delay_ms,
+//                           uint32_t jitter_ms, double drift, uint32_t flags) {
+//     int rc = redlock_lock_open(out, c, name, errbuf, errbuf_size);
 //     if (rc != 0 || !set)
 //         return rc;
 //     redlock_lock_options o;
@@ -125,6 +126,11 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	}
 	pol := cfg.s.effective().policy()
 	m.delayFunc, m.tries = cfg.delayFunc, int(pol.retryCount)+1
+	if m.delayFunc != nil {
+		// Each pause is a C wait (lockPaced): no attempt of C's own inside
+		// it but those a release or the holder's expiry calls for.
+		pol.retryDelayMs, pol.retryJitterMs = uint32(C.REDLOCK_MAX_TTL_MS), 0
+	}
 	set := C.int(0)
 	if pol != c.cfg.s.policy() {
 		set = 1
@@ -139,13 +145,12 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var p *C.redlock_lock
-	rc := C.rl_go_lock_new(&p, c.p, cname, set, C.uint32_t(pol.retryCount), C.uint32_t(pol.retryDelayMs),
-		C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor), C.uint32_t(pol.flags))
+	var errbuf [512]C.char
+	rc := C.rl_go_lock_new(&p, c.p, cname, &errbuf[0], C.size_t(len(errbuf)), set, C.uint32_t(pol.retryCount),
+		C.uint32_t(pol.retryDelayMs), C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor), C.uint32_t(pol.flags))
 	if rc != 0 {
 		if p == nil {
-			// C has no detail channel for lock_new; the size is what's usually wrong.
-			m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc),
-				Detail: fmt.Sprintf("name of %d bytes", len(name))}
+			m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc), Detail: C.GoString(&errbuf[0])}
 			return m
 		}
 		m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc), Detail: C.GoString(C.redlock_lock_errmsg(p))}
@@ -266,37 +271,47 @@ func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
 		if wait <= maxWaitMs {
 			return m.acquire(ctx, wait, true)
 		}
-		wait = maxWaitMs
+		// Beyond C's longest finite wait: no deadline in C, and ctx's
+		// cancels the wait when it comes.
+		wait = C.REDLOCK_WAIT_FOREVER
 	}
 	return m.acquire(ctx, wait, false)
 }
 
-// lockPaced is LockContext with WithRetryDelayFunc: one C attempt at a
-// time, with the function's pauses between them. With a deadline it tries
-// until the deadline, as C's own loop does; without one, m.tries times.
+// lockPaced is LockContext with WithRetryDelayFunc: attempt i, then the
+// function's pause i, and so on. Each attempt and the pause after it are one
+// C wait of that length, in which the handle's retry delay (set by NewMutex)
+// is longer than any pause: C attempts again only when a release wakes it or
+// the holder's key is due to expire, so wake-up and fair mode work as with
+// C's own loop. With a deadline it goes on until ctx ends it; without one,
+// the last of m.tries attempts has no pause after it.
 func (m *Mutex) lockPaced(ctx context.Context) error {
 	_, hasDeadline := ctx.Deadline()
-	var timer *time.Timer
 	for i := 1; ; i++ {
-		err := m.acquire(ctx, C.REDLOCK_WAIT_NONE, false)
+		wait := int64(C.REDLOCK_WAIT_NONE)
+		if hasDeadline || i < m.tries {
+			wait = pauseMs(m.delayFunc(i))
+		}
+		err := m.acquire(ctx, wait, false)
+		var e *Error
+		if wait != C.REDLOCK_WAIT_NONE && errors.As(err, &e) && C.int(e.Code) == C.REDLOCK_ETIMEDOUT && len(e.also) == 0 {
+			continue // the pause is over: the next attempt
+		}
 		if err == nil || !retryable(err) || (!hasDeadline && i >= m.tries) {
 			return err
 		}
-		d := max(m.delayFunc(i), 0)
-		if timer == nil {
-			timer = time.NewTimer(d)
-			defer timer.Stop()
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return m.ctxErr(ctx, nil)
-		case <-m.client.done:
-			return closedErr("lock", m.name)
-		case <-timer.C:
-		}
 	}
+}
+
+// pauseMs is a DelayFunc's pause as C's wait_ms: at least the one attempt
+// (REDLOCK_WAIT_NONE for no pause), and no deadline for pauses beyond C's
+// longest finite wait.
+func pauseMs(d time.Duration) int64 {
+	ms := int64((max(d, 0) + time.Millisecond - 1) / time.Millisecond)
+	if ms > maxWaitMs {
+		return C.REDLOCK_WAIT_FOREVER
+	}
+	return ms
 }
 
 // retryable are the failures C's own retry loop tries again after.
@@ -305,15 +320,11 @@ func retryable(err error) bool {
 	if !errors.As(err, &e) || len(e.also) > 0 {
 		return false
 	}
-	switch C.int(e.Code) {
-	case C.REDLOCK_ENOTACQUIRED, C.REDLOCK_ENOQUORUM, C.REDLOCK_EEXPIRED, C.REDLOCK_EIO, C.REDLOCK_ESERVER:
-		return true
-	}
-	return false
+	return C.redlock_error_is_retryable(C.int(e.Code)) != 0
 }
 
-// maxWaitMs is the longest wait_ms C accepts (seven times its longest
-// TTL); a later deadline waits this long.
+// maxWaitMs is the longest finite wait_ms C accepts (seven times its
+// longest TTL); a later deadline is ctx's alone.
 const maxWaitMs = int64(C.REDLOCK_MAX_WAIT_MS)
 
 // acquire runs C's acquire; waitIsCtx says wait is ctx's deadline, so that
@@ -421,7 +432,6 @@ func (m *Mutex) unlock(ctx context.Context) error {
 	defer m.leave()
 	rc := C.redlock_release(p) // stops an auto-extension, waiting for one under way
 	runtime.KeepAlive(m)
-	m.h.dropLost()
 	if rc != 0 {
 		err = m.fail("unlock", rc, p)
 	}

@@ -162,10 +162,11 @@ func WithRetryDelay(d time.Duration) Option {
 
 // WithRetryDelayFunc lets f choose the pause before each new attempt of
 // Lock and LockContext: f(1) before the second, f(2) before the third, and
-// so on, as in go-redsync. The attempts are then made one by one from Go
-// (each one C call), instead of C's own retry loop; the pause is cut short
-// when the context is done. A negative duration counts as 0. nil goes back
-// to WithRetryDelay and WithRetryJitter's pauses.
+// so on, as in go-redsync. Each attempt and the pause after it are one C
+// wait: as with WithRetryDelay, a release wakes the waiter (WithWake) and it
+// tries again at once, and the pause is cut short when the context is done.
+// A negative duration counts as 0. nil goes back to WithRetryDelay and
+// WithRetryJitter's pauses.
 func WithRetryDelayFunc(f DelayFunc) Option {
 	return optionFunc(func(c *config) { c.delayFunc = f })
 }
@@ -194,8 +195,8 @@ func WithDriftFactor(f float64) Option {
 // WithRetryDelay and WithRetryJitter; its releases still wake other
 // clients' waiters. Where a node's listener is not ready (down, or the node
 // refuses SUBSCRIBE: an ACL user without the channel &redlock:wake:*),
-// waiters poll anyway. WithRetryDelayFunc's pauses are Go's and are never
-// cut short by a release.
+// waiters poll anyway. WithRetryDelayFunc's pauses are cut short by a
+// release too.
 func WithWake(on bool) Option {
 	return optionFunc(func(c *config) { c.s.noWake = !on })
 }
@@ -399,7 +400,7 @@ func WithExpiry(d time.Duration) Option {
 	})
 }
 
-// policyOf is the part of s that a lock handle can carry
+// policy is the part of settings that a lock handle can carry
 // (redlock_lock_options); the rest is the client's.
 type policy struct {
 	retryCount, retryDelayMs, retryJitterMs uint32
