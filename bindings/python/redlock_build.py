@@ -146,6 +146,8 @@ int redlock_try_acquire(redlock_client *client, const char *resource,
                         uint32_t ttl_ms, redlock_lock **out);
 int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
+int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
+                      char *errbuf, size_t errbuf_size);
 
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {
@@ -164,6 +166,7 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
 
 #define REDLOCK_WAIT_DEFAULT ...
 #define REDLOCK_WAIT_NONE ...
+#define REDLOCK_WAIT_FOREVER ...
 
 int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
 int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
@@ -179,6 +182,8 @@ typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *messag
 int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
                              redlock_lost_fn on_lost, void *userdata);
 int redlock_lock_auto_extend_stop(redlock_lock *lock);
+int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
+                              void *userdata, void (*userdata_free)(void *userdata));
 
 int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
                              int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
@@ -191,6 +196,7 @@ int redlock_lock_errcode(const redlock_lock *lock);
 
 const char *redlock_strerror(int code);
 const char *redlock_error_name(int code);
+int redlock_error_is_retryable(int code);
 const char *redlock_version(void);
 
 /* The binding's callbacks (bindings/python/redlock/_callbacks.py). C calls
@@ -201,6 +207,7 @@ extern "Python" void _redlock_py_on_event(const redlock_event *event, void *user
 extern "Python" void _redlock_py_on_event_free(void *userdata);
 extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const char *message,
                                          void *userdata);
+extern "Python" void _redlock_py_on_lost_free(void *userdata);
 """
 
 

@@ -15,7 +15,7 @@ import weakref
 import pytest
 
 from redlock import (EventType, ExtensionLimit, InvalidArgument, LockExpired, LockLost,
-                     LockNotAcquired, LockStateError, _callbacks, redlock)
+                     LockNotAcquired, LockStateError, _callbacks, _client, redlock)
 
 TTL = 0.6  # short, so that a lock outliving a few of them must have been extended
 
@@ -247,11 +247,11 @@ def test_a_lock_collected_on_the_c_thread_is_freed_off_it(make_client, cluster5,
     # thread and find there the very lock being extended; C must not be asked
     # to free it from that thread (it still uses it), so the binding defers it.
     freed_on = []
-    disarm = _callbacks.Watch.disarm
+    free = _client._free_lock
 
-    def spy(self):
+    def spy(ptr):
         freed_on.append(threading.current_thread())
-        disarm(self)
+        free(ptr)
 
     def hook(event):
         if event.automatic and event.type == EventType.EXTENDED:
@@ -261,7 +261,7 @@ def test_a_lock_collected_on_the_c_thread_is_freed_off_it(make_client, cluster5,
     lock = c.acquire(name, ttl=TTL, auto_extend=True)
     lock.cycle = lock  # only the collector can free it
     ref = weakref.ref(lock)
-    monkeypatch.setattr(_callbacks.Watch, "disarm", spy)
+    monkeypatch.setattr(_client, "_free_lock", spy)
     gc.disable()  # so that the hook's collection is the one that finds it
     try:
         del lock

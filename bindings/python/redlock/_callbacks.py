@@ -238,32 +238,22 @@ class Watch:
         self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
         self.resource = resource
         self.lock_ref = weakref.ref(lock)
-        self.key = 0  # the current arming's id, 0 when none
 
     def arm(self, on_lost: Optional[Callable[..., Any]]) -> int:
-        """Registers a new arming; the caller passes its id to C, then calls armed()."""
+        """Registers an arming; its id is the userdata passed to C, which
+        unregisters it (_redlock_py_on_lost_free) once no notice can follow."""
         key = next(_ids)
         _armings[key] = (self, on_lost)
         return key
 
-    def armed(self, key: int, ok: bool) -> None:
-        if not ok:
-            _armings.pop(key, None)
-            return
-        old, self.key = self.key, key
-        if old:  # C replaced the previous arming
-            _armings.pop(old, None)
-
-    def disarm(self) -> None:
-        """After C returned from a call that ended auto-extension (release,
-        stop, free): nothing it reports for the old arming is taken any more."""
-        key, self.key = self.key, 0
-        if key:
-            _armings.pop(key, None)
+    @staticmethod
+    def forget(key: int) -> None:
+        """Unregisters an arming that C refused (C keeps nothing then)."""
+        _armings.pop(key, None)
 
     def reset(self) -> None:
-        """A new acquisition: forget the last one's loss."""
-        self.disarm()
+        """A new acquisition: forget the last one's loss. (The acquire in C
+        already ended the last acquisition's arming.)"""
         self.loss = None
         self.lost.clear()
 
@@ -275,8 +265,7 @@ class Watch:
 @ffi.def_extern()
 def _redlock_py_on_lost(c_lock: Any, code: int, message: Any, userdata: Any) -> None:
     try:
-        # Popped first: the owner may re-arm as soon as it sees `lost`.
-        entry = _armings.pop(int(ffi.cast("uintptr_t", userdata)), None)
+        entry = _armings.get(int(ffi.cast("uintptr_t", userdata)))
         if entry is None:
             return
         watch, on_lost = entry
@@ -290,6 +279,16 @@ def _redlock_py_on_lost(c_lock: Any, code: int, message: Any, userdata: Any) -> 
         log.exception("redlock: could not deliver a lost-lock notice")
         return
     _call_user(on_lost, (lock, exc), "on_lost")
+
+
+@ffi.def_extern()
+def _redlock_py_on_lost_free(userdata: Any) -> None:
+    # Called once by C when no notice for this arming can follow: it was
+    # replaced, auto-extension stopped, or the lock was released or freed.
+    try:
+        _armings.pop(int(ffi.cast("uintptr_t", userdata)), None)
+    except BaseException:  # never into C; only a torn-down interpreter gets here
+        pass
 
 
 # -- finalizers that fire on the C library's thread ---------------------------------------

@@ -1,0 +1,563 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Lock: one lock on one resource, in threading.Lock's shape, over a C lock handle.
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import threading
+import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
+
+from . import _fork, _sigwake
+from ._callbacks import _NO_RTT, NodeOutcome, NodeResult, Watch, _enum, reraise_interrupt
+from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NO_WAKE, _NODE_MSG_SIZE, _POLICY, _UNSET,
+                       _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
+                       _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
+from ._errors import Cancelled, LockExpired, LockStateError, RedlockError, check, error
+from ._redlock import ffi, lib
+
+if TYPE_CHECKING:
+    from ._client import Redlock
+
+OnLost = Callable[["Lock", RedlockError], Any]
+
+
+class _CancelToken:
+    """Marks one acquire call as cancelled, so a REDLOCK_ECANCELED that follows
+    is told apart from one caused by a signal."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    add_note = getattr(exc, "add_note", None)  # Python 3.11+
+    if add_note is not None:
+        add_note(note)
+
+
+async def _wait_through_cancel(fut: "asyncio.Future[Any]") -> Any:
+    """Awaits a future run by a thread to its end even if the awaiting task is
+    cancelled meanwhile (a thread cannot be stopped), then lets the
+    cancellation through."""
+    interrupted = False
+    while not fut.done():
+        try:
+            await asyncio.wait({fut})
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        fut.exception()  # retrieved: the cancellation wins
+        raise asyncio.CancelledError
+    return fut.result()
+
+
+class Lock:
+    """One lock on one resource, reusable: acquire, release, acquire again.
+
+    The shape of threading.Lock (and of pottery's Redlock): acquire(blocking,
+    timeout) returns True or False, release(), locked(), ``with``.
+
+    A Lock is used by one thread at a time; a call made while another thread
+    is inside a call on the same Lock raises LockStateError. cancel(),
+    check() and ``lost`` are the exceptions: any thread may use them.
+
+    A Lock belongs to the process that acquired it: in a forked child it is
+    not held, and release() and ``with`` leave the parent's lock alone.
+
+    auto_extend=True arms auto-extension after every acquisition made through
+    this Lock, with ``max_hold`` and ``on_lost`` as in auto_extend().
+
+    ``wake`` and ``fair`` (None: the client's) choose how this Lock waits: woken
+    by a release, or polling only; in arrival order, or not (see Redlock).
+    """
+
+    def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = 10.0,
+                 blocking: bool = True, timeout: Optional[Seconds] = _UNSET,
+                 wait: Optional[Seconds] = _UNSET, auto_extend: bool = False,
+                 max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None,
+                 retry_count: Optional[int] = None, retry_delay: Optional[Seconds] = None,
+                 retry_jitter: Optional[Seconds] = None, drift_factor: Optional[float] = None,
+                 drift_min: Optional[Seconds] = None, wake: Optional[bool] = None,
+                 fair: Optional[bool] = None) -> None:
+        from ._client import Redlock  # the client module imports this one
+        if not isinstance(client, Redlock):
+            raise TypeError(f"client must be a redlock.Redlock, not {type(client).__name__}")
+        if name is None:
+            raise TypeError("the lock name must be str or bytes, not None")
+        self._name_b = _cstr(name, "lock name")
+        self.name: Name = name
+        self.client = client
+        self._ttl_ms = _ttl_ms(ttl)
+        self._mode = _wait_mode(blocking, timeout, wait)
+        self._auto_extend = _flag(auto_extend, "auto_extend")
+        if not auto_extend and (max_hold is not None or on_lost is not None):
+            raise ValueError("max_hold and on_lost apply to auto-extension: pass auto_extend=True")
+        self._max_hold_ms = _max_hold_ms(max_hold)
+        self._on_lost = _callable(on_lost, "on_lost")
+        policy = {
+            "retry_count": None if retry_count is None else _count(retry_count, "retry_count"),
+            "retry_delay_ms": None if retry_delay is None
+            else _ms(retry_delay, "retry_delay", _MAX_TTL_MS, "one day"),
+            "retry_jitter_ms": None if retry_jitter is None
+            else _ms(retry_jitter, "retry_jitter", _MAX_TTL_MS, "one day"),
+            "drift_factor": None if drift_factor is None else _drift_factor(drift_factor),
+            "drift_min_ms": None if drift_min is None else _ms(drift_min, "drift_min"),
+            "wake": None if wake is None else _flag(wake, "wake"),
+            "fair": None if fair is None else _flag(fair, "fair"),
+        }
+        self._busy = threading.Lock()
+        self._acquired = False  # an acquisition that __exit__ still has to release
+        self._pid = 0  # the process that made the current acquisition
+        self._token: Optional[_CancelToken] = None
+        #: Why the last acquire() returned False (or ``with`` raised), else None.
+        self.last_error: Optional[RedlockError] = None
+        self._watch = Watch(self, self._display)
+        self._ptr = client._new_lock(self._name_b, self._display)
+        if any(v is not None for v in policy.values()):
+            self._set_policy(policy)
+
+    @property
+    def _display(self) -> str:
+        return self.name if isinstance(self.name, str) else repr(self.name)
+
+    @property
+    def _foreign(self) -> bool:
+        # The handle's last acquisition was made by another process: this is a forked child's
+        # copy of its parent's Lock. The C handle still carries the parent's value, so nothing
+        # that sends it (release, extend) may run here, not even after a release() here.
+        return self._pid != 0 and self._pid != _fork.current_pid()
+
+    def _not_ours(self, what: str) -> LockStateError:
+        return LockStateError(
+            f"{self._display!r}: held by process {self._pid}, not this one ({_fork.current_pid()}); a forked "
+            f"child never {what} its parent's lock: make a Lock of its own",
+            detail="acquired by another process", resource=self._display)
+
+    def _set_policy(self, values: dict) -> None:
+        """Per-lock policy through the C library's redlock_lock_options, over the client's."""
+        opts = ffi.new("redlock_lock_options *")
+        opts.version = lib.REDLOCK_LOCK_OPTIONS_VERSION
+        self._check(lib.redlock_lock_get_options(self._ptr, opts))
+        for field, value in values.items():
+            if value is None:
+                continue
+            if field == "wake":  # flags: only this lock's bit changes, the rest stays the client's
+                opts.flags = (opts.flags & ~_NO_WAKE) | (0 if value else _NO_WAKE)
+            elif field == "fair":
+                opts.flags = (opts.flags & ~_FAIR) | (_FAIR if value else 0)
+            else:
+                setattr(opts, field, value)
+        self._check(lib.redlock_lock_set_options(self._ptr, opts))
+
+    @property
+    def options(self) -> dict:
+        """This lock's acquisition policy (its own arguments over the client's options):
+        retry_count, retry_delay, retry_jitter, drift_factor and drift_min, in seconds, and
+        the booleans wake (a release wakes a waiting acquire) and fair (waiters served in
+        arrival order)."""
+        opts = ffi.new("redlock_lock_options *")
+        opts.version = lib.REDLOCK_LOCK_OPTIONS_VERSION
+        self._check(lib.redlock_lock_get_options(self._ptr, opts))
+        return {"retry_count": int(opts.retry_count), "retry_delay": opts.retry_delay_ms / 1000.0,
+                "retry_jitter": opts.retry_jitter_ms / 1000.0,
+                "drift_factor": float(opts.drift_factor), "drift_min": opts.drift_min_ms / 1000.0,
+                "wake": not (opts.flags & _NO_WAKE), "fair": bool(opts.flags & _FAIR)}
+
+    @property
+    def ttl(self) -> float:
+        """The TTL in seconds that acquire() and extend() use when given none."""
+        return self._ttl_ms / 1000.0
+
+    # pottery's name for the TTL, so that code written for pottery's Redlock reads it unchanged.
+    auto_release_time = ttl
+
+    def _enter(self) -> None:
+        if not self._busy.acquire(False):
+            raise LockStateError(f"{self._display!r}: this Lock is in use by another thread; "
+                                 "use one Lock object per thread", detail="lock in use",
+                                 resource=self._display)
+
+    def _error(self, rc: int) -> RedlockError:
+        detail = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
+        return error(rc, detail, self._display)
+
+    def _check(self, rc: int) -> None:
+        if rc:
+            raise self._error(rc)
+
+    def _arm(self, max_hold_ms: int, on_lost: Optional[OnLost]) -> int:
+        # C owns the arming from here: it calls _redlock_py_on_lost_free once no
+        # notice for it can follow (replaced, stopped, released, freed), or now
+        # if it refused.
+        key = self._watch.arm(on_lost)
+        rc = lib.redlock_lock_auto_extend2(self._ptr, max_hold_ms, lib._redlock_py_on_lost,
+                                           ffi.cast("void *", key), lib._redlock_py_on_lost_free)
+        if rc:
+            self._watch.forget(key)
+        return rc
+
+    # -- operations ------------------------------------------------------
+    def acquire(self, blocking: bool = _UNSET, timeout: Optional[Seconds] = _UNSET, *,
+                ttl: Optional[Seconds] = None, wait: Optional[Seconds] = _UNSET,
+                _token: Optional[_CancelToken] = None) -> bool:
+        """Acquires the lock: True once held, False if it could not be had in
+        time (held elsewhere, too few nodes answering; ``last_error`` says
+        why). As threading.Lock: blocking=False makes one attempt, timeout=-1
+        waits without a deadline (cancel() or Ctrl-C end it), timeout=s waits
+        up to s seconds. Given nothing, the values passed to Redlock.lock()
+        apply (by default: wait until free). Errors that waiting cannot fix
+        raise at once: InvalidArgument, AuthError, TLSError, LockStateError
+        (already held by this Lock), Cancelled..."""
+        if blocking is _UNSET and timeout is _UNSET and wait is _UNSET:
+            mode = self._mode
+        else:
+            mode = _wait_mode(True if blocking is _UNSET else blocking, timeout, wait)
+        ttl_ms = self._ttl_ms if ttl is None else _ttl_ms(ttl)
+        return self._acquire(ttl_ms, mode, _token) is None
+
+    def _acquire_or_raise(self) -> None:
+        err = self._acquire(self._ttl_ms, self._mode, None)
+        if err is not None:
+            raise err
+
+    def _acquire(self, ttl_ms: int, mode: Any, token: Optional[_CancelToken]) -> Optional[RedlockError]:
+        """None once acquired, or the failure that waiting could have ended; raises the others."""
+        token = token if token is not None else _CancelToken()
+        timed = mode is None or isinstance(mode, float)
+        self._enter()
+        try:
+            if self._foreign and lib.redlock_lock_is_held(self._ptr):
+                raise LockStateError(
+                    f"{self._display!r}: this Lock holds the lock for process {self._pid}; a "
+                    f"forked child must make a Lock of its own", detail="acquired by another process",
+                    resource=self._display)
+            self._token = token
+            deadline = time.monotonic() + mode if timed and mode is not None else None
+            while True:
+                # Reset, then look at the token: a cancel() racing with this
+                # either set the token first or sets the (sticky) C flag after
+                # the reset, so it is never lost.
+                lib.redlock_lock_cancel_reset(self._ptr)
+                if token.cancelled:
+                    raise Cancelled(f"{self._display!r}: cancelled", detail="cancelled before the wait",
+                                    resource=self._display)
+                if mode is _NO_WAIT:
+                    wait_ms = _WAIT_NONE
+                elif mode is _POLICY:
+                    wait_ms = _WAIT_DEFAULT
+                elif deadline is None:
+                    wait_ms = _WAIT_FOREVER
+                else:
+                    left = math.ceil((deadline - time.monotonic()) * 1000.0)
+                    wait_ms = min(_MAX_WAIT_MS, max(1, left))
+                armed = wait_ms != _WAIT_NONE and _sigwake.begin_wait(self._ptr)
+                try:
+                    rc = lib.redlock_lock_acquire(self._ptr, ttl_ms, wait_ms)
+                finally:
+                    if armed:
+                        _sigwake.end_wait()
+                reraise_interrupt()  # a Ctrl-C that hit the on_event hook
+                if rc == 0:
+                    break
+                if rc == lib.REDLOCK_ECANCELED and not token.cancelled:
+                    # A signal ended the wait and its Python handler raised
+                    # nothing (a KeyboardInterrupt is raised as soon as the
+                    # call above returns): keep waiting for what is left.
+                    continue
+                if rc == lib.REDLOCK_ETIMEDOUT and deadline is not None and time.monotonic() < deadline:
+                    continue  # a timeout beyond C's longest finite wait (seven days): wait on
+                err = self._error(rc)
+                self.last_error = err
+                # What waiting longer could have ended is reported as False: the codes
+                # C retries, and the end of the wait. The rest raises.
+                if rc == lib.REDLOCK_ETIMEDOUT or lib.redlock_error_is_retryable(rc):
+                    return err
+                raise err
+            self._acquired = True
+            self._pid = _fork.current_pid()
+            self.last_error = None
+            self._watch.reset()
+            if self._auto_extend:
+                rc = self._arm(self._max_hold_ms, self._on_lost)
+                if rc:
+                    # Held but not kept alive as asked: give it back, say why.
+                    err = self._error(rc)
+                    self._acquired = False
+                    lib.redlock_release(self._ptr)
+                    raise err
+            return None
+        except BaseException as err:
+            if not isinstance(err, RedlockError) and not self._acquired \
+                    and lib.redlock_lock_is_held(self._ptr):
+                # KeyboardInterrupt landed right after a successful acquire:
+                # nobody would release it, so give it back now.
+                lib.redlock_release(self._ptr)
+            raise
+        finally:
+            self._token = None
+            self._busy.release()
+
+    def release(self) -> None:
+        """Releases on every node. Raises LockLost if the lock was no longer
+        ours on a majority (it expired, or another owner may have overlapped),
+        LockStateError if it is not held. In a forked child, a lock its parent
+        acquired is left alone: nothing is sent, nothing raised."""
+        self._enter()
+        try:
+            if self._foreign:
+                self._acquired = False
+                return
+            self._acquired = False
+            rc = lib.redlock_release(self._ptr)  # also stops auto-extension
+            reraise_interrupt()
+            self._check(rc)
+        finally:
+            self._busy.release()
+
+    def extend(self, ttl: Optional[Seconds] = None) -> None:
+        """Extends the held lock to ``ttl`` seconds from now (default: the TTL
+        it was acquired with). Raises LockExpired, LockLost, ExtensionLimit...,
+        and LockStateError in a forked child (never extends the parent's)."""
+        ttl_ms = self._ttl_ms if ttl is None else _ttl_ms(ttl)
+        self._enter()
+        try:
+            if self._foreign:
+                raise self._not_ours("extends")
+            rc = lib.redlock_extend(self._ptr, ttl_ms)
+            reraise_interrupt()
+            self._check(rc)
+        finally:
+            self._busy.release()
+
+    def auto_extend(self, max_hold: Optional[Seconds] = None, *,
+                    on_lost: Optional[OnLost] = None) -> None:
+        """Keeps the held lock alive: the client's background thread extends
+        it to the TTL it was acquired with, every third of that TTL, until
+        release(), stop_auto_extend(), a loss, or ``max_hold`` seconds of
+        holding in all (None: one hour; the client's max_hold and
+        max_extensions apply too).
+
+        A loss sets ``lost``, makes check() raise (LockLost, LockExpired, or
+        ExtensionLimit once the bound is reached and the validity ran out)
+        and calls ``on_lost(lock, error)`` on the background thread: it must
+        be quick, must not block on this Lock, and what it raises is logged.
+        Raises LockStateError if the lock is not held."""
+        ms = _max_hold_ms(max_hold)
+        _callable(on_lost, "on_lost")
+        self._enter()
+        try:
+            if self._foreign:
+                raise self._not_ours("extends")
+            self._check(self._arm(ms, on_lost))
+        finally:
+            self._busy.release()
+
+    def stop_auto_extend(self) -> bool:
+        """Stops auto-extension (waiting for an extension under way); the lock
+        stays held until its validity runs out. False if it was not on."""
+        self._enter()
+        try:
+            if self._foreign:
+                return False
+            rc = lib.redlock_lock_auto_extend_stop(self._ptr)
+            try:
+                self._check(rc)
+            except LockStateError:
+                return False
+            return True
+        finally:
+            self._busy.release()
+
+    def _stop_auto_extend_at_exit(self) -> None:
+        if self._foreign:
+            return
+        if self._busy.acquire(False):  # else its owner is in a call: leave it
+            try:
+                lib.redlock_lock_auto_extend_stop(self._ptr)
+            finally:
+                self._busy.release()
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set when auto-extension found the current acquisition lost (wait on
+        it from any thread); cleared by the next acquisition."""
+        return self._watch.lost
+
+    def check(self) -> None:
+        """Raises unless this Lock still holds its lock: the loss that
+        auto-extension reported (LockLost, LockExpired, ExtensionLimit),
+        LockExpired once the validity ran out, LockStateError when it is not
+        acquired (or was acquired by another process). Cheap (no network
+        I/O); call it between steps of the work the lock protects. Any thread
+        may call it."""
+        if self._foreign:
+            raise self._not_ours("uses")
+        loss = self._watch.error()
+        if loss is not None:
+            raise loss
+        if not self._acquired:
+            raise LockStateError(f"{self._display!r}: not held", detail="not held",
+                                 resource=self._display)
+        if not lib.redlock_lock_is_held(self._ptr):
+            raise LockExpired(f"{self._display!r}: the lock's validity ran out",
+                              detail="the validity ran out", resource=self._display)
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current acquisition (an int >= 1; later
+        holders of the name get larger ones), or None when the lock is not
+        held or the client was made without fencing=True."""
+        if self._foreign:
+            return None
+        self._enter()
+        try:
+            token = lib.redlock_lock_fencing_token(self._ptr)
+        finally:
+            self._busy.release()
+        return int(token) if token else None
+
+    @property
+    def node_results(self) -> Tuple[NodeResult, ...]:
+        """What each node did in this lock's last round (the last attempt of
+        an acquire, an extension by anyone, or a release), in the client's
+        node order."""
+        urls = self.client._node_urls
+        code = ffi.new("int *")
+        rtt = ffi.new("int64_t *")
+        buf = ffi.new("char[]", _NODE_MSG_SIZE)
+        results = []
+        self._enter()
+        try:
+            for i, url in enumerate(urls):
+                outcome = lib.redlock_lock_node_result(self._ptr, i, code, rtt, buf, _NODE_MSG_SIZE)
+                check(min(outcome, 0), resource=self._display)
+                outcome = _enum(NodeOutcome, outcome)
+                results.append(NodeResult(
+                    url, outcome, code[0], None if outcome in _NO_RTT else rtt[0] / 1e6,
+                    ffi.string(buf).decode("utf-8", "replace")))
+        finally:
+            self._busy.release()
+        return tuple(results)
+
+    def cancel(self) -> None:
+        """Makes an acquire waiting in another thread raise Cancelled after at
+        most the round in flight. A cancel with no acquire running is dropped."""
+        token = self._token
+        if token is not None:
+            token.cancelled = True
+        lib.redlock_lock_cancel(self._ptr)
+
+    @property
+    def validity(self) -> float:
+        """Seconds of validity left (0.0 when expired or not held, or held by another process)."""
+        if self._foreign:
+            return 0.0
+        self._enter()
+        try:
+            ms = lib.redlock_lock_validity_ms(self._ptr)
+        finally:
+            self._busy.release()
+        return ms / 1000.0 if ms > 0 else 0.0
+
+    @property
+    def held(self) -> bool:
+        """True while this Lock holds the lock and its validity has not run
+        out; False in a forked child for its parent's lock."""
+        if self._foreign:
+            return False
+        self._enter()
+        try:
+            return bool(lib.redlock_lock_is_held(self._ptr))
+        finally:
+            self._busy.release()
+
+    def locked(self) -> bool:
+        """Same as ``held`` (the threading.Lock spelling)."""
+        return self.held
+
+    # -- context managers ------------------------------------------------
+    def __enter__(self) -> "Lock":
+        self._acquire_or_raise()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if not self._acquired:  # released inside the block
+            return None
+        if self._foreign:  # a forked child leaving the block: the lock is its parent's
+            self._acquired = False
+            return None
+        try:
+            self.release()
+        except RedlockError as err:
+            if exc is None:
+                raise
+            # Never hide the exception leaving the block; record the loss on it.
+            _add_note(exc, f"redlock: releasing {self._display!r} also failed: {err}")
+        return None
+
+    async def acquire_async(self, blocking: bool = _UNSET, timeout: Optional[Seconds] = _UNSET, *,
+                            ttl: Optional[Seconds] = None,
+                            wait: Optional[Seconds] = _UNSET) -> bool:
+        """acquire() run in the loop's default executor: True or False. Cancelling
+        the task cancels the wait in C; a lock acquired in that race is released."""
+        loop = asyncio.get_running_loop()
+        token = _CancelToken()
+        fut = loop.run_in_executor(None, lambda: self.acquire(blocking, timeout, ttl=ttl, wait=wait,
+                                                              _token=token))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            token.cancelled = True
+            lib.redlock_lock_cancel(self._ptr)
+            while not fut.done():
+                try:
+                    await asyncio.wait({fut})
+                except asyncio.CancelledError:
+                    pass
+            if not fut.cancelled() and fut.exception() is None and fut.result():
+                with contextlib.suppress(asyncio.CancelledError, RedlockError):
+                    await _wait_through_cancel(loop.run_in_executor(None, self.release))
+            raise
+
+    async def release_async(self) -> None:
+        """release() run in the loop's default executor; a cancelled task
+        still waits for the release to finish."""
+        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.release))
+
+    async def extend_async(self, ttl: Optional[Seconds] = None) -> None:
+        """extend() run in the loop's default executor."""
+        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.extend, ttl))
+
+    async def __aenter__(self) -> "Lock":
+        if not await self.acquire_async():
+            assert self.last_error is not None
+            raise self.last_error
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        if not self._acquired:
+            return None
+        if self._foreign:
+            self._acquired = False
+            return None
+        try:
+            await self.release_async()
+        except RedlockError as err:
+            if exc is None:
+                raise
+            _add_note(exc, f"redlock: releasing {self._display!r} also failed: {err}")
+        return None
+
+    def __repr__(self) -> str:
+        if self._foreign and self._acquired:
+            state = f"acquired by process {self._pid}"
+        else:
+            state = "acquired" if self._acquired else "not acquired"
+        return f"<redlock.Lock {self._display!r} {state}>"
