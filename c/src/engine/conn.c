@@ -380,8 +380,14 @@ int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
     if (node->suspect || node->retry_after_us > now)
         return 0;
     /* Not connected yet (a new client) is not trouble; a connection that
-     * owes an old reply is. */
-    return !c || !c->len || now - c->q[c->head % c->cap].sent_us < (int64_t)cl->opts.node_timeout_ms * 1000;
+     * owes an old reply is, and so is one that was closed: a stopped or
+     * paused node's connection is dropped once it owes replies for too
+     * long (rl_conn_check_stall), and an empty FIFO must not read as calm. */
+    if (!c)
+        return 1;
+    if (c->state == RL_CONN_CLOSED)
+        return 0;
+    return !c->len || now - rl_fifo_at((rl_conn *)c, 0)->sent_us < (int64_t)cl->opts.node_timeout_ms * 1000;
 }
 
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
