@@ -41,25 +41,6 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
         *flags &= ~bit;
 }
 
-/* redlock_lock_new has no detail channel; its only EINVAL cases are these. */
-#define RL_BAD_RESOURCE "the resource name is null, empty or longer than 4096 bytes"
-
-/* A lock's defaults, as the C library gives them to a new lock of a client
- * with default options (no connection is made). */
-static int rl_lock_options_defaults(redlock_lock_options *o) {
-    static const char *const node[] = { "unix:///redlock-defaults" };
-    redlock_client *c = NULL;
-    redlock_lock *l = NULL;
-    int rc = redlock_client_new(&c, node, 1, NULL);
-    if (rc == 0)
-        rc = redlock_lock_new(&l, c, "defaults");
-    o->version = REDLOCK_LOCK_OPTIONS_VERSION;
-    if (rc == 0)
-        rc = redlock_lock_get_options(l, o);
-    redlock_lock_free(l);
-    redlock_client_free(c);
-    return rc;
-}
 %}
 
 %include <stdint.i>
@@ -122,9 +103,9 @@ static int rl_lock_options_defaults(redlock_lock_options *o) {
  * The language's own file. It may rename and ignore what is declared below
  * (a later %rename wins), and may replace the callback hooks:
  *   rl_open          redlock_client_open, plus the client's event hook
- *   rl_lock_free     redlock_lock_free, then drops what the lock held
- *   rl_lock_unwatch  auto-extension is over: drops the lost listener
  *   rl_options_free  drops the event listener of an Options
+ * (A lock's lost listener needs no hook: the C library lets go of it,
+ * through redlock_lock_auto_extend2's userdata_free.)
  * ------------------------------------------------------------------------- */
 #if defined(SWIGJAVA)
 %include "java/redlock_java.i"
@@ -157,8 +138,6 @@ static const char *rl_message(int code, const char *detail, char *buf, size_t si
 #ifndef rl_open
 /* No callbacks: the hooks are the C calls themselves. */
 #define rl_open redlock_client_open
-#define rl_lock_free(l) redlock_lock_free(l)
-#define rl_lock_unwatch(l) ((void)(l))
 #define rl_options_free(o) ((void)(o))
 #endif
 %}
@@ -201,9 +180,10 @@ struct redlock_lock {};
 
   redlock_lock *rl_newLock(rl_status *st, const char *resource) {
     redlock_lock *l = NULL;
-    int rc = redlock_lock_new(&l, $self, resource);
+    char err[512] = "";
+    int rc = redlock_lock_open(&l, $self, resource, err, sizeof err);
     if (rc != 0) {
-      rl_fail(st, rc, rc == REDLOCK_EINVAL ? RL_BAD_RESOURCE : NULL);
+      rl_fail(st, rc, err);
       return NULL;
     }
     return l;
@@ -268,7 +248,7 @@ struct redlock_lock {};
 
 %extend redlock_lock {
   ~redlock_lock() {
-    rl_lock_free($self);
+    redlock_lock_free($self);
   }
 
   void rl_acquire(rl_status *st, uint32_t ttlMs, int64_t waitMs) {
@@ -284,8 +264,7 @@ struct redlock_lock {};
   }
 
   void rl_release(rl_status *st) {
-    int rc = redlock_release($self);
-    rl_lock_unwatch($self); /* the release stopped auto-extension */
+    int rc = redlock_release($self); /* also stops auto-extension */
     if (rc != 0)
       rl_lock_fail(st, $self, rc);
   }
@@ -298,7 +277,7 @@ struct redlock_lock {};
     int rc = redlock_release($self);
     if (rc != 0 && rc != REDLOCK_ESTATE)
       rl_lock_fail(st, $self, rc);
-    rl_lock_free($self);
+    redlock_lock_free($self);
   }
 
   void rl_cancel() {
@@ -387,7 +366,6 @@ struct redlock_lock {};
   /* true if auto-extension was on; it waits for an extension under way. */
   bool rl_stopAutoExtend() {
     int rc = redlock_lock_auto_extend_stop($self);
-    rl_lock_unwatch($self);
     return rc == 0;
   }
 }
@@ -408,10 +386,10 @@ struct redlock_lock {};
 %enddef
 
 %extend redlock_lock_options {
-  /* The C library's defaults for a lock (rl_lock_options_defaults). */
+  /* The C library's defaults for a lock (redlock_lock_options_init). */
   redlock_lock_options(rl_status *st) {
     redlock_lock_options *o = malloc(sizeof *o);
-    int rc = o ? rl_lock_options_defaults(o) : REDLOCK_ENOMEM;
+    int rc = o ? redlock_lock_options_init_version(o, REDLOCK_LOCK_OPTIONS_VERSION) : REDLOCK_ENOMEM;
     if (rc != 0) {
       rl_fail(st, rc, NULL);
       free(o);

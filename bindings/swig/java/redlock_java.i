@@ -9,8 +9,6 @@
 #include "redlock_jni.h"
 /* The callback hooks of redlock.i. */
 #define rl_open rl_java_open
-#define rl_lock_free rl_java_lock_free
-#define rl_lock_unwatch rl_java_lock_unwatch
 #define rl_options_free rl_java_options_free
 %}
 

@@ -173,8 +173,8 @@ static JNIEnv *rl_java_env(void) {
 
 /* ---------------------------------------------------------------------------
  * Global references. A JNI global reference with one holder: an Options (its
- * listener), the C library (a client's event sink) or the registry (a lock's
- * lost listener). obj may be set after the holder has it.
+ * listener) or the C library (a client's event sink, a lock's lost
+ * listener). obj may be set after the holder has it.
  * ------------------------------------------------------------------------- */
 typedef struct rl_jref {
     jobject obj;
@@ -199,87 +199,6 @@ static void rl_jref_free(rl_jref *r) {
     if (r->obj && (env = rl_java_env()))
         (*env)->DeleteGlobalRef(env, r->obj);
     free(r);
-}
-
-/* ---------------------------------------------------------------------------
- * The registry: a lock's lost listener, kept beside its handle, keyed by its
- * address (the C library has no userdata-free hook for on_lost). An entry is
- * taken out before its handle is freed (so a new handle at the same address
- * never meets it) and its reference is dropped after (so no callback still
- * running can lose it).
- * ------------------------------------------------------------------------- */
-typedef struct rl_entry {
-    struct rl_entry *next;
-    const void *key; /* a redlock_lock */
-    rl_jref *lost;   /* its NativeCallbacks.LostDispatch */
-} rl_entry;
-
-static pthread_mutex_t rl_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-
-#define RL_REG_BUCKETS 1024
-static rl_entry *rl_reg[RL_REG_BUCKETS];
-
-static rl_entry **rl_reg_slot(const void *key) {
-    rl_entry **p = &rl_reg[((uintptr_t)key >> 4) % RL_REG_BUCKETS];
-    while (*p && (*p)->key != key)
-        p = &(*p)->next;
-    return p; /* *p is the entry, or NULL: where to add it */
-}
-
-/* Sets key's listener (adding the entry; NULL removes it), returning the
- * old one in *old. 0, or -1 when out of memory (nothing changed). */
-static int rl_reg_set(const void *key, rl_jref *value, rl_jref **old) {
-    rl_entry **p, *e;
-    *old = NULL;
-    pthread_mutex_lock(&rl_reg_mu);
-    p = rl_reg_slot(key);
-    if (!(e = *p)) {
-        if (!value) {
-            pthread_mutex_unlock(&rl_reg_mu);
-            return 0;
-        }
-        if (!(e = calloc(1, sizeof *e))) {
-            pthread_mutex_unlock(&rl_reg_mu);
-            return -1;
-        }
-        e->key = key;
-        *p = e;
-    }
-    *old = e->lost;
-    e->lost = value;
-    if (!e->lost) {
-        *p = e->next;
-        free(e);
-    }
-    pthread_mutex_unlock(&rl_reg_mu);
-    return 0;
-}
-
-/* Whether key has a listener now. */
-static bool rl_reg_has(const void *key) {
-    bool has;
-    pthread_mutex_lock(&rl_reg_mu);
-    has = *rl_reg_slot(key) != NULL;
-    pthread_mutex_unlock(&rl_reg_mu);
-    return has;
-}
-
-/* Takes key's entry out; NULL if it has none. */
-static rl_entry *rl_reg_take(const void *key) {
-    rl_entry **p, *e;
-    pthread_mutex_lock(&rl_reg_mu);
-    p = rl_reg_slot(key);
-    if ((e = *p))
-        *p = e->next;
-    pthread_mutex_unlock(&rl_reg_mu);
-    return e;
-}
-
-static void rl_entry_drop(rl_entry *e) {
-    if (e) {
-        rl_jref_free(e->lost);
-        free(e);
-    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -401,45 +320,25 @@ int rl_java_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
     return 0;
 }
 
-void rl_java_lock_free(redlock_lock *lock) {
-    rl_entry *e = rl_reg_take(lock);
-    redlock_lock_free(lock); /* stops auto-extension, waiting for a callback under way */
-    rl_entry_drop(e);
-}
-
-/* After redlock_release or redlock_lock_auto_extend_stop, which wait for a
- * lost callback under way: the lost listener can no longer be called. */
-void rl_java_lock_unwatch(redlock_lock *lock) {
-    rl_jref *old;
-    if (rl_reg_set(lock, NULL, &old) == 0)
-        rl_jref_free(old);
+/* The lost listener's reference is the C library's to drop once it can no
+ * longer be called (replaced, stopped, released, freed): rl_jref_free as the
+ * userdata_free of redlock_lock_auto_extend2. */
+static void rl_java_lost_free(void *dispatch) {
+    rl_jref_free(dispatch);
 }
 
 void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms, jobject dispatch) {
-    rl_jref *ref = NULL, *old = NULL;
+    rl_jref *ref = NULL;
     int rc;
     if (dispatch && !(ref = rl_jref_new(rl_java_env(), dispatch))) {
         rl_fail(st, REDLOCK_ENOMEM, NULL);
         return;
     }
-    /* A listener from an earlier call may be running: stop (which waits for
-     * it) before letting it go. Starting again below replaces the old
-     * auto-extension with the same schedule. */
-    if (rl_reg_has(lock)) {
-        redlock_lock_auto_extend_stop(lock);
-        rl_java_lock_unwatch(lock);
-    }
-    if (ref && rl_reg_set(lock, ref, &old) != 0) {
-        rl_jref_free(ref);
-        rl_fail(st, REDLOCK_ENOMEM, NULL);
-        return;
-    }
-    rl_jref_free(old); /* NULL: let go above */
-    rc = redlock_lock_auto_extend(lock, max_hold_ms, ref ? rl_java_on_lost : NULL, ref);
+    rc = redlock_lock_auto_extend2(lock, max_hold_ms, ref ? rl_java_on_lost : NULL, ref,
+                                   ref ? rl_java_lost_free : NULL);
     if (rc != 0) {
         rl_lock_fail(st, lock, rc);
-        if (ref)
-            rl_java_lock_unwatch(lock); /* not started: nothing can call it */
+        rl_jref_free(ref); /* not kept by a refused call */
     }
 }
 

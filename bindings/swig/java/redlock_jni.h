@@ -40,10 +40,6 @@ int rl_java_uint32(JNIEnv *env, jlong in, const char *what, uint32_t *out);
  * carry a Java listener (rl_java_set_listener). */
 int rl_java_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
                  const redlock_options *options, char *err, size_t errsize);
-/* redlock_lock_free, then drops the lock's lost listener. */
-void rl_java_lock_free(redlock_lock *lock);
-/* Auto-extension is over (release, stop): drops the lost listener. */
-void rl_java_lock_unwatch(redlock_lock *lock);
 /* Drops the event listener held by options. */
 void rl_java_options_free(redlock_options *options);
 

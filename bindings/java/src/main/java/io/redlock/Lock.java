@@ -37,7 +37,10 @@ public final class Lock extends LockNative implements AutoCloseable {
     acquire(ttlMs, Redlock.WAIT_NONE);
   }
 
-  /** Acquires for ttlMs, waiting up to waitMs (Redlock.WAIT_DEFAULT, Redlock.WAIT_NONE or {@code > 0}). */
+  /**
+   * Acquires for ttlMs, waiting up to waitMs (Redlock.WAIT_DEFAULT, Redlock.WAIT_NONE,
+   * Redlock.WAIT_FOREVER, or 1 ms to seven days).
+   */
   public synchronized void acquire(long ttlMs, long waitMs) {
     acquireNative(ttlMs, waitMs);
   }

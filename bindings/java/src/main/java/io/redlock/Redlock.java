@@ -27,6 +27,11 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
   public static final long WAIT_DEFAULT = -1;
   /** wait argument: exactly one attempt; REDLOCK_WAIT_NONE. */
   public static final long WAIT_NONE = 0;
+  /**
+   * wait argument: retry with no deadline, until acquired, a failure a retry cannot fix, or
+   * {@link Lock#cancel()}; REDLOCK_WAIT_FOREVER. A finite wait is at most seven days.
+   */
+  public static final long WAIT_FOREVER = -2;
 
   // Calls that touch the C client are serialised with close().
   private List<String> nodeUrls;

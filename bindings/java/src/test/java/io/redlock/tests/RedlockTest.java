@@ -521,7 +521,14 @@ public final class RedlockTest {
       expect(InvalidArgumentException.class, "negative ttl", () -> client.acquire("args", -1));
       expect(InvalidArgumentException.class, "ttl over one day", () -> client.acquire("args", 86_400_001L));
       expect(InvalidArgumentException.class, "ttl over 2^32", () -> client.acquire("args", 1L << 32));
-      expect(InvalidArgumentException.class, "wait below WAIT_DEFAULT", () -> client.acquire("args", 1_000, -2));
+      expect(InvalidArgumentException.class, "wait below WAIT_FOREVER", () -> client.acquire("args", 1_000, -3));
+      Options fencing = new Options();
+      fencing.setFencing(true);
+      try (Redlock fenced = new Redlock(urls, fencing)) {
+        InvalidArgumentException why = expect(InvalidArgumentException.class, "resource ending in :fencing",
+            () -> fenced.acquire("orders:fencing", 1_000));
+        check(why != null && why.getMessage().contains(":fencing"), "the refusal says why: " + why);
+      }
       checkEq(0, holders("args", 0), "no key from rejected calls");
       try (Lock lock = client.acquire("args", 10_000)) {
         expect(InvalidArgumentException.class, "extend with ttl 0", () -> lock.extend(0));
