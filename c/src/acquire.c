@@ -323,7 +323,14 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     if (listening && !counted && code == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0 &&
         h->marked * 2 > h->no && h->hint_ms != 0 && calm && rl_wake_ready(c) >= c->quorum)
         return rl_policy_wake_wait_us(&lock->pol, h->hint_ms);
-    return rl_policy_retry_delay_us(&lock->pol);
+    int64_t us = rl_policy_retry_delay_us(&lock->pol);
+    /* A listening waiter that polls because the nodes are not calm asks
+     * again by the time they may be, to register again (a node that
+     * restarted lost the queue): a long retry delay is no reason to miss
+     * the wake-ups that follow. */
+    if (listening && !calm && us > (int64_t)RL_POLICY_WAKE_CALM_MS * 1000)
+        us = (int64_t)RL_POLICY_WAKE_CALM_MS * 1000 + rl_random_below(50) * 1000;
+    return us;
 }
 
 static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
@@ -421,11 +428,14 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
             rl_wake_listen(lock->client, &w);
         /* A wake-up cuts any sleep short: the releases and leaves that wake
          * anyone find the lock free, and clean-ups wake nobody, so waiters
-         * do not wake each other in a loop during an outage. A plain first
-         * attempt that was refused registers at once. */
+         * do not wake each other in a loop during an outage. */
         int wakeable = listen;
-        int64_t delay = plain && calm && rc == REDLOCK_ENOTACQUIRED ? 0
-                        : retry_delay(lock, rc, &h, listen, max_attempts != UINT64_MAX, calm);
+        /* A plain first attempt that was refused registers at once, when
+         * the wait is bounded by time; a wait bounded by a number of
+         * attempts keeps its retry delay between them. */
+        int counted = max_attempts != UINT64_MAX;
+        int64_t delay = plain && calm && !counted && rc == REDLOCK_ENOTACQUIRED
+                        ? 0 : retry_delay(lock, rc, &h, listen, counted, calm);
         if (deadline && now + delay > deadline)
             delay = deadline - now;
         int why = nap(lock, delay, wakeable ? &w : NULL, listen);
