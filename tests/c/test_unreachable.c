@@ -31,6 +31,15 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
+/* Three loopback URLs on which nobody listens. */
+static void closed_ports(char urls[3][64], const char *u[3])
+{
+    for (int i = 0; i < 3; i++) {
+        snprintf(urls[i], 64, "redis://127.0.0.1:%d", free_port());
+        u[i] = urls[i];
+    }
+}
+
 static redlock_client *client_of(const char *const *urls, size_t n, const redlock_options *o)
 {
     redlock_client *c = NULL;
@@ -61,10 +70,7 @@ static void test_three_closed_ports(void)
 {
     char urls[3][64];
     const char *u[3];
-    for (int i = 0; i < 3; i++) {
-        snprintf(urls[i], sizeof urls[i], "redis://127.0.0.1:%d", free_port());
-        u[i] = urls[i];
-    }
+    closed_ports(urls, u);
     redlock_options o;
     redlock_options_init(&o);
     o.on_event = count_events;
@@ -213,10 +219,7 @@ static void test_never_keeps_waiting(void)
 {
     char urls[3][64];
     const char *u[3];
-    for (int i = 0; i < 3; i++) {
-        snprintf(urls[i], sizeof urls[i], "redis://127.0.0.1:%d", free_port());
-        u[i] = urls[i];
-    }
+    closed_ports(urls, u);
     redlock_options o;
     redlock_options_init(&o);
     o.unreachable_ms = REDLOCK_UNREACHABLE_NEVER;
