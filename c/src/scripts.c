@@ -20,7 +20,9 @@
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
  * (nil if TIME is refused), rl_purge, which drops lapsed registrations
  * (run when a waiter registers, and by fair mode's check), and rl_wake,
- * which publishes "<registration>\n<tag>\n<key>" (tag: the released value, or
+ * which publishes "<registration> <tag>\n<key>" (a client reads it up to the
+ * first space, as earlier versions did, so versions wake each other's
+ * waiters; tag: the released value, or
  * the registration that left) to the client of the first remaining
  * one (skipping `skip`, the caller's own registration) until a client
  * listens: PUBLISH says how many received it, so a waiter whose process
@@ -45,7 +47,7 @@
     "local function rl_wake(q, l, skip, tag, key) " \
     "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
     "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
-    "local n = redis.pcall('publish', rl_chan(m), m .. '\\n' .. tag .. '\\n' .. key) if rl_bad(n) then return end " \
+    "local n = redis.pcall('publish', rl_chan(m), m .. ' ' .. tag .. '\\n' .. key) if rl_bad(n) then return end " \
     "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own

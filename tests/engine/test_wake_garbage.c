@@ -7,7 +7,9 @@
  * - a waiter killed with SIGKILL while registered: its registration and the
  *   queue's keys expire within one lease of its last renewal, and at once
  *   when a release finds that nobody listens for it any more;
- * - a waiter whose leave a stopped node missed: the same bound.
+ * - a waiter whose leave a stopped node missed: the same bound;
+ * - a stale registration of a live client (its leave lost): cleared by
+ *   that client on the first message it gets for it.
  * Runs under tests/harness/nodes.py exec --count 5; node i is t_urls[i]. */
 #include "../c/testutil.h"
 #include "nodeutil.h"
@@ -292,6 +294,91 @@ static void test_leave_missed_by_stopped_node(void)
     redlock_client_free(b);
 }
 
+/* ---- 4. a stale registration of a live client ---- */
+
+/* The wait of w in a thread, for waits that must overlap the test's steps. */
+typedef struct bg_wait {
+    pthread_t t;
+    redlock_lock *lock;
+    int rc;
+} bg_wait;
+
+static void *bg_main(void *arg)
+{
+    bg_wait *b = arg;
+    b->rc = redlock_lock_acquire(b->lock, 10000, 30000);
+    return NULL;
+}
+
+static void test_stale_head_cleared_by_its_client(void)
+{
+    redlock_client *a = client_with(NULL, NULL), *b = client_with(NULL, NULL), *c = client_with(NULL, NULL);
+    const char *r1 = uniq("stale-r1"), *r2 = uniq("stale-r2"), *r = uniq("stale-r");
+    char r1k[128], r2k[128], rk[128];
+    snprintf(r1k, sizeof r1k, "%s", r1);
+    snprintf(r2k, sizeof r2k, "%s", r2);
+    snprintf(rk, sizeof rk, "%s", r);
+    /* B waits for r1 once, to learn the name its client registers under. */
+    redlock_lock *h1, *h2, *h, *b1, *b2, *c1;
+    CHECK_RC(redlock_lock_new(&h1, a, r1k), 0);
+    CHECK_LOCK_RC(h1, redlock_lock_acquire(h1, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&b1, b, r1k), 0);
+    bg_wait w1 = { .lock = b1 };
+    pthread_create(&w1.t, NULL, bg_main, &w1);
+    CHECK(EVENTUALLY(registered_everywhere(r1k), 30000, "B registered for r1"));
+    char member[128] = "";
+    redisContext *n0 = node_conn(0);
+    redisReply *rep = n0 ? redisCommand(n0, "ZRANGE %s:wq 0 0", r1k) : NULL;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1)
+        snprintf(member, sizeof member, "%s", rep->element[0]->str);
+    freeReplyObject(rep);
+    CHECK(member[0] != '\0');
+    CHECK_LOCK_RC(h1, redlock_release(h1), 0);
+    pthread_join(w1.t, NULL);
+    CHECK_RC(w1.rc, 0);
+    CHECK_LOCK_RC(b1, redlock_release(b1), 0);
+
+    /* Node 0 keeps that registration at the head of r's queue, as a node
+     * that missed its leave would: it lapses only in an hour. */
+    CHECK(node_q(0, "ZADD %s:wq 1 %s", rk, member) == 1);
+    CHECK(node_q(0, "ZADD %s:wl 99999999999999 %s", rk, member) == 1);
+    /* B waits for something else meanwhile, so its listener is read. */
+    CHECK_RC(redlock_lock_new(&h2, a, r2k), 0);
+    CHECK_LOCK_RC(h2, redlock_lock_acquire(h2, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&b2, b, r2k), 0);
+    bg_wait w2 = { .lock = b2 };
+    pthread_create(&w2.t, NULL, bg_main, &w2);
+    CHECK(EVENTUALLY(registered_everywhere(r2k), 30000, "B registered for r2"));
+    /* C waits for r behind the stale head on node 0; A's release wakes
+     * the stale head there, and B sends its leave. */
+    CHECK_RC(redlock_lock_new(&h, a, rk), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&c1, c, rk), 0);
+    bg_wait w3 = { .lock = c1 };
+    pthread_create(&w3.t, NULL, bg_main, &w3);
+    CHECK(EVENTUALLY(node_q(1, "ZCARD %s:wq", rk) == 1, 30000, "C registered for r"));
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    pthread_join(w3.t, NULL);
+    CHECK_RC(w3.rc, 0);
+    CHECK(EVENTUALLY(node_q(0, "ZSCORE %s:wq %s", rk, member) == 0, 10000, "the stale head cleared by B's client"));
+    CHECK_LOCK_RC(c1, redlock_release(c1), 0);
+    CHECK(EVENTUALLY(queue_keys_on(0, rk) == 0, 10000, "no queue left for r on node 0"));
+    CHECK_LOCK_RC(h2, redlock_release(h2), 0);
+    pthread_join(w2.t, NULL);
+    CHECK_RC(w2.rc, 0);
+    CHECK_LOCK_RC(b2, redlock_release(b2), 0);
+    redisFree(n0);
+    redlock_lock_free(h1);
+    redlock_lock_free(h2);
+    redlock_lock_free(h);
+    redlock_lock_free(b1);
+    redlock_lock_free(b2);
+    redlock_lock_free(c1);
+    redlock_client_free(a);
+    redlock_client_free(b);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -302,5 +389,6 @@ int main(void)
     run_test("many_resources", test_many_resources);
     run_test("killed_waiter", test_killed_waiter);
     run_test("leave_missed_by_stopped_node", test_leave_missed_by_stopped_node);
+    run_test("stale_head_cleared_by_its_client", test_stale_head_cleared_by_its_client);
     return finish_tests();
 }

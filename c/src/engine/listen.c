@@ -145,8 +145,9 @@ short rl_listen_poll_events(const redlock_client *cl, size_t i)
 
 /* A message names one registration, what freed the lock (the released
  * value, or the registration that left) and the lock's key
- * ("<wake id>:<n>\n<tag>\n<key>"; older clients sent "<wake id>:<n>
- * <value>"): wake that waiter if it is ours. Every node tells of a
+ * ("<wake id>:<n> <tag>\n<key>"; earlier versions sent "<wake id>:<n>
+ * <value>", and read a message up to its first space, so that both wake
+ * each other's waiters): wake that waiter if it is ours. Every node tells of a
  * release; the waiter acts on each message that comes while it sleeps
  * (one that woke it early, its SET reaching a node before the release
  * did, is followed by the others, and one of them brings it back), but
@@ -168,14 +169,14 @@ static int deliver(redlock_client *cl, size_t i, const char *payload, size_t len
             return 0;
         id = id * 10 + (uint64_t)(payload[k] - '0');
     }
-    /* The tag: between the first and the second newline. */
-    const char *tag = k < len && payload[k] == '\n' ? payload + k + 1 : NULL;
+    /* The tag: after the space, up to the newline before the key. */
+    const char *tag = k < len && payload[k] == ' ' ? payload + k + 1 : NULL;
     const char *nl = tag ? memchr(tag, '\n', len - (size_t)(tag - payload)) : NULL;
-    size_t tlen = nl ? (size_t)(nl - tag) : 0;
+    size_t tlen = !tag ? 0 : nl ? (size_t)(nl - tag) : len - (size_t)(tag - payload);
     for (rl_waiter *w = cl->io->waiters; w; w = w->next) {
         if (w->id != id)
             continue;
-        if (nl && tlen < sizeof w->tag) {
+        if (tag && tlen < sizeof w->tag) {
             if (w->spent[0] && strlen(w->spent) == tlen && memcmp(w->spent, tag, tlen) == 0)
                 return 0;
             memcpy(w->tag, tag, tlen);
