@@ -10,4 +10,9 @@ public class NoQuorumException extends RedlockException {
   NoQuorumException(String errorName, String description, String detail) {
     super(RedlockException.ENOQUORUM, errorName, description, detail);
   }
+
+  // For NodesUnreachableException: no quorum, for a reason with its own code.
+  NoQuorumException(int code, String errorName, String description, String detail) {
+    super(code, errorName, description, detail);
+  }
 }

@@ -10,10 +10,39 @@ package io.redlock;
  * (redlock_options_init). Times are in milliseconds; values must fit 0..2^32-1.
  */
 public final class Options extends OptionsNative {
+  /**
+   * {@link #setUnreachableMs(long)}: the library's default bound,
+   * REDLOCK_UNREACHABLE_CONNECTS (5) times the larger of the connect and node
+   * timeouts (1 s with the defaults).
+   */
+  public static final long UNREACHABLE_DEFAULT = 0;
+  /**
+   * {@link #setUnreachableMs(long)}: never give up because the nodes cannot be
+   * reached; only the acquire's own wait ends it (REDLOCK_UNREACHABLE_NEVER).
+   */
+  public static final long UNREACHABLE_NEVER = 0xFFFF_FFFFL;
+
   private RedlockEventListener eventListener;
 
   public Options() {
     super();
+  }
+
+  /**
+   * How long a waiting acquire goes on while no quorum of nodes can be reached
+   * (connections refused, host names that do not resolve, connects timing
+   * out) before it throws {@link NodesUnreachableException}, which names each
+   * node and what it said (redlock_options.unreachable_ms).
+   * {@link #UNREACHABLE_DEFAULT} (0, the initial value) is five connect
+   * timeouts, 1 s with the defaults; {@link #UNREACHABLE_NEVER} keeps waiting.
+   * At most seven days otherwise. A lock held elsewhere, or a slow node, is
+   * not unreachable: that wait goes on as before. A single attempt
+   * ({@link Redlock#WAIT_NONE}, tryAcquire) is not a wait and throws
+   * {@link NoQuorumException} at once.
+   */
+  @Override
+  public void setUnreachableMs(long unreachableMs) {
+    super.setUnreachableMs(unreachableMs);
   }
 
   /** Every acquisition mints a fencing token (REDLOCK_OPT_FENCING; {@link Lock#fencingToken()}); one more round trip per acquisition. */

@@ -72,6 +72,7 @@ public class RedlockException extends ErrorCodes {
       case ECANCELED: return new CancelledException(n, t, d);
       case ELIMIT: return new ExtensionLimitException(n, t, d);
       case ESTATE: return new LockStateException(n, t, d);
+      case EUNREACHABLE: return new NodesUnreachableException(n, t, d);
       default: return new RedlockException(code, n, t, d);
     }
   }

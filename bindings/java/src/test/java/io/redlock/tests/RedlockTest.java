@@ -9,6 +9,8 @@ import io.redlock.*;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
@@ -22,6 +24,8 @@ import java.util.List;
 import java.lang.ref.WeakReference;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -34,7 +38,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable");
       System.exit(2);
     }
     switch (args[0]) {
@@ -54,6 +58,7 @@ public final class RedlockTest {
       case "wake": wake(); break;
       case "tls": tls(); break;
       case "no_nodes": noNodes(); break;
+      case "unreachable": unreachable(); break;
       default:
         System.err.println("unknown group " + args[0]);
         System.exit(2);
@@ -1533,5 +1538,140 @@ public final class RedlockTest {
     }
     check(Arrays.asList(RedlockException.class.getInterfaces()).isEmpty()
         && RuntimeException.class.isAssignableFrom(RedlockException.class), "RedlockException is unchecked");
+  }
+
+  // ------------------------------------------------------------ unreachable
+
+  // A wait that must end by itself runs under this guard; reaching it fails
+  // the test. It is a hang check, not a timing assertion.
+  private static final long GUARD_SECONDS = 60;
+
+  /** Loopback ports nothing listens on: each bound once (port 0), noted, closed. */
+  private static int[] closedPorts(int n) throws IOException {
+    int[] ports = new int[n];
+    for (int i = 0; i < n; i++) {
+      try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+        ports[i] = s.getLocalPort();
+      }
+    }
+    return ports;
+  }
+
+  /** Runs body on a daemon thread; returns what it threw (null if nothing), or fails if it still runs after the guard. */
+  private static Throwable guarded(String what, Body body) throws InterruptedException {
+    FutureTask<Void> task = new FutureTask<>(() -> {
+      body.run();
+      return null;
+    });
+    Thread th = new Thread(task, "unreachable-" + what);
+    th.setDaemon(true);
+    th.start();
+    try {
+      task.get(GUARD_SECONDS, TimeUnit.SECONDS);
+      return null;
+    } catch (ExecutionException e) {
+      return e.getCause();
+    } catch (java.util.concurrent.TimeoutException e) {
+      check(false, what + ": still waiting after " + GUARD_SECONDS + " s");
+      return null;
+    }
+  }
+
+  /** t must be a NodesUnreachableException whose message names every node in names. */
+  private static void checkUnreachable(Throwable t, String what, String... names) {
+    if (!(t instanceof NodesUnreachableException)) {
+      check(false, what + ": expected NodesUnreachableException, got " + t);
+      if (t != null)
+        t.printStackTrace(System.out);
+      return;
+    }
+    NodesUnreachableException e = (NodesUnreachableException) t;
+    check(e instanceof NoQuorumException, what + ": is a NoQuorumException");
+    checkEq(RedlockException.EUNREACHABLE, e.getCode(), what + ": code");
+    checkEq(-16, e.getCode(), what + ": REDLOCK_EUNREACHABLE is -16");
+    checkEq("REDLOCK_EUNREACHABLE", e.getErrorName(), what + ": error name");
+    for (String n : names)
+      check(e.getMessage().contains(n), what + ": the message names " + n + ": " + e.getMessage());
+  }
+
+  static void unreachable() throws Exception {
+    // Options: 0 (the library's default bound) until set; the two named values.
+    Options defaults = new Options();
+    checkEq(Options.UNREACHABLE_DEFAULT, defaults.getUnreachableMs(), "unreachableMs starts at the default");
+    defaults.setUnreachableMs(Options.UNREACHABLE_NEVER);
+    checkEq(4294967295L, defaults.getUnreachableMs(), "UNREACHABLE_NEVER is UINT32_MAX");
+    defaults.setUnreachableMs(604_800_001L); // past REDLOCK_MAX_WAIT_MS and not NEVER
+    expect(InvalidArgumentException.class, "unreachableMs past seven days",
+        () -> new Redlock(new String[]{"redis://127.0.0.1:6379"}, defaults).close());
+    expect(InvalidArgumentException.class, "unreachableMs past 2^32-1",
+        () -> defaults.setUnreachableMs(1L << 32));
+    defaults.free();
+
+    // Three closed loopback ports: a wait without a bound of its own ends,
+    // naming every node and what it said.
+    int[] ports = closedPorts(3);
+    String[] dead = new String[3];
+    String[] names = new String[3];
+    for (int i = 0; i < 3; i++) {
+      names[i] = "127.0.0.1:" + ports[i];
+      dead[i] = "redis://" + names[i];
+    }
+    try (Redlock client = new Redlock(dead)) {
+      Throwable t = guarded("closed ports, Redlock.acquire",
+          () -> client.acquire("unreachable", 5_000, Redlock.WAIT_FOREVER).close());
+      checkUnreachable(t, "closed ports", names);
+      if (t != null)
+        check(t.getMessage().contains("Connection refused"), "the message says what the nodes said: " + t.getMessage());
+      try (Lock lock = client.newLock("unreachable")) {
+        checkUnreachable(guarded("closed ports, Lock.acquire", () -> lock.acquire(5_000, Redlock.WAIT_FOREVER)),
+            "closed ports, Lock.acquire", names);
+        check(!lock.isHeld(), "not held after NodesUnreachableException");
+      }
+      // One attempt is not a wait: no quorum, at once.
+      NoQuorumException q = expect(NoQuorumException.class, "tryAcquire on closed ports",
+          () -> client.tryAcquire("unreachable", 5_000));
+      check(q != null && !(q instanceof NodesUnreachableException), "tryAcquire: a plain NoQuorumException: " + q);
+    }
+
+    // An explicit bound.
+    Options bounded = new Options();
+    bounded.setUnreachableMs(300);
+    try (Redlock client = new Redlock(dead, bounded)) {
+      checkUnreachable(guarded("unreachableMs 300",
+          () -> client.acquire("unreachable", 5_000, Redlock.WAIT_FOREVER).close()), "unreachableMs 300", names);
+    }
+    bounded.free();
+
+    // UNREACHABLE_NEVER: only the wait's own bound ends it.
+    Options never = new Options();
+    never.setUnreachableMs(Options.UNREACHABLE_NEVER);
+    try (Redlock client = new Redlock(dead, never)) {
+      Throwable t = guarded("UNREACHABLE_NEVER", () -> client.acquire("unreachable", 5_000, 2_000).close());
+      check(t instanceof LockTimeoutException, "UNREACHABLE_NEVER: the wait ends in LockTimeoutException: " + t);
+    }
+    never.free();
+
+    // Host names that do not resolve.
+    String[] unresolvable = {"redis://no-such-host.invalid:6379", "redis://also-no-such-host.invalid:6379",
+        "redis://third-no-such-host.invalid:6379"};
+    try (Redlock client = new Redlock(unresolvable)) { // names are resolved when connecting
+      checkUnreachable(guarded("unresolvable names",
+          () -> client.acquire("unreachable", 5_000, Redlock.WAIT_FOREVER).close()), "unresolvable names",
+          "no-such-host.invalid:6379", "also-no-such-host.invalid:6379", "third-no-such-host.invalid:6379");
+    }
+
+    // A busy lock on the real nodes still waits, and times out as before, even
+    // with the tightest bound: every node answers, so it never applies.
+    Options tight = new Options();
+    tight.setUnreachableMs(1);
+    try (Redlock holder = new Redlock(nodes());
+         Redlock waiter = new Redlock(nodes(), tight);
+         Lock held = holder.acquire("unreachable-busy", 30_000)) {
+      Throwable t = guarded("busy lock", () -> waiter.acquire("unreachable-busy", 5_000, 1_000).close());
+      check(t instanceof LockTimeoutException, "busy lock: LockTimeoutException: " + t);
+      check(!(t instanceof NodesUnreachableException), "busy lock: not NodesUnreachableException");
+      check(held.isHeld(), "the holder still holds it");
+    }
+    tight.free();
   }
 }
