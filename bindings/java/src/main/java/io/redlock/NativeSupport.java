@@ -50,11 +50,20 @@ final class NativeSupport {
     try {
       System.loadLibrary("redlockjni");
     } catch (UnsatisfiedLinkError e) {
-      if (bundled != null)
+      if (bundled != null) {
         e.addSuppressed(bundled);
-      else
-        e.addSuppressed(new UnsatisfiedLinkError("the jar has no " + resource + " for this platform"));
-      throw e;
+        throw e;
+      }
+      // A jar without the native library (the CMake build's
+      // redlock-java-nonbundled-<version>.jar): say what to do instead.
+      UnsatisfiedLinkError told = new UnsatisfiedLinkError(e.getMessage()
+          + ": this jar has no " + resource + " (it is not the self-contained jar);"
+          + " use bindings/java/target/redlock-<version>.jar (mvn package in bindings/java)"
+          + " or build/bindings/swig/redlock-java-<version>.jar (CMake with -DREDLOCK_JAVA_BUNDLE=ON),"
+          + " or give this one the JNI library: -Djava.library.path=<directory of libredlockjni.so>"
+          + " or -D" + LIBRARY_PROPERTY + "=<file>");
+      told.initCause(e);
+      throw told;
     }
   }
 
