@@ -333,7 +333,21 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     return us;
 }
 
-static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+/* What a call of acquire knows across its attempts. */
+typedef struct waiting {
+    int64_t start, deadline;     /* deadline 0: none */
+    uint64_t max_attempts;       /* UINT64_MAX: bounded by time (or nothing) */
+    int listen, join;            /* listens for releases; registers in the queue */
+    int plain_first, woke;
+    int registered, last_plain;  /* an attempt registered it; the last one was plain */
+    rl_waiter w;
+    char member[RL_MEMBER_MAX];  /* its registration, "" when it does not join */
+    uint64_t ticket;
+    int64_t renewed_us, renew_every_us, reached_us;
+} waiting;
+
+/* The checks before any I/O: 0, or the code with the lock's message set. */
+static int check_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
     int rc = rl_ttl_problem(lock, ttl_ms, lock->errmsg, sizeof lock->errmsg);
     if (rc)
@@ -342,122 +356,159 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         return rl_lock_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
     if (redlock_lock_is_held(lock))
         return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is already held by this handle", lock->resource);
-
-    const redlock_lock_options *o = &lock->pol;
     if (atomic_load(&lock->cancel))
         return rl_lock_err(lock, REDLOCK_ECANCELED, "acquisition of '%s' is cancelled (redlock_lock_cancel_reset clears it)",
                        lock->resource);
-    int64_t start = rl_now_us(), deadline = 0;
-    uint64_t max_attempts;
-    if (wait_ms == REDLOCK_WAIT_NONE) {
-        max_attempts = 1;
-    } else if (wait_ms > 0) {
-        max_attempts = UINT64_MAX;
-        deadline = start + wait_ms * 1000;
-    } else if (wait_ms == REDLOCK_WAIT_FOREVER) {
-        max_attempts = UINT64_MAX;   /* and a deadline of 0: none */
-    } else {
-        max_attempts = (uint64_t)o->retry_count + 1;
-        if (o->wait_ms)
-            deadline = start + (int64_t)o->wait_ms * 1000;
-    }
+    return 0;
+}
 
+/* The bounds of the wait, and the waiter's registration. */
+static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
+{
+    const redlock_lock_options *o = &lock->pol;
+    memset(s, 0, sizeof *s);
+    s->start = s->reached_us = rl_now_us();
+    if (wait_ms == REDLOCK_WAIT_NONE) {
+        s->max_attempts = 1;
+    } else if (wait_ms > 0) {
+        s->max_attempts = UINT64_MAX;
+        s->deadline = s->start + wait_ms * 1000;
+    } else if (wait_ms == REDLOCK_WAIT_FOREVER) {
+        s->max_attempts = UINT64_MAX;   /* and a deadline of 0: none */
+    } else {
+        s->max_attempts = (uint64_t)o->retry_count + 1;
+        if (o->wait_ms)
+            s->deadline = s->start + (int64_t)o->wait_ms * 1000;
+    }
     /* A waiter registers in the resource's queue (for wake-up and fair
      * mode) and listens for releases, unless wake-up is off. */
-    int listen = !(o->flags & REDLOCK_OPT_NO_WAKE), join = max_attempts > 1 && (listen || (o->flags & REDLOCK_OPT_FAIR));
-    rl_waiter w;
-    char member[RL_MEMBER_MAX] = "";
-    uint64_t ticket = ticket_now();
-    listen = join && listen;
-    if (join) {
+    int listen = !(o->flags & REDLOCK_OPT_NO_WAKE);
+    s->join = s->max_attempts > 1 && (listen || (o->flags & REDLOCK_OPT_FAIR));
+    s->listen = s->join && listen;
+    s->ticket = ticket_now();
+    if (s->join) {
         wake_fd(lock);
-        rl_wake_name(lock->client, &w, lock, member, sizeof member);
+        rl_wake_name(lock->client, &s->w, lock, s->member, sizeof s->member);
     }
-    memcpy(lock->member, member, sizeof member);
-    int64_t reached_us = start;   /* an attempt last reached a quorum of nodes (or the call began) */
+    memcpy(lock->member, s->member, sizeof s->member);
     /* The first attempt is a plain SET NX PX, as Redlock needs and nothing
      * more, unless this handle had to wait last time, or fair mode or
      * fencing need the script: queue work starts once someone has actually
      * been refused. */
-    int plain_first = join && !lock->contended && !(o->flags & REDLOCK_OPT_FAIR) &&
-                      !(lock->client->opts.flags & REDLOCK_OPT_FENCING);
-    int woke = 0;   /* the last sleep ended with a wake-up */
+    s->plain_first = s->join && !lock->contended && !(o->flags & REDLOCK_OPT_FAIR) &&
+                     !(lock->client->opts.flags & REDLOCK_OPT_FENCING);
     /* A registration's lease is renewed a few times per lease, not on
      * every attempt: the first registering attempt renews (the script
      * also does when it has to add us again, e.g. after a restart). */
-    int64_t renewed_us = 0, renew_every_us = (int64_t)rl_policy_wake_lease_ms(o) * 1000 / 3;
+    s->renew_every_us = (int64_t)rl_policy_wake_lease_ms(o) * 1000 / 3;
+}
+
+/* Attempt n: plain or registering, as the nodes' calm allows. */
+static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting *s, wait_hint *h, int *calm,
+                        int *plain)
+{
+    /* While the nodes are not calm (one failed lately) the queue is not
+     * trusted: plain attempts, polling, no fair order. */
+    *calm = (s->join || (lock->pol.flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
+    *plain = !*calm || (s->plain_first && n == 1);
+    s->registered |= !*plain && s->join;
+    s->last_plain = *plain;
+    int renew = !*plain && (!s->renewed_us || rl_now_us() - s->renewed_us >= s->renew_every_us);
+    if (renew)
+        s->renewed_us = rl_now_us();
+    if (s->listen)
+        atomic_store(&s->w.woken, 0);
+    int rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, *plain ? "" : s->member, s->ticket,
+                     *calm, renew, h);
+    if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
+        rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
+    if (s->join && rc == REDLOCK_ENOTACQUIRED)
+        lock->contended = 1;
+    else if (s->join && rc == 0 && n == 1)
+        lock->contended = 0;
+    return rc;
+}
+
+/* The wait ends with code, the last attempt's detail kept in the message. */
+static int give_up(redlock_lock *lock, int code, const char *what, uint64_t n)
+{
+    char last[RL_MSG_MAX];
+    memcpy(last, lock->errmsg, sizeof last);
+    return rl_lock_err(lock, code, "%s %llu attempt%s; last attempt: %.1900s", what, (unsigned long long)n,
+                       n == 1 ? "" : "s", last);
+}
+
+/* After a failed attempt n: 1 to try again, or 0 with *rc the call's
+ * result. Sleeps between the two. */
+static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_hint *h, int calm, int plain, int *rc)
+{
+    if (!redlock_error_is_retryable(*rc))
+        return 0;
+    if (s->max_attempts > 1 && unreachable_too_long(lock, &s->reached_us, n)) {
+        *rc = REDLOCK_EUNREACHABLE;
+        return 0;
+    }
+    if (n >= s->max_attempts) {
+        if (n > 1)
+            rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
+        return 0;
+    }
+    int64_t now = rl_now_us();
+    if (s->deadline && now >= s->deadline) {
+        char what[64];
+        rl_fmt(what, sizeof what, "gave up after %lld ms and", (long long)((now - s->start) / 1000));
+        *rc = give_up(lock, REDLOCK_ETIMEDOUT, what, n);
+        return 0;
+    }
+    if (s->listen)
+        rl_wake_listen(lock->client, &s->w);
+    /* A plain first attempt that was refused registers at once, when the
+     * wait is bounded by time; a wait bounded by a number of attempts
+     * keeps its retry delay between them. */
+    int counted = s->max_attempts != UINT64_MAX;
+    int64_t delay = plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
+                    ? 0 : retry_delay(lock, *rc, h, s->listen, counted, calm);
+    if (s->deadline && now + delay > s->deadline)
+        delay = s->deadline - now;
+    /* A wake-up cuts any sleep short: the releases and leaves that wake
+     * anyone find the lock free, and clean-ups wake nobody, so waiters do
+     * not wake each other in a loop during an outage. */
+    int why = nap(lock, delay, s->listen ? &s->w : NULL, s->listen);
+    if (why == REDLOCK_ECANCELED) {
+        *rc = give_up(lock, REDLOCK_ECANCELED, "wait cancelled after", n);
+        return 0;
+    }
+    s->woke = why == 1;
+    if (why == 1)
+        rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), (size_t)atomic_load(&s->w.node));
+    if (s->listen)
+        rl_wake_report(lock->client, lock);
+    return 1;
+}
+
+static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+{
+    int rc = check_acquire(lock, ttl_ms, wait_ms);
+    if (rc)
+        return rc;
+    waiting s;
+    begin_waiting(lock, wait_ms, &s);
     for (uint64_t n = 1;; n++) {
         wait_hint h = { 0, 0, 0, 0, -1 };
-        /* While the nodes are not calm (one failed lately) the queue is
-         * not trusted: plain attempts, polling, no fair order. */
-        int calm = (join || (o->flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
-        int plain = !calm || (plain_first && n == 1);
-        int renew = !plain && (!renewed_us || rl_now_us() - renewed_us >= renew_every_us);
-        if (renew)
-            renewed_us = rl_now_us();
-        if (listen)
-            atomic_store(&w.woken, 0);
-        rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, plain ? "" : member, ticket, calm,
-                     renew, &h);
-        if (woke && rc == REDLOCK_ENOTACQUIRED && h.yes == 0)
-            rl_wake_spend(lock->client, &w);   /* taken again: the same release's other messages wake nobody */
-        if (join && rc == REDLOCK_ENOTACQUIRED)
-            lock->contended = 1;
-        else if (join && rc == 0 && n == 1)
-            lock->contended = 0;
-        if (rc == 0 || !redlock_error_is_retryable(rc))
+        int calm, plain;
+        rc = next_attempt(lock, ttl_ms, n, &s, &h, &calm, &plain);
+        if (rc == 0 || !sleep_or_stop(lock, n, &s, &h, calm, plain, &rc))
             break;
-        if (max_attempts > 1 && unreachable_too_long(lock, &reached_us, n)) {
-            rc = REDLOCK_EUNREACHABLE;
-            break;
-        }
-        if (n >= max_attempts) {
-            if (n > 1)
-                rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
-            break;
-        }
-        int64_t now = rl_now_us();
-        if (deadline && now >= deadline) {
-            char last[RL_MSG_MAX];
-            memcpy(last, lock->errmsg, sizeof last);
-            rc = rl_lock_err(lock, REDLOCK_ETIMEDOUT, "gave up after %lld ms and %llu attempts; last attempt: %.1900s",
-                             (long long)((now - start) / 1000), (unsigned long long)n, last);
-            break;
-        }
-        if (listen)
-            rl_wake_listen(lock->client, &w);
-        /* A wake-up cuts any sleep short: the releases and leaves that wake
-         * anyone find the lock free, and clean-ups wake nobody, so waiters
-         * do not wake each other in a loop during an outage. */
-        int wakeable = listen;
-        /* A plain first attempt that was refused registers at once, when
-         * the wait is bounded by time; a wait bounded by a number of
-         * attempts keeps its retry delay between them. */
-        int counted = max_attempts != UINT64_MAX;
-        int64_t delay = plain && calm && !counted && rc == REDLOCK_ENOTACQUIRED
-                        ? 0 : retry_delay(lock, rc, &h, listen, counted, calm);
-        if (deadline && now + delay > deadline)
-            delay = deadline - now;
-        int why = nap(lock, delay, wakeable ? &w : NULL, listen);
-        if (why == REDLOCK_ECANCELED) {
-            char last[RL_MSG_MAX];
-            memcpy(last, lock->errmsg, sizeof last);
-            rc = rl_lock_err(lock, REDLOCK_ECANCELED, "wait cancelled after %llu attempt%s; last attempt: %.1900s",
-                             (unsigned long long)n, n == 1 ? "" : "s", last);
-            break;
-        }
-        woke = why == 1;
-        if (why == 1)
-            rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), (size_t)atomic_load(&w.node));
-        if (listen)
-            rl_wake_report(lock->client, lock);
     }
-    if (join) {
-        rl_wake_leave(lock->client, &w);
-        if (rc != 0)
-            leave(lock, member, NULL, 1);
+    if (s.join) {
+        rl_wake_leave(lock->client, &s.w);
+        /* Registered, then given up, or acquired by a plain attempt (the
+         * nodes were not calm): nothing dropped the registration, so it
+         * leaves everywhere. */
+        if (s.registered && (rc != 0 || s.last_plain))
+            leave(lock, s.member, NULL, 1);
     }
-    if (listen)
+    if (s.listen)
         rl_wake_report(lock->client, lock);
     return rc;
 }
