@@ -73,9 +73,12 @@ def fault_loop(stop, phase, c, p, faults):
         elif phase == "pause":
             time.sleep(rng.uniform(0.2, 0.5))
             c.pause(2)
-            # Shorter than the stall limit (4 node timeouts + connect timeout): the connection
-            # is kept, so what was queued on it runs in order when the node resumes.
-            time.sleep(rng.uniform(0.05, 0.25))
+            # Well under the stall limit (4 node timeouts + connect timeout, 600 ms here): the
+            # connection is kept, so what was queued on it runs in order when the node resumes.
+            # With 0.25 s, a client slowed by a sanitizer on a loaded machine once reached the
+            # limit, dropped the connection, and a release on the new one overtook its SET (the
+            # known gap of algorithm.md): keys were left for their TTL.
+            time.sleep(rng.uniform(0.05, 0.15))
             c.resume(2)
         else:
             stop.wait(0.1)
@@ -120,6 +123,11 @@ def stress(args):
                 failed += 1
             elif rc != 0 or any(left):
                 print("FAIL: phase %s" % phase)
+                for i, n in enumerate(left):
+                    if n:   # which keys, and what they hold: a lock's value, or the waiters' queue
+                        names = sorted(c.keys(i, prefix + "-*"))[:8]
+                        print("  node %d: %s" % (i, ", ".join("%s (%s, ttl %s ms)" % (
+                            k, c.cmd(i, "TYPE", k), c.cmd(i, "PTTL", k)) for k in names)))
                 failed += 1
     print("%d passed, %d failed" % (len(args.phases.split(",")) - failed, failed))
     return 1 if failed else 0
