@@ -96,10 +96,9 @@ static void test_distinct(void)
     atomic_store(&failures, 0);
     run_threads(distinct);
     CHECK(atomic_load(&failures) == 0);
-    /* Lock keys only: the waiters' queue (<key>:wq, :wl) and a reservation
-     * (:wr) are hints that lapse on their own (docs/algorithm.md), and a
-     * registration made on a node whose reply was not waited for can stay
-     * until it lapses. */
+    /* Lock keys only: the waiters' queue (<key>:wq, :wl) is a hint that
+     * lapses on its own (docs/algorithm.md), and a registration made on a
+     * node whose reply was not waited for can stay until it lapses. */
     /* The last releases were decided at quorum: wait for the ones to the
      * nodes they did not wait for (well within the keys' 10 s TTL). */
     long long left = -1;
