@@ -20,15 +20,15 @@
 /* Shared by the scripts below that wake a waiter: the node's clock in ms
  * (nil if TIME is refused), rl_purge, which drops lapsed registrations
  * (run when a waiter registers, and by fair mode's check), and rl_wake,
- * which publishes "<registration> <tag>\n<key>" (a client reads it up to the
- * first space, as earlier versions did, so versions wake each other's
- * waiters; tag: the released value, or
- * the registration that left) to the client of the first remaining
- * one (skipping `skip`, the caller's own registration) until a client
- * listens: PUBLISH says how many received it, so a waiter whose process
- * died is dropped at once. A client that gets a message for a registration
- * that no longer waits (its leave was lost with a node's connection) sends
- * the leave for that key (wake.c), which wakes the next waiter. rl_has
+ * which publishes "<registration> <tag>\n<key>" (tag: the released value,
+ * or the registration that left; a client reads up to the first space, as
+ * earlier versions did, so versions wake each other's waiters) to the
+ * client of the first remaining one (skipping `skip`, the caller's own
+ * registration) until a client listens: PUBLISH says how many received
+ * it, so a waiter whose process died is dropped at once. A client that
+ * gets a message for a registration that no longer waits (its leave was
+ * lost with a node's connection) sends the leave for that key
+ * (engine/listen.c), which wakes the next waiter. rl_has
  * tells whether the queue exists by the WRONGTYPE error that GET gives on a
  * sorted set: GET is a command every lock user may run, so users without
  * the queue's commands (docs/security.md) see no ACL denials from
@@ -51,8 +51,8 @@
     "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own
- * registration ('' if none; it is not woken). The usual release, with no queue, runs three
- * commands and defines nothing. */
+ * registration ('' if none; it is not woken). The usual release, with no
+ * queue, runs three commands and defines nothing. */
 const char rl_script_release[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
     "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return 1 end "
