@@ -28,6 +28,10 @@ void bench_cpu_model(char *out, size_t size);
 void bench_loadavg(char *out, size_t size);
 /* "valkey 8.0.1" or "redis 7.0.15" from INFO server on c, or "?". */
 void bench_server_version(struct redisContext *c, char *out, size_t size);
+/* The node URLs the harness passes in $REDLOCK_TEST_NODES (comma-separated),
+ * at most max of them, into urls: their count, or -1 after telling prog's
+ * user to run it through runner. *list owns the strings (free it). */
+int bench_nodes_from_env(const char *prog, const char *runner, const char **urls, int max, char **list);
 /* The 1-based nearest rank of percentile p (0..1) among n sorted values,
  * ceil(p * n) clamped to 1..n; 0 when n is 0. */
 size_t bench_rank(size_t n, double p);

@@ -1287,16 +1287,12 @@ int main(int argc, char **argv)
     if (cfg.mt_seconds <= 0)
         cfg.mt_seconds = cfg.iterations >= 2000 ? 2.0 : 0.25;
 
-    const char *env = getenv("REDLOCK_TEST_NODES");
-    if (!env || !*env) {
-        fprintf(stderr, "redlock_bench: $REDLOCK_TEST_NODES is not set; run it through bench/run-c\n");
-        return 2;
-    }
-    char *list = strdup(env), *save = NULL;
+    char *list;
     const char *urls[BENCH_MAX_NODES];
-    size_t n_urls = 0;
-    for (char *t = strtok_r(list, ",", &save); t && n_urls < BENCH_MAX_NODES; t = strtok_r(NULL, ",", &save))
-        urls[n_urls++] = t;
+    int got = bench_nodes_from_env("redlock_bench", "bench/run-c", urls, BENCH_MAX_NODES, &list);
+    if (got < 0)
+        return 2;
+    size_t n_urls = (size_t)got;
     if (cfg.csv && !(csv = fopen(cfg.csv, "w"))) {
         fprintf(stderr, "redlock_bench: cannot write %s: %s\n", cfg.csv, strerror(errno));
         return 2;

@@ -4,6 +4,7 @@
  * and the nearest-rank percentile. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -97,6 +98,23 @@ void bench_server_version(redisContext *c, char *out, size_t size)
             snprintf(out, size, "%s %.*s", name, (int)strcspn(v, "\r\n"), v);
     }
     freeReplyObject(r);
+}
+
+int bench_nodes_from_env(const char *prog, const char *runner, const char **urls, int max, char **list)
+{
+    const char *env = getenv("REDLOCK_TEST_NODES");
+    *list = NULL;
+    if (!env || !*env) {
+        fprintf(stderr, "%s: $REDLOCK_TEST_NODES is not set; run it through %s\n", prog, runner);
+        return -1;
+    }
+    char *save = NULL;
+    int n = 0;
+    if (!(*list = strdup(env)))
+        return -1;
+    for (char *t = strtok_r(*list, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+        urls[n++] = t;
+    return n;
 }
 
 size_t bench_rank(size_t n, double p)

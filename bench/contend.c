@@ -1595,16 +1595,11 @@ int main(int argc, char **argv)
         cfg.seed = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^ (unsigned)getpid();
     }
 
-    const char *env = getenv("REDLOCK_TEST_NODES");
-    if (!env || !*env) {
-        fprintf(stderr, "redlock_contend: $REDLOCK_TEST_NODES is not set; run it through bench/run-contend\n");
-        return 2;
-    }
-    char *list = strdup(env), *save = NULL;
+    char *list;
     const char *urls[MAX_NODES];
-    int n_urls = 0;
-    for (char *t = strtok_r(list, ",", &save); t && n_urls < MAX_NODES; t = strtok_r(NULL, ",", &save))
-        urls[n_urls++] = t;
+    int n_urls = bench_nodes_from_env("redlock_contend", "bench/run-contend", urls, MAX_NODES, &list);
+    if (n_urls < 0)
+        return 2;
     if (n_urls < cfg.n_nodes) {
         fprintf(stderr, "redlock_contend: %d nodes needed, $REDLOCK_TEST_NODES has %d\n", cfg.n_nodes, n_urls);
         return 2;
