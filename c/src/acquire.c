@@ -309,9 +309,9 @@ static uint64_t ticket_now(void)
  * listeners are subscribed), the wait is bounded by time, not by a number
  * of attempts, and no node of the client has failed lately (not even one
  * this attempt did not wait for); else the retry policy, which a wake-up
- * still cuts short. A hint that may not hold (a node that
- * did not answer can be where the release goes unseen) never makes a
- * waiter sleep longer than polling would. */
+ * still cuts short. A hint that may not hold (a node that did not answer
+ * can be where the release goes unseen) never makes a waiter sleep longer
+ * than polling would. */
 static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int listening, int counted, int calm)
 {
     redlock_client *c = lock->client;
