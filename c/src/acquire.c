@@ -51,8 +51,8 @@ static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_u
 /* A waiter is done: its registration leaves the queue, sent without
  * waiting for replies: on every node when it gives up (all), else after an
  * acquisition only where it was refused or got no answer (a node that
- * granted dropped it; one not waited for most likely granted too). A
- * reservation it was given passes to the next waiter. */
+ * granted dropped it; one not waited for most likely granted too). If
+ * the lock is free there, the next waiter is woken (scripts.c). */
 static void leave(redlock_lock *lock, const char *member, const rl_outcome *out, int all)
 {
     rl_round r;
