@@ -409,8 +409,16 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
 {
     /* While the nodes are not calm (one failed lately) the queue is not
      * trusted: plain attempts, polling, no fair order. */
-    *calm = (s->join || (lock->pol.flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
-    *plain = !*calm || (s->plain_first && n == 1);
+    /* A plain first attempt needs no calm (plain_first excludes fair
+     * mode): it is looked at only if that attempt fails (-1: not yet), so
+     * an uncontended acquire takes no I/O mutex for it. */
+    if (s->plain_first && n == 1) {
+        *calm = -1;
+        *plain = 1;
+    } else {
+        *calm = (s->join || (lock->pol.flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
+        *plain = !*calm;
+    }
     s->registered |= !*plain && s->join;
     s->last_plain = *plain;
     int renew = !*plain && (!s->renewed_us || rl_now_us() - s->renewed_us >= s->renew_every_us);
@@ -419,7 +427,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
     if (s->listen)
         atomic_store(&s->w.woken, 0);
     int rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, *plain ? "" : s->member, s->ticket,
-                     *calm, renew, h);
+                     *calm > 0, renew, h);
     if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
         rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
     if (s->join && rc == REDLOCK_ENOTACQUIRED)
@@ -462,6 +470,8 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
     }
     if (s->listen)
         rl_wake_listen(lock->client, &s->w);
+    if (calm < 0)
+        calm = rl_wake_calm(lock->client);
     /* A plain first attempt that was refused registers at once, when the
      * wait is bounded by time; a wait bounded by a number of attempts
      * keeps its retry delay between them. */
