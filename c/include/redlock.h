@@ -70,9 +70,14 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_RELEASE_FAILED = 7, /* release not confirmed by a majority (code) */
     REDLOCK_EVENT_NODE_ERROR     = 8, /* one node failed in a round: node, node_outcome, message */
     REDLOCK_EVENT_WOKEN          = 9, /* a waiting acquire was woken by a release (node: from where) */
-    REDLOCK_EVENT_LISTENER       = 10 /* a node's wake-up listener changed state: node,
+    REDLOCK_EVENT_LISTENER       = 10,/* a node's wake-up listener changed state: node,
                                        * listener_state, message; told to (lock, resource)
                                        * a waiting acquire that saw it */
+    REDLOCK_EVENT_WATCH_BEHIND   = 11 /* the client's auto-extend thread starts extensions
+                                       * late: more locks than the nodes can extend in time.
+                                       * lock: the latest; elapsed_us: how late; message: how
+                                       * many were due. At most once a second, while the
+                                       * validity left is still about half the TTL */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one

@@ -53,6 +53,7 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->quorum = lock->client->quorum;
     r->no_wait = 0;
     r->n = lock->client->n;
+    r->batch = NULL;
     memset(r->skip, 0, r->n);
 }
 
@@ -65,11 +66,8 @@ void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)
     rl_emit(lock, REDLOCK_EVENT_LOST, code, msg, NULL, automatic, 0, 0);
 }
 
-/* One extension of a held lock, its mutex held: by the owner
- * (redlock_extend) or by the auto-extend thread (automatic). Not past the
- * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
- * code with the reason in m; a lock found lost is marked so. */
-int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
+/* What rules an extension out before any round (shared with extend_many.c). */
+int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize)
 {
     m[0] = '\0';
     int rc = rl_ttl_problem(lock, ttl_ms, m, msize);
@@ -86,7 +84,6 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
     }
 
     redlock_client *c = lock->client;
-    int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&lock->valid_until_us);
     if (valid_until <= now) {
         rl_fmt(m, msize, "lock '%s' expired %lld ms ago; an expired lock is never extended", lock->resource,
@@ -103,6 +100,20 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
                c->opts.max_hold_ms);
         return REDLOCK_ELIMIT;
     }
+    return 0;
+}
+
+/* One extension of a held lock, its mutex held: by the owner
+ * (redlock_extend) or by the auto-extend thread (automatic). Not past the
+ * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
+ * code with the reason in m; a lock found lost is marked so. */
+int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
+{
+    int rc = rl_extend_check(lock, ttl_ms, rl_now_us(), m, msize);
+    if (rc)
+        return rc;
+    redlock_client *c = lock->client;
+    int64_t valid_until = atomic_load(&lock->valid_until_us);
 
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_EXTEND, ttl_ms);

@@ -84,7 +84,8 @@ typedef enum rl_cmd {
     RL_CMD_ACQUIRE,       /* SET NX PX by script: the waiters' queue, fair mode, the
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
-    RL_CMD_LEAVE          /* a waiter that gives up leaves the queue */
+    RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
+    RL_CMD_EXTEND_MANY    /* many locks' extensions in one script (extend_many.c) */
 } rl_cmd;
 
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
@@ -111,6 +112,7 @@ struct rl_round {
     int quorum;              /* nodes needed; the round returns once decided */
     int no_wait;             /* send and return without waiting for replies */
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
+    struct rl_batch *batch;  /* EXTEND_MANY: its locks and what each node said; else NULL */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
     rl_outcome out[REDLOCK_MAX_NODES];
@@ -135,6 +137,37 @@ struct rl_round {
     int cv_ready, following;
 };
 
+/* ---- extend_many.c: many locks' extensions in one round ---- */
+/* An EXTEND_MANY round's locks: one script per node over all their keys,
+ * whose reply says for each key whether the node extended it. */
+typedef struct rl_batch {
+    size_t m;                /* locks */
+    const char **keys;
+    size_t *key_lens;
+    const char **values;
+    uint32_t *ttl_ms;
+    unsigned char *res;      /* res[node * m + k]: 1 if that node extended lock k
+                              * (meaningful where out[node] is RL_YES) */
+} rl_batch;
+/* Lock k's outcome on each node of an EXTEND_MANY round, into out. */
+void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
+/* Extends locks[0..n) (each lock's mutex held by the caller) by ttls[k],
+ * pipelined as a few rounds of RL_BATCH_MAX locks, each decided per lock
+ * at quorum as rl_extend_locked decides one. rcs[k] gets what
+ * rl_extend_locked would return, msgs[k] (msize bytes) its message. */
+#define RL_BATCH_MAX 256
+void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char *const *msgs, size_t msize);
+/* extend.c: the checks before an extension (0, or the code with the reason in m). */
+int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize);
+/* round.c: runs rounds[0..n) at once, every one pipelined on the same
+ * connections, returning once each is decided. */
+void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
+/* report.c: rl_record_round and rl_emit with lock-specific outcomes (out). */
+void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
+void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_outcome *out, size_t n,
+                 int automatic, int64_t elapsed_us);
+
 /* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */
 /* A lock's auto-extension, owned by watch.c: everything but `used` is
  * guarded by the client's watch.mu. */
@@ -150,6 +183,12 @@ typedef struct rl_autoextend {
     redlock_lost_fn fn;
     void *userdata;
     void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
+    int busy;                 /* in the thread's batch under way, or its callback:
+                               * add and remove wait until it is 0 */
+    int last;                 /* the batch's extension is cut short by the hold bound */
+    uint32_t batch_ttl;       /* the batch's extension, in ms */
+    int fire, fire_code, done; /* the batch's verdict: tell the owner, leave the list */
+    int64_t next_due;
     int running;              /* the thread is calling fn with userdata right now */
     void (*free_after)(void *userdata); /* fn itself ended its hook: free this */
     void *free_after_userdata;            /* once fn has returned */
@@ -163,7 +202,10 @@ typedef struct rl_watch {
     int started, stop;
     pid_t pid;                  /* the process that started the thread */
     struct redlock_lock *head;  /* locks being extended (lock->ae.next) */
-    struct redlock_lock *current; /* the lock the thread works on, or NULL */
+    /* the batch under way (thread only) */
+    struct redlock_lock **batch;
+    size_t batch_cap;
+    int64_t behind_told_us;     /* when REDLOCK_EVENT_WATCH_BEHIND was last emitted */
 } rl_watch;
 
 struct redlock_client {
@@ -336,6 +378,15 @@ int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
+/* The auto-extend thread takes every lock due within this window (or a
+ * quarter of the lock's own interval, if shorter) into one batch; a lock is
+ * extended at most this much early. */
+#define RL_POLICY_WATCH_WINDOW_US 25000
+/* The thread is behind when a lock's extension starts later than this
+ * after it was due: told through REDLOCK_EVENT_WATCH_BEHIND, at most once
+ * per RL_POLICY_WATCH_TELL_US, while the validity left is still ample. */
+int64_t rl_policy_watch_behind_us(uint32_t ttl_ms);
+#define RL_POLICY_WATCH_TELL_US 1000000
 
 extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
@@ -347,6 +398,8 @@ extern char rl_sha_fence_commit[41];
 extern const char rl_script_acquire[];
 extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
+extern char rl_sha_extend_many[41];
+extern const char rl_script_extend_many[];
 #define RL_FUNCTION_LIBRARY_MAX 16384
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);

@@ -54,10 +54,10 @@ void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl
 }
 
 /* A node's part of a round as the public report has it. */
-static int node_outcome(const rl_round *r, size_t i, int *code)
+static int node_outcome(const rl_round *r, const rl_outcome *out, size_t i, int *code)
 {
     *code = 0;
-    switch (r->out[i]) {
+    switch (out[i]) {
     case RL_YES: return REDLOCK_NODE_OK;
     case RL_NO: return REDLOCK_NODE_REFUSED;
     case RL_ERR_SERVER: *code = REDLOCK_ESERVER; return REDLOCK_NODE_ERROR;
@@ -91,13 +91,23 @@ static void event_init(redlock_event *ev, const redlock_lock *lock, int type, in
  * each node that failed in it. */
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
 {
+    rl_record_round_out(lock, r, r->out, automatic);
+}
+
+/* The same with out for the round's outcomes: one lock's part of a round
+ * over many (a node that answered for every key may have refused this one). */
+void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic)
+{
     redlock_client *c = lock->client;
     for (size_t i = 0; i < r->n; i++) {
         rl_report *rep = &lock->report[i];
-        rep->outcome = (unsigned char)node_outcome(r, i, &rep->code);
+        rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
         rep->unreachable = r->unreachable[i];
-        rep->rtt_us = r->out[i] == RL_UNSENT || r->out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        memcpy(rep->msg, r->msg[i], sizeof rep->msg);
+        rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
+        if (out[i] == RL_NO && r->out[i] == RL_YES)
+            rl_fmt(rep->msg, sizeof rep->msg, "key gone or held by another owner");
+        else
+            memcpy(rep->msg, r->msg[i], sizeof rep->msg);
         if (rep->code)
             atomic_store(&c->trouble_us, rl_now_us());
     }
@@ -114,6 +124,20 @@ void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
         ev.node_rtt_us = rep->rtt_us;
         c->opts.on_event(&ev, c->opts.on_event_userdata);
     }
+}
+
+void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_outcome *out, size_t n,
+                 int automatic, int64_t elapsed_us)
+{
+    redlock_client *c = lock->client;
+    if (!c->opts.on_event)
+        return;
+    redlock_event ev;
+    event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
+    ev.nodes_ok = rl_tally_of(out, n).yes;
+    if (type == REDLOCK_EVENT_EXTENDED)
+        ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
+    c->opts.on_event(&ev, c->opts.on_event_userdata);
 }
 
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,

@@ -116,6 +116,15 @@ const char rl_script_fence_commit[] =
     "if not c or #c < #ARGV[2] or (#c == #ARGV[2] and c < ARGV[2]) then redis.call('set', KEYS[2], ARGV[2]) end "
     "return 1";
 
+/* Many locks extended at once (the auto-extend thread's batches): KEYS are
+ * the locks' keys, ARGV each one's value and ttl in turn. One array entry per
+ * key, 1 if extended: the same compare-and-extend as rl_script_extend, done
+ * for each key on its own. */
+const char rl_script_extend_many[] =
+    "local r = {} for i = 1, #KEYS do if redis.call('get', KEYS[i]) == ARGV[2 * i - 1] then "
+    "r[i] = redis.call('pexpire', KEYS[i], ARGV[2 * i]) else r[i] = 0 end end return r";
+char rl_sha_extend_many[41];
+
 char rl_sha_release[41];
 char rl_sha_extend[41];
 char rl_sha_acquire[41];
@@ -131,6 +140,7 @@ static const struct {
     { "redlock_acquire", rl_script_acquire },
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
+    { "redlock_extend_many", rl_script_extend_many },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -145,6 +155,7 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_acquire, rl_sha_acquire);
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
+    rl_sha1_hex(rl_script_extend_many, rl_sha_extend_many);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

@@ -236,6 +236,8 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     rl_parsed p;
     unsigned char cmd = e->cmd;
     rl_proto_parse(r, e->via, rep, &p);
+    if (r->batch && p.out == RL_YES)
+        rl_proto_many_results(r, i, rep);
     rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */

@@ -22,6 +22,7 @@ static void parse_set(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_script(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
     const char *name;        /* for messages */
@@ -49,6 +50,9 @@ static const struct cmd_spec {
                               KEYS_FENCE, ARG_TOKEN, parse_script, 0 },
     [RL_CMD_LEAVE] = { "leave", "redlock_leave", rl_script_leave, rl_sha_leave, KEYS_QUEUE, ARG_LEAVE, parse_script,
                        1 },
+    /* Late, an extension is useless: its locks were decided without it. */
+    [RL_CMD_EXTEND_MANY] = { "extend_many", "redlock_extend_many", rl_script_extend_many, rl_sha_extend_many,
+                             KEYS_ONE, ARG_TTL, parse_many, 0 },
 };
 
 static const char *const queue_suffix[2] = { ":wq", ":wl" };
@@ -63,9 +67,46 @@ int rl_proto_resend_late(rl_cmd cmd)
     return specs[cmd].resend_late;
 }
 
+/* EXTEND_MANY: the script, its keys, then each lock's value and ttl. */
+static long long format_many(char **out, const rl_round *r, int via)
+{
+    const struct cmd_spec *s = &specs[r->cmd];
+    const rl_batch *b = r->batch;
+    size_t argc = 3 + 3 * b->m;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *len = malloc(argc * sizeof *len);
+    char *ttls = malloc(b->m * 11 + 1), nkeys[24];
+    long long rc = -1;
+    if (argv && len && ttls) {
+        snprintf(nkeys, sizeof nkeys, "%zu", b->m);
+        argv[0] = via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA";
+        argv[1] = via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha;
+        argv[2] = nkeys;
+        for (size_t k = 0; k < 3; k++)
+            len[k] = strlen(argv[k]);
+        for (size_t k = 0; k < b->m; k++) {
+            argv[3 + k] = b->keys[k];
+            len[3 + k] = b->key_lens[k];
+            char *t = ttls + k * 11;
+            size_t a = 3 + b->m + 2 * k;
+            argv[a] = b->values[k];
+            len[a] = strlen(b->values[k]);
+            argv[a + 1] = t;
+            len[a + 1] = (size_t)snprintf(t, 11, "%u", b->ttl_ms[k]);
+        }
+        rc = redisFormatCommandArgv(out, (int)argc, argv, len);
+    }
+    free(argv);
+    free(len);
+    free(ttls);
+    return rc;
+}
+
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
+    if (r->cmd == RL_CMD_EXTEND_MANY)
+        return format_many(out, r, via);
     char ttl[16], ticket[24], lease[16], wake[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
@@ -196,6 +237,31 @@ static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
     (void)r; (void)rep;
     p->out = RL_YES;
+}
+
+/* One 0 or 1 per key of the batch, in order. */
+static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != r->batch->m) {
+        say(p, RL_ERR_SERVER, "unexpected reply to extend_many: type %d, %zu elements for %zu keys", rep->type,
+            rep->type == REDIS_REPLY_ARRAY ? rep->elements : (size_t)0, r->batch->m);
+        return;
+    }
+    for (size_t k = 0; k < rep->elements; k++) {
+        const redisReply *e = rep->element[k];
+        if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
+            say(p, RL_ERR_SERVER, "unexpected element %zu of the reply to extend_many", k);
+            return;
+        }
+    }
+    p->out = RL_YES;
+}
+
+void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep)
+{
+    rl_batch *b = r->batch;
+    for (size_t k = 0; k < b->m; k++)
+        b->res[i * b->m + k] = rep->element[k]->integer == 1;
 }
 
 void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed *p)
