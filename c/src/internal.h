@@ -206,6 +206,8 @@ typedef struct rl_watch {
     struct redlock_lock **batch;
     size_t batch_cap;
     int64_t behind_told_us;     /* when REDLOCK_EVENT_WATCH_BEHIND was last emitted */
+    int64_t sleep_until_us;     /* the thread sleeps until then (INT64_MAX: until woken);
+                                 * a lock added later than that needs no wake-up */
 } rl_watch;
 
 struct redlock_client {

@@ -30,6 +30,7 @@ void rl_watch_init(rl_watch *w)
     w->batch = NULL;
     w->batch_cap = 0;
     w->behind_told_us = 0;
+    w->sleep_until_us = 0;
 }
 
 void rl_watch_destroy(rl_watch *w)
@@ -270,12 +271,14 @@ static void *watch_main(void *arg)
             }
         }
         if (!n) {
+            w->sleep_until_us = next;
             if (next == INT64_MAX) {
                 pthread_cond_wait(&w->wake, &w->mu);
             } else {
                 struct timespec ts = { (time_t)(next / 1000000), (long)(next % 1000000) * 1000 };
                 pthread_cond_timedwait(&w->wake, &w->mu, &ts);
             }
+            w->sleep_until_us = 0;
             continue;
         }
         int tell = latest && c->opts.on_event && (!w->behind_told_us || now - w->behind_told_us >= RL_POLICY_WATCH_TELL_US);
@@ -377,7 +380,11 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
         w->head = l;
         l->ae.on = 1;
     }
-    pthread_cond_signal(&w->wake);
+    /* Each wake-up costs the thread a look at every lock: none for a lock
+     * due after the thread wakes anyway (a busy thread looks again before
+     * it sleeps). */
+    if (l->ae.due_us < w->sleep_until_us)
+        pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
     run_free(old);
     return 0;
