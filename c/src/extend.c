@@ -3,6 +3,7 @@
  * round every operation on it starts from, one extension (the owner's
  * redlock_extend and the auto-extend thread both run rl_extend_locked),
  * and its loss. Below lock.c and watch.c, which both use it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -60,7 +61,8 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)
 {
     lock->lost_code = code;
-    rl_fmt(lock->lost_msg, sizeof lock->lost_msg, "%s", msg);
+    free(lock->lost_msg);
+    lock->lost_msg = strdup(msg);   /* NULL if out of memory: read as "" */
     atomic_store(&lock->state, LOCK_LOST);
     atomic_store(&lock->token, 0);
     rl_emit(lock, REDLOCK_EVENT_LOST, code, msg, NULL, automatic, 0, 0);
@@ -75,7 +77,7 @@ int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, s
         return rc;
     int state = atomic_load(&lock->state);
     if (state == LOCK_LOST) {
-        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg);
+        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg ? lock->lost_msg : "");
         return lock->lost_code == REDLOCK_ELOST ? REDLOCK_ELOST : REDLOCK_EEXPIRED;
     }
     if (state != LOCK_HELD) {
@@ -154,8 +156,12 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
     if (!lock)
         return REDLOCK_EINVAL;
     pthread_mutex_lock(&lock->mu);
-    int rc = rl_extend_locked(lock, ttl_ms, 0, lock->errmsg, sizeof lock->errmsg);
-    lock->errcode = rc;
+    char m[RL_MSG_MAX];
+    int rc = rl_extend_locked(lock, ttl_ms, 0, m, sizeof m);
+    if (rc)
+        rl_lock_err(lock, rc, "%s", m);
+    else
+        rl_lock_ok(lock);
     pthread_mutex_unlock(&lock->mu);
     return rc;
 }

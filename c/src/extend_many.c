@@ -91,21 +91,29 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
     return code;
 }
 
-void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char *const *msgs, size_t msize)
+/* A failure's message, owned, or NULL (none, or out of memory). */
+static char *keep(const char *m)
 {
+    return m[0] ? strdup(m) : NULL;
+}
+
+void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char **msgs)
+{
+    char tmp[RL_MSG_MAX];
     /* Those that pass the checks, in order: their index into locks. */
     size_t *go = malloc((n ? n : 1) * sizeof *go);
     int64_t *valid = malloc((n ? n : 1) * sizeof *valid);
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
-        rcs[k] = rl_extend_check(locks[k], ttls[k], now, msgs[k], msize);
+        rcs[k] = rl_extend_check(locks[k], ttls[k], now, tmp, sizeof tmp);
+        msgs[k] = rcs[k] ? keep(tmp) : NULL;
         if (rcs[k] == 0 && go && valid) {
             valid[m] = atomic_load(&locks[k]->valid_until_us);
             go[m++] = k;
         } else if (rcs[k] == 0) {
-            rl_fmt(msgs[k], msize, "out of memory");
+            msgs[k] = keep("out of memory");
             rcs[k] = REDLOCK_ENOMEM;
         }
     }
@@ -120,7 +128,7 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
     unsigned char *res = calloc(cap, c->n);
     if (m && (!rounds || !batches || !keys || !values || !key_lens || !ttl || !res)) {
         for (size_t j = 0; j < m; j++) {
-            rl_fmt(msgs[go[j]], msize, "out of memory");
+            msgs[go[j]] = keep("out of memory");
             rcs[go[j]] = REDLOCK_ENOMEM;
         }
         nr = 0;
@@ -135,8 +143,10 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         b->ttl_ms = ttl + first;
         b->res = res + first * c->n;
         rl_round *r = &rounds[j];
-        int64_t cap_us = 0;
+        int64_t cap_us = 0, first_end = INT64_MAX;
         for (size_t k = 0; k < count; k++) {
+            if (valid[first + k] < first_end)
+                first_end = valid[first + k];
             redlock_lock *l = locks[go[first + k]];
             keys[first + k] = l->key;
             key_lens[first + k] = l->key_len;
@@ -160,6 +170,16 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         r->quorum = c->quorum;
         r->n = c->n;
         r->start_us = rl_now_us();
+        /* A node's reply to a batch is worth waiting for while it can still
+         * save every lock in it: up to half the validity the first of them
+         * has left, so that a retry still fits in the other half. The node
+         * timeout is for one command; a batch is hundreds of keys, behind
+         * other batches on the same connection, and a node on a loaded
+         * machine that answered them late was counted as failed, its
+         * locks retried, and the retries added to its backlog. A minority
+         * that does not answer still costs nothing: each lock is decided
+         * once a quorum has. */
+        b->wait_until_us = first_end > r->start_us ? r->start_us + (first_end - r->start_us) / 2 : 0;
     }
     if (nr)
         rl_round_run_many(c, rounds, nr);
@@ -167,8 +187,9 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         size_t first = j * RL_BATCH_MAX;
         for (size_t k = 0; k < batches[j].m; k++) {
             size_t idx = go[first + k];
-            rcs[idx] = conclude(locks[idx], &rounds[j], k, ttls[idx], valid[first + k], automatic, msgs[idx],
-                                msize);
+            rcs[idx] = conclude(locks[idx], &rounds[j], k, ttls[idx], valid[first + k], automatic, tmp,
+                                sizeof tmp);
+            msgs[idx] = rcs[idx] ? keep(tmp) : NULL;
         }
     }
     free(go);

@@ -148,16 +148,18 @@ typedef struct rl_batch {
     uint32_t *ttl_ms;
     unsigned char *res;      /* res[node * m + k]: 1 if that node extended lock k
                               * (meaningful where out[node] is RL_YES) */
+    int64_t wait_until_us;   /* a node is waited for until then at least (absolute) */
 } rl_batch;
 /* Lock k's outcome on each node of an EXTEND_MANY round, into out. */
 void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
 /* Extends locks[0..n) (each lock's mutex held by the caller) by ttls[k],
  * pipelined as a few rounds of RL_BATCH_MAX locks, each decided per lock
  * at quorum as rl_extend_locked decides one. rcs[k] gets what
- * rl_extend_locked would return, msgs[k] (msize bytes) its message. */
+ * rl_extend_locked would return, msgs[k] NULL or its message (the
+ * caller frees it). */
 #define RL_BATCH_MAX 256
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char *const *msgs, size_t msize);
+                    int *rcs, char **msgs);
 /* extend.c: the checks before an extension (0, or the code with the reason in m). */
 int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize);
 /* round.c: runs rounds[0..n) at once, every one pipelined on the same
@@ -179,7 +181,8 @@ typedef struct rl_autoextend {
     int64_t due_us;
     int64_t until_us;         /* hold bound (absolute) */
     int limited;              /* bound reached: no more extensions */
-    char msg[RL_MSG_MAX];     /* the last failed extension (thread only) */
+    char *msg;                /* the last failed extension, or the loss to tell
+                               * (thread only; allocated on first failure) */
     redlock_lost_fn fn;
     void *userdata;
     void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
@@ -236,7 +239,7 @@ typedef struct rl_report {
     unsigned char unreachable; /* the round's unreachable[i] */
     int code;
     int64_t rtt_us;
-    char msg[RL_NODE_MSG_MAX];
+    const char *msg;         /* "" or the node's message, in the lock's report_msgs */
 } rl_report;
 
 struct redlock_lock {
@@ -259,12 +262,15 @@ struct redlock_lock {
     redlock_lock_options pol; /* retries and drift: the client's unless set */
     uint32_t n_ext;
     int errcode;
-    char errmsg[RL_MSG_MAX];
+    char *errmsg;             /* the last failure's detail: NULL ("") until the first
+                               * failure (rl_errbuf), then kept with the handle */
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
     rl_report *report;        /* per node: the last round */
+    char *report_msgs;        /* per node RL_NODE_MSG_MAX bytes, made when a round
+                               * first has something to say about a node */
     int lost_code;            /* why state became LOCK_LOST */
-    char lost_msg[RL_MSG_MAX];
+    char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
 };
 
@@ -272,6 +278,10 @@ struct redlock_lock {
  * check, a round for the lock */
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rl_lock_ok(redlock_lock *lock);
+/* The handle's detail buffer (RL_MSG_MAX bytes), made on first need, and
+ * its message ("" if none). Held locks that never failed carry none. */
+char *rl_errbuf(redlock_lock *lock);
+const char *rl_errmsg(const redlock_lock *lock);
 int rl_ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size);
 void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms);
 

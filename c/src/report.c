@@ -4,16 +4,32 @@
  * round, and the metrics hook. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+char *rl_errbuf(redlock_lock *lock)
+{
+    if (!lock->errmsg && !(lock->errmsg = calloc(1, RL_MSG_MAX))) {
+        /* Out of memory: the detail is written nowhere anyone reads. */
+        static _Thread_local char lost[RL_MSG_MAX];
+        return lost;
+    }
+    return lock->errmsg;
+}
+
+const char *rl_errmsg(const redlock_lock *lock)
+{
+    return lock->errmsg ? lock->errmsg : lock->errcode ? "(no detail: out of memory)" : "";
+}
 
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
 {
     va_list ap;
     lock->errcode = code;
     va_start(ap, fmt);
-    vsnprintf(lock->errmsg, sizeof lock->errmsg, fmt, ap);
+    vsnprintf(rl_errbuf(lock), RL_MSG_MAX, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -21,7 +37,8 @@ int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
 int rl_lock_ok(redlock_lock *lock)
 {
     lock->errcode = 0;
-    lock->errmsg[0] = '\0';
+    if (lock->errmsg)
+        lock->errmsg[0] = '\0';
     return 0;
 }
 
@@ -104,10 +121,17 @@ void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome
         rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
         rep->unreachable = r->unreachable[i];
         rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        if (out[i] == RL_NO && r->out[i] == RL_YES)
-            rl_fmt(rep->msg, sizeof rep->msg, "key gone or held by another owner");
-        else
-            memcpy(rep->msg, r->msg[i], sizeof rep->msg);
+        /* A message takes room only once a node has had something to say. */
+        const char *m = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
+        if (m[0] && !lock->report_msgs)
+            lock->report_msgs = malloc(r->n * RL_NODE_MSG_MAX);
+        if (m[0] && lock->report_msgs) {
+            char *slot = lock->report_msgs + i * RL_NODE_MSG_MAX;
+            rl_fmt(slot, RL_NODE_MSG_MAX, "%s", m);
+            rep->msg = slot;
+        } else {
+            rep->msg = "";
+        }
         if (rep->code)
             atomic_store(&c->trouble_us, rl_now_us());
     }

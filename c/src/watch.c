@@ -98,6 +98,18 @@ static void run_free(hook_free f)
         f.fn(f.userdata);
 }
 
+/* Replaces the lock's message (thread only) with owned, which may be NULL. */
+static void set_msg(redlock_lock *l, char *owned)
+{
+    free(l->ae.msg);
+    l->ae.msg = owned;
+}
+
+static const char *msg_of(const redlock_lock *l)
+{
+    return l->ae.msg ? l->ae.msg : "";
+}
+
 /* A due lock, its mutex held, before the batch: 1 if it goes into the
  * batch (ae.batch_ttl, ae.last set); 0 if the thread is done with it for
  * now: ae.done (it leaves the list), ae.fire (tell the owner: lost, with
@@ -121,7 +133,7 @@ static int before(redlock_lock *l, int64_t now)
         } else {
             code = REDLOCK_EEXPIRED;
             rl_fmt(msg, sizeof msg, "the validity of lock '%s' ran out before an extension succeeded%s%s",
-                   l->resource, l->ae.msg[0] ? "; last try: " : "", l->ae.msg);
+                   l->resource, msg_of(l)[0] ? "; last try: " : "", msg_of(l));
         }
         rl_mark_lost(l, code, msg, 1);
     } else if (l->ae.limited) {
@@ -146,23 +158,24 @@ static int before(redlock_lock *l, int64_t now)
     }
     if (l->ae.fire) {
         l->ae.fire_code = l->lost_code;
-        rl_fmt(l->ae.msg, sizeof l->ae.msg, "%s", l->lost_msg);   /* for the callback */
+        set_msg(l, strdup(l->lost_msg ? l->lost_msg : ""));   /* for the callback */
     }
     return 0;
 }
 
-/* After the batch, mutex held: what the extension's outcome rc means. */
-static void after(redlock_lock *l, int rc)
+/* After the batch, mutex held: what the extension's outcome rc means, with
+ * msg (owned, NULL on success) its detail. */
+static void after(redlock_lock *l, int rc, char *msg)
 {
     int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&l->valid_until_us);
+    set_msg(l, msg);
     if (rc == 0) {
-        l->ae.msg[0] = '\0';
         l->ae.limited = l->ae.last;
         l->ae.next_due = l->ae.last ? valid_until : now + rl_policy_extend_interval_us(l->ttl_ms);
     } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
         if (rc == REDLOCK_EEXPIRED)
-            rl_mark_lost(l, rc, l->ae.msg, 1);     /* ELOST was marked by the extension */
+            rl_mark_lost(l, rc, msg_of(l), 1);     /* ELOST was marked by the extension */
         l->ae.fire = l->ae.done = 1;
         l->ae.fire_code = rc;
     } else if (rc == REDLOCK_ELIMIT) {
@@ -204,17 +217,16 @@ static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
             if (mem) {
                 ext[m] = l;
                 ttls[m] = l->ae.batch_ttl;
-                msgs[m] = l->ae.msg;
                 m++;
             } else {
-                after(l, REDLOCK_ENOMEM);
+                after(l, REDLOCK_ENOMEM, NULL);
             }
         }
     }
     if (m)
-        rl_extend_many(c, ext, ttls, m, 1, rcs, msgs, RL_MSG_MAX);
+        rl_extend_many(c, ext, ttls, m, 1, rcs, msgs);
     for (size_t k = 0; k < m; k++)
-        after(ext[k], rcs[k]);
+        after(ext[k], rcs[k], msgs[k]);
     for (size_t k = 0; k < n; k++)
         if (batch[k])
             pthread_mutex_unlock(&batch[k]->mu);
@@ -316,7 +328,7 @@ static void *watch_main(void *arg)
              * and ae.msg (the loss, thread only) stays as it is. */
             l->ae.running = 1;
             pthread_mutex_unlock(&w->mu);
-            fn(l, l->ae.fire_code, l->ae.msg, userdata);
+            fn(l, l->ae.fire_code, msg_of(l), userdata);
             pthread_mutex_lock(&w->mu);
             l->ae.running = 0;
             hook_free f = { l->ae.free_after, l->ae.free_after_userdata };
@@ -370,7 +382,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae.userdata_free = userdata_free;
     l->ae.until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
     l->ae.limited = 0;
-    l->ae.msg[0] = '\0';
+    set_msg(l, NULL);
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
         l->ae.prev = NULL;

@@ -525,6 +525,10 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     r->seq[i] = c->seq0 + c->len - 1;
     r->via[i] = (unsigned char)via;
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
+    /* A batch of extensions takes a node longer than one command, and its
+     * locks' validity leaves time: see extend_many.c. */
+    if (r->batch && r->batch->wait_until_us > d)
+        d = r->batch->wait_until_us;
     r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
     /* The socket took part of it: the leader writes the rest. */
     return (flush(cl, i) == 0 && c->wpending) || opened;
