@@ -104,6 +104,20 @@ static void event_init(redlock_event *ev, const redlock_lock *lock, int type, in
     ev->elapsed_us = elapsed_us;
 }
 
+/* The messages that most rounds give a node, kept once for every lock
+ * (proto.c, fifo.c): the static copy of m, or NULL. */
+static const char *common_msg(const char *m)
+{
+    static const char *const common[] = {
+        "", "held by another owner", "key gone or held by another owner",
+        "free, but kept for a waiter that came first", "not waited for (decided without it)", "sent",
+    };
+    for (size_t k = 0; k < sizeof common / sizeof common[0]; k++)
+        if (strcmp(m, common[k]) == 0)
+            return common[k];
+    return NULL;
+}
+
 /* Keeps the round as the lock's last (mutex held), and tells on_event about
  * each node that failed in it. */
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
@@ -121,11 +135,15 @@ void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome
         rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
         rep->unreachable = r->unreachable[i];
         rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        /* A message takes room only once a node has had something to say. */
+        /* A message takes room only once a node has had something of its
+         * own to say: the common ones are the same for every lock. */
         const char *m = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
-        if (m[0] && !lock->report_msgs)
+        const char *common = common_msg(m);
+        if (!common && !lock->report_msgs)
             lock->report_msgs = malloc(r->n * RL_NODE_MSG_MAX);
-        if (m[0] && lock->report_msgs) {
+        if (common) {
+            rep->msg = common;
+        } else if (lock->report_msgs) {
             char *slot = lock->report_msgs + i * RL_NODE_MSG_MAX;
             rl_fmt(slot, RL_NODE_MSG_MAX, "%s", m);
             rep->msg = slot;
