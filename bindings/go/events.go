@@ -55,13 +55,14 @@ const (
 	EventNodeError     EventType = C.REDLOCK_EVENT_NODE_ERROR     // one node failed in a round: Node, NodeURL, NodeOutcome, Err, Message
 	EventWoken         EventType = C.REDLOCK_EVENT_WOKEN          // a waiting Lock was woken by a release: Node, NodeURL (whose message woke it)
 	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
+	EventWatchBehind   EventType = C.REDLOCK_EVENT_WATCH_BEHIND   // the auto-extension starts extensions late (Elapsed: how late): more locks than the nodes keep up with
 )
 
 var eventNames = map[EventType]string{
 	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
 	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
-	EventListener: "listener",
+	EventListener: "listener", EventWatchBehind: "watch behind",
 }
 
 func (t EventType) String() string {

@@ -44,6 +44,7 @@ class EventType(enum.IntEnum):
     NODE_ERROR = lib.REDLOCK_EVENT_NODE_ERROR
     WOKEN = lib.REDLOCK_EVENT_WOKEN          # a waiting acquire was woken by a release
     LISTENER = lib.REDLOCK_EVENT_LISTENER    # a node's wake-up listener changed state
+    WATCH_BEHIND = lib.REDLOCK_EVENT_WATCH_BEHIND  # auto-extension starts late: more locks than the nodes keep up with
 
 
 class NodeOutcome(enum.IntEnum):

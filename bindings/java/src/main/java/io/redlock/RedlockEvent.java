@@ -38,6 +38,12 @@ public final class RedlockEvent {
      * told to a waiting acquire that saw it, whose {@link #resource()} this is.
      */
     LISTENER,
+    /**
+     * The client's auto-extension starts extensions late: more locks than the nodes keep up
+     * with. {@link #resource()} is the latest lock's, {@link #message()} says how late and how
+     * many were due. Told at most once a second, while about half the validity is still left.
+     */
+    WATCH_BEHIND,
     /** An event type newer than this jar. */
     UNKNOWN;
 
@@ -53,6 +59,7 @@ public final class RedlockEvent {
         case EventTypeCodes.EVENT_NODE_ERROR: return NODE_ERROR;
         case EventTypeCodes.EVENT_WOKEN: return WOKEN;
         case EventTypeCodes.EVENT_LISTENER: return LISTENER;
+        case EventTypeCodes.EVENT_WATCH_BEHIND: return WATCH_BEHIND;
         default: return UNKNOWN;
       }
     }
