@@ -146,6 +146,13 @@ bench: build
 bench-contend: build
 	bench/run-contend --build-dir $(BUILD)
 
+# The fault matrix's many-locks row in its long form: 20,000 locks on the watchdog.
+.PHONY: safety-many
+safety-many: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q pytest
+	REDLOCK_SAFETY_MANY=20000 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
+	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_faults.py -k many_locks
+
 # Many locks held by one client (issue 28): 20,000 at 3 s and 50,000 at 10 s,
 # 60 s each, each also with a node stopped; about 6 minutes (bench/run-many).
 # Its short form is the bench_many_smoke ctest case.

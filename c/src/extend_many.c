@@ -171,14 +171,18 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         r->n = c->n;
         r->start_us = rl_now_us();
         /* A node's reply to a batch is worth waiting for while it can still
-         * save every lock in it: up to half the validity the first of them
-         * has left, so that a retry still fits in the other half. The node
+         * save every lock in it: while the node keeps answering
+         * (rl_conn_expire), up to half the validity the first of them has
+         * left, so that a retry still fits in the other half. The node
          * timeout is for one command; a batch is hundreds of keys, behind
          * other batches on the same connection, and a node on a loaded
          * machine that answered them late was counted as failed, its
-         * locks retried, and the retries added to its backlog. A minority
-         * that does not answer still costs nothing: each lock is decided
-         * once a quorum has. */
+         * locks retried, and the retries added to its backlog. A node that
+         * has gone quiet is given up after a node timeout, as in any
+         * round: a lock that needs it (held on a bare quorum that includes
+         * it) must not hold up the thread and every other lock. A minority
+         * that does not answer costs nothing otherwise: each lock is
+         * decided once a quorum has. */
         b->wait_until_us = first_end > r->start_us ? r->start_us + (first_end - r->start_us) / 2 : 0;
     }
     if (nr)

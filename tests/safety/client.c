@@ -5,7 +5,10 @@
  * exclusion across processes. With --fencing it logs each acquisition's
  * fencing token; with --storage the counter write goes through a fake storage
  * that refuses stale tokens; with --auto-extend the library's watchdog keeps
- * the lock alive and a loss is logged. Log format: see check.py. */
+ * the lock alive and a loss is logged; with --background N the client also
+ * holds N other locks on the watchdog for its whole run (many locks per
+ * client), logging any of them lost (BGLOST) and how many it still held at
+ * the end (BGEND). Log format: see check.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -139,10 +142,13 @@ static const char *oneline(const char *s, char *out, size_t size)
 /* --auto-extend: extensions are logged from the metrics hook, which runs on the
  * thread that extended (the client's background thread), as the validity the
  * library then reports, measured the same way as after acquire. */
+static redlock_lock *main_lock;   /* the checked lock; background locks are not logged */
+static atomic_long bg_lost;
+
 static void on_event(const redlock_event *ev, void *userdata)
 {
     (void)userdata;
-    if (ev->type != REDLOCK_EVENT_EXTENDED)
+    if (ev->type != REDLOCK_EVENT_EXTENDED || ev->lock != main_lock)
         return;
     int64_t t = now_ns();
     int64_t left = redlock_lock_validity_ms(ev->lock);
@@ -156,6 +162,15 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
     char msg[1024];
     logline("LOST %ld %lld %lld %d %s %d %s", client_id, atomic_load(&cur_seq), (long long)now_ns(), code,
             redlock_error_name(code), redlock_lock_is_held(lock), oneline(message, msg, sizeof msg));
+}
+
+static void on_bg_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    (void)userdata;
+    char msg[1024];
+    atomic_fetch_add(&bg_lost, 1);
+    logline("BGLOST %ld %lld %lld %d %s %s %s", client_id, atomic_load(&cur_seq), (long long)now_ns(), code,
+            redlock_error_name(code), redlock_lock_resource(lock), oneline(message, msg, sizeof msg));
 }
 
 static void usage(void)
@@ -179,6 +194,9 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
+            "                      auto-extend for the whole run; log losses (BGLOST) and\n"
+            "                      how many are still held at the end (BGEND)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -195,8 +213,9 @@ int main(int argc, char **argv)
     const char *storage_path = NULL;
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
+    long background = 0;
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR };
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -221,6 +240,7 @@ int main(int argc, char **argv)
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
+        {"background", required_argument, 0, O_BACKGROUND},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -248,6 +268,7 @@ int main(int argc, char **argv)
         case O_AUTO_EXTEND: auto_extend = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
+        case O_BACKGROUND: background = atol(optarg); break;
         default: usage(); return 2;
         }
     }
@@ -262,7 +283,7 @@ int main(int argc, char **argv)
         o.flags |= REDLOCK_OPT_NO_WAKE;
     if (fair)
         o.flags |= REDLOCK_OPT_FAIR;
-    if (auto_extend)
+    if (auto_extend || background)
         o.on_event = on_event;
     if (margin < 0)
         margin = ttl / 10;
@@ -314,6 +335,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
     }
+    main_lock = lock;
+    redlock_lock **bg = background > 0 ? calloc((size_t)background, sizeof *bg) : NULL;
+    for (long k = 0; k < background; k++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s:bg:%ld:%ld", resource, id, k);
+        if ((rc = redlock_lock_new(&bg[k], client, name)) != 0 ||
+            (rc = redlock_lock_acquire(bg[k], (uint32_t)ttl, REDLOCK_WAIT_NONE)) != 0 ||
+            (rc = redlock_lock_auto_extend(bg[k], 0, on_bg_lost, NULL)) != 0) {
+            fprintf(stderr, "client %ld: background lock %ld: %s: %s\n", id, k, redlock_error_name(rc),
+                    bg[k] ? redlock_lock_errmsg(bg[k]) : "");
+            return 1;
+        }
+    }
+    if (background)
+        logline("BGHELD %ld 0 %lld %ld", id, (long long)now_ns(), background);
 
     /* The drift the library subtracts, so the checker can verify that the
      * reported validity never exceeds ttl - drift from before the call. */
@@ -402,6 +438,18 @@ int main(int argc, char **argv)
                 rc ? oneline(redlock_lock_errmsg(lock), msg, sizeof msg) : "");
         if (gap > 0)
             sleep_ms(rand_r(&seed) % (gap + 1));
+    }
+    if (background) {
+        long held = 0;
+        for (long k = 0; k < background; k++)
+            held += redlock_lock_is_held(bg[k]);
+        logline("BGEND %ld %lld %lld %ld %ld %ld", id, seq, (long long)now_ns(), background, held,
+                atomic_load(&bg_lost));
+        for (long k = 0; k < background; k++) {
+            redlock_release(bg[k]);
+            redlock_lock_free(bg[k]);
+        }
+        free(bg);
     }
     logline("END %ld %lld acquired=%lld", id, (long long)now_ns(), acquired);
     redlock_lock_free(lock);

@@ -525,10 +525,6 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     r->seq[i] = c->seq0 + c->len - 1;
     r->via[i] = (unsigned char)via;
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
-    /* A batch of extensions takes a node longer than one command, and its
-     * locks' validity leaves time: see extend_many.c. */
-    if (r->batch && r->batch->wait_until_us > d)
-        d = r->batch->wait_until_us;
     r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
     /* The socket took part of it: the leader writes the rest. */
     return (flush(cl, i) == 0 && c->wpending) || opened;
@@ -568,6 +564,17 @@ void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     rl_node *node = &cl->nodes[i];
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
+    /* A batch of extensions takes a node longer than one command, behind
+     * other batches on the same connection: it is waited for while the
+     * node keeps answering (it replied within a node timeout) and its
+     * locks' validity leaves time (extend_many.c). A node that has gone
+     * quiet, paused or stopped, is given up as for any round. */
+    int64_t step = (int64_t)cl->opts.node_timeout_ms * 1000;
+    if (r->batch && now < r->batch->wait_until_us && c && c->state == RL_CONN_READY &&
+        now - c->last_reply_us < step) {
+        r->deadline[i] = now + step < r->batch->wait_until_us ? now + step : r->batch->wait_until_us;
+        return;
+    }
     int handshake = c && c->state == RL_CONN_HANDSHAKE;
     /* Still connecting: no reply could come; not a slow node. */
     r->unreachable[i] = c && c->state == RL_CONN_CONNECTING;
