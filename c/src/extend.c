@@ -155,7 +155,15 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
 {
     if (!lock)
         return REDLOCK_EINVAL;
-    pthread_mutex_lock(&lock->mu);
+    /* Not while the auto-extend thread extends it in a batch (it holds
+     * the mutex only to check and to record): wait for it, mutex let go. */
+    for (;;) {
+        pthread_mutex_lock(&lock->mu);
+        if (!rl_watch_busy(lock))
+            break;
+        pthread_mutex_unlock(&lock->mu);
+        rl_watch_wait_idle(lock);
+    }
     char m[RL_MSG_MAX];
     int rc = rl_extend_locked(lock, ttl_ms, 0, m, sizeof m);
     if (rc)

@@ -107,10 +107,13 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
+        pthread_mutex_lock(&locks[k]->mu);
         rcs[k] = rl_extend_check(locks[k], ttls[k], now, tmp, sizeof tmp);
+        int64_t v = atomic_load(&locks[k]->valid_until_us);
+        pthread_mutex_unlock(&locks[k]->mu);
         msgs[k] = rcs[k] ? keep(tmp) : NULL;
         if (rcs[k] == 0 && go && valid) {
-            valid[m] = atomic_load(&locks[k]->valid_until_us);
+            valid[m] = v;
             go[m++] = k;
         } else if (rcs[k] == 0) {
             msgs[k] = keep("out of memory");
@@ -191,8 +194,10 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         size_t first = j * RL_BATCH_MAX;
         for (size_t k = 0; k < batches[j].m; k++) {
             size_t idx = go[first + k];
+            pthread_mutex_lock(&locks[idx]->mu);
             rcs[idx] = conclude(locks[idx], &rounds[j], k, ttls[idx], valid[first + k], automatic, tmp,
                                 sizeof tmp);
+            pthread_mutex_unlock(&locks[idx]->mu);
             msgs[idx] = rcs[idx] ? keep(tmp) : NULL;
         }
     }

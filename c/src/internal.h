@@ -152,9 +152,13 @@ typedef struct rl_batch {
 } rl_batch;
 /* Lock k's outcome on each node of an EXTEND_MANY round, into out. */
 void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
-/* Extends locks[0..n) (each lock's mutex held by the caller) by ttls[k],
- * pipelined as a few rounds of RL_BATCH_MAX locks, each decided per lock
- * at quorum as rl_extend_locked decides one. rcs[k] gets what
+/* Extends locks[0..n) by ttls[k], pipelined as a few rounds of
+ * RL_BATCH_MAX locks, each decided per lock at quorum as rl_extend_locked
+ * decides one. Each lock's mutex is taken only to check it and to record
+ * its outcome, never across the rounds (a thread holding hundreds of
+ * mutexes at once is beyond what TSan can follow, and needs no owner's
+ * call to wait that long): the caller keeps the owner's own extension out
+ * meanwhile (rl_watch_busy). rcs[k] gets what
  * rl_extend_locked would return, msgs[k] NULL or its message (the
  * caller frees it). */
 #define RL_BATCH_MAX 256
@@ -310,6 +314,10 @@ int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, v
 /* Takes the lock off the thread's list, waiting for work under way on it
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);
+/* 1 if the thread is extending the lock right now (in a batch): an owner's
+ * own extension must wait (rl_watch_wait_idle) with the mutex let go. */
+int rl_watch_busy(redlock_lock *lock);
+void rl_watch_wait_idle(redlock_lock *lock);
 
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */

@@ -194,8 +194,10 @@ static void after(redlock_lock *l, int rc, char *msg)
 }
 
 /* The batch: every lock's mutex is tried, never waited for (an owner in
- * the middle of its own call is taken in the next batch, soon); those that
- * need an extension get it in one go. */
+ * the middle of its own call is taken in the next batch, soon), and held
+ * only for a moment; those that need an extension get it in one go. busy
+ * keeps the owner's own extension out meanwhile (redlock_extend), and its
+ * acquire, release and free wait in rl_watch_remove. */
 static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
 {
     size_t m = 0;
@@ -208,9 +210,9 @@ static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
     for (size_t k = 0; k < n; k++) {
         redlock_lock *l = batch[k];
         if (pthread_mutex_trylock(&l->mu) != 0) {
+            /* Its owner is in a call on the handle: the next batch, soon. */
             l->ae.fire = l->ae.done = 0;
             l->ae.next_due = now + RL_POLICY_EXTEND_RETRY_MIN_US;
-            batch[k] = NULL;   /* not held here */
             continue;
         }
         if (before(l, now)) {
@@ -222,14 +224,15 @@ static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
                 after(l, REDLOCK_ENOMEM, NULL);
             }
         }
+        pthread_mutex_unlock(&l->mu);
     }
     if (m)
         rl_extend_many(c, ext, ttls, m, 1, rcs, msgs);
-    for (size_t k = 0; k < m; k++)
+    for (size_t k = 0; k < m; k++) {
+        pthread_mutex_lock(&ext[k]->mu);
         after(ext[k], rcs[k], msgs[k]);
-    for (size_t k = 0; k < n; k++)
-        if (batch[k])
-            pthread_mutex_unlock(&batch[k]->mu);
+        pthread_mutex_unlock(&ext[k]->mu);
+    }
     free(ext);
     free(ttls);
     free(rcs);
@@ -302,12 +305,9 @@ static void *watch_main(void *arg)
             tell_behind(latest, late, n);   /* latest is busy: it stays */
         run_batch(c, batch, n);
         pthread_mutex_lock(&w->mu);
-        /* Those whose mutex was taken by their owner come back soon. */
         size_t nfire = 0;
         for (size_t k = 0; k < n; k++) {
             redlock_lock *l = batch[k];
-            if (!l)
-                continue;
             if (l->ae.on) {
                 if (l->ae.done)
                     unlink_lock(w, l);
@@ -421,6 +421,26 @@ int rl_watch_remove(redlock_lock *l)
     pthread_mutex_unlock(&w->mu);
     run_free(f);
     return was;
+}
+
+int rl_watch_busy(redlock_lock *l)
+{
+    if (!atomic_load_explicit(&l->ae.used, memory_order_acquire))
+        return 0;
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    int busy = l->ae.busy && !(w->started && pthread_equal(pthread_self(), w->thread));
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+void rl_watch_wait_idle(redlock_lock *l)
+{
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    while (l->ae.busy && !pthread_equal(pthread_self(), w->thread))
+        pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* ---- the public calls ---- */
