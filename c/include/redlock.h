@@ -338,6 +338,17 @@ REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lo
  * lock's delay and jitter) until wait_ms have passed, then REDLOCK_ETIMEDOUT.
  * Any other value gives REDLOCK_EINVAL. */
 REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+/* One attempt at each of locks[0..n) (handles of one client), all pipelined:
+ * what n calls of redlock_lock_acquire(locks[k], ttl_ms, REDLOCK_WAIT_NONE)
+ * would do, in about one round trip instead of n. results[k] gets what that
+ * call would return (the detail in each handle). Returns 0, or REDLOCK_EINVAL
+ * (NULL, n of 0 or over REDLOCK_ACQUIRE_MANY_MAX, a NULL handle, handles of
+ * different clients, a handle twice) or REDLOCK_ENOMEM, with results untouched.
+ * Locks of a client with REDLOCK_OPT_FENCING, or in fair mode, get their
+ * attempts one after another. */
+#define REDLOCK_ACQUIRE_MANY_MAX 65536
+REDLOCK_EXTERN int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
+                                             int *results);
 
 /* Extends a held lock to ttl_ms from now, on a majority and within its
  * validity; never re-creates an expired key. */

@@ -110,7 +110,7 @@ static int batch_decided(const rl_round *r)
         return 1;
     for (size_t k = 0; k < r->batch->m; k++) {
         rl_batch_outcomes(r, k, out);
-        if (rl_round_wait_set(out, r->n, r->quorum, 0, wait) != 0)
+        if (rl_round_wait_set(out, r->n, r->quorum, r->cmd == RL_CMD_SET_MANY, wait) != 0)
             return 0;
     }
     return 1;

@@ -151,6 +151,29 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
     return code;
 }
 
+/* 1 if the auto-extend thread is extending the lock right now, in a batch
+ * (watch.c): the owner's own extension waits, with the mutex let go. Here,
+ * not in watch.c, which calls this file. */
+static int watch_busy(redlock_lock *l)
+{
+    if (!atomic_load_explicit(&l->ae.used, memory_order_acquire))
+        return 0;
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    int busy = l->ae.busy && !(w->started && pthread_equal(pthread_self(), w->thread));
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+static void watch_wait_idle(redlock_lock *l)
+{
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    while (l->ae.busy && !pthread_equal(pthread_self(), w->thread))
+        pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
 int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
 {
     if (!lock)
@@ -159,10 +182,10 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
      * the mutex only to check and to record): wait for it, mutex let go. */
     for (;;) {
         pthread_mutex_lock(&lock->mu);
-        if (!rl_watch_busy(lock))
+        if (!watch_busy(lock))
             break;
         pthread_mutex_unlock(&lock->mu);
-        rl_watch_wait_idle(lock);
+        watch_wait_idle(lock);
     }
     char m[RL_MSG_MAX];
     int rc = rl_extend_locked(lock, ttl_ms, 0, m, sizeof m);

@@ -85,7 +85,9 @@ typedef enum rl_cmd {
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
     RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
-    RL_CMD_EXTEND_MANY    /* many locks' extensions in one script (extend_many.c) */
+    RL_CMD_EXTEND_MANY,   /* many locks' extensions in one script (extend_many.c) */
+    RL_CMD_SET_MANY,      /* many locks' SET NX PX in one script (acquire_many.c) */
+    RL_CMD_RELEASE_MANY   /* many locks' compare-and-delete, waking nobody (acquire_many.c) */
 } rl_cmd;
 
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
@@ -158,7 +160,7 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * its outcome, never across the rounds (a thread holding hundreds of
  * mutexes at once is beyond what TSan can follow, and needs no owner's
  * call to wait that long): the caller keeps the owner's own extension out
- * meanwhile (rl_watch_busy). rcs[k] gets what
+ * meanwhile (ae.busy, which redlock_extend waits for). rcs[k] gets what
  * rl_extend_locked would return, msgs[k] NULL or its message (the
  * caller frees it). */
 #define RL_BATCH_MAX 256
@@ -314,10 +316,7 @@ int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, v
 /* Takes the lock off the thread's list, waiting for work under way on it
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);
-/* 1 if the thread is extending the lock right now (in a batch): an owner's
- * own extension must wait (rl_watch_wait_idle) with the mutex let go. */
-int rl_watch_busy(redlock_lock *lock);
-void rl_watch_wait_idle(redlock_lock *lock);
+
 
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */
@@ -420,6 +419,10 @@ extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
 extern char rl_sha_extend_many[41];
 extern const char rl_script_extend_many[];
+extern char rl_sha_set_many[41];
+extern const char rl_script_set_many[];
+extern char rl_sha_release_many[41];
+extern const char rl_script_release_many[];
 #define RL_FUNCTION_LIBRARY_MAX 16384
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);

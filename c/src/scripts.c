@@ -124,6 +124,19 @@ const char rl_script_extend_many[] =
     "local r = {} for i = 1, #KEYS do if redis.call('get', KEYS[i]) == ARGV[2 * i - 1] then "
     "r[i] = redis.call('pexpire', KEYS[i], ARGV[2 * i]) else r[i] = 0 end end return r";
 char rl_sha_extend_many[41];
+/* Many independent acquisitions' first attempts (redlock_lock_acquire_many):
+ * SET NX PX for each key (KEYS) with its value and ttl (ARGV in turn), 1 if
+ * set; and the clean-up of those that lost, compare-and-delete of each key
+ * that still holds its value (ARGV's second of each pair unused), waking
+ * nobody, as a lost attempt's clean-up never does. */
+const char rl_script_set_many[] =
+    "local r = {} for i = 1, #KEYS do "
+    "r[i] = redis.call('set', KEYS[i], ARGV[2 * i - 1], 'NX', 'PX', ARGV[2 * i]) and 1 or 0 end return r";
+const char rl_script_release_many[] =
+    "local r = {} for i = 1, #KEYS do if redis.call('get', KEYS[i]) == ARGV[2 * i - 1] then "
+    "redis.call('del', KEYS[i]) r[i] = 1 else r[i] = 0 end end return r";
+char rl_sha_set_many[41];
+char rl_sha_release_many[41];
 
 char rl_sha_release[41];
 char rl_sha_extend[41];
@@ -141,6 +154,8 @@ static const struct {
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
     { "redlock_extend_many", rl_script_extend_many },
+    { "redlock_set_many", rl_script_set_many },
+    { "redlock_release_many", rl_script_release_many },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -156,6 +171,8 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
     rl_sha1_hex(rl_script_extend_many, rl_sha_extend_many);
+    rl_sha1_hex(rl_script_set_many, rl_sha_set_many);
+    rl_sha1_hex(rl_script_release_many, rl_sha_release_many);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

@@ -423,26 +423,6 @@ int rl_watch_remove(redlock_lock *l)
     return was;
 }
 
-int rl_watch_busy(redlock_lock *l)
-{
-    if (!atomic_load_explicit(&l->ae.used, memory_order_acquire))
-        return 0;
-    rl_watch *w = &l->client->watch;
-    pthread_mutex_lock(&w->mu);
-    int busy = l->ae.busy && !(w->started && pthread_equal(pthread_self(), w->thread));
-    pthread_mutex_unlock(&w->mu);
-    return busy;
-}
-
-void rl_watch_wait_idle(redlock_lock *l)
-{
-    rl_watch *w = &l->client->watch;
-    pthread_mutex_lock(&w->mu);
-    while (l->ae.busy && !pthread_equal(pthread_self(), w->thread))
-        pthread_cond_wait(&w->idle, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* ---- the public calls ---- */
 
 int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)

@@ -53,6 +53,10 @@ static const struct cmd_spec {
     /* Late, an extension is useless: its locks were decided without it. */
     [RL_CMD_EXTEND_MANY] = { "extend_many", "redlock_extend_many", rl_script_extend_many, rl_sha_extend_many,
                              KEYS_ONE, ARG_TTL, parse_many, 0 },
+    [RL_CMD_SET_MANY] = { "set_many", "redlock_set_many", rl_script_set_many, rl_sha_set_many, KEYS_ONE, ARG_TTL,
+                          parse_many, 0 },
+    [RL_CMD_RELEASE_MANY] = { "release_many", "redlock_release_many", rl_script_release_many,
+                              rl_sha_release_many, KEYS_ONE, ARG_TTL, parse_many, 0 },
 };
 
 static const char *const queue_suffix[2] = { ":wq", ":wl" };
@@ -105,7 +109,7 @@ static long long format_many(char **out, const rl_round *r, int via)
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
-    if (r->cmd == RL_CMD_EXTEND_MANY)
+    if (r->batch)
         return format_many(out, r, via);
     char ttl[16], ticket[24], lease[16], wake[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
@@ -243,14 +247,14 @@ static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p)
 static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != r->batch->m) {
-        say(p, RL_ERR_SERVER, "unexpected reply to extend_many: type %d, %zu elements for %zu keys", rep->type,
+        say(p, RL_ERR_SERVER, "unexpected reply to %s: type %d, %zu elements for %zu keys", specs[r->cmd].name, rep->type,
             rep->type == REDIS_REPLY_ARRAY ? rep->elements : (size_t)0, r->batch->m);
         return;
     }
     for (size_t k = 0; k < rep->elements; k++) {
         const redisReply *e = rep->element[k];
         if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
-            say(p, RL_ERR_SERVER, "unexpected element %zu of the reply to extend_many", k);
+            say(p, RL_ERR_SERVER, "unexpected element %zu of the reply to %s", k, specs[r->cmd].name);
             return;
         }
     }
