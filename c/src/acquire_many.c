@@ -145,8 +145,14 @@ static int chunks_make(chunks *ch, redlock_client *c, rl_cmd cmd, redlock_lock *
         rl_init_round(r, locks[idx[first]], cmd, ttl_ms);
         r->batch = b;
         r->member = "";
-        if (cmd == RL_CMD_SET_MANY)
+        if (cmd == RL_CMD_SET_MANY) {
             r->cap_us = r->start_us + (int64_t)ttl_ms * 1000;
+            /* A script over hundreds of keys takes a node longer than one
+             * SET: a node that keeps answering is waited for up to a
+             * quarter of the TTL (rl_conn_expire), one that went quiet
+             * for a node timeout is not. */
+            b->wait_until_us = r->start_us + (int64_t)ttl_ms * 1000 / 4;
+        }
     }
     return 0;
 }

@@ -397,10 +397,11 @@ int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
-/* The auto-extend thread takes every lock due within this window (or a
- * quarter of the lock's own interval, if shorter) into one batch; a lock is
- * extended at most this much early. */
-#define RL_POLICY_WATCH_WINDOW_US 25000
+/* The auto-extend thread takes every lock due within an eighth of its
+ * interval (TTL/3), at most this window, into one batch; a lock is extended
+ * at most that much early. Fewer, larger batches: each costs the thread a
+ * look at every lock it keeps. */
+#define RL_POLICY_WATCH_WINDOW_US 250000
 /* The thread is behind when a lock's extension starts later than this
  * after it was due: told through REDLOCK_EVENT_WATCH_BEHIND, at most once
  * per RL_POLICY_WATCH_TELL_US, while the validity left is still ample. */

@@ -261,7 +261,7 @@ static void *watch_main(void *arg)
         size_t n = 0;
         redlock_lock *latest = NULL;
         for (redlock_lock *l = w->head; l; l = l->ae.next) {
-            int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 4;
+            int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 8;
             if (early > RL_POLICY_WATCH_WINDOW_US)
                 early = RL_POLICY_WATCH_WINDOW_US;
             if (l->ae.due_us - early > now) {
