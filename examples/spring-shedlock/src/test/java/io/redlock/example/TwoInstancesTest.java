@@ -40,11 +40,15 @@ class TwoInstancesTest {
     try {
       for (String name : new String[] {"a", "b"})
         instances.add(start(name, nodes, runs));
-      // Until each instance's unlocked job has run TICKS times: both are up and firing.
+      // Until each instance's unlocked job has run TICKS times: both are up and
+      // firing. The bound only stops a hung instance from hanging the build.
+      long giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
       while (count(runs, "heartbeat", "a") < TICKS || count(runs, "heartbeat", "b") < TICKS) {
         for (Process p : instances)
           if (!p.isAlive())
-            fail("an instance exited with " + p.exitValue() + "; see " + dir);
+            fail("an instance exited with " + p.exitValue() + ": " + logs());
+        if (System.nanoTime() > giveUp)
+          fail("the instances did not fire " + TICKS + " times each in 5 minutes: " + logs());
         Thread.sleep(200);
       }
     } finally {
@@ -99,6 +103,16 @@ class TwoInstancesTest {
     pb.redirectErrorStream(true);
     pb.redirectOutput(new File(dir.toFile(), name + ".log"));
     return pb.start();
+  }
+
+  private String logs() throws Exception {
+    StringBuilder b = new StringBuilder();
+    for (String name : new String[] {"a", "b"}) {
+      Path log = dir.resolve(name + ".log");
+      if (Files.exists(log))
+        b.append("\n--- instance ").append(name).append(":\n").append(Files.readString(log));
+    }
+    return b.toString();
   }
 
   private static int count(Path runs, String job, String instance) throws Exception {
