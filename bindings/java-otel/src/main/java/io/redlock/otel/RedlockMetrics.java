@@ -46,7 +46,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <tr><td>redlock.acquire.duration</td><td>histogram</td><td>s</td><td>redlock.outcome: acquired,
  *       refused, timeout, error, canceled</td><td>acquire call (all its attempts)</td></tr>
  *   <tr><td>redlock.acquire.attempts</td><td>histogram</td><td>{attempt}</td><td></td>
- *       <td>acquire call</td></tr>
+ *       <td>acquire call that made an attempt</td></tr>
  *   <tr><td>redlock.lock.held.duration</td><td>histogram</td><td>s</td><td></td><td>acquisition, at
  *       its release or loss</td></tr>
  *   <tr><td>redlock.lock.lost</td><td>counter</td><td>{lock}</td><td>redlock.reason: the error
@@ -72,8 +72,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * recording.
  */
 public final class RedlockMetrics implements RedlockEventListener {
-  /** The instrumentation scope (meter name). */
-  public static final String SCOPE = "io.redlock";
+  /** The instrumentation scope (meter name), as in the Python and Go bindings. */
+  public static final String SCOPE = "redlock";
 
   public static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("redlock.outcome");
   public static final AttributeKey<String> REASON = AttributeKey.stringKey("redlock.reason");
@@ -81,11 +81,13 @@ public final class RedlockMetrics implements RedlockEventListener {
   public static final AttributeKey<String> ERROR_TYPE = AttributeKey.stringKey("error.type");
   public static final AttributeKey<String> LISTENER_STATE = AttributeKey.stringKey("redlock.listener.state");
 
-  private static final List<Double> SECONDS_BUCKETS = List.of(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-      0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0);
-  private static final List<Double> HELD_BUCKETS = List.of(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0,
-      300.0, 900.0, 3600.0);
-  private static final List<Long> ATTEMPT_BUCKETS = List.of(1L, 2L, 3L, 4L, 5L, 10L, 20L, 50L, 100L);
+  // Bucket advice, the same as the other bindings': lock rounds on a LAN take
+  // well under a millisecond to a few; waits and holds run to minutes.
+  private static final List<Double> DURATION_BUCKETS = List.of(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+      0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0);
+  private static final List<Double> RTT_BUCKETS = List.of(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+      0.025, 0.05, 0.1, 0.25, 0.5, 1.0);
+  private static final List<Long> ATTEMPT_BUCKETS = List.of(1L, 2L, 3L, 5L, 10L, 20L, 50L, 100L, 1000L);
 
   private static final Attributes ACQUIRED = Attributes.of(OUTCOME, "acquired");
   private static final Attributes REFUSED = Attributes.of(OUTCOME, "refused");
@@ -114,9 +116,9 @@ public final class RedlockMetrics implements RedlockEventListener {
   // resource -> System.nanoTime() of its acquisition, until its release or loss.
   private final Map<String, Long> heldSince = new ConcurrentHashMap<>();
 
-  /** Metrics on the meter {@value #SCOPE} of openTelemetry. */
+  /** Metrics on the meter {@value #SCOPE} of openTelemetry, its version the loaded library's. */
   public RedlockMetrics(OpenTelemetry openTelemetry) {
-    this(openTelemetry.getMeter(SCOPE), null);
+    this(openTelemetry.meterBuilder(SCOPE).setInstrumentationVersion(io.redlock.Redlock.version()).build(), null);
   }
 
   /** Metrics on meter. */
@@ -130,13 +132,13 @@ public final class RedlockMetrics implements RedlockEventListener {
     this.next = next;
     acquireDuration = meter.histogramBuilder("redlock.acquire.duration").setUnit("s")
         .setDescription("Duration of acquire calls, all their attempts and waits included")
-        .setExplicitBucketBoundariesAdvice(SECONDS_BUCKETS).build();
+        .setExplicitBucketBoundariesAdvice(DURATION_BUCKETS).build();
     acquireAttempts = meter.histogramBuilder("redlock.acquire.attempts").ofLongs().setUnit("{attempt}")
         .setDescription("Attempts made by each acquire call")
         .setExplicitBucketBoundariesAdvice(ATTEMPT_BUCKETS).build();
     heldDuration = meter.histogramBuilder("redlock.lock.held.duration").setUnit("s")
         .setDescription("Time from a lock's acquisition to its release or loss")
-        .setExplicitBucketBoundariesAdvice(HELD_BUCKETS).build();
+        .setExplicitBucketBoundariesAdvice(DURATION_BUCKETS).build();
     lost = meter.counterBuilder("redlock.lock.lost").setUnit("{lock}")
         .setDescription("Locks found no longer held on a majority, or expired").build();
     extensions = meter.counterBuilder("redlock.lock.extensions").setUnit("{extension}")
@@ -145,7 +147,7 @@ public final class RedlockMetrics implements RedlockEventListener {
         .setDescription("Nodes failing in a round: error reply, I/O, timeout, authentication, TLS").build();
     nodeRtt = meter.histogramBuilder("redlock.node.rtt").setUnit("s")
         .setDescription("Time from a round's start to a node's answer")
-        .setExplicitBucketBoundariesAdvice(SECONDS_BUCKETS).build();
+        .setExplicitBucketBoundariesAdvice(RTT_BUCKETS).build();
     woken = meter.counterBuilder("redlock.wake.woken").setUnit("{waiter}")
         .setDescription("Waiting acquires woken by a release").build();
     listenerChanges = meter.counterBuilder("redlock.listener.state_changes").setUnit("{change}")
@@ -262,7 +264,8 @@ public final class RedlockMetrics implements RedlockEventListener {
     int n = a[0];
     a[0] = 0;
     acquireDuration.record(durationNanos / 1e9, outcomeOf(code));
-    acquireAttempts.record(n);
+    if (n > 0) // none for a call refused before its first attempt (a bad TTL, a cancel)
+      acquireAttempts.record(n);
     for (NodeResult r : lock.nodeResults()) {
       NodeResult.Outcome o = r.outcome();
       if ((o == NodeResult.Outcome.OK || o == NodeResult.Outcome.REFUSED) && r.rttMicros() > 0)
