@@ -96,6 +96,16 @@ final class Nodes {
     return n;
   }
 
+  /** A command to the harness ($REDLOCK_HARNESS_CTL: kill I, restart I...); fails unless it succeeds. */
+  static void ctl(String... args) throws IOException, InterruptedException {
+    String prefix = System.getenv("REDLOCK_HARNESS_CTL");
+    if (prefix == null)
+      throw new IllegalStateException("REDLOCK_HARNESS_CTL is not set: run under tests/harness/nodes.py exec");
+    Process p = new ProcessBuilder("sh", "-c", prefix + " " + String.join(" ", args)).inheritIO().start();
+    if (p.waitFor() != 0)
+      throw new IOException("harness ctl " + String.join(" ", args) + " exited with " + p.exitValue());
+  }
+
   static void flushAll() {
     for (String url : urls())
       cmd(url, "FLUSHALL");

@@ -119,6 +119,31 @@ class RedlockLockProviderIntegrationTest extends AbstractExtensibleLockProviderI
     lock.get().unlock();
   }
 
+  // With one node of three down a majority still decides; with two down the
+  // provider throws, naming the failure, instead of returning a lock.
+  @Test
+  void failingNodes() throws Exception {
+    try (Redlock own = new Redlock(Nodes.urls())) {
+      RedlockLockProvider p = new RedlockLockProvider(own);
+      Nodes.ctl("kill", "2");
+      try {
+        Optional<SimpleLock> lock = p.lock(lockConfig("down"));
+        assertThat(lock).isNotEmpty();
+        lock.get().unlock();
+        Nodes.ctl("kill", "1");
+        assertThatThrownBy(() -> p.lock(lockConfig("down"))).isInstanceOf(LockException.class)
+            .hasMessageContaining("REDLOCK_ENOQUORUM");
+      } finally {
+        Nodes.ctl("restart", "1");
+        Nodes.ctl("restart", "2");
+        // The shared client's connections to those nodes broke too: the
+        // tests after this one get a fresh client, not its reconnect backoff.
+        client.close();
+        connect();
+      }
+    }
+  }
+
   @Test
   void badDurationsAreRefused() {
     assertThatThrownBy(() -> provider.lock(lockConfig("bad", Duration.ofDays(2), Duration.ZERO)))
