@@ -1594,11 +1594,19 @@ public final class RedlockTest {
 
   /** Loopback ports nothing listens on: each bound once (port 0), noted, closed. */
   private static int[] closedPorts(int n) throws IOException {
+    // All n bound at once, then all closed: a port closed before the next
+    // bind may be handed out again, and two equal URLs are refused.
     int[] ports = new int[n];
-    for (int i = 0; i < n; i++) {
-      try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        ports[i] = s.getLocalPort();
+    ServerSocket[] open = new ServerSocket[n];
+    try {
+      for (int i = 0; i < n; i++) {
+        open[i] = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        ports[i] = open[i].getLocalPort();
       }
+    } finally {
+      for (ServerSocket s : open)
+        if (s != null)
+          s.close();
     }
     return ports;
   }
