@@ -14,7 +14,8 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$(CURDIR)/tests/c/tsan.supp
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
-        test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean
+        test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean \
+        test-java-integ
 
 all: build
 
@@ -40,7 +41,7 @@ demo:
 	@$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
-      test-jar test-deb test-wheel test-go-module flake-hunt-short
+      test-jar test-deb test-wheel test-go-module flake-hunt-short test-java-integ
 	@echo "all test suites passed"
 
 test-c: build
@@ -93,6 +94,12 @@ jar: deps
 	cd bindings/java && mvn -q -B package
 test-jar: jar
 	tools/java-jar-test
+
+# The Java modules on the jar, each tested on real nodes: the ShedLock provider
+# (ShedLock's own contract tests), the OpenTelemetry metrics, the Spring Boot
+# sample with two instances (docs/java-integrations.md).
+test-java-integ: jar
+	tools/java-integ-test
 
 # The self-contained Python wheel (hiredis and OpenSSL inside, manylinux tag),
 # then installed in a fresh venv with the system's hiredis hidden.

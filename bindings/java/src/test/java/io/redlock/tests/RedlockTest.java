@@ -1305,6 +1305,52 @@ public final class RedlockTest {
     check(collected(lockRef), "the dropped lock is collected");
     check(collected(droppedRef), "let go after the Cleaner freed the last lock");
     opts.free();
+
+    // The end of each acquire call (onAcquireDone), on the caller's thread:
+    // the call's code (not its last attempt's) and duration, the lock readable.
+    List<Object[]> done = Collections.synchronizedList(new ArrayList<>());
+    Options o3 = new Options();
+    o3.setNodeTimeoutMs(2_000);
+    o3.setEventListener(new RedlockEventListener() {
+      @Override
+      public void onEvent(RedlockEvent ev) {}
+
+      @Override
+      public void onAcquireDone(Lock lock, int code, long durationNanos) {
+        done.add(new Object[] {lock.resource(), code, durationNanos, Thread.currentThread(), lock.isHeld()});
+      }
+    });
+    try (Redlock c3 = new Redlock(urls, o3); Redlock other = new Redlock(urls)) {
+      o3.free();
+      try (Lock held = other.acquire("ev-done", 10_000)) {
+        try (Lock no = c3.tryAcquire("ev-done", 10_000)) {
+          check(false, "refused while held");
+        } catch (LockNotAcquiredException expected) {
+          // told below
+        }
+        try (Lock no = c3.acquire("ev-done", 10_000, 50)) {
+          check(false, "timed out while held");
+        } catch (LockTimeoutException expected) {
+          // told below
+        }
+      }
+      try (Lock mine = c3.acquire("ev-done", 10_000)) {
+        check(mine.isHeld(), "acquired once free");
+      }
+      try (Redlock quiet = new Redlock(urls); Lock q = quiet.acquire("ev-done", 10_000)) {
+        checkEq(3, done.size(), "a client without a listener tells nothing");
+      }
+    }
+    checkEq(3, done.size(), "one onAcquireDone per call");
+    checkEq(RedlockException.ENOTACQUIRED, done.get(0)[1], "a refusal's code");
+    checkEq(RedlockException.ETIMEDOUT, done.get(1)[1], "a wait that ran out: the call's code");
+    checkEq(0, done.get(2)[1], "an acquisition's code");
+    check((Boolean) done.get(2)[4] && !(Boolean) done.get(0)[4], "isHeld readable inside");
+    for (Object[] d : done) {
+      checkEq("ev-done", d[0], "resource readable inside");
+      check((Long) d[2] > 0, "a duration");
+      check(d[3] == me, "on the caller's thread");
+    }
   }
 
   // Nodes on TLS ports (nodes.py exec --tls-dir), certificates in $REDLOCK_TEST_CERTS.
@@ -1548,11 +1594,19 @@ public final class RedlockTest {
 
   /** Loopback ports nothing listens on: each bound once (port 0), noted, closed. */
   private static int[] closedPorts(int n) throws IOException {
+    // All n bound at once, then all closed: a port closed before the next
+    // bind may be handed out again, and two equal URLs are refused.
     int[] ports = new int[n];
-    for (int i = 0; i < n; i++) {
-      try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        ports[i] = s.getLocalPort();
+    ServerSocket[] open = new ServerSocket[n];
+    try {
+      for (int i = 0; i < n; i++) {
+        open[i] = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        ports[i] = open[i].getLocalPort();
       }
+    } finally {
+      for (ServerSocket s : open)
+        if (s != null)
+          s.close();
     }
     return ports;
   }
