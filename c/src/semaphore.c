@@ -61,7 +61,8 @@ const char rl_script_sem_acquire[] =
     "local free = #want > 0 "
     "for _, sk in ipairs(want) do if redis.call('exists', sk) == 1 then free = false break end end "
     "if free then for _, sk in ipairs(want) do redis.call('set', sk, ARGV[1], 'PX', ARGV[2]) end "
-    "if not cur or redis.call('pttl', lk) < tonumber(ARGV[2]) then redis.call('set', lk, ARGV[7], 'PX', ARGV[2]) end "
+    "if not cur or redis.call('pttl', lk) < tonumber(ARGV[2]) then "
+    "redis.call('set', lk, ARGV[7], 'PX', tonumber(ARGV[2]) * 2) end "
     "if me ~= '' then rl_drop(q, l, me) end "
     "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end "
     "if me ~= '' and string.find(mode, 'j', 1, true) then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
@@ -79,7 +80,8 @@ const char rl_script_sem_acquire[] =
     "if nfree > 0 then marked = 0 end "
     "return {0, hint, marked, nfree, table.concat(fr, ',')}";
 /* KEYS: K. ARGV: value, ttl, the slots, the limit. All the slots or none:
- * each must still hold the value. K:limit lives at least as long. */
+ * each must still hold the value. K:limit lives at least as long (as in
+ * the acquisition). */
 const char rl_script_sem_extend[] =
     RL_SEM_AUX_LUA
     "local ks = {} for s in string.gmatch(ARGV[3], '%d+') do local sk = rl_slot(KEYS[1], s) "
@@ -87,8 +89,8 @@ const char rl_script_sem_extend[] =
     "if #ks == 0 then return 0 end "
     "for _, sk in ipairs(ks) do redis.call('pexpire', sk, ARGV[2]) end "
     "local lk = rl_aux(KEYS[1], 'limit') local t = redis.call('pttl', lk) "
-    "if t == -2 then redis.call('set', lk, ARGV[4], 'PX', ARGV[2]) "
-    "elseif t >= 0 and t < tonumber(ARGV[2]) then redis.call('pexpire', lk, ARGV[2]) end return 1";
+    "if t == -2 then redis.call('set', lk, ARGV[4], 'PX', tonumber(ARGV[2]) * 2) "
+    "elseif t >= 0 and t < tonumber(ARGV[2]) then redis.call('pexpire', lk, tonumber(ARGV[2]) * 2) end return 1";
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': nobody), our registration,
  * the slots. Deletes each slot still ours; 1 if all were. A release that
  * freed a slot wakes the first waiter, as the mutex's does. */
