@@ -360,8 +360,19 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 #define RL_KIND_MUTEX 0
 #endif
 #define RL_KIND_SEM 3
-/* The command a semaphore's round sends for cmd (the mutex's). */
-rl_cmd rl_sem_cmd(rl_cmd cmd);
+/* The command a semaphore's round sends for cmd (the mutex's); LEAVE is
+ * the same: a semaphore's queue is K's, as a mutex's. */
+static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
+{
+    switch (cmd) {
+    case RL_CMD_SET:
+    case RL_CMD_ACQUIRE: return RL_CMD_SEM_ACQUIRE;
+    case RL_CMD_EXTEND: return RL_CMD_SEM_EXTEND;
+    case RL_CMD_RELEASE: return RL_CMD_SEM_RELEASE;
+    case RL_CMD_FENCE_COMMIT: return RL_CMD_SEM_FENCE_COMMIT;
+    default: return cmd;
+    }
+}
 /* Runs an acquisition round of a semaphore (acquire.c's attempt): up to
  * three rounds, each after the last told which slots are free; r is the
  * last. 0 (r decides), or REDLOCK_EINVAL with the lock's message set when
