@@ -62,7 +62,26 @@ func TestSemaphoreReleaseWakes(t *testing.T) {
 		defer cancel()
 		done <- waiter.Acquire(ctx, 1)
 	}()
-	time.Sleep(700 * time.Millisecond)
+	// The waiter is registered in the queue on every node before the release:
+	// a release that comes first finds nobody to wake.
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		registered := 0
+		for i := range rdbs {
+			if n, err := rdbs[i].ZCard(context.Background(), name+":wq").Result(); err == nil && n >= 1 {
+				registered++
+			}
+		}
+		ready := 0
+		for i := range nodeURLs {
+			if st, _ := b.ListenerState(i); st == redlock.ListenerReady {
+				ready++
+			}
+		}
+		if registered == len(rdbs) && ready == len(nodeURLs) {
+			break
+		}
+	}
+	start = time.Now()
 	holder.Release(1)
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)

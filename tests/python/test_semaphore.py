@@ -59,12 +59,23 @@ def test_release_wakes_a_waiter(cluster5, make_client, name):
 
     t = threading.Thread(target=wait)
     t.start()
-    time.sleep(0.7)
+    # The waiter listens and is registered in the queue on every node before the release: a
+    # release that comes first finds nobody to wake, and the waiter would poll.
+    import redis
+    conns = [redis.Redis.from_url(u) for u in cluster5.urls]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (
+            all(s == redlock.ListenerState.READY for s in waiter.listener_states())
+            and all(r.zcard(name + ":wq") >= 1 for r in conns)):
+        time.sleep(0.02)
+    for r in conns:
+        r.close()
     assert not got
+    t_rel = time.monotonic()
     h.release()
     t.join(30)
     assert got and got[0][0], w.last_error
-    assert got[0][1] < 15, "the waiter polled instead of being woken"
+    assert time.monotonic() - t_rel < 15, "the waiter polled instead of being woken"
     w.release()
 
 
