@@ -90,7 +90,7 @@ typedef enum rl_cmd {
     RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT
 } rl_cmd;
 
-#define RL_SEM_FREE_MAX 8             /* free slots a refusing node names */
+#define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
 #define RL_FENCE_SUFFIX_LEN 8
 

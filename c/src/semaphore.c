@@ -97,27 +97,38 @@ static void clean_up(redlock_lock *lock, const rl_round *r)
         rl_round_run(lock->client, &rel);
 }
 
-/* The p slots free on the most nodes, at least a quorum (ties at random),
- * after a round refused: a node that granted had the slots it was asked
- * for free; one that refused named its first free ones. 1 if found. */
+/* Whether node i said slot s is free in round r: a node that granted had
+ * the slots asked for (pick) free; one that refused named its first free
+ * ones. */
+static int said_free(const rl_round *r, size_t i, uint32_t s, const uint32_t *pick, uint32_t p)
+{
+    if (r->out[i] == RL_YES) {
+        for (uint32_t k = 0; k < p; k++)
+            if (pick[k] == s)
+                return 1;
+    } else if (r->out[i] == RL_NO) {
+        for (unsigned k = 0; k < r->sem_listed[i]; k++)
+            if (r->sem_free[i][k] == s)
+                return 1;
+    }
+    return 0;
+}
+
+/* After a round refused: p slots that a quorum of nodes all said are free
+ * (each node grants all of a handle's slots or none), taken greedily from
+ * the slots free on the most nodes, ties at random. 1 if found, into pick. */
 static int choose(const redlock_lock *lock, const rl_round *r, uint32_t *pick)
 {
     uint32_t L = lock->sem_limit, p = lock->sem_permits;
     uint16_t *cnt = calloc(L, sizeof *cnt);
-    uint32_t *cand = malloc(L * sizeof *cand);
+    uint32_t *cand = malloc(L * sizeof *cand), *chosen = malloc(p * sizeof *chosen);
+    unsigned char with[REDLOCK_MAX_NODES];   /* nodes free for every slot chosen so far */
     int ok = 0;
-    if (!cnt || !cand)
+    if (!cnt || !cand || !chosen)
         goto out;
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->out[i] == RL_YES) {
-            for (uint32_t k = 0; k < p; k++)
-                cnt[pick[k]]++;
-        } else if (r->out[i] == RL_NO) {
-            for (unsigned k = 0; k < r->sem_listed[i]; k++)
-                if (r->sem_free[i][k] < L)
-                    cnt[r->sem_free[i][k]]++;
-        }
-    }
+    for (size_t i = 0; i < r->n; i++)
+        for (uint32_t s = 0; s < L; s++)
+            cnt[s] += (uint16_t)said_free(r, i, s, pick, p);
     uint32_t n = 0;
     for (uint32_t s = 0; s < L; s++)
         if (cnt[s] >= r->quorum)
@@ -136,11 +147,27 @@ static int choose(const redlock_lock *lock, const rl_round *r, uint32_t *pick)
             cand[b] = cand[b - 1];
             cand[b - 1] = t;
         }
-    memcpy(pick, cand, p * sizeof *pick);
-    ok = 1;
+    for (size_t i = 0; i < r->n; i++)
+        with[i] = 1;
+    uint32_t got = 0;
+    for (uint32_t a = 0; a < n && got < p; a++) {
+        int still = 0;
+        for (size_t i = 0; i < r->n; i++)
+            still += with[i] && said_free(r, i, cand[a], pick, p);
+        if (still < r->quorum)
+            continue;
+        for (size_t i = 0; i < r->n; i++)
+            with[i] = with[i] && said_free(r, i, cand[a], pick, p);
+        chosen[got++] = cand[a];
+    }
+    if (got == p) {
+        memcpy(pick, chosen, p * sizeof *pick);
+        ok = 1;
+    }
 out:
     free(cnt);
     free(cand);
+    free(chosen);
     return ok;
 }
 

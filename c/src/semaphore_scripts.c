@@ -37,7 +37,7 @@
  * and K:limit kept at least as long. Refused (a slot asked for is taken):
  * {0, ms until the first holder's key expires, 1 if that holder's release
  * wakes us and no slot is free, free slots, the first free slots from the
- * first one asked for on, up to 8, "5,6"}: the client's next round asks
+ * first one asked for on, up to 16, "5,6"}: the client's next round asks
  * for a slot free on a majority. A refusal reads every slot: O(L). */
 const char rl_script_sem_acquire[] =
     RL_SEM_WAKE_LUA RL_SEM_AUX_LUA
@@ -63,7 +63,7 @@ const char rl_script_sem_acquire[] =
     "local start = tonumber(string.match(ARGV[8], '%d+')) or 0 "
     "local fr, nfree, hint, marked = {}, 0, -1, 0 "
     "for j = 0, lim - 1 do local i = (start + j) % lim local sk = rl_slot(k, i) local v = redis.call('get', sk) "
-    "if not v then nfree = nfree + 1 if #fr < 8 then fr[#fr + 1] = i end "
+    "if not v then nfree = nfree + 1 if #fr < 16 then fr[#fr + 1] = i end "
     "else local t = redis.call('pttl', sk) if hint < 0 or (t >= 0 and t < hint) then hint = t "
     "marked = (#v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2)) and 1 or 0 "
     "end end end "
