@@ -149,6 +149,12 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client,
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
                       char *errbuf, size_t errbuf_size);
 
+/* The counting semaphore: a kind of lock handle (docs/c-api.md). */
+#define REDLOCK_MAX_SEM_LIMIT ...
+int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                uint32_t limit, uint32_t permits, char *errbuf, size_t errbuf_size);
+int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out, uint32_t *permits_out);
+
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {
     unsigned int version;

@@ -430,6 +430,31 @@ REDLOCK_EXTERN const char *redlock_lock_errmsg(const redlock_lock *lock);
 /* The error code of the last call on this lock (0 when it succeeded). */
 REDLOCK_EXTERN int redlock_lock_errcode(const redlock_lock *lock);
 
+/* ---- Counting semaphores (docs/algorithm.md, "Counting semaphore") ----
+ * A semaphore is a lock handle of another kind: each handle takes `permits`
+ * of the semaphore's `limit` permits at once (all or none), and
+ * redlock_lock_acquire, redlock_extend, redlock_release, auto-extension,
+ * validity, fencing tokens (one counter per semaphore), the per-node report,
+ * cancel and wake-up apply to it unchanged. At most `limit` permits are held
+ * at once whenever Redlock's assumptions hold. Every user of a semaphore
+ * must pass the same limit: the nodes keep it while any permit is held, and
+ * an acquire with another one fails with REDLOCK_EINVAL, naming both. */
+#define REDLOCK_MAX_SEM_LIMIT 1000u
+/* A semaphore handle on resource, not yet held. No network I/O.
+ * REDLOCK_EINVAL for what redlock_lock_new refuses, a limit of 0 or over
+ * REDLOCK_MAX_SEM_LIMIT, or permits of 0 or over the limit. */
+REDLOCK_EXTERN int redlock_lock_new_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                              uint32_t limit, uint32_t permits);
+/* redlock_lock_new_semaphore, and errbuf, if not NULL, receives a
+ * description of a failure ("" on success). */
+REDLOCK_EXTERN int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                               uint32_t limit, uint32_t permits, char *errbuf,
+                                               size_t errbuf_size);
+/* A semaphore handle's limit and permits (either pointer may be NULL); 0,
+ * or REDLOCK_EINVAL for NULL or a handle that is not a semaphore. */
+REDLOCK_EXTERN int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out,
+                                                uint32_t *permits_out);
+
 /* A static description of an error code; never NULL. */
 REDLOCK_EXTERN const char *redlock_strerror(int code);
 /* Short name of an error code, e.g. "REDLOCK_ENOQUORUM"; never NULL. */

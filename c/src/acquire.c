@@ -142,7 +142,15 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
     acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, registered, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
-    rl_round_run(c, &r);
+    if (lock->kind == RL_KIND_SEM) {
+        int sc = rl_sem_run(lock, &r);   /* may take a free slot in a second round */
+        if (sc) {
+            atomic_store(&lock->state, LOCK_IDLE);
+            return sc;
+        }
+    } else {
+        rl_round_run(c, &r);
+    }
     rl_record_round(lock, &r, 0);
     read_hint(&r, h);
     int64_t now = rl_now_us();

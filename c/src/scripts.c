@@ -136,6 +136,11 @@ static const struct {
     { "redlock_acquire", rl_script_acquire },
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
+    /* The counting semaphore (semaphore.c) */
+    { "redlock_sem_acquire", rl_script_sem_acquire },
+    { "redlock_sem_extend", rl_script_sem_extend },
+    { "redlock_sem_release", rl_script_sem_release },
+    { "redlock_sem_fence_commit", rl_script_sem_fence_commit },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -150,6 +155,10 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_acquire, rl_sha_acquire);
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
+    rl_sha1_hex(rl_script_sem_acquire, rl_sha_sem_acquire);
+    rl_sha1_hex(rl_script_sem_extend, rl_sha_sem_extend);
+    rl_sha1_hex(rl_script_sem_release, rl_sha_sem_release);
+    rl_sha1_hex(rl_script_sem_fence_commit, rl_sha_sem_fence_commit);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,
