@@ -38,6 +38,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // EventType says what an Event reports.
@@ -55,13 +56,14 @@ const (
 	EventNodeError     EventType = C.REDLOCK_EVENT_NODE_ERROR     // one node failed in a round: Node, NodeURL, NodeOutcome, Err, Message
 	EventWoken         EventType = C.REDLOCK_EVENT_WOKEN          // a waiting Lock was woken by a release: Node, NodeURL (whose message woke it)
 	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
+	EventAcquireDone   EventType = C.REDLOCK_EVENT_ACQUIRE_DONE   // an acquire call ended: Err (nil: acquired), Attempt (attempts made), Elapsed (the whole call)
 )
 
 var eventNames = map[EventType]string{
 	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
 	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
-	EventListener: "listener",
+	EventListener: "listener", EventAcquireDone: "acquire done",
 }
 
 func (t EventType) String() string {
@@ -150,6 +152,15 @@ type Event struct {
 	// EventListener: the node's new listener state (Message says why it is
 	// down or refused).
 	ListenerState ListenerState
+	// EventReleased, EventReleaseFailed, EventLost: how long the lock was
+	// held, from the acquiring round's start; 0 on a second report of the
+	// same hold (a lost lock then released).
+	Held time.Duration
+	// The events of a round (acquire attempts, extensions, releases): each
+	// node's round-trip time, -1 for a node whose reply did not arrive (not
+	// sent, down, timed out, not waited for: a round decided at quorum
+	// waits for no more); nil for other events.
+	NodeRTTs []time.Duration
 }
 
 // eventHook is WithEventHandler's handler; settings hold a pointer, so that
@@ -203,6 +214,17 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 		e.NodeRTT = time.Duration(ev.node_rtt_us) * time.Microsecond
 	case EventListener:
 		e.ListenerState = ListenerState(ev.listener_state)
+	}
+	e.Held = time.Duration(ev.held_us) * time.Microsecond
+	if ev.node_rtts_us != nil {
+		rtts := unsafe.Slice((*int64)(unsafe.Pointer(ev.node_rtts_us)), int(ev.n_nodes))
+		e.NodeRTTs = make([]time.Duration, len(rtts))
+		for i, us := range rtts {
+			e.NodeRTTs[i] = -1
+			if us >= 0 {
+				e.NodeRTTs[i] = time.Duration(us) * time.Microsecond
+			}
+		}
 	}
 	// A panic must not unwind through the C frames below (it would leave
 	// the lock's C mutex held): crash from a goroutine of its own instead.
