@@ -252,6 +252,7 @@ def test_acquire_done_held_and_rtts(cluster5, name):
     assert len(released) == 1 and released[0].held >= 0.05
     acquired = rec.of(EventType.ACQUIRED)[0]
     assert acquired.node_rtts is not None and len(acquired.node_rtts) == 5
-    answered = [r for r in acquired.node_rtts if r is not None]  # a round decided at quorum waits for no more
+    assert [u for u, _ in acquired.node_rtts] == list(c.nodes)
+    answered = [r for _, r in acquired.node_rtts if r is not None]  # a round decided at quorum waits for no more
     assert len(answered) >= 3 and all(0 <= r < 5 for r in answered), acquired.node_rtts
     assert all(e.node_rtts is None for e in done)

@@ -127,7 +127,7 @@ class Event(NamedTuple):
     node_rtt: Optional[float]  # NODE_ERROR: time from the round's start to the failure
     listener_state: Optional[Union[ListenerState, int]] = None  # LISTENER: the node's new listener state
     held: Optional[float] = None  # RELEASED, RELEASE_FAILED, LOST: how long the lock was held (first report only)
-    node_rtts: Optional[Tuple[Optional[float], ...]] = None  # a round's events: each node's round trip, None without a reply
+    node_rtts: Optional[Tuple[Tuple[str, Optional[float]], ...]] = None  # a round's events: (node URL, round trip or None) per node
 
     @property
     def error_name(self) -> str:
@@ -212,7 +212,9 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
         held = ev.held_us / 1e6 if ev.held_us > 0 else None
         rtts = None
         if ev.node_rtts_us != ffi.NULL:
-            rtts = tuple(None if ev.node_rtts_us[i] < 0 else ev.node_rtts_us[i] / 1e6 for i in range(ev.n_nodes))
+            urls = sink.node_urls
+            rtts = tuple((urls[i] if i < len(urls) else "", None if ev.node_rtts_us[i] < 0 else ev.node_rtts_us[i] / 1e6)
+                         for i in range(ev.n_nodes))
         event = Event(t, ev.code, _text(ev.resource), message, ev.attempt,
                       bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
                       ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
