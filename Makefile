@@ -76,7 +76,7 @@ test-safety: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
-GO_INTEG_MODULES := bindings/go/gocronlock
+GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...

@@ -33,6 +33,7 @@ package redlock
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime/cgo"
 	"runtime/debug"
@@ -157,10 +158,16 @@ type Event struct {
 	// same hold (a lost lock then released).
 	Held time.Duration
 	// The events of a round (acquire attempts, extensions, releases): each
-	// node's round-trip time, -1 for a node whose reply did not arrive (not
-	// sent, down, timed out, not waited for: a round decided at quorum
-	// waits for no more); nil for other events.
-	NodeRTTs []time.Duration
+	// node's round-trip time, in the client's node order; RTT is -1 for a
+	// node whose reply did not arrive (not sent, down, timed out, not waited
+	// for: a round decided at quorum waits for no more); nil for other events.
+	NodeRTTs []NodeRTT
+}
+
+// NodeRTT is one node's round trip in a round (Event.NodeRTTs).
+type NodeRTT struct {
+	URL string        // the node's URL, password masked
+	RTT time.Duration // -1 without a reply
 }
 
 // eventHook is WithEventHandler's handler; settings hold a pointer, so that
@@ -218,11 +225,14 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 	e.Held = time.Duration(ev.held_us) * time.Microsecond
 	if ev.node_rtts_us != nil {
 		rtts := unsafe.Slice((*int64)(unsafe.Pointer(ev.node_rtts_us)), int(ev.n_nodes))
-		e.NodeRTTs = make([]time.Duration, len(rtts))
+		e.NodeRTTs = make([]NodeRTT, len(rtts))
 		for i, us := range rtts {
-			e.NodeRTTs[i] = -1
+			e.NodeRTTs[i].RTT = -1
 			if us >= 0 {
-				e.NodeRTTs[i] = time.Duration(us) * time.Microsecond
+				e.NodeRTTs[i].RTT = time.Duration(us) * time.Microsecond
+			}
+			if i < len(h.urls) {
+				e.NodeRTTs[i].URL = h.urls[i]
 			}
 		}
 	}
@@ -235,4 +245,19 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 		}
 	}()
 	h.fn(e)
+}
+
+// ErrorName is C's name of the event's code, e.g. "REDLOCK_ELOST" (as
+// Error.Name), and "REDLOCK_OK" when Err is nil: the error.type of metrics.
+func (e Event) ErrorName() string {
+	code := 0
+	var ce *codeError
+	var ee *Error
+	switch {
+	case errors.As(e.Err, &ce):
+		code = ce.code
+	case errors.As(e.Err, &ee):
+		code = ee.Code
+	}
+	return C.GoString(C.redlock_error_name(C.int(code)))
 }

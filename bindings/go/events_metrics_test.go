@@ -44,8 +44,11 @@ func TestEventsAcquireDoneHeldRTTs(t *testing.T) {
 		t.Fatalf("acquired: %+v", acq)
 	}
 	answered := 0
-	for _, d := range acq[0].NodeRTTs {
-		if d >= 0 {
+	for i, d := range acq[0].NodeRTTs {
+		if d.URL != nodeURLs[i] {
+			t.Fatalf("node %d: URL %q, want %q", i, d.URL, nodeURLs[i])
+		}
+		if d.RTT >= 0 {
 			answered++
 		}
 	}

@@ -58,14 +58,21 @@ def test_scenario_read_back(make_client):
         # The 9th: a wait, woken by the holder's release.
         holder = other.acquire("otel:wait", ttl=10)
         got = []
-        waited = c.lock("otel:wait", ttl=10)
-        waiter = threading.Thread(target=lambda: got.append(waited.acquire(timeout=30)))
+        # Its retry is far away (as in test_wake.py): only the release's wake-up gets it the lock.
+        waited = c.lock("otel:wait", ttl=10, retry_delay=20.0, retry_jitter=0.0)
+        waiter = threading.Thread(target=lambda: got.append(waited.acquire(timeout=60)))
         waiter.start()
-        deadline = time.monotonic() + 20
-        while not any(e.type == redlock.EventType.ACQUIRE_FAILED and e.resource == "otel:wait" for e in list(seen)):
-            assert time.monotonic() < deadline
+
+        def registered():
+            # Listening on every node, and registered as a waiter on a majority, which refused it.
+            ready = sum(1 for e in list(seen) if e.resource == "otel:wait" and e.type == redlock.EventType.LISTENER
+                        and e.listener_state == redlock.ListenerState.READY)
+            return ready == 3 and sum(1 for i in range(3) if cl.keys(i, "*otel:wait:wq*")) >= 2
+
+        deadline = time.monotonic() + 30
+        while not registered():
+            assert time.monotonic() < deadline, "the waiter never registered"  # a bound, not a timing check
             time.sleep(0.01)
-        time.sleep(0.2)  # registered as a waiter, its listeners up
         holder.release()
         waiter.join(30)
         assert got == [True]
@@ -114,12 +121,16 @@ def test_scenario_read_back(make_client):
     assert {dict(k)["redlock.outcome"]: p.value for k, p in ext.items()} == {"extended": 1}
     errors = {(dict(k)["redlock.node"], dict(k)["error.type"]): p.value for k, p in m["redlock.node.errors"].items()}
     assert errors == {(paused_url, "REDLOCK_ETIMEDOUT"): 1}
-    assert m["redlock.wake.woken"][frozenset()].value == 1
+    # One WOKEN per wake-up: a waiter woken by the first node's release message may find the others
+    # not yet released, be refused and be woken again.
+    woken = sum(1 for e in seen if e.type == redlock.EventType.WOKEN)
+    assert woken >= 1 and m["redlock.wake.woken"][frozenset()].value == woken
     rtt = {dict(k)["redlock.node"]: p for k, p in m["redlock.node.rtt"].items()}
     assert set(rtt) == set(c.nodes)
     rounds = 2 * 11 + 1 + 2 + 1  # each hold's acquire and release, the extension, the refusals, the paused round
-    assert all(p.count >= 5 for p in rtt.values()) and sum(p.count for p in rtt.values()) >= 2 * rounds
+    assert all(p.count >= 1 for p in rtt.values()) and sum(p.count for p in rtt.values()) >= 2 * rounds
     changes = {(dict(k)["redlock.node"], dict(k)["redlock.listener.state"]): p.value
                for k, p in m.get("redlock.listener.state_changes", {}).items()}
     assert all(url in c.nodes for url, _ in changes)
-    assert 1 <= sum(v for (_, s), v in changes.items() if s == "ready") <= 3, changes
+    assert {u for u, s in changes if s == "ready"} == set(c.nodes), changes
+    assert sum(v for (_, s), v in changes.items() if s == "ready") == 3, changes
