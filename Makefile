@@ -151,3 +151,16 @@ bench-contend: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+
+# Observability (docs/observability.md): the Prometheus rules and scrape
+# configuration checked by promtool (Debian's prometheus package), and the
+# screenshot of Prometheus's graph page for a real run (not in 'make test':
+# it needs chromium and takes about two minutes).
+.PHONY: test-observability metrics-screenshot
+test: test-observability
+test-observability: deps
+	promtool check config docs/prometheus/prometheus.yml
+	promtool test rules docs/prometheus/redlock-rules.test.yml
+metrics-screenshot: deps $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]' -r tools/metrics-screenshot.requirements.txt
+	tools/metrics-screenshot --python $(VENV)/bin/python --out docs/img/prometheus-redlock.png
