@@ -63,7 +63,7 @@ $(VENV)/bin/python:
 
 test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q .
+	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
 
