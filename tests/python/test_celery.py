@@ -14,7 +14,13 @@ import pytest
 
 import nodes
 
-celery = pytest.importorskip("celery", reason="Celery is not installed (pip install -r tests/python/requirements.txt)")
+try:
+    import celery  # noqa: F401
+except ImportError as err:  # a skip here, a failure in CI (CI=true): make test-python installs it
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(f"Celery is not installed ({err}): pip install -r tests/python/requirements.txt",
+                allow_module_level=True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PERIOD = 1.0

@@ -4,6 +4,7 @@
 # 2 refusals, 1 extension, and one node paused (CLIENT PAUSE) during a round that needs it.
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -11,7 +12,13 @@ import pytest
 
 import redlock
 
-pytest.importorskip("opentelemetry.sdk", reason="pip install 'libredlock[otel]' opentelemetry-sdk")
+try:
+    import opentelemetry.sdk  # noqa: F401
+except ImportError as err:  # a skip here, a failure in CI (CI=true): make test-python installs it
+    if os.environ.get("CI"):
+        raise
+    pytest.skip(f"the OpenTelemetry SDK is not installed ({err}): pip install -r tests/python/requirements.txt",
+                allow_module_level=True)
 
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
