@@ -76,10 +76,14 @@ func newClient(t testing.TB) *redlock.Client {
 	return c
 }
 
+// uniq is a key prefix of this test run's own (go test -count=N repeats tests).
+func uniq(t *testing.T) string { return fmt.Sprintf("%s:%d:", t.Name(), time.Now().UnixNano()) }
+
 func TestLockerHoldsAndRefuses(t *testing.T) {
 	ctx := context.Background()
-	a := gocronlock.New(newClient(t), gocronlock.WithKeyPrefix(t.Name()+":"))
-	b := gocronlock.New(newClient(t), gocronlock.WithKeyPrefix(t.Name()+":"))
+	prefix := uniq(t)
+	a := gocronlock.New(newClient(t), gocronlock.WithKeyPrefix(prefix))
+	b := gocronlock.New(newClient(t), gocronlock.WithKeyPrefix(prefix))
 	la, err := a.Lock(ctx, "job")
 	if err != nil {
 		t.Fatalf("first Lock: %v", err)
@@ -107,7 +111,7 @@ func TestLockerHoldsAndRefuses(t *testing.T) {
 
 func TestMinHoldKeepsTheLock(t *testing.T) {
 	ctx := context.Background()
-	opts := []gocronlock.Option{gocronlock.WithKeyPrefix(t.Name() + ":"), gocronlock.WithMinHold(700 * time.Millisecond)}
+	opts := []gocronlock.Option{gocronlock.WithKeyPrefix(uniq(t)), gocronlock.WithMinHold(700 * time.Millisecond)}
 	a, b := gocronlock.New(newClient(t), opts...), gocronlock.New(newClient(t), opts...)
 	start := time.Now()
 	la, err := a.Lock(ctx, "job")
@@ -151,7 +155,7 @@ func runScheduler() int {
 		defer mu.Unlock()
 		fmt.Printf("%s %d\n", what, time.Now().Unix())
 	}
-	locker := gocronlock.New(client, gocronlock.WithTTL(2*time.Second), gocronlock.WithMinHold(500*time.Millisecond))
+	locker := gocronlock.New(client, gocronlock.WithTTL(2*time.Second), gocronlock.WithMinHold(800*time.Millisecond))
 	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
