@@ -64,7 +64,7 @@ $(VENV)/bin/python:
 
 test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q .
+	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
 
@@ -77,9 +77,12 @@ test-safety: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
+GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
+	@# The integrations, Go modules of their own (docs/go.md, docs/observability.md).
+	for m in $(GO_INTEG_MODULES); do (cd $$m && go vet ./... && go test -race -count=1 ./...) || exit 1; done
 
 test-fuzz: deps
 	tests/fuzz/run 20
@@ -155,3 +158,16 @@ bench-contend: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+
+# Observability (docs/observability.md): the Prometheus rules and scrape
+# configuration checked by promtool (Debian's prometheus package), and the
+# screenshot of Prometheus's graph page for a real run (not in 'make test':
+# it needs chromium and takes about two minutes).
+.PHONY: test-observability metrics-screenshot
+test: test-observability
+test-observability: deps
+	promtool check config docs/prometheus/prometheus.yml
+	promtool test rules docs/prometheus/redlock-rules.test.yml
+metrics-screenshot: deps $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]' -r tools/metrics-screenshot.requirements.txt
+	tools/metrics-screenshot --python $(VENV)/bin/python --out docs/img/prometheus-redlock.png

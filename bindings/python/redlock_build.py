@@ -52,7 +52,7 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_ACQUIRED, REDLOCK_EVENT_ACQUIRE_FAILED, REDLOCK_EVENT_EXTENDED,
     REDLOCK_EVENT_EXTEND_FAILED, REDLOCK_EVENT_LOST, REDLOCK_EVENT_RELEASED,
     REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR, REDLOCK_EVENT_WOKEN,
-    REDLOCK_EVENT_LISTENER,
+    REDLOCK_EVENT_LISTENER, REDLOCK_EVENT_ACQUIRE_DONE,
     ...
 } redlock_event_type;
 
@@ -86,6 +86,8 @@ typedef struct redlock_event {
     int node_outcome;
     int64_t node_rtt_us;
     int listener_state;
+    int64_t held_us;
+    const int64_t *node_rtts_us;
     ...;
 } redlock_event;
 

@@ -70,9 +70,12 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_RELEASE_FAILED = 7, /* release not confirmed by a majority (code) */
     REDLOCK_EVENT_NODE_ERROR     = 8, /* one node failed in a round: node, node_outcome, message */
     REDLOCK_EVENT_WOKEN          = 9, /* a waiting acquire was woken by a release (node: from where) */
-    REDLOCK_EVENT_LISTENER       = 10 /* a node's wake-up listener changed state: node,
+    REDLOCK_EVENT_LISTENER       = 10,/* a node's wake-up listener changed state: node,
                                        * listener_state, message; told to (lock, resource)
                                        * a waiting acquire that saw it */
+    REDLOCK_EVENT_ACQUIRE_DONE   = 11 /* an acquire call ended, after its last attempt: code
+                                       * (0 = acquired), attempt (the attempts made, 0 if
+                                       * none), elapsed_us (the whole call, waits included) */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one
@@ -117,6 +120,14 @@ typedef struct redlock_event {
     int node_outcome;          /* NODE_ERROR: redlock_node_outcome */
     int64_t node_rtt_us;       /* NODE_ERROR: time from the round's start to the failure */
     int listener_state;        /* LISTENER: the new redlock_listener_state */
+    int64_t held_us;           /* RELEASED, RELEASE_FAILED, LOST: how long the lock was held,
+                                * from the acquiring round's start; 0 on a second report
+                                * of the same hold (a lost lock then released) */
+    const int64_t *node_rtts_us; /* the events of a round (ACQUIRED, ACQUIRE_FAILED, EXTENDED,
+                                * EXTEND_FAILED, RELEASED, RELEASE_FAILED, LOST by a release):
+                                * n_nodes round-trip times, -1 for a node whose reply did
+                                * not arrive (not sent, down, timed out, I/O failure, not
+                                * waited for); NULL for other events */
 } redlock_event;
 
 /* Called synchronously on the thread that ran the round: the caller's, or the

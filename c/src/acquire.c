@@ -566,7 +566,10 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     if (!redlock_lock_is_held(lock))
         rl_watch_remove(lock);
     pthread_mutex_lock(&lock->mu);
+    int64_t start_us = rl_now_us();
+    lock->attempts = 0;
     int rc = acquire_locked(lock, ttl_ms, wait_ms);
+    rl_emit_acquire_done(lock, rc, start_us);
     pthread_mutex_unlock(&lock->mu);
     return rc;
 }

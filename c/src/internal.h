@@ -240,6 +240,8 @@ struct redlock_lock {
      * acquisition takes, and the slots it asks for or holds ("3,4"). */
     uint32_t sem_limit, sem_permits;
     char *sem_slots;
+    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
+    int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
 };
 
 /* report.c: the handle's error detail (printf-style); extend.c: the TTL
@@ -256,6 +258,8 @@ void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
              uint32_t attempt, int64_t elapsed_us);
+/* report.c: REDLOCK_EVENT_ACQUIRE_DONE for an acquire call that began at start_us. */
+void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us);
 /* REDLOCK_EVENT_WOKEN: a release on `node` woke the acquire; attempt comes next. */
 void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
 
