@@ -13,10 +13,12 @@
 #define LATER 1   /* results[k] until acquire.c has made the attempt */
 
 /* A lock this call cannot batch (fencing needs its token commit, fair mode
- * its queue): acquire.c does it, one attempt, after the batch. */
+ * its queue, a lock of another kind than the mutex its own commands):
+ * acquire.c does it, one attempt, after the batch. */
 static int plain(const redlock_lock *lock)
 {
-    return !(lock->client->opts.flags & REDLOCK_OPT_FENCING) && !(lock->pol.flags & REDLOCK_OPT_FAIR);
+    return !(lock->client->opts.flags & REDLOCK_OPT_FENCING) && !(lock->pol.flags & REDLOCK_OPT_FAIR) &&
+           lock->kind == RL_KIND_MUTEX;
 }
 
 /* The checks of acquire.c's check_acquire (mutex held): 0 or the code, with the message set. */
@@ -41,7 +43,7 @@ static int check(redlock_lock *lock, uint32_t ttl_ms)
 /* Lock k's attempt in round r (mutex held): 0 or its code; *clean says
  * whether a clean-up release must follow, and skip[i] the nodes it skips. */
 static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t ttl_ms, unsigned char *skip,
-                    int *clean)
+                    int *clean, int64_t call_us)
 {
     redlock_client *c = lock->client;
     rl_outcome out[REDLOCK_MAX_NODES];
@@ -60,7 +62,8 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
         lock->ttl_ms = ttl_ms;
         lock->n_ext = 0;
         rl_lock_ok(lock);
-        rl_emit_out(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, out, r->n, 0, now - r->start_us);
+        rl_emit_out(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, r, out, 0, 1, now - r->start_us);
+        rl_emit_acquire_done(lock, 0, call_us);
         return 0;
     }
     int hard = t.auth + t.server + t.io + t.tls;
@@ -83,7 +86,8 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
         *clean |= !skip[i];
     }
     atomic_store(&lock->state, LOCK_IDLE);
-    rl_emit_out(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, rl_errmsg(lock), out, r->n, 0, now - r->start_us);
+    rl_emit_out(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, rl_errmsg(lock), r, out, 0, 1, now - r->start_us);
+    rl_emit_acquire_done(lock, code, call_us);
     return code;
 }
 
@@ -187,6 +191,7 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
     size_t *idx = malloc(n * sizeof *idx);
     if (!idx)
         return REDLOCK_ENOMEM;
+    int64_t call_us = rl_now_us();   /* each lock's acquire call, as the hook tells it */
     size_t m = 0;
     for (size_t k = 0; k < n; k++) {
         redlock_lock *l = locks[k];
@@ -197,6 +202,10 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
             rl_watch_remove(l);   /* as redlock_lock_acquire: not under the mutex */
         pthread_mutex_lock(&l->mu);
         results[k] = check(l, ttl_ms);
+        if (results[k]) {
+            l->attempts = 0;   /* REDLOCK_EVENT_ACQUIRE_DONE: no attempt made */
+            rl_emit_acquire_done(l, results[k], call_us);
+        }
         pthread_mutex_unlock(&l->mu);
         if (results[k] == 0)
             idx[m++] = k;
@@ -206,6 +215,8 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
         for (size_t j = 0; j < m; j++) {
             pthread_mutex_lock(&locks[idx[j]]->mu);
             results[idx[j]] = rl_lock_err(locks[idx[j]], REDLOCK_ENOMEM, "out of memory");
+            locks[idx[j]]->attempts = 0;
+            rl_emit_acquire_done(locks[idx[j]], REDLOCK_ENOMEM, call_us);
             pthread_mutex_unlock(&locks[idx[j]]->mu);
         }
         m = 0;
@@ -221,7 +232,8 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
             int clean = 0;
             unsigned char sk[REDLOCK_MAX_NODES];
             pthread_mutex_lock(&l->mu);
-            results[idx[j]] = conclude(l, &set.rounds[j / RL_BATCH_MAX], j % RL_BATCH_MAX, ttl_ms, sk, &clean);
+            results[idx[j]] = conclude(l, &set.rounds[j / RL_BATCH_MAX], j % RL_BATCH_MAX, ttl_ms, sk, &clean,
+                                       call_us);
             pthread_mutex_unlock(&l->mu);
             if (clean && skip && lost) {
                 memcpy(skip + nlost * c->n, sk, c->n);

@@ -4,7 +4,9 @@
  * node covers up to RL_BATCH_MAX keys; the rounds of a batch are pipelined
  * on each node's one connection and run at once. Each lock is still decided
  * on its own, at quorum, exactly as rl_extend_locked decides one (see
- * docs/algorithm.md, "Many locks, one watchdog"). */
+ * docs/algorithm.md, "Many locks, one watchdog"). Locks of other kinds
+ * than the mutex (a semaphore's permit) are extended one by one, by
+ * rl_extend_locked, after the batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,7 +72,7 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
     if (code == 0) {
         atomic_store(&lock->valid_until_us, r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
         lock->n_ext++;
-        rl_emit_out(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, out, r->n, automatic, decided - r->start_us);
+        rl_emit_out(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, r, out, automatic, 0, decided - r->start_us);
         return 0;
     }
     rl_tally t = rl_tally_of(out, r->n);
@@ -87,9 +89,11 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
     if (code == REDLOCK_ELOST)
         rl_mark_lost(lock, code, m, automatic);
     else
-        rl_emit_out(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, out, r->n, automatic, r->decided_us - r->start_us);
+        rl_emit_out(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, r, out, automatic, 0, r->decided_us - r->start_us);
     return code;
 }
+
+#define SINGLE 1   /* rcs[k] of a lock that is not batched (not a mutex) */
 
 /* A failure's message, owned, or NULL (none, or out of memory). */
 static char *keep(const char *m)
@@ -107,6 +111,11 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
+        if (locks[k]->kind != RL_KIND_MUTEX) {
+            rcs[k] = SINGLE;   /* after the batch */
+            msgs[k] = NULL;
+            continue;
+        }
         pthread_mutex_lock(&locks[k]->mu);
         rcs[k] = rl_extend_check(locks[k], ttls[k], now, tmp, sizeof tmp);
         int64_t v = atomic_load(&locks[k]->valid_until_us);
@@ -200,6 +209,16 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
             pthread_mutex_unlock(&locks[idx]->mu);
             msgs[idx] = rcs[idx] ? keep(tmp) : NULL;
         }
+    }
+    /* The other kinds (a semaphore's permit, ...) send their own commands:
+     * one round each, as redlock_extend would. */
+    for (size_t k = 0; k < n; k++) {
+        if (rcs[k] != SINGLE)
+            continue;
+        pthread_mutex_lock(&locks[k]->mu);
+        rcs[k] = rl_extend_locked(locks[k], ttls[k], automatic, tmp, sizeof tmp);
+        pthread_mutex_unlock(&locks[k]->mu);
+        msgs[k] = rcs[k] ? keep(tmp) : NULL;
     }
     free(go);
     free(valid);

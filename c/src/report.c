@@ -168,22 +168,8 @@ void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome
     }
 }
 
-void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_outcome *out, size_t n,
-                 int automatic, int64_t elapsed_us)
-{
-    redlock_client *c = lock->client;
-    if (!c->opts.on_event)
-        return;
-    redlock_event ev;
-    event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
-    ev.nodes_ok = rl_tally_of(out, n).yes;
-    if (type == REDLOCK_EVENT_EXTENDED)
-        ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
-    c->opts.on_event(&ev, c->opts.on_event_userdata);
-}
-
-void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
-                 uint32_t attempt, int64_t elapsed_us)
+void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, const rl_outcome *out,
+                 int automatic, uint32_t attempt, int64_t elapsed_us)
 {
     redlock_client *c = lock->client;
     if (!c->opts.on_event)
@@ -191,11 +177,44 @@ void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_r
     redlock_event ev;
     event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
     ev.attempt = attempt;
-    ev.nodes_ok = r ? rl_tally_of(r->out, r->n).yes : 0;
+    ev.nodes_ok = r ? rl_tally_of(out, r->n).yes : 0;
     if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED)
         ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
     if (type == REDLOCK_EVENT_ACQUIRED)
         ev.fencing_token = atomic_load(&lock->token);
+    /* Metrics (docs/observability.md): attempts per call, held time, round-trip times. */
+    if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_ACQUIRE_FAILED)
+        lock->attempts = attempt;
+    if ((type == REDLOCK_EVENT_RELEASED || type == REDLOCK_EVENT_RELEASE_FAILED || type == REDLOCK_EVENT_LOST) &&
+        lock->acquired_us && lock->held_told_us != lock->acquired_us) {
+        ev.held_us = rl_now_us() - lock->acquired_us;
+        lock->held_told_us = lock->acquired_us;
+    }
+    int64_t rtts[REDLOCK_MAX_NODES];
+    if (r) {
+        for (size_t i = 0; i < r->n; i++) {
+            rl_outcome o = out[i];
+            rtts[i] = o == RL_YES || o == RL_NO || o == RL_ERR_SERVER || o == RL_ERR_AUTH ? r->rtt_us[i] : -1;
+        }
+        ev.node_rtts_us = rtts;
+    }
+    c->opts.on_event(&ev, c->opts.on_event_userdata);
+}
+
+void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
+                 uint32_t attempt, int64_t elapsed_us)
+{
+    rl_emit_out(lock, type, code, msg, r, r ? r->out : NULL, automatic, attempt, elapsed_us);
+}
+
+void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us)
+{
+    redlock_client *c = lock->client;
+    if (!c->opts.on_event)
+        return;
+    redlock_event ev;
+    event_init(&ev, lock, REDLOCK_EVENT_ACQUIRE_DONE, rc, rc ? rl_errmsg(lock) : NULL, 0, rl_now_us() - start_us);
+    ev.attempt = lock->attempts;
     c->opts.on_event(&ev, c->opts.on_event_userdata);
 }
 

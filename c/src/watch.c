@@ -248,7 +248,7 @@ static void tell_behind(redlock_lock *l, int64_t late_us, size_t n)
            "auto-extension is behind: %zu locks due, the oldest %lld ms late (due every %lld ms); "
            "the nodes do not keep up with this client's extensions",
            n, (long long)(late_us / 1000), (long long)(rl_policy_extend_interval_us(l->ttl_ms) / 1000));
-    rl_emit_out(l, REDLOCK_EVENT_WATCH_BEHIND, 0, msg, NULL, 0, 1, late_us);
+    rl_emit_out(l, REDLOCK_EVENT_WATCH_BEHIND, 0, msg, NULL, NULL, 1, 0, late_us);
 }
 
 static void *watch_main(void *arg)

@@ -209,6 +209,66 @@ static void test_behind(void)
     redlock_client_free(c);
 }
 
+/* Handles of other kinds (a semaphore's) mixed with mutexes: acquire_many
+ * gives them their own attempts, the watchdog their own extensions (their
+ * keys are not the mutex's), and each lock's call ends in one ACQUIRE_DONE
+ * of one attempt. */
+#define KM 20
+static atomic_int n_done, n_done_bad;
+static void count_done(const redlock_event *ev, void *userdata)
+{
+    (void)userdata;
+    if (ev->type == REDLOCK_EVENT_ACQUIRE_DONE) {
+        atomic_fetch_add(&n_done, 1);
+        if (ev->attempt != 1)
+            atomic_fetch_add(&n_done_bad, 1);
+    }
+}
+
+static void test_kinds(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.on_event = count_done;
+    redlock_client *c = make_client(t_nurls, &o);
+    redlock_lock *l[KM + 2];
+    int res[KM + 2];
+    const char *base = uniq("kinds"), *semname = uniq("kinds-sem");
+    for (int k = 0; k < KM; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s:%d", base, k);
+        CHECK_RC(redlock_lock_new(&l[k], c, name), 0);
+    }
+    /* Two handles on a semaphore of one permit: the first gets it. */
+    CHECK_RC(redlock_lock_new_semaphore(&l[KM], c, semname, 1, 1), 0);
+    CHECK_RC(redlock_lock_new_semaphore(&l[KM + 1], c, semname, 1, 1), 0);
+    atomic_store(&n_done, 0);
+    atomic_store(&n_done_bad, 0);
+    CHECK_RC(redlock_lock_acquire_many(l, KM + 2, 600, res), 0);
+    for (int k = 0; k < KM; k++)
+        CHECK(res[k] == 0);
+    CHECK(res[KM] == 0 && redlock_lock_is_held(l[KM]));
+    CHECK(res[KM + 1] == REDLOCK_ENOTACQUIRED && !redlock_lock_is_held(l[KM + 1]));
+    CHECK(atomic_load(&n_done) == KM + 2 && atomic_load(&n_done_bad) == 0);
+    /* On the watchdog together, for more than twice the TTL. */
+    for (int k = 0; k <= KM; k++)
+        CHECK_RC(redlock_lock_auto_extend(l[k], 0, NULL, NULL), 0);
+    msleep(1500);
+    int held = 0;
+    for (int k = 0; k <= KM; k++)
+        held += redlock_lock_is_held(l[k]);
+    CHECK(held == KM + 1);
+    /* The permit is still taken on the nodes: the other handle is refused. */
+    CHECK_LOCK_RC(l[KM + 1], redlock_lock_acquire(l[KM + 1], 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    for (int k = 0; k <= KM; k++) {
+        CHECK_RC(redlock_lock_auto_extend_stop(l[k]), 0);
+        CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+    }
+    CHECK(keys_on(t_nurls) == 0 || EVENTUALLY(keys_on(t_nurls) == 0, 5000, "no key left"));
+    free_all(l, KM + 2);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -216,5 +276,6 @@ int main(void)
     run_test("acquire_many_input", test_acquire_many_input);
     run_test("batch_per_lock", test_batch_per_lock);
     run_test("behind", test_behind);
+    run_test("kinds", test_kinds);
     return finish_tests();
 }

@@ -173,6 +173,20 @@ static void on_bg_lost(redlock_lock *lock, int code, const char *message, void *
             redlock_error_name(code), redlock_lock_resource(lock), oneline(message, msg, sizeof msg));
 }
 
+/* --mode sem --limit L: the client holds a permit of a counting semaphore
+ * of limit L instead of the mutex. Up to L clients are inside at once, so
+ * the counter is not written (check.py counts the holders instead). */
+static long sem_limit;
+
+static int sem_lock_new(redlock_lock **lock, redlock_client *client, const char *resource)
+{
+    char err[512];
+    int rc = redlock_lock_open_semaphore(lock, client, resource, (uint32_t)sem_limit, 1, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: semaphore: %s\n", client_id, err);
+    return rc;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -197,6 +211,8 @@ static void usage(void)
             "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
             "                      auto-extend for the whole run; log losses (BGLOST) and\n"
             "                      how many are still held at the end (BGEND)\n"
+            "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
+            "                      mutex: no counter write (check.py counts holders)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -214,8 +230,10 @@ int main(int argc, char **argv)
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
     long background = 0;
+    const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND };
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND,
+           O_SEM_MODE = 512, O_SEM_LIMIT };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -241,6 +259,8 @@ int main(int argc, char **argv)
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
         {"background", required_argument, 0, O_BACKGROUND},
+        {"mode", required_argument, 0, O_SEM_MODE},
+        {"limit", required_argument, 0, O_SEM_LIMIT},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -269,8 +289,15 @@ int main(int argc, char **argv)
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
         case O_BACKGROUND: background = atol(optarg); break;
+        case O_SEM_MODE: mode = optarg; break;
+        case O_SEM_LIMIT: sem_limit = atol(optarg); break;
         default: usage(); return 2;
         }
+    }
+    int sem = strcmp(mode, "sem") == 0;
+    if (sem && sem_limit <= 0) {
+        usage();
+        return 2;
     }
     if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing)) {
         usage();
@@ -330,7 +357,7 @@ int main(int argc, char **argv)
         return 1;
     }
     redlock_lock *lock;
-    rc = redlock_lock_new(&lock, client, resource);
+    rc = sem ? sem_lock_new(&lock, client, resource) : redlock_lock_new(&lock, client, resource);
     if (rc != 0) {
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
@@ -380,9 +407,9 @@ int main(int argc, char **argv)
      * reported validity never exceeds ttl - drift from before the call. */
     double drift_ms = (double)ttl * o.drift_factor + o.drift_min_ms;
     logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu "
-            "fencing=%d storage=%d auto_extend=%d pre_write=%ld",
+            "fencing=%d storage=%d auto_extend=%d pre_write=%ld mode=%s limit=%ld",
             id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n, fencing,
-            storage_path != NULL, auto_extend, pre_write);
+            storage_path != NULL, auto_extend, pre_write, sem ? "sem" : "mutex", sem ? sem_limit : 1);
 
     unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
     int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
@@ -423,7 +450,9 @@ int main(int argc, char **argv)
         sleep_ms(hold);
         int64_t t_check = now_ns();
         int64_t left = redlock_lock_validity_ms(lock);
-        if (left > margin) {
+        if (sem) {
+            /* up to L holders at once: no counter to write */
+        } else if (left > margin) {
             if (pre_write > 0) {
                 logline("PRE %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
                 sleep_ms(pre_write);

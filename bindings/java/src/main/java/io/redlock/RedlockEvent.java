@@ -39,6 +39,11 @@ public final class RedlockEvent {
      */
     LISTENER,
     /**
+     * An acquire call ended, after its last attempt: {@link #code()} (0 when acquired), {@link
+     * #attempt()} (the attempts made), {@link #elapsedMicros()} (the whole call, waits included).
+     */
+    ACQUIRE_DONE,
+    /**
      * The client's auto-extension starts extensions late: more locks than the nodes keep up
      * with. {@link #resource()} is the latest lock's, {@link #message()} says how late and how
      * many were due. Told at most once a second, while about half the validity is still left.
@@ -59,6 +64,7 @@ public final class RedlockEvent {
         case EventTypeCodes.EVENT_NODE_ERROR: return NODE_ERROR;
         case EventTypeCodes.EVENT_WOKEN: return WOKEN;
         case EventTypeCodes.EVENT_LISTENER: return LISTENER;
+        case EventTypeCodes.EVENT_ACQUIRE_DONE: return ACQUIRE_DONE;
         case EventTypeCodes.EVENT_WATCH_BEHIND: return WATCH_BEHIND;
         default: return UNKNOWN;
       }
