@@ -101,7 +101,7 @@ static void read_hint(const rl_round *r, wait_hint *h)
  * (scripts.c) when waiting with a registration (member), in fair mode, or
  * with fencing. */
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
-                          int calm, int renew, char mode[5])
+                          int calm, int renew, char mode[8])
 {
     redlock_client *c = lock->client;
     /* Fair mode orders waiters while the nodes are calm; right after a
@@ -123,6 +123,8 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
     r->mode = mode;
     r->ticket = ticket;
     r->lease_ms = rl_policy_wake_lease_ms(&lock->pol);
+    if (lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE)
+        rl_rw_acquire_round(lock, r, mode);
 }
 
 /* One acquisition attempt. On failure every node that may hold our value
@@ -133,7 +135,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
 {
     redlock_client *c = lock->client;
     rl_round r;
-    char mode[5];
+    char mode[8];
 
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
@@ -149,7 +151,9 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
-    if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING))
+    if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING) && lock->kind == RL_KIND_READ)
+        token = rl_rw_reader_token(&r);   /* the counter as it is: readers commit nothing */
+    else if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING))
         code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {
         atomic_store(&lock->token, token);
@@ -478,6 +482,8 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
     int counted = s->max_attempts != UINT64_MAX;
     int64_t delay = plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
                     ? 0 : retry_delay(lock, *rc, h, s->listen, counted, calm);
+    if (lock->kind == RL_KIND_WRITE)
+        delay = rl_rw_cap_delay(lock, delay);   /* back before its intent lapses */
     if (s->deadline && now + delay > s->deadline)
         delay = s->deadline - now;
     /* A wake-up cuts any sleep short: the releases and leaves that wake
@@ -503,6 +509,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         return rc;
     waiting s;
     begin_waiting(lock, wait_ms, &s);
+    lock->rw_waiting = s.max_attempts > 1;
     for (uint64_t n = 1;; n++) {
         wait_hint h = { 0, 0, 0, 0, -1 };
         int calm, plain;

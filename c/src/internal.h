@@ -84,7 +84,13 @@ typedef enum rl_cmd {
     RL_CMD_ACQUIRE,       /* SET NX PX by script: the waiters' queue, fair mode, the
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
-    RL_CMD_LEAVE          /* a waiter that gives up leaves the queue */
+    RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
+    /* the read-write lock (rwlock.c, docs/algorithm.md "Read-write locks"):
+     * each takes the keys of KEYS_RW (proto.c) */
+    RL_CMD_RW_ACQUIRE,    /* a read, or a waiting write, acquisition */
+    RL_CMD_RW_EXTEND,     /* a reader's lease extended */
+    RL_CMD_RW_RELEASE,    /* a reader leaves; the last one frees the key */
+    RL_CMD_RW_DOWNGRADE   /* the writer becomes a reader in one step */
 } rl_cmd;
 
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
@@ -105,6 +111,11 @@ struct rl_round {
     uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
     uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
     int wake;                /* RELEASE, LEAVE: 1 wakes the first waiter, 0 nobody */
+    /* RW_*: the read-write lock's keys next to the lock's (rwlock.c) and
+     * how long a waiting writer's intent holds new readers back */
+    const char *rw_keys[2];
+    size_t rw_keys_len[2];
+    uint32_t intent_ms;
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -222,6 +233,17 @@ struct redlock_lock {
     int lost_code;            /* why state became LOCK_LOST */
     char lost_msg[RL_MSG_MAX];
     rl_autoextend ae;         /* auto-extension (watch.c) */
+    /* What the handle locks: a mutex, or a side of a read-write lock
+     * (rwlock.c); the other kinds are others' (3: a semaphore's permit, 4:
+     * several resources). */
+#define RL_KIND_MUTEX 0
+#define RL_KIND_READ 1
+#define RL_KIND_WRITE 2
+    int kind;
+    int rw_waiting;           /* RL_KIND_WRITE: the acquire under way waits
+                               * (its refusals leave an intent) */
+    char *rw_keys;            /* the read-write lock's two keys, NUL-separated */
+    size_t rw_keys_len[2];
 };
 
 /* report.c: the handle's error detail (printf-style); extend.c: the TTL
@@ -337,6 +359,21 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 
+/* ---- rwlock.c: the read-write lock's hooks into the mutex's code ---- */
+/* How long a waiting writer's intent keeps new readers out after its last
+ * attempt (docs/algorithm.md); a waiting writer asks again within a third. */
+#define RL_RW_INTENT_MS 1000
+/* rl_init_round's part: a reader's extend and release go by its scripts,
+ * and every round carries the read-write keys. */
+void rl_rw_init_round(rl_round *r, redlock_lock *lock);
+/* acquire.c's: the round of an attempt for a side of a read-write lock. */
+void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
+/* acquire.c's: a waiting writer asks again before its intent lapses. */
+int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
+/* acquire.c's: a reader's fencing token, the counter as the granting
+ * nodes have it (no commit). */
+uint64_t rl_rw_reader_token(const rl_round *r);
+
 extern char rl_sha_release[41];
 extern char rl_sha_extend[41];
 extern const char rl_script_release[];
@@ -347,7 +384,15 @@ extern char rl_sha_fence_commit[41];
 extern const char rl_script_acquire[];
 extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
-#define RL_FUNCTION_LIBRARY_MAX 16384
+extern char rl_sha_rw_acquire[41];
+extern char rl_sha_rw_extend[41];
+extern char rl_sha_rw_release[41];
+extern char rl_sha_rw_downgrade[41];
+extern const char rl_script_rw_acquire[];
+extern const char rl_script_rw_extend[];
+extern const char rl_script_rw_release[];
+extern const char rl_script_rw_downgrade[];
+#define RL_FUNCTION_LIBRARY_MAX 32768
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 
