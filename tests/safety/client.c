@@ -158,6 +158,36 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
             redlock_error_name(code), redlock_lock_is_held(lock), oneline(message, msg, sizeof msg));
 }
 
+/* ---- --mode rw: the read-write lock (docs/algorithm.md, "Read-write
+ * locks"). Each iteration takes the write side one time in --write-every
+ * (then the usual read-modify-write; 1: always, 0: never) and else the
+ * read side (then it only reads the counter). An "RW id seq R|W" line
+ * follows each ACQ: check.py lets readers overlap readers only. */
+static int rw_mode;
+static long rw_write_every = 3;
+static redlock_lock *rw_read, *rw_write;
+
+static int rw_open(redlock_client *client, const char *resource)
+{
+    int rc = redlock_lock_new_read(&rw_read, client, resource);
+    if (rc == 0)
+        rc = redlock_lock_new_write(&rw_write, client, resource);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: read-write lock: %s\n", client_id, redlock_strerror(rc));
+    return rc;
+}
+
+static redlock_lock *rw_pick(unsigned *seed)
+{
+    return rw_write_every > 0 && rand_r(seed) % rw_write_every == 0 ? rw_write : rw_read;
+}
+
+static void rw_close(void)
+{
+    redlock_lock_free(rw_read);
+    redlock_lock_free(rw_write);
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -179,6 +209,8 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --mode rw           the read-write lock: readers only read the counter\n"
+            "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -196,7 +228,8 @@ int main(int argc, char **argv)
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR };
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR,
+           O_MODE_RW = 400, O_WRITE_EVERY };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -221,6 +254,8 @@ int main(int argc, char **argv)
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
+        {"mode", required_argument, 0, O_MODE_RW},
+        {"write-every", required_argument, 0, O_WRITE_EVERY},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -248,6 +283,14 @@ int main(int argc, char **argv)
         case O_AUTO_EXTEND: auto_extend = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
+        case O_MODE_RW:
+            if (strcmp(optarg, "rw") != 0) {
+                usage();
+                return 2;
+            }
+            rw_mode = 1;
+            break;
+        case O_WRITE_EVERY: rw_write_every = atol(optarg); break;
         default: usage(); return 2;
         }
     }
@@ -314,6 +357,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
     }
+    if (rw_mode) {
+        redlock_lock_free(lock);
+        if (rw_open(client, resource) != 0)
+            return 1;
+        lock = rw_read;
+        logline("MODE %ld rw write_every=%ld", id, rw_write_every);
+    }
 
     /* The drift the library subtracts, so the checker can verify that the
      * reported validity never exceeds ttl - drift from before the call. */
@@ -330,6 +380,8 @@ int main(int argc, char **argv)
     while (!stop_requested && now_ns() < end && (iterations == 0 || acquired < iterations)) {
         seq++;
         atomic_store(&cur_seq, seq);
+        if (rw_mode)
+            lock = rw_pick(&seed);
         int64_t t_call = now_ns();
         rc = redlock_lock_acquire(lock, (uint32_t)ttl, wait);
         int64_t t_ret = now_ns();
@@ -351,6 +403,8 @@ int main(int argc, char **argv)
         int64_t valid_until = t_ret + validity * 1000000;
         logline("ACQ %ld %lld %lld %lld %lld %" PRIu64, id, seq, (long long)t_call, (long long)t_ret,
                 (long long)valid_until, token);
+        if (rw_mode)
+            logline("RW %ld %lld %c", id, seq, lock == rw_read ? 'R' : 'W');
         if (auto_extend) {
             rc = redlock_lock_auto_extend(lock, 0, on_lost, NULL);
             if (rc != 0)    /* ESTATE: the validity ran out already; the loop goes on */
@@ -362,7 +416,9 @@ int main(int argc, char **argv)
         sleep_ms(hold);
         int64_t t_check = now_ns();
         int64_t left = redlock_lock_validity_ms(lock);
-        if (left > margin) {
+        if (rw_mode && lock == rw_read) {
+            /* a reader only reads */
+        } else if (left > margin) {
             if (pre_write > 0) {
                 logline("PRE %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
                 sleep_ms(pre_write);
@@ -404,7 +460,10 @@ int main(int argc, char **argv)
             sleep_ms(rand_r(&seed) % (gap + 1));
     }
     logline("END %ld %lld acquired=%lld", id, (long long)now_ns(), acquired);
-    redlock_lock_free(lock);
+    if (rw_mode)
+        rw_close();
+    else
+        redlock_lock_free(lock);
     redlock_client_free(client);
     close(cfd);
     if (sfd >= 0)
