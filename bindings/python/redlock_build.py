@@ -148,6 +148,9 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
                       char *errbuf, size_t errbuf_size);
+int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
+int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+int redlock_lock_downgrade(redlock_lock *lock);
 
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {

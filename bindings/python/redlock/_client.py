@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import threading
 from types import TracebackType
-from typing import Any, Callable, Iterable, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple, Type
 
 from ._callbacks import Event, EventSink, ListenerState, _enum, finalize
 from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NO_WAKE, _NODE_MSG_SIZE, _UNSET,
@@ -16,6 +16,9 @@ from ._fork import free_in_owner
 from ._async import AsyncLock
 from ._lock import Lock, OnLost
 from ._redlock import ffi, lib
+
+if TYPE_CHECKING:
+    from ._rwlock import RWLock
 
 OnEvent = Callable[[Event], Any]
 
@@ -270,3 +273,10 @@ class Redlock:
         """An AsyncLock on ``name`` (asyncio's shape): ``async with client.alock(...)``,
         ``await lock.acquire()``... Takes lock()'s arguments."""
         return AsyncLock(self, name, **kwargs)
+
+    def rwlock(self, name: Name, **kwargs: Any) -> "RWLock":
+        """The read-write lock on ``name``: ``with client.rwlock(name).read():``
+        (shared) or ``.write():`` (exclusive); ``aread()``/``awrite()`` for
+        asyncio. Takes lock()'s arguments, for both sides (see RWLock)."""
+        from ._rwlock import RWLock
+        return RWLock(self, name, **kwargs)
