@@ -527,6 +527,9 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
     if (s.listen)
         rl_wake_report(lock->client, lock);
+    /* A writer that stops waiting holds readers up no longer. */
+    if (rc != 0 && lock->kind == RL_KIND_WRITE && lock->rw_waiting)
+        rl_rw_give_up(lock);
     return rc;
 }
 

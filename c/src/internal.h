@@ -90,7 +90,8 @@ typedef enum rl_cmd {
     RL_CMD_RW_ACQUIRE,    /* a read, or a waiting write, acquisition */
     RL_CMD_RW_EXTEND,     /* a reader's lease extended */
     RL_CMD_RW_RELEASE,    /* a reader leaves; the last one frees the key */
-    RL_CMD_RW_DOWNGRADE   /* the writer becomes a reader in one step */
+    RL_CMD_RW_DOWNGRADE,  /* the writer becomes a reader in one step */
+    RL_CMD_RW_GIVE_UP     /* a writer that stops waiting takes its intent back */
 } rl_cmd;
 
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
@@ -370,6 +371,9 @@ void rl_rw_init_round(rl_round *r, redlock_lock *lock);
 void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
 /* acquire.c's: a waiting writer asks again before its intent lapses. */
 int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
+/* acquire.c's: a waiting writer that gave up takes its intent back, sent
+ * without waiting for replies. */
+void rl_rw_give_up(redlock_lock *lock);
 /* acquire.c's: a reader's fencing token, the counter as the granting
  * nodes have it (no commit). */
 uint64_t rl_rw_reader_token(const rl_round *r);
@@ -388,6 +392,8 @@ extern char rl_sha_rw_acquire[41];
 extern char rl_sha_rw_extend[41];
 extern char rl_sha_rw_release[41];
 extern char rl_sha_rw_downgrade[41];
+extern char rl_sha_rw_give_up[41];
+extern const char rl_script_rw_give_up[];
 extern const char rl_script_rw_acquire[];
 extern const char rl_script_rw_extend[];
 extern const char rl_script_rw_release[];

@@ -96,6 +96,14 @@ uint64_t rl_rw_reader_token(const rl_round *r)
     return max;
 }
 
+void rl_rw_give_up(redlock_lock *lock)
+{
+    rl_round r;
+    rl_init_round(&r, lock, RL_CMD_RW_GIVE_UP, 0);
+    r.no_wait = 1;
+    rl_round_run(lock->client, &r);
+}
+
 /* After a failed downgrade the lock may be a writer on some nodes and a
  * reader on others: both are released, waiting for nothing. */
 static void release_both(redlock_lock *lock)

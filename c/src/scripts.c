@@ -204,6 +204,11 @@ const char rl_script_rw_downgrade[] =
     "local now = rl_clock() redis.call('zadd', rd, now + tonumber(ARGV[2]), ARGV[1]) local left = rl_fit(now) "
     "redis.call('set', k, '" RL_RW_MARK "', 'PX', left) redis.call('pexpire', rd, left) "
     "if rl_has(q) then rl_wake(q, l, '', ARGV[1], k) end return 1";
+/* ARGV: value, wake, registration. A writer that stops waiting: its intent
+ * goes, if it is still its own (its registration, or its last value). */
+const char rl_script_rw_give_up[] =
+    "local i = redis.call('get', KEYS[6]) "
+    "if i and (i == ARGV[1] or (ARGV[3] ~= '' and i == ARGV[3])) then redis.call('del', KEYS[6]) end return 1";
 
 char rl_sha_release[41];
 char rl_sha_extend[41];
@@ -214,6 +219,7 @@ char rl_sha_rw_acquire[41];
 char rl_sha_rw_extend[41];
 char rl_sha_rw_release[41];
 char rl_sha_rw_downgrade[41];
+char rl_sha_rw_give_up[41];
 
 static const struct {
     const char *function;
@@ -228,6 +234,7 @@ static const struct {
     { "redlock_rw_extend", rl_script_rw_extend },
     { "redlock_rw_release", rl_script_rw_release },
     { "redlock_rw_downgrade", rl_script_rw_downgrade },
+    { "redlock_rw_give_up", rl_script_rw_give_up },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -246,6 +253,7 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_rw_extend, rl_sha_rw_extend);
     rl_sha1_hex(rl_script_rw_release, rl_sha_rw_release);
     rl_sha1_hex(rl_script_rw_downgrade, rl_sha_rw_downgrade);
+    rl_sha1_hex(rl_script_rw_give_up, rl_sha_rw_give_up);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

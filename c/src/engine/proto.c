@@ -59,6 +59,8 @@ static const struct cmd_spec {
                             ARG_RELEASE, parse_script, 1 },
     [RL_CMD_RW_DOWNGRADE] = { "downgrade", "redlock_rw_downgrade", rl_script_rw_downgrade, rl_sha_rw_downgrade,
                               KEYS_RW, ARG_TTL, parse_script, 0 },
+    [RL_CMD_RW_GIVE_UP] = { "intent withdrawal", "redlock_rw_give_up", rl_script_rw_give_up, rl_sha_rw_give_up,
+                            KEYS_RW, ARG_RELEASE, parse_script, 1 },
 };
 
 static const char *const queue_suffix[2] = { ":wq", ":wl" };
