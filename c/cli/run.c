@@ -60,7 +60,15 @@ static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **
     }
     if (rc)
         return cli_usage(CMD, "%s", err);
-    rc = redlock_lock_new(lock, *client, o->resource);
+    /* -s: a reader of RESOURCE's read-write lock; else a writer, which
+     * excludes readers, writers and mutex holders alike, unless --fair
+     * orders exclusive holders as a mutex's waiters. */
+    if (o->shared)
+        rc = redlock_lock_new_read(lock, *client, o->resource);
+    else if (o->fair)
+        rc = redlock_lock_new(lock, *client, o->resource);
+    else
+        rc = redlock_lock_new_write(lock, *client, o->resource);
     if (rc == REDLOCK_ENOMEM) {
         cli_err(CMD, "out of memory");
         return CLI_EXIT_SOFTWARE;
