@@ -146,5 +146,10 @@ bench: build
 bench-contend: build
 	bench/run-contend --build-dir $(BUILD)
 
+# The read-write lock against the mutex: cycles, node work, 16 readers + 1 writer (bench/README.md).
+.PHONY: bench-rwlock
+bench-rwlock: build
+	bench/run-rwlock --build-dir $(BUILD)
+
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
