@@ -9,6 +9,9 @@
 
 package redlock
 
+// #include "redlock.h"
+import "C"
+
 import (
 	"context"
 	"errors"
@@ -30,7 +33,10 @@ import (
 // sync.RWMutex does. A reader does not join a lease whose validity has run
 // out: it waits for the lease's holders to let it go.
 type RWMutex struct {
-	w, r *Mutex
+	w, r   *Mutex // rw.mu guards them: Downgrade replaces both
+	name   string
+	client *Client
+	opts   []Option // NewRWMutex's, for the writer that replaces a downgraded one
 
 	wsem chan struct{} // this RWMutex's writers, one at a time
 
@@ -45,26 +51,69 @@ type RWMutex struct {
 // as with NewMutex, a bad name or option makes every operation return the
 // error (matching ErrInvalid). The options are NewMutex's, for both sides.
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
-	return &RWMutex{w: c.newMutex(name, 2, opts), r: c.newMutex(name, 1, opts),
+	return &RWMutex{w: c.newMutex(name, 2, opts), r: c.newMutex(name, 1, opts), name: name, client: c, opts: opts,
 		wsem: make(chan struct{}, 1), changed: make(chan struct{})}
 }
 
 // Name is the lock's name.
-func (rw *RWMutex) Name() string { return rw.w.name }
+func (rw *RWMutex) Name() string { return rw.name }
+
+// Downgrade turns the write lock this RWMutex holds into its read lease,
+// with no writer in between (redlock_lock_downgrade): call RUnlock, not
+// Unlock, from then on; other readers may join it. On failure (ErrLost,
+// ErrExpired, ErrNoQuorum...) the lock is released and not held; ErrState
+// when it is not write-locked. There is no upgrade: two readers upgrading
+// would wait for each other for ever.
+func (rw *RWMutex) Downgrade() error {
+	m := rw.Writer()
+	p, err := m.enter("downgrade")
+	if err != nil {
+		return err
+	}
+	rc := C.redlock_lock_downgrade(p)
+	if rc != 0 {
+		err = m.fail("downgrade", rc, p)
+	}
+	m.observe(p, err)
+	m.leave()
+	if err != nil && errors.Is(err, ErrState) {
+		return err // not held: nothing changed
+	}
+	rw.mu.Lock()
+	if err == nil {
+		// The write handle holds the read lease now: it becomes the shared
+		// lease's Mutex, and a new handle takes the write side.
+		rw.r, rw.w = m, rw.client.newMutex(rw.name, 2, rw.opts)
+		rw.readers = 1
+	}
+	rw.writers--
+	rw.changedLocked()
+	rw.mu.Unlock()
+	<-rw.wsem
+	return err
+}
 
 // Writer is the write side: its Until, Token, Extend, AutoExtend and
 // LockedContext are the write lock's.
-func (rw *RWMutex) Writer() *Mutex { return rw.w }
+func (rw *RWMutex) Writer() *Mutex {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.w
+}
 
 // Reader is the shared read lease's Mutex: Until, Token (the last
 // writer's token before it, with WithFencing), Extend and AutoExtend
 // apply to the lease all readers of this RWMutex share. Lock and Unlock
 // it only through RLock and RUnlock.
-func (rw *RWMutex) Reader() *Mutex { return rw.r }
+func (rw *RWMutex) Reader() *Mutex {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.r
+}
 
 // String describes the RWMutex by its name and client.
 func (rw *RWMutex) String() string {
-	return fmt.Sprintf("redlock.RWMutex(%q on %v)", rw.w.name, rw.w.client)
+	return fmt.Sprintf("redlock.RWMutex(%q on %v)", rw.name, rw.client)
 }
 
 // changedLocked wakes the goroutines waiting for a change; rw.mu is held.
@@ -82,7 +131,7 @@ func (rw *RWMutex) TryLock() error {
 	select {
 	case rw.wsem <- struct{}{}:
 	default:
-		return rw.w.TryLock() // held by this RWMutex: C's ErrState says so
+		return rw.Writer().TryLock() // held by this RWMutex: C's ErrState says so
 	}
 	return rw.lockWith(func() error { return rw.w.TryLock() })
 }
@@ -92,7 +141,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 	select {
 	case rw.wsem <- struct{}{}:
 	case <-ctx.Done():
-		return rw.w.ctxErr(ctx, nil)
+		return rw.Writer().ctxErr(ctx, nil)
 	}
 	return rw.lockWith(func() error { return rw.w.LockContext(ctx) })
 }
@@ -157,17 +206,25 @@ func (rw *RWMutex) rlock(ctx context.Context) error {
 				return nil
 			}
 			if rw.readers == 0 {
+				r := rw.r
 				rw.acquiring = true
 				rw.mu.Unlock()
 				var err error
 				if ctx == nil {
-					err = rw.r.TryLock()
+					err = r.TryLock()
 				} else {
-					err = rw.r.LockContext(ctx)
+					err = r.LockContext(ctx)
 				}
 				rw.mu.Lock()
 				rw.acquiring = false
-				if err == nil {
+				switch {
+				case err != nil:
+				case r != rw.r:
+					// A Downgrade made rw.r's lease meanwhile: join it,
+					// and give back the one just taken.
+					rw.readers++
+					r.Unlock()
+				default:
 					rw.readers = 1
 				}
 				rw.changedLocked()
@@ -175,15 +232,15 @@ func (rw *RWMutex) rlock(ctx context.Context) error {
 				return err
 			}
 		}
-		ch := rw.changed
+		ch, r := rw.changed, rw.r
 		rw.mu.Unlock()
 		if ctx == nil {
-			return rw.r.TryLock() // held locally in a way a reader cannot join: C's ErrState says so
+			return r.TryLock() // held locally in a way a reader cannot join: C's ErrState says so
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return rw.r.ctxErr(ctx, nil)
+			return r.ctxErr(ctx, nil)
 		}
 	}
 }

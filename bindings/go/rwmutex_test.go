@@ -160,3 +160,37 @@ func TestRWMutexBadInput(t *testing.T) {
 	rw := c.NewRWMutex(lockName(t), redlock.WithExpiry(0))
 	mustIs(t, rw.TryRLock(), redlock.ErrInvalid)
 }
+
+func TestRWMutexDowngrade(t *testing.T) {
+	a, b := newClient(t), newClient(t)
+	name := lockName(t)
+	rw, other := a.NewRWMutex(name), b.NewRWMutex(name)
+	mustIs(t, rw.Downgrade(), redlock.ErrState) // not write-locked
+	if err := rw.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Downgrade(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.TryRLock(); err != nil { // readers join now
+		t.Fatal(err)
+	}
+	mustIs(t, other.TryLock(), redlock.ErrNotAcquired)
+	if err := rw.TryRLock(); err != nil { // this RWMutex's goroutines share the downgraded lease
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := rw.RUnlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.RUnlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.TryLock(); err != nil { // the new writer handle works
+		t.Fatal(err)
+	}
+	if _, err := rw.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
