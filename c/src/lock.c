@@ -124,6 +124,7 @@ void redlock_lock_free(redlock_lock *lock)
     free(lock->resource);
     free(lock->key);
     free(lock->rw_keys);
+    free(lock->sem_slots);
     free(lock);
 }
 

@@ -96,10 +96,11 @@ uint64_t rl_rw_reader_token(const rl_round *r)
     return max;
 }
 
-void rl_rw_give_up(redlock_lock *lock)
+void rl_rw_give_up(redlock_lock *lock, const char *member)
 {
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_RW_GIVE_UP, 0);
+    r.member = member;   /* the intent may be kept under the registration */
     r.no_wait = 1;
     rl_round_run(lock->client, &r);
 }

@@ -51,13 +51,17 @@
     "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own
- * registration ('' if none; it is not woken). The usual release, with no
+ * registration ('' if none): a waiter that won with a plain SET NX
+ * (acquire.c) is still in the queue, and leaves it here, whether or not
+ * the lock was still ours; it is not woken. The usual release, with no
  * queue, runs three commands and defines nothing. */
 const char rl_script_release[] =
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
-    "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return 1 end "
+    "local mine = redis.call('get', KEYS[1]) == ARGV[1] "
+    "if mine then redis.call('del', KEYS[1]) elseif ARGV[3] == '' then return 0 end "
+    "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return mine and 1 or 0 end "
     RL_WAKE_LUA
-    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return 1";
+    "if ARGV[3] ~= '' then rl_drop(KEYS[2], KEYS[3], ARGV[3]) end "
+    "if mine and ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return mine and 1 or 0";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 /* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
@@ -65,7 +69,8 @@ const char rl_script_extend[] =
  * client's wake id ':' a number; '' for none), ticket (orders the queue),
  * lease ms (a registration not renewed within it lapses, and the queue's
  * keys expire with the last one), mode ('j' join the queue when refused,
- * 'r' renew the registration's lease, 'f' fair, 'c' return the counter).
+ * 'r' renew the registration's lease, 'd' drop it when granted (an earlier
+ * attempt registered), 'f' fair, 'c' return the counter).
  * A waiter renews a few times per lease (acquire.c): its other refused
  * attempts write nothing, which matters with appendfsync always, where
  * every write costs the node a sync.
@@ -87,7 +92,7 @@ const char rl_script_acquire[] =
     "local ns = redis.pcall('pubsub', 'numsub', rl_chan(h[1])) "
     "if rl_bad(ns) or tonumber(ns[2]) > 0 then blocked = true break end rl_drop(q, l, h[1]) end end end "
     "if not blocked then redis.call('set', k, ARGV[1], 'PX', ARGV[2]) "
-    "if me ~= '' then rl_drop(q, l, me) end "
+    "if me ~= '' and string.find(mode, 'd', 1, true) then rl_drop(q, l, me) end "
     "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end end "
     "if me ~= '' and string.find(mode, 'j', 1, true) then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
     "if added == 1 or string.find(mode, 'r', 1, true) then local now = rl_now() if now then "
@@ -136,7 +141,7 @@ const char rl_script_fence_commit[] =
     "local function rl_cover(ms) if redis.call('pttl', k) < ms then " \
     "redis.call('pexpire', k, ms) redis.call('pexpire', rd, ms) end end "
 /* ARGV: value, ttl, registration ('' none), ticket, lease, mode, intent ms.
- * Mode: 'R' read or 'W' write; 'j', 'r', 'c' as rl_script_acquire's; 'i'
+ * Mode: 'R' read or 'W' write; 'j', 'r', 'd', 'c' as rl_script_acquire's; 'i'
  * leave an intent when refused (a registered writer's intent is not
  * overwritten by another's; an unregistered one's value changes with each
  * attempt, so it is). A writer's grant clears the intent: other writers
@@ -159,7 +164,8 @@ const char rl_script_rw_acquire[] =
     "if read then redis.call('zadd', rd, rl_clock() + ttl, ARGV[1]) "
     "if v then rl_cover(ttl) else redis.call('set', k, '" RL_RW_MARK "', 'PX', ttl) redis.call('pexpire', rd, ttl) end "
     "else redis.call('set', k, ARGV[1], 'PX', ttl) redis.call('del', wi) end "
-    "if me ~= '' then rl_drop(q, l, me) if read and rl_has(q) then rl_wake(q, l, me, ARGV[1], k) end end "
+    "if me ~= '' then if has('d') then rl_drop(q, l, me) end "
+    "if read and rl_has(q) then rl_wake(q, l, me, ARGV[1], k) end end "
     "if has('c') then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end "
     "if not read and has('i') then local i = redis.call('get', wi) "
     "if not i or i == tag or not string.find(i, ':', 1, true) then redis.call('set', wi, tag, 'PX', ARGV[7]) i = tag end "
@@ -179,12 +185,15 @@ const char rl_script_rw_extend[] =
     "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) "
     "if not s or tonumber(s) <= now or redis.call('get', k) ~= '" RL_RW_MARK "' then return 0 end "
     "redis.call('zadd', rd, now + tonumber(ARGV[2]), ARGV[1]) rl_cover(tonumber(ARGV[2])) return 1";
-/* ARGV: value, wake ('0': nobody), our registration. 0 if the reader's
- * lease had run out here. The last reader frees K and, when waiters are
+/* ARGV: value, wake ('0': nobody), our registration ('' if none): a
+ * reader that won with a plain attempt while the nodes were not calm
+ * (acquire.c) is still in the queue, and leaves it here, as with
+ * rl_script_release. 0 if the reader's lease had run out here. The last reader frees K and, when waiters are
  * queued, wakes the writer whose intent waits (a waiting writer that left
  * an intent under its registration is queued), or else the first one. */
 const char rl_script_rw_release[] =
     RL_WAKE_LUA RL_RW_LUA
+    "if ARGV[3] ~= '' and rl_has(q) then rl_drop(q, l, ARGV[3]) end "
     "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) if not s then return 0 end "
     "redis.call('zrem', rd, ARGV[1]) if tonumber(s) <= now then return 0 end "
     "if redis.call('zcount', rd, '(' .. now, '+inf') > 0 then return 1 end "
@@ -234,6 +243,11 @@ static const struct {
     { "redlock_rw_release", rl_script_rw_release },
     { "redlock_rw_downgrade", rl_script_rw_downgrade },
     { "redlock_rw_give_up", rl_script_rw_give_up },
+    /* The counting semaphore (semaphore.c) */
+    { "redlock_sem_acquire", rl_script_sem_acquire },
+    { "redlock_sem_extend", rl_script_sem_extend },
+    { "redlock_sem_release", rl_script_sem_release },
+    { "redlock_sem_fence_commit", rl_script_sem_fence_commit },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -253,6 +267,10 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_rw_release, rl_sha_rw_release);
     rl_sha1_hex(rl_script_rw_downgrade, rl_sha_rw_downgrade);
     rl_sha1_hex(rl_script_rw_give_up, rl_sha_rw_give_up);
+    rl_sha1_hex(rl_script_sem_acquire, rl_sha_sem_acquire);
+    rl_sha1_hex(rl_script_sem_extend, rl_sha_sem_extend);
+    rl_sha1_hex(rl_script_sem_release, rl_sha_sem_release);
+    rl_sha1_hex(rl_script_sem_fence_commit, rl_sha_sem_fence_commit);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

@@ -188,6 +188,20 @@ static void rw_close(void)
     redlock_lock_free(rw_write);
 }
 
+/* --mode sem --limit L: the client holds a permit of a counting semaphore
+ * of limit L instead of the mutex. Up to L clients are inside at once, so
+ * the counter is not written (check.py counts the holders instead). */
+static long sem_limit;
+
+static int sem_lock_new(redlock_lock **lock, redlock_client *client, const char *resource)
+{
+    char err[512];
+    int rc = redlock_lock_open_semaphore(lock, client, resource, (uint32_t)sem_limit, 1, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: semaphore: %s\n", client_id, err);
+    return rc;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -211,6 +225,8 @@ static void usage(void)
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
             "  --mode rw           the read-write lock: readers only read the counter\n"
             "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
+            "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
+            "                      mutex: no counter write (check.py counts holders)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
 }
@@ -227,9 +243,10 @@ int main(int argc, char **argv)
     const char *storage_path = NULL;
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
+    const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
            O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR,
-           O_MODE_RW = 400, O_WRITE_EVERY };
+           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT };
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -254,8 +271,9 @@ int main(int argc, char **argv)
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
-        {"mode", required_argument, 0, O_MODE_RW},
+        {"mode", required_argument, 0, O_MODE},
         {"write-every", required_argument, 0, O_WRITE_EVERY},
+        {"limit", required_argument, 0, O_SEM_LIMIT},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -283,16 +301,23 @@ int main(int argc, char **argv)
         case O_AUTO_EXTEND: auto_extend = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
-        case O_MODE_RW:
-            if (strcmp(optarg, "rw") != 0) {
+        case O_MODE:
+            if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0) {
                 usage();
                 return 2;
             }
-            rw_mode = 1;
+            mode = optarg;
+            rw_mode = strcmp(mode, "rw") == 0;
             break;
         case O_WRITE_EVERY: rw_write_every = atol(optarg); break;
+        case O_SEM_LIMIT: sem_limit = atol(optarg); break;
         default: usage(); return 2;
         }
+    }
+    int sem = strcmp(mode, "sem") == 0;
+    if (sem && sem_limit <= 0) {
+        usage();
+        return 2;
     }
     if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing)) {
         usage();
@@ -352,7 +377,7 @@ int main(int argc, char **argv)
         return 1;
     }
     redlock_lock *lock;
-    rc = redlock_lock_new(&lock, client, resource);
+    rc = sem ? sem_lock_new(&lock, client, resource) : redlock_lock_new(&lock, client, resource);
     if (rc != 0) {
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
@@ -369,9 +394,9 @@ int main(int argc, char **argv)
      * reported validity never exceeds ttl - drift from before the call. */
     double drift_ms = (double)ttl * o.drift_factor + o.drift_min_ms;
     logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu "
-            "fencing=%d storage=%d auto_extend=%d pre_write=%ld",
+            "fencing=%d storage=%d auto_extend=%d pre_write=%ld mode=%s limit=%ld",
             id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n, fencing,
-            storage_path != NULL, auto_extend, pre_write);
+            storage_path != NULL, auto_extend, pre_write, mode, sem ? sem_limit : 1);
 
     unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
     int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
@@ -418,6 +443,8 @@ int main(int argc, char **argv)
         int64_t left = redlock_lock_validity_ms(lock);
         if (rw_mode && lock == rw_read) {
             /* a reader only reads */
+        } else if (sem) {
+            /* up to L holders at once: no counter to write */
         } else if (left > margin) {
             if (pre_write > 0) {
                 logline("PRE %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
