@@ -61,3 +61,31 @@ def test_exclusive_refuses_shared(runner, cluster5, resource, tmp_path):
     # -x after -s on one command line: the last one wins, as in flock
     r = runner.run("run", "-s", "-x", "-w", "10s", "--nodes", nodes, resource, "-c", "echo ok")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_shared_with_semaphore_options(runner, cluster5, resource):
+    """-s beside the semaphore's -nN/--limit: a semaphore has no shared side, a usage error
+    before anything is taken; flock's combined -ns is -n -s, a shared lock with one attempt."""
+    nodes = nodes_arg(cluster5)
+    for args in (("-s", "--limit", "2"), ("-n2", "--shared")):
+        r = runner.run("run", *args, "--nodes", nodes, resource, "true")
+        assert r.returncode == 2 and "no shared side" in r.stderr, (args, r.stderr)
+    rc, st = _status(runner, cluster5, resource)
+    assert rc == 1 and st["state"] == "free", st
+    x = runner.popen("run", "-s", "--nodes", nodes, resource, "--", "sleep", "30")
+    try:
+        wait_for(lambda: _status(runner, cluster5, resource)[1]["readers"] == 1, what="the first reader")
+        r = runner.run("run", "-ns", "--nodes", nodes, resource, "-c", "echo shared")
+        assert r.returncode == 0 and r.stdout.strip() == "shared", r.stderr
+    finally:
+        x.terminate()
+        x.wait()
+    # and -n -s is refused at once while an exclusive holder has it
+    x = runner.popen("run", "--nodes", nodes, resource, "--", "sleep", "30")
+    try:
+        wait_for(lambda: _status(runner, cluster5, resource)[0] == 0, what="the exclusive holder")
+        r = runner.run("run", "-ns", "--nodes", nodes, resource, "true")
+        assert r.returncode == 75, r.stderr
+    finally:
+        x.terminate()
+        x.wait()
