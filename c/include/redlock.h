@@ -356,7 +356,8 @@ REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int
  * (NULL, n of 0 or over REDLOCK_ACQUIRE_MANY_MAX, a NULL handle, handles of
  * different clients, a handle twice) or REDLOCK_ENOMEM, with results untouched.
  * Locks of a client with REDLOCK_OPT_FENCING, in fair mode, or of another
- * kind than the mutex (a semaphore's), get their attempts one after another. */
+ * kind than the mutex (a read-write lock's side, a semaphore's permit) get
+ * their attempts one after another. */
 #define REDLOCK_ACQUIRE_MANY_MAX 65536
 REDLOCK_EXTERN int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
                                              int *results);
@@ -494,6 +495,26 @@ REDLOCK_EXTERN const char *redlock_error_name(int code);
 REDLOCK_EXTERN int redlock_error_is_retryable(int code);
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */
 REDLOCK_EXTERN const char *redlock_version(void);
+
+/* ---- Read-write locks (docs/c-api.md, "Read-write locks") ----
+ * A handle for one side of the read-write lock on resource: many readers
+ * hold it together, a writer alone. The writer's key is the mutex's, so a
+ * write lock and a redlock_lock_new lock on the same resource exclude each
+ * other. Everything that takes a lock applies: acquire, extend, release
+ * (REDLOCK_ELOST when not ours on a majority), auto-extend, validity,
+ * fencing (a reader's token is the counter as it was: see docs/fencing.md),
+ * node results, cancel, wake-up. Writers are preferred: once a waiting
+ * writer is refused because of readers, new readers wait for it. The
+ * arguments and errors are redlock_lock_new's. No network I/O. */
+REDLOCK_EXTERN int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
+REDLOCK_EXTERN int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+/* A held write lock becomes a read lock in one round, with no writer in
+ * between, for the TTL of its acquisition. 0, or: REDLOCK_EINVAL for NULL
+ * or a handle that is not a write lock (a read lock is never upgraded: two
+ * readers upgrading would wait for each other for ever); REDLOCK_ESTATE
+ * when not held; REDLOCK_ELOST, REDLOCK_EEXPIRED or a failure code, after
+ * which the handle is not held and its keys are released. */
+REDLOCK_EXTERN int redlock_lock_downgrade(redlock_lock *lock);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,8 @@
 #define LATER 1   /* results[k] until acquire.c has made the attempt */
 
 /* A lock this call cannot batch (fencing needs its token commit, fair mode
- * its queue, a lock of another kind than the mutex its own commands):
+ * its queue, a read-write lock's side or a semaphore's permit its own
+ * commands):
  * acquire.c does it, one attempt, after the batch. */
 static int plain(const redlock_lock *lock)
 {

@@ -56,6 +56,17 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->n = lock->client->n;
     r->batch = NULL;
     memset(r->skip, 0, r->n);
+    /* A read-write lock's rounds carry its keys (rwlock.c); a reader
+     * extends and releases its own lease. */
+    r->rw_keys[0] = lock->rw_keys;
+    r->rw_keys[1] = lock->rw_keys ? lock->rw_keys + lock->rw_keys_len[0] + 1 : NULL;
+    r->rw_keys_len[0] = lock->rw_keys_len[0];
+    r->rw_keys_len[1] = lock->rw_keys_len[1];
+    r->intent_ms = RL_RW_INTENT_MS;
+    if (lock->kind == RL_KIND_READ && cmd == RL_CMD_EXTEND)
+        r->cmd = RL_CMD_RW_EXTEND;
+    else if (lock->kind == RL_KIND_READ && cmd == RL_CMD_RELEASE)
+        r->cmd = RL_CMD_RW_RELEASE;
     /* A semaphore's permit: the same operation on its slots (semaphore.c). */
     r->sem_slots = lock->sem_slots;
     r->sem_limit = lock->sem_limit;
@@ -179,12 +190,8 @@ static void watch_wait_idle(redlock_lock *l)
     pthread_mutex_unlock(&w->mu);
 }
 
-int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
+void rl_lock_unbatched(redlock_lock *lock)
 {
-    if (!lock)
-        return REDLOCK_EINVAL;
-    /* Not while the auto-extend thread extends it in a batch (it holds
-     * the mutex only to check and to record): wait for it, mutex let go. */
     for (;;) {
         pthread_mutex_lock(&lock->mu);
         if (!watch_busy(lock))
@@ -192,6 +199,15 @@ int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
         pthread_mutex_unlock(&lock->mu);
         watch_wait_idle(lock);
     }
+}
+
+int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    /* Not while the auto-extend thread extends it in a batch (it holds
+     * the mutex only to check and to record). */
+    rl_lock_unbatched(lock);
     char m[RL_MSG_MAX];
     int rc = rl_extend_locked(lock, ttl_ms, 0, m, sizeof m);
     if (rc)

@@ -4,9 +4,9 @@
  * node covers up to RL_BATCH_MAX keys; the rounds of a batch are pipelined
  * on each node's one connection and run at once. Each lock is still decided
  * on its own, at quorum, exactly as rl_extend_locked decides one (see
- * docs/algorithm.md, "Many locks, one watchdog"). Locks of other kinds
- * than the mutex (a semaphore's permit) are extended one by one, by
- * rl_extend_locked, after the batch. */
+ * docs/algorithm.md, "Many locks, one watchdog"). Locks whose extension
+ * is not the mutex's (a reader's lease, a semaphore's permit) are extended
+ * one by one, by rl_extend_locked, after the batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,7 +93,15 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
     return code;
 }
 
-#define SINGLE 1   /* rcs[k] of a lock that is not batched (not a mutex) */
+#define SINGLE 1   /* rcs[k] of a lock that is not batched */
+
+/* Whether the lock's extension is the mutex's compare-and-extend of its
+ * key (mutex held): a mutex's, or a write lock's (its key is the mutex's).
+ * A reader's lease and a semaphore's slots have commands of their own. */
+static int batched(const redlock_lock *lock)
+{
+    return lock->kind == RL_KIND_MUTEX || lock->kind == RL_KIND_WRITE;
+}
 
 /* A failure's message, owned, or NULL (none, or out of memory). */
 static char *keep(const char *m)
@@ -111,12 +119,13 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
-        if (locks[k]->kind != RL_KIND_MUTEX) {
+        pthread_mutex_lock(&locks[k]->mu);
+        if (!batched(locks[k])) {
+            pthread_mutex_unlock(&locks[k]->mu);
             rcs[k] = SINGLE;   /* after the batch */
             msgs[k] = NULL;
             continue;
         }
-        pthread_mutex_lock(&locks[k]->mu);
         rcs[k] = rl_extend_check(locks[k], ttls[k], now, tmp, sizeof tmp);
         int64_t v = atomic_load(&locks[k]->valid_until_us);
         pthread_mutex_unlock(&locks[k]->mu);

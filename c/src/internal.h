@@ -85,6 +85,13 @@ typedef enum rl_cmd {
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
     RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
+    /* the read-write lock (rwlock.c, docs/algorithm.md "Read-write locks"):
+     * each takes the keys of KEYS_RW (proto.c) */
+    RL_CMD_RW_ACQUIRE,    /* a read, or a waiting write, acquisition */
+    RL_CMD_RW_EXTEND,     /* a reader's lease extended */
+    RL_CMD_RW_RELEASE,    /* a reader leaves; the last one frees the key */
+    RL_CMD_RW_DOWNGRADE,  /* the writer becomes a reader in one step */
+    RL_CMD_RW_GIVE_UP,    /* a writer that stops waiting takes its intent back */
     /* The counting semaphore (semaphore.c): the same operations on a
      * permit's slots, keyed by the semaphore's name K. */
     RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT,
@@ -112,6 +119,11 @@ struct rl_round {
     uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
     uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
     int wake;                /* RELEASE, LEAVE: 1 wakes the first waiter, 0 nobody */
+    /* RW_*: the read-write lock's keys next to the lock's (rwlock.c) and
+     * how long a waiting writer's intent holds new readers back */
+    const char *rw_keys[2];
+    size_t rw_keys_len[2];
+    uint32_t intent_ms;
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -174,11 +186,17 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * call to wait that long): the caller keeps the owner's own extension out
  * meanwhile (ae.busy, which redlock_extend waits for). rcs[k] gets what
  * rl_extend_locked would return, msgs[k] NULL or its message (the
- * caller frees it). Locks that are not mutexes (kind) get rl_extend_locked
- * itself, one at a time, after the batch. */
+ * caller frees it). Locks whose extension is not the mutex's (a reader's,
+ * a semaphore's) get rl_extend_locked itself, one at a time, after the
+ * batch. */
 #define RL_BATCH_MAX 256
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
                     int *rcs, char **msgs);
+/* extend.c: takes lock->mu once the auto-extend thread is not extending
+ * the lock in a batch (waiting with the mutex let go): for a call that
+ * changes what an extension of the lock would send (redlock_extend's own,
+ * a downgrade). */
+void rl_lock_unbatched(redlock_lock *lock);
 /* extend.c: the checks before an extension (0, or the code with the reason in m). */
 int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize);
 /* round.c: runs rounds[0..n) at once, every one pipelined on the same
@@ -292,8 +310,18 @@ struct redlock_lock {
     int lost_code;            /* why state became LOCK_LOST */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
-    /* What kind of lock the handle is (0, the mutex, unless made otherwise). */
+    /* What the handle locks: a mutex, a side of a read-write lock
+     * (rwlock.c) or a semaphore's permit (semaphore.c); 4 (several
+     * resources) is reserved. */
+#define RL_KIND_MUTEX 0
+#define RL_KIND_READ 1
+#define RL_KIND_WRITE 2
+#define RL_KIND_SEM 3
     int kind;
+    int rw_waiting;           /* RL_KIND_WRITE: the acquire under way waits
+                               * (its refusals leave an intent) */
+    char *rw_keys;            /* the read-write lock's two keys, NUL-separated */
+    size_t rw_keys_len[2];
     /* The counting semaphore (semaphore.c): the limit L, the permits one
      * acquisition takes, and the slots it asks for or holds ("3,4"). */
     uint32_t sem_limit, sem_permits;
@@ -432,11 +460,30 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 int64_t rl_policy_watch_behind_us(uint32_t ttl_ms);
 #define RL_POLICY_WATCH_TELL_US 1000000
 
+/* ---- rwlock.c: the read-write lock's hooks into the mutex's code ---- */
+/* How long a waiting writer's intent keeps new readers out after its last
+ * attempt (docs/algorithm.md); a waiting writer asks again within a third. */
+#define RL_RW_INTENT_MS 1000
+/* acquire.c's: a side of a read-write lock. A woken waiter of one asks by
+ * its script, not by a plain SET (a reader's attempt is a script anyway,
+ * and one with its registration wakes the next reader; a waiting writer's
+ * intent is kept under its registration). */
+static inline int rl_rw_kind(const redlock_lock *lock)
+{
+    return lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE;
+}
+/* acquire.c's: the round of an attempt for a side of a read-write lock. */
+void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
+/* acquire.c's: a waiting writer asks again before its intent lapses. */
+int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
+/* acquire.c's: a waiting writer that gave up takes its intent back, sent
+ * without waiting for replies; member is its registration ("" for none). */
+void rl_rw_give_up(redlock_lock *lock, const char *member);
+/* acquire.c's: a reader's fencing token, the counter as the granting
+ * nodes have it (no commit). */
+uint64_t rl_rw_reader_token(const rl_round *r);
+
 /* ---- semaphore.c: the counting semaphore (docs/algorithm.md, "Counting semaphore") ---- */
-#ifndef RL_KIND_MUTEX
-#define RL_KIND_MUTEX 0
-#endif
-#define RL_KIND_SEM 3
 /* The command a semaphore's round sends for cmd (the mutex's); LEAVE is
  * the same: a semaphore's queue is K's, as a mutex's. */
 static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
@@ -479,7 +526,17 @@ extern char rl_sha_set_many[41];
 extern const char rl_script_set_many[];
 extern char rl_sha_release_many[41];
 extern const char rl_script_release_many[];
-#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above; about 12.4 KB now */
+extern char rl_sha_rw_acquire[41];
+extern char rl_sha_rw_extend[41];
+extern char rl_sha_rw_release[41];
+extern char rl_sha_rw_downgrade[41];
+extern char rl_sha_rw_give_up[41];
+extern const char rl_script_rw_give_up[];
+extern const char rl_script_rw_acquire[];
+extern const char rl_script_rw_extend[];
+extern const char rl_script_rw_release[];
+extern const char rl_script_rw_downgrade[];
+#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 20 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 

@@ -269,6 +269,79 @@ static void test_kinds(void)
     redlock_client_free(c);
 }
 
+/* A read-write lock's sides on the watchdog with mutexes: the writer is
+ * batched (its key is the mutex's), the reader's lease extended on its own;
+ * a downgrade while the thread keeps the writer waits for its batch, and
+ * the reader it becomes is kept alive as a reader. */
+static void test_rw_sides(void)
+{
+    redlock_client *c = make_client(t_nurls, NULL), *other = make_client(t_nurls, NULL);
+    redlock_lock *l[KM + 2];
+    int res[KM + 2];
+    const char *base = uniq("rwm"), *wres = uniq("rwm-w"), *rres = uniq("rwm-r");
+    for (int k = 0; k < KM; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s:%d", base, k);
+        CHECK_RC(redlock_lock_new(&l[k], c, name), 0);
+    }
+    CHECK_RC(redlock_lock_new_write(&l[KM], c, wres), 0);
+    CHECK_RC(redlock_lock_new_read(&l[KM + 1], c, rres), 0);
+    redlock_lock *ow, *orr, *ow2;
+    CHECK_RC(redlock_lock_new_write(&ow, other, rres), 0);
+    CHECK_RC(redlock_lock_new_read(&orr, other, wres), 0);
+    CHECK_RC(redlock_lock_new_write(&ow2, other, wres), 0);
+    CHECK_RC(redlock_lock_acquire_many(l, KM + 2, 600, res), 0);
+    for (int k = 0; k < KM + 2; k++) {
+        CHECK(res[k] == 0);
+        CHECK_RC(redlock_lock_auto_extend(l[k], 0, NULL, NULL), 0);
+    }
+    msleep(1500);   /* more than twice the TTL */
+    int held = 0;
+    for (int k = 0; k < KM + 2; k++)
+        held += redlock_lock_is_held(l[k]);
+    CHECK(held == KM + 2);
+    /* Both kept on the nodes: a writer is refused beside the reader, a reader beside the writer. */
+    CHECK_LOCK_RC(ow, redlock_lock_acquire(ow, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(orr, redlock_lock_acquire(orr, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    /* The writer becomes a reader while on the watchdog. */
+    CHECK_LOCK_RC(l[KM], redlock_lock_downgrade(l[KM]), 0);
+    msleep(1500);
+    CHECK(redlock_lock_is_held(l[KM]));
+    CHECK_LOCK_RC(orr, redlock_lock_acquire(orr, 600, REDLOCK_WAIT_NONE), 0);   /* readers share */
+    CHECK_LOCK_RC(orr, redlock_release(orr), 0);
+    CHECK_LOCK_RC(ow2, redlock_lock_acquire(ow2, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    /* Again, at moments spread over the extension interval (TTL/3), the
+     * mutexes' batches going on meanwhile: each one kept as a reader. */
+    CHECK_RC(redlock_lock_auto_extend_stop(l[KM]), 0);
+    CHECK_LOCK_RC(l[KM], redlock_release(l[KM]), 0);
+    for (int k = 0; k < 5; k++) {
+        redlock_lock *w;   /* a downgraded handle stays a reader: a new one each time */
+        CHECK_RC(redlock_lock_new_write(&w, c, wres), 0);
+        CHECK_LOCK_RC(w, redlock_lock_acquire(w, 600, REDLOCK_WAIT_NONE), 0);
+        CHECK_RC(redlock_lock_auto_extend(w, 0, NULL, NULL), 0);
+        msleep(200 + 37 * k);
+        CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
+        msleep(700);
+        CHECK(redlock_lock_is_held(w));
+        CHECK_LOCK_RC(ow2, redlock_lock_acquire(ow2, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+        CHECK_RC(redlock_lock_auto_extend_stop(w), 0);
+        CHECK_LOCK_RC(w, redlock_release(w), 0);
+        redlock_lock_free(w);
+    }
+    for (int k = 0; k < KM + 2; k++) {
+        if (k == KM)
+            continue;
+        CHECK_RC(redlock_lock_auto_extend_stop(l[k]), 0);
+        CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+    }
+    free_all(l, KM + 2);
+    redlock_lock_free(ow);
+    redlock_lock_free(orr);
+    redlock_lock_free(ow2);
+    redlock_client_free(c);
+    redlock_client_free(other);
+}
+
 int main(void)
 {
     load_nodes();
@@ -277,5 +350,6 @@ int main(void)
     run_test("batch_per_lock", test_batch_per_lock);
     run_test("behind", test_behind);
     run_test("kinds", test_kinds);
+    run_test("rw_sides", test_rw_sides);
     return finish_tests();
 }

@@ -25,6 +25,7 @@ from ._errors import (
     TLSError,
     strerror,
 )
+from ._rwlock import AsyncReadLock, AsyncWriteLock, ReadLock, RWLock, WriteLock
 from ._semaphore import AsyncSemaphore, Permit, Semaphore
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
@@ -40,5 +41,6 @@ __all__ = [
     "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
     "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError", "NodesUnreachable",
+    "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
 ]

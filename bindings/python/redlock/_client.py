@@ -18,6 +18,7 @@ from ._lock import Lock, OnLost
 from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
+    from ._rwlock import RWLock
     from ._semaphore import AsyncSemaphore, Semaphore
 
 OnEvent = Callable[[Event], Any]
@@ -273,6 +274,13 @@ class Redlock:
         """An AsyncLock on ``name`` (asyncio's shape): ``async with client.alock(...)``,
         ``await lock.acquire()``... Takes lock()'s arguments."""
         return AsyncLock(self, name, **kwargs)
+
+    def rwlock(self, name: Name, **kwargs: Any) -> "RWLock":
+        """The read-write lock on ``name``: ``with client.rwlock(name).read():``
+        (shared) or ``.write():`` (exclusive); ``aread()``/``awrite()`` for
+        asyncio. Takes lock()'s arguments, for both sides (see RWLock)."""
+        from ._rwlock import RWLock
+        return RWLock(self, name, **kwargs)
 
     # -- semaphores (_semaphore.py) --------------------------------------
     def semaphore(self, name: Name, limit: int, **kwargs: Any) -> "Semaphore":
