@@ -43,6 +43,7 @@ typedef struct rl_parsed {
     int64_t hint_ms;               /* ACQUIRE refused: wait at most this long (-1: unknown) */
     int marked;                    /* ACQUIRE refused: the holder's release wakes waiters */
     char msg[RL_NODE_MSG_MAX];
+    size_t node;                   /* the node that replied (set by the caller) */
 } rl_parsed;
 
 /* Formats cmd for r in the given way; length, or -1. Free with redisFreeCommand. */
