@@ -435,6 +435,37 @@ static void test_bad_input(void)
     redlock_client_free(c);
 }
 
+/* ---- through FCALL: the function library carries the election's script ---- */
+
+static void test_functions(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_FUNCTIONS;
+    redlock_client *c = make_client(t_nurls, &o);
+    char err[1024];
+    int rc = redlock_client_load_functions(c, err, sizeof err);
+    if (rc == REDLOCK_ESERVER && strstr(err, "unknown command")) {
+        fprintf(stderr, "  SKIPPED: the nodes have no FUNCTION (before Redis 7)\n");
+        redlock_client_free(c);
+        return;
+    }
+    CHECK_RC(rc, 0);
+    redlock_election *e, *obs;
+    const char *name = uniq("fcall");
+    CHECK_RC(redlock_election_new(&e, c, name), 0);
+    CHECK_RC(redlock_election_new(&obs, c, name), 0);
+    CHECK_RC(redlock_election_campaign(e, "f1", 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_election_proclaim(e, "f2"), 0);
+    redlock_leader w = read_leader(obs);
+    CHECK(w.present && w.revision == 2 && strcmp(w.value, "f2") == 0 && w.term == redlock_election_term(e));
+    CHECK_RC(redlock_election_resign(e), 0);
+    redlock_election_free(e);
+    redlock_election_free(obs);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -444,5 +475,6 @@ int main(void)
     run_test("leader_killed", test_leader_killed);
     run_test("loss_and_minority", test_loss_and_minority);
     run_test("bad_input", test_bad_input);
+    run_test("functions", test_functions);
     return finish_tests();
 }
