@@ -270,3 +270,10 @@ class Redlock:
         """An AsyncLock on ``name`` (asyncio's shape): ``async with client.alock(...)``,
         ``await lock.acquire()``... Takes lock()'s arguments."""
         return AsyncLock(self, name, **kwargs)
+
+    # -- leader election (_election.py) ----------------------------------
+    def election(self, name: Name, *, ttl: Seconds = 10.0) -> "Election":
+        """An Election on ``name``: ``with client.election(name).campaign(value) as term:``,
+        ``leader()``, ``observe()``. ``ttl`` is the leadership's lock TTL (auto-extended)."""
+        from ._election import Election
+        return Election(self, name, ttl=ttl)
