@@ -502,9 +502,10 @@ REDLOCK_EXTERN int redlock_election_resign(redlock_election *e);
  * once returned: act on it only with the term as a fencing token. */
 REDLOCK_EXTERN int redlock_election_leader(redlock_election *e, redlock_leader *out);
 /* Waits for the first state later than *last (term, then revision; "none"
- * after term T comes after every revision of T), writes it to *last and
- * returns 0. Start from redlock_election_leader's answer, or from a zeroed
- * struct (with version set) to wait for the first leader. Woken by the
+ * after term T comes after every revision of T and every earlier term),
+ * writes it to *last and returns 0. Start from redlock_election_leader's
+ * answer, or from a zeroed struct (with version set): then the first
+ * leader, or "none" with the last term of an election that had one. Woken by the
  * nodes' messages (the wake-up listener) within about a round trip; polls
  * while listeners are down, and re-reads after a listener reconnects.
  * wait_ms: REDLOCK_WAIT_NONE (one read), REDLOCK_WAIT_FOREVER, or 1 to

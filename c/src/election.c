@@ -345,6 +345,13 @@ static int read_state(redlock_election *e, const char *member, redlock_leader *o
     r.eargv[5] = member;
     r.eargv[6] = lease;
     r.elect = nodes;
+    /* Every node that answers within its deadline, not the first quorum:
+     * a write acknowledged by a majority is then on a majority of the
+     * answers (the nodes that acknowledged it are among them), even while
+     * it is still on its way to the others. A read that stopped at the
+     * first quorum could meet the one node the write had not reached yet,
+     * and call the leader that just returned from campaign "none". */
+    r.quorum = (int)c->n;
     rl_round_run(c, &r);
     rl_tally t = rl_tally_of(r.out, r.n);
     int rc = 0;
@@ -382,13 +389,15 @@ int redlock_election_leader(redlock_election *e, redlock_leader *out)
 }
 
 /* 1 when now comes after last in the order of states: terms, then
- * revisions, and "none" after term T after every revision of T. */
+ * revisions, and "none" after term T after every revision of T. A none of
+ * a later term than last's is a change too: a leadership came and went
+ * between two reads. */
 static int later(const redlock_leader *now, const redlock_leader *last)
 {
     if (now->present)
         return now->term > last->term ||
                (now->term == last->term && last->present && now->revision > last->revision);
-    return last->present;
+    return last->present || now->term > last->term;
 }
 
 static int obs_fd(redlock_lock *l)

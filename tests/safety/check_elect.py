@@ -188,7 +188,7 @@ def _later(now, last):
     lp, lt, lr = last
     if present:
         return term > lt or (term == lt and lp and rev > lr)
-    return lp and term >= lt
+    return (lp and term >= lt) or term > lt
 
 
 def analyze(run_dir) -> ElectResult:
