@@ -63,12 +63,21 @@ def test_observe_generator_sees_every_change_in_order(client, other, name):
     t = threading.Thread(target=watch)
     t.start()
     assert ready.wait(10)   # the current state: none
-    lead = a.campaign("v1")
-    for v in ("v2", "v3"):
-        n = len(seen)
-        while len(seen) == n:
+
+    def until_seen(value):
+        # Each change waits until the observer has it: two changes within one of its reads
+        # would be coalesced into the later one (as documented).
+        for _ in range(1000):
+            if seen[-1].value == value:
+                return
             t.join(0.01)
+        raise AssertionError("the observer did not see %r: %r" % (value, seen))
+
+    lead = a.campaign("v1")
+    until_seen("v1")
+    for v in ("v2", "v3"):
         a.proclaim(v)
+        until_seen(v)
     lead.resign()
     t.join(10)
     assert [s.value for s in seen] == [None, "v1", "v2", "v3", None]
