@@ -146,5 +146,10 @@ bench: build
 bench-contend: build
 	bench/run-contend --build-dir $(BUILD)
 
+# Leader election: hand-over after resign, observer latency, a killed leader (bench/README.md).
+.PHONY: bench-elect
+bench-elect: build
+	bench/run-elect --build-dir $(BUILD)
+
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
