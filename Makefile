@@ -14,7 +14,8 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$(CURDIR)/tests/c/tsan.supp
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
-        test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean
+        test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean \
+        test-java-integ
 
 all: build
 
@@ -40,7 +41,7 @@ demo:
 	@$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
-      test-jar test-deb test-wheel test-go-module flake-hunt-short
+      test-jar test-deb test-wheel test-go-module flake-hunt-short test-java-integ
 	@echo "all test suites passed"
 
 test-c: build
@@ -55,7 +56,7 @@ test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
 	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 REDLOCK_WAKE_WAITS=500 REDLOCK_GARBAGE_RESOURCES=1000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
-	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|election'
+	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|election|semaphore'
 
 
 $(VENV)/bin/python:
@@ -63,7 +64,7 @@ $(VENV)/bin/python:
 
 test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q .
+	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
 
@@ -76,9 +77,12 @@ test-safety: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
+GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
+	@# The integrations, Go modules of their own (docs/go.md, docs/observability.md).
+	for m in $(GO_INTEG_MODULES); do (cd $$m && go vet ./... && go test -race -count=1 ./...) || exit 1; done
 
 test-fuzz: deps
 	tests/fuzz/run 20
@@ -93,6 +97,12 @@ jar: deps
 	cd bindings/java && mvn -q -B package
 test-jar: jar
 	tools/java-jar-test
+
+# The Java modules on the jar, each tested on real nodes: the ShedLock provider
+# (ShedLock's own contract tests), the OpenTelemetry metrics, the Spring Boot
+# sample with two instances (docs/java-integrations.md).
+test-java-integ: jar
+	tools/java-integ-test
 
 # The self-contained Python wheel (hiredis and OpenSSL inside, manylinux tag),
 # then installed in a fresh venv with the system's hiredis hidden.
@@ -153,3 +163,16 @@ bench-elect: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+
+# Observability (docs/observability.md): the Prometheus rules and scrape
+# configuration checked by promtool (Debian's prometheus package), and the
+# screenshot of Prometheus's graph page for a real run (not in 'make test':
+# it needs chromium and takes about two minutes).
+.PHONY: test-observability metrics-screenshot
+test: test-observability
+test-observability: deps
+	promtool check config docs/prometheus/prometheus.yml
+	promtool test rules docs/prometheus/redlock-rules.test.yml
+metrics-screenshot: deps $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]' -r tools/metrics-screenshot.requirements.txt
+	tools/metrics-screenshot --python $(VENV)/bin/python --out docs/img/prometheus-redlock.png

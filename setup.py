@@ -37,6 +37,8 @@ setup(
     packages=["redlock"],
     package_data={"redlock": ["py.typed", "*.pyi"]},
     install_requires=["cffi>=1.15"],
+    # redlock.otel: OpenTelemetry metrics from the metrics hook (docs/observability.md).
+    extras_require={"otel": ["opentelemetry-api>=1.23"]},
     cffi_modules=["bindings/python/redlock_build.py:ffibuilder"],
     zip_safe=False,
     # Intermediate files in build/python, beside CMake's and out of the source folders.

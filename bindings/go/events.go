@@ -33,11 +33,13 @@ package redlock
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime/cgo"
 	"runtime/debug"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // EventType says what an Event reports.
@@ -55,13 +57,14 @@ const (
 	EventNodeError     EventType = C.REDLOCK_EVENT_NODE_ERROR     // one node failed in a round: Node, NodeURL, NodeOutcome, Err, Message
 	EventWoken         EventType = C.REDLOCK_EVENT_WOKEN          // a waiting Lock was woken by a release: Node, NodeURL (whose message woke it)
 	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
+	EventAcquireDone   EventType = C.REDLOCK_EVENT_ACQUIRE_DONE   // an acquire call ended: Err (nil: acquired), Attempt (attempts made), Elapsed (the whole call)
 )
 
 var eventNames = map[EventType]string{
 	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
 	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
-	EventListener: "listener",
+	EventListener: "listener", EventAcquireDone: "acquire done",
 }
 
 func (t EventType) String() string {
@@ -150,6 +153,21 @@ type Event struct {
 	// EventListener: the node's new listener state (Message says why it is
 	// down or refused).
 	ListenerState ListenerState
+	// EventReleased, EventReleaseFailed, EventLost: how long the lock was
+	// held, from the acquiring round's start; 0 on a second report of the
+	// same hold (a lost lock then released).
+	Held time.Duration
+	// The events of a round (acquire attempts, extensions, releases): each
+	// node's round-trip time, in the client's node order; RTT is -1 for a
+	// node whose reply did not arrive (not sent, down, timed out, not waited
+	// for: a round decided at quorum waits for no more); nil for other events.
+	NodeRTTs []NodeRTT
+}
+
+// NodeRTT is one node's round trip in a round (Event.NodeRTTs).
+type NodeRTT struct {
+	URL string        // the node's URL, password masked
+	RTT time.Duration // -1 without a reply
 }
 
 // eventHook is WithEventHandler's handler; settings hold a pointer, so that
@@ -204,6 +222,20 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 	case EventListener:
 		e.ListenerState = ListenerState(ev.listener_state)
 	}
+	e.Held = time.Duration(ev.held_us) * time.Microsecond
+	if ev.node_rtts_us != nil {
+		rtts := unsafe.Slice((*int64)(unsafe.Pointer(ev.node_rtts_us)), int(ev.n_nodes))
+		e.NodeRTTs = make([]NodeRTT, len(rtts))
+		for i, us := range rtts {
+			e.NodeRTTs[i].RTT = -1
+			if us >= 0 {
+				e.NodeRTTs[i].RTT = time.Duration(us) * time.Microsecond
+			}
+			if i < len(h.urls) {
+				e.NodeRTTs[i].URL = h.urls[i]
+			}
+		}
+	}
 	// A panic must not unwind through the C frames below (it would leave
 	// the lock's C mutex held): crash from a goroutine of its own instead.
 	defer func() {
@@ -213,4 +245,19 @@ func (h *hookTarget) deliver(ev *C.redlock_event) {
 		}
 	}()
 	h.fn(e)
+}
+
+// ErrorName is C's name of the event's code, e.g. "REDLOCK_ELOST" (as
+// Error.Name), and "REDLOCK_OK" when Err is nil: the error.type of metrics.
+func (e Event) ErrorName() string {
+	code := 0
+	var ce *codeError
+	var ee *Error
+	switch {
+	case errors.As(e.Err, &ce):
+		code = ce.code
+	case errors.As(e.Err, &ee):
+		code = ee.Code
+	}
+	return C.GoString(C.redlock_error_name(C.int(code)))
 }

@@ -313,8 +313,8 @@ func TestEventHandlersLetGo(t *testing.T) {
 	if _, err := shared.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.Load(); got != 2 {
-		t.Fatalf("%d events in all, want 2 (acquired, released)", got)
+	if got := n.Load(); got != 3 {
+		t.Fatalf("%d events in all, want 3 (acquired, acquire done, released)", got)
 	}
 	c.Close()
 	c, shared = nil, nil

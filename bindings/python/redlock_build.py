@@ -52,7 +52,7 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_ACQUIRED, REDLOCK_EVENT_ACQUIRE_FAILED, REDLOCK_EVENT_EXTENDED,
     REDLOCK_EVENT_EXTEND_FAILED, REDLOCK_EVENT_LOST, REDLOCK_EVENT_RELEASED,
     REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR, REDLOCK_EVENT_WOKEN,
-    REDLOCK_EVENT_LISTENER,
+    REDLOCK_EVENT_LISTENER, REDLOCK_EVENT_ACQUIRE_DONE,
     ...
 } redlock_event_type;
 
@@ -86,6 +86,8 @@ typedef struct redlock_event {
     int node_outcome;
     int64_t node_rtt_us;
     int listener_state;
+    int64_t held_us;
+    const int64_t *node_rtts_us;
     ...;
 } redlock_event;
 
@@ -148,6 +150,12 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
                       char *errbuf, size_t errbuf_size);
+
+/* The counting semaphore: a kind of lock handle (docs/c-api.md). */
+#define REDLOCK_MAX_SEM_LIMIT ...
+int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                uint32_t limit, uint32_t permits, char *errbuf, size_t errbuf_size);
+int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out, uint32_t *permits_out);
 
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {

@@ -273,6 +273,22 @@ struct redlock_election {};
   }
 }
 
+/* The counting semaphore (docs/c-api.md): a lock handle that takes
+ * `permits` of the `limit` permits of resource at once. */
+%newobject redlock_client::rl_newSemaphore;
+%extend redlock_client {
+  redlock_lock *rl_newSemaphore(rl_status *st, const char *resource, uint32_t limit, uint32_t permits) {
+    redlock_lock *l = NULL;
+    char err[512] = "";
+    int rc = redlock_lock_open_semaphore(&l, $self, resource, limit, permits, err, sizeof err);
+    if (rc != 0) {
+      rl_fail(st, rc, err);
+      return NULL;
+    }
+    return l;
+  }
+}
+
 %extend redlock_lock {
   ~redlock_lock() {
     redlock_lock_free($self);

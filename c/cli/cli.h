@@ -171,7 +171,8 @@ enum {
     OPT_TLS_INSECURE,
     OPT_FLOCK_SHARED,
     OPT_NO_WAKE,
-    OPT_FAIR
+    OPT_FAIR,
+    OPT_SEM_LIMIT     /* run --limit N: a permit of a semaphore */
 };
 
 /* The node options every subcommand accepts, for its getopt_long table. */

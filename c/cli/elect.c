@@ -207,6 +207,8 @@ int cli_elect(int argc, char **argv)
     const char *value = NULL;
     if (!rc && o.shell_command)
         rc = cli_usage(CMD, "-c is not supported: give COMMAND after VALUE");
+    if (!rc && o.sem_limit)
+        rc = cli_usage(CMD, "--limit (-nN) is for 'redlock run' (a semaphore): an election has one leader");
     if (!rc) {
         value = o.argv[0];
         o.argv++;

@@ -60,7 +60,13 @@ static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **
     }
     if (rc)
         return cli_usage(CMD, "%s", err);
-    rc = redlock_lock_new(lock, *client, o->resource);
+    char why[512] = "";
+    if (o->sem_limit)   /* -nN: one permit of a semaphore of N */
+        rc = redlock_lock_open_semaphore(lock, *client, o->resource, (uint32_t)o->sem_limit, 1, why, sizeof why);
+    else
+        rc = redlock_lock_new(lock, *client, o->resource);
+    if (rc && why[0] && rc != REDLOCK_ENOMEM)
+        return cli_usage(CMD, "resource '%.100s': %s", o->resource, why);
     if (rc == REDLOCK_ENOMEM) {
         cli_err(CMD, "out of memory");
         return CLI_EXIT_SOFTWARE;

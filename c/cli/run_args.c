@@ -33,6 +33,9 @@ static void help(void)
           "      --fair                  fair mode: the lock goes to the waiter that has waited\n"
           "                              longest; give it to every contender of RESOURCE\n"
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
+          "      --limit N               a semaphore: hold one of N permits of RESOURCE, so that up\n"
+          "                              to N commands run at once (as consul lock -n); every user\n"
+          "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
           "  -s, --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"
@@ -81,6 +84,7 @@ static const struct option longopts[] = {
     { "fencing", no_argument, NULL, OPT_FENCING },
     { "no-wake", no_argument, NULL, OPT_NO_WAKE },
     { "fair", no_argument, NULL, OPT_FAIR },
+    { "limit", required_argument, NULL, OPT_SEM_LIMIT },
     CLI_TLS_LONGOPTS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -110,6 +114,36 @@ static int flock_option(int c, int *rc)
     return 0;
 }
 
+static int one_option(run_opts *o, int c, const char *arg, const char *bad);
+
+/* The semaphore's limit, from --limit N, -nN or -n=N: 0, or a usage error. */
+static int sem_limit(run_opts *o, const char *what, const char *arg)
+{
+    if (cli_parse_long(arg, 1, REDLOCK_MAX_SEM_LIMIT, &o->sem_limit))
+        return cli_usage(CMD, "%s: '%s' is not a number of permits in 1..%u", what, arg,
+                         (unsigned)REDLOCK_MAX_SEM_LIMIT);
+    return 0;
+}
+
+/* -n with something attached: -nN or -n=N is the semaphore's limit; else
+ * -n is --nonblock followed by more flags (flock's -nx), taken one by one. */
+static int n_attached(run_opts *o, const char *arg, const char *bad)
+{
+    if (arg[0] == '=')
+        return sem_limit(o, "-n", arg + 1);
+    if (arg[0] >= '0' && arg[0] <= '9')
+        return sem_limit(o, "-n", arg);
+    o->nonblock = 1;
+    for (const char *p = arg; *p; p++) {
+        if (!strchr("nvoxeuFh", *p))
+            return cli_usage(CMD, "'%s': give -%c apart from -n", bad, *p);
+        int rc = one_option(o, *p, NULL, bad);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* One option: 0, or the exit code of a usage error. */
 static int one_option(run_opts *o, int c, const char *arg, const char *bad)
 {
@@ -125,8 +159,12 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
         o->common.cli_wait = strdup(arg);
         return 0;
     case 'n':
+        if (arg)
+            return n_attached(o, arg, bad);
         o->nonblock = 1;
         return 0;
+    case OPT_SEM_LIMIT:
+        return sem_limit(o, "--limit", arg);
     case 'E':
         if (cli_parse_long(arg, 0, 255, &o->conflict_code))
             return cli_usage(CMD, "--conflict-exit-code: '%s' is not a number in 0..255", arg);
@@ -204,7 +242,7 @@ int run_parse_args(run_opts *o, int argc, char **argv)
         optind = 0;
         opterr = 0;
         int c, rc;
-        while ((c = getopt_long(pass_argc, pass_argv, "+:w:nE:s:k:vhc:oxeuF", longopts, NULL)) != -1)
+        while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:s:k:vhc:oxeuF", longopts, NULL)) != -1)
             if ((rc = one_option(o, c, optarg, pass_argv[optind - 1])) != 0)
                 return rc;
         if (pass == 1)

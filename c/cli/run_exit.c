@@ -20,7 +20,10 @@ int run_acquire_failed(const run_opts *o, redlock_lock *lock, int rc, int64_t wa
         *reraise = run_signal;
         return 128 + run_signal;
     case REDLOCK_ENOTACQUIRED:
-        cli_err(CMD, "'%s' is locked by another owner: %s", o->resource, redlock_lock_errmsg(lock));
+        if (o->sem_limit)
+            cli_err(CMD, "all %ld permits of '%s' are held: %s", o->sem_limit, o->resource, redlock_lock_errmsg(lock));
+        else
+            cli_err(CMD, "'%s' is locked by another owner: %s", o->resource, redlock_lock_errmsg(lock));
         return (int)o->conflict_code;
     case REDLOCK_ETIMEDOUT:
         cli_err(CMD, "gave up waiting for '%s' after %s: %s", o->resource, cli_fmt_duration(wait_ms, d, sizeof d),

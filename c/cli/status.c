@@ -29,8 +29,12 @@ static void help(void)
           CLI_TLS_HELP
           "  -h, --help                  this help\n"
           "\n"
-          "exit codes: 0 held (one value on a quorum of nodes); 1 not held; 69 fewer than a\n"
-          "quorum of nodes answered; 2 usage error.\n",
+          "A semaphore (redlock run -nN) is shown by its permits: the limit kept on each node,\n"
+          "the permits held there and the waiters registered there, and the permits held on a\n"
+          "quorum.\n"
+          "\n"
+          "exit codes: 0 held (one value on a quorum of nodes; a semaphore: a permit held on a\n"
+          "quorum); 1 not held; 69 fewer than a quorum of nodes answered; 2 usage error.\n",
           stdout);
 }
 
@@ -41,7 +45,50 @@ typedef struct node_state {
     size_t value_len;
     long long ttl_ms;          /* PTTL: -1 no expiry */
     char error[512];
+    /* A semaphore (semaphore.c): its limit here (0: none), the slots held
+     * here (slot[i]), how many, and the waiters registered here. */
+    long sem_limit;
+    unsigned char *slot;
+    long held, waiters;
 } node_state;
+
+/* The semaphore beside key: K:limit, then K:s0.. (the library's names,
+ * docs/c-api.md), and the waiters' queue K:wq. Read after GET/PTTL on the
+ * same connection; errors leave the node a plain lock. */
+static void probe_semaphore(redisContext *ctx, const char *key, size_t key_len, node_state *ns)
+{
+    char err[128];
+    redisReply *lim = NULL, *wq = NULL;
+    redisAppendCommand(ctx, "GET %b:limit", key, key_len);
+    redisAppendCommand(ctx, "ZCARD %b:wq", key, key_len);
+    if (cli_read_reply(ctx, &lim, err, sizeof err) || cli_read_reply(ctx, &wq, err, sizeof err)) {
+        rl_reply_free(lim);
+        rl_reply_free(wq);
+        return;
+    }
+    long limit = 0;
+    if (lim->type == REDIS_REPLY_STRING && cli_parse_long(lim->str, 1, REDLOCK_MAX_SEM_LIMIT, &limit) == 0) {
+        ns->waiters = wq->type == REDIS_REPLY_INTEGER ? (long)wq->integer : 0;
+        ns->slot = calloc((size_t)limit, 1);
+        if (ns->slot) {
+            for (long i = 0; i < limit; i++)
+                redisAppendCommand(ctx, "EXISTS %b:s%ld", key, key_len, i);
+            ns->sem_limit = limit;
+            for (long i = 0; i < limit; i++) {
+                redisReply *e = NULL;
+                if (cli_read_reply(ctx, &e, err, sizeof err)) {
+                    ns->sem_limit = 0;   /* the connection failed: nothing more to read */
+                    break;
+                }
+                ns->slot[i] = e->type == REDIS_REPLY_INTEGER && e->integer == 1;
+                ns->held += ns->slot[i];
+                rl_reply_free(e);
+            }
+        }
+    }
+    rl_reply_free(lim);
+    rl_reply_free(wq);
+}
 
 static void probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
                   node_state *ns)
@@ -97,9 +144,35 @@ static void probe(const cli_common *common, const char *url, const char *key, si
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to GET (not a Redis server?)", get->type);
     }
+    if (ns->state != ST_ERROR)
+        probe_semaphore(ctx, key, key_len, ns);
     rl_reply_free(get);
     rl_reply_free(pttl);
     redisFree(ctx);
+}
+
+/* A semaphore's permits, from what each node said: the limit found (the
+ * largest), the slots held on a quorum, the most waiters on one node.
+ * limit 0: no node keeps one. */
+typedef struct sem_verdict {
+    long limit, held, waiters;
+} sem_verdict;
+
+static void decide_semaphore(const node_state *ns, size_t n, size_t quorum, sem_verdict *s)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < n; i++) {
+        if (ns[i].sem_limit > s->limit)
+            s->limit = ns[i].sem_limit;
+        if (ns[i].waiters > s->waiters)
+            s->waiters = ns[i].waiters;
+    }
+    for (long k = 0; k < s->limit; k++) {
+        size_t on = 0;
+        for (size_t i = 0; i < n; i++)
+            on += ns[i].slot && k < ns[i].sem_limit && ns[i].slot[k];
+        s->held += on >= quorum;
+    }
 }
 
 static void print_value(FILE *f, const char *v, size_t len)
@@ -158,7 +231,7 @@ static void decide(const node_state *ns, size_t n, verdict *v)
 }
 
 static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
-                       const verdict *v)
+                       const verdict *v, const sem_verdict *sv)
 {
     printf("{\"resource\":");
     cli_json_string(stdout, resource);
@@ -185,9 +258,16 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
             printf(",\"ttl_ms\":null");
         printf(",\"error\":");
         cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
+        if (sv->limit)
+            printf(",\"semaphore_limit\":%ld,\"permits_held\":%ld,\"waiters\":%ld", ns[i].sem_limit, ns[i].held,
+                   ns[i].waiters);
         printf("}");
     }
-    printf("]}\n");
+    printf("]");
+    if (sv->limit)
+        printf(",\"semaphore\":{\"limit\":%ld,\"permits_held\":%ld,\"waiters\":%ld}", sv->limit, sv->held,
+               sv->waiters);
+    printf("}\n");
 }
 
 /* One row of the table. */
@@ -243,6 +323,33 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
                    "changed since; it will never be released by expiry\n");
             break;
         }
+}
+
+/* A semaphore, instead of the key's table: per node, the limit kept there,
+ * the permits held and the waiters registered there; then the permits held
+ * on a quorum. */
+static void print_semaphore(const char *resource, const node_state *ns, const verdict *v, const sem_verdict *sv)
+{
+    size_t n = v->n;
+    int w = 4;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(ns[i].url) > w)
+            w = (int)strlen(ns[i].url);
+    printf("semaphore '%s', limit %ld, on %zu nodes, quorum %zu\n", resource, sv->limit, n, v->quorum);
+    printf("  #  %-*s  %-7s  %-7s  %s\n", w, "NODE", "LIMIT", "PERMITS", "WAITERS");
+    for (size_t i = 0; i < n; i++) {
+        if (ns[i].state == ST_ERROR)
+            printf("%3zu  %-*s  error: %s\n", i + 1, w, ns[i].url, ns[i].error);
+        else if (ns[i].sem_limit)
+            printf("%3zu  %-*s  %-7ld  %-7ld  %ld\n", i + 1, w, ns[i].url, ns[i].sem_limit, ns[i].held, ns[i].waiters);
+        else
+            printf("%3zu  %-*s  %-7s  %-7d  %ld\n", i + 1, w, ns[i].url, "-", 0, ns[i].waiters);
+    }
+    if (v->answered < v->quorum)
+        printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);
+    else
+        printf("%s: %ld of %ld permits held on a quorum; %ld waiting\n", sv->held ? "held" : "free", sv->held,
+               sv->limit, sv->waiters);
 }
 
 /* Options and RESOURCE: 0, the exit code of a usage error (reported), or
@@ -312,14 +419,25 @@ int cli_status(int argc, char **argv)
         probe(&common, common.urls[i], key, prefix_len + rlen, io.timeout_ms, &ns[i]);
     verdict v;
     decide(ns, n, &v);
+    sem_verdict sv;
+    decide_semaphore(ns, n, v.quorum, &sv);
+    int exit_rc = v.rc;
+    if (sv.limit && v.answered >= v.quorum) {   /* a semaphore: held means a permit held */
+        exit_rc = sv.held > 0 ? 0 : 1;
+        v.state = sv.held > 0 ? "held" : "free";
+    }
     if (io.json)
-        print_json(resource, key, prefix_len + rlen, ns, &v);
+        print_json(resource, key, prefix_len + rlen, ns, &v, &sv);
+    else if (sv.limit)
+        print_semaphore(resource, ns, &v, &sv);
     else
         print_text(resource, key, prefix_len + rlen, ns, &v);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(ns[i].value);
+        free(ns[i].slot);
+    }
     free(ns);
     free(key);
     cli_common_free(&common);
-    return v.rc;
+    return exit_rc;
 }

@@ -70,9 +70,12 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_RELEASE_FAILED = 7, /* release not confirmed by a majority (code) */
     REDLOCK_EVENT_NODE_ERROR     = 8, /* one node failed in a round: node, node_outcome, message */
     REDLOCK_EVENT_WOKEN          = 9, /* a waiting acquire was woken by a release (node: from where) */
-    REDLOCK_EVENT_LISTENER       = 10 /* a node's wake-up listener changed state: node,
+    REDLOCK_EVENT_LISTENER       = 10,/* a node's wake-up listener changed state: node,
                                        * listener_state, message; told to (lock, resource)
                                        * a waiting acquire that saw it */
+    REDLOCK_EVENT_ACQUIRE_DONE   = 11 /* an acquire call ended, after its last attempt: code
+                                       * (0 = acquired), attempt (the attempts made, 0 if
+                                       * none), elapsed_us (the whole call, waits included) */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one
@@ -117,6 +120,14 @@ typedef struct redlock_event {
     int node_outcome;          /* NODE_ERROR: redlock_node_outcome */
     int64_t node_rtt_us;       /* NODE_ERROR: time from the round's start to the failure */
     int listener_state;        /* LISTENER: the new redlock_listener_state */
+    int64_t held_us;           /* RELEASED, RELEASE_FAILED, LOST: how long the lock was held,
+                                * from the acquiring round's start; 0 on a second report
+                                * of the same hold (a lost lock then released) */
+    const int64_t *node_rtts_us; /* the events of a round (ACQUIRED, ACQUIRE_FAILED, EXTENDED,
+                                * EXTEND_FAILED, RELEASED, RELEASE_FAILED, LOST by a release):
+                                * n_nodes round-trip times, -1 for a node whose reply did
+                                * not arrive (not sent, down, timed out, I/O failure, not
+                                * waited for); NULL for other events */
 } redlock_event;
 
 /* Called synchronously on the thread that ran the round: the caller's, or the
@@ -429,6 +440,31 @@ REDLOCK_EXTERN const char *redlock_lock_resource(const redlock_lock *lock);
 REDLOCK_EXTERN const char *redlock_lock_errmsg(const redlock_lock *lock);
 /* The error code of the last call on this lock (0 when it succeeded). */
 REDLOCK_EXTERN int redlock_lock_errcode(const redlock_lock *lock);
+
+/* ---- Counting semaphores (docs/algorithm.md, "Counting semaphore") ----
+ * A semaphore is a lock handle of another kind: each handle takes `permits`
+ * of the semaphore's `limit` permits at once (all or none), and
+ * redlock_lock_acquire, redlock_extend, redlock_release, auto-extension,
+ * validity, fencing tokens (one counter per semaphore), the per-node report,
+ * cancel and wake-up apply to it unchanged. At most `limit` permits are held
+ * at once whenever Redlock's assumptions hold. Every user of a semaphore
+ * must pass the same limit: the nodes keep it while any permit is held, and
+ * an acquire with another one fails with REDLOCK_EINVAL, naming both. */
+#define REDLOCK_MAX_SEM_LIMIT 1000u
+/* A semaphore handle on resource, not yet held. No network I/O.
+ * REDLOCK_EINVAL for what redlock_lock_new refuses, a limit of 0 or over
+ * REDLOCK_MAX_SEM_LIMIT, or permits of 0 or over the limit. */
+REDLOCK_EXTERN int redlock_lock_new_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                              uint32_t limit, uint32_t permits);
+/* redlock_lock_new_semaphore, and errbuf, if not NULL, receives a
+ * description of a failure ("" on success). */
+REDLOCK_EXTERN int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, const char *resource,
+                                               uint32_t limit, uint32_t permits, char *errbuf,
+                                               size_t errbuf_size);
+/* A semaphore handle's limit and permits (either pointer may be NULL); 0,
+ * or REDLOCK_EINVAL for NULL or a handle that is not a semaphore. */
+REDLOCK_EXTERN int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out,
+                                                uint32_t *permits_out);
 
 /* A static description of an error code; never NULL. */
 REDLOCK_EXTERN const char *redlock_strerror(int code);

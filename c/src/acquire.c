@@ -101,7 +101,7 @@ static void read_hint(const rl_round *r, wait_hint *h)
  * (scripts.c) when waiting with a registration (member), in fair mode, or
  * with fencing. */
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
-                          int calm, int renew, char mode[5])
+                          int calm, int renew, int registered, char mode[6])
 {
     /* Fair mode orders waiters while the nodes are calm; right after a
      * node failed, nodes may name different heads, and a queue only some
@@ -112,6 +112,8 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
         mode[n++] = 'j';
     if (member[0] && renew)
         mode[n++] = 'r';
+    if (member[0] && registered)
+        mode[n++] = 'd';
     if (fair)
         mode[n++] = 'f';
     if (fencing)
@@ -128,18 +130,26 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
  * gets a release before returning. A waiter passes its registration
  * (member, ticket; "" for none) and learns how to wait (h). */
 static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
-                   int calm, int renew, wait_hint *h)
+                   int calm, int renew, int registered, wait_hint *h)
 {
     redlock_client *c = lock->client;
     rl_round r;
-    char mode[5];
+    char mode[6];
 
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, mode);
+    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, registered, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
-    rl_round_run(c, &r);
+    if (lock->kind == RL_KIND_SEM) {
+        int sc = rl_sem_run(lock, &r);   /* may take a free slot in a second round */
+        if (sc) {
+            atomic_store(&lock->state, LOCK_IDLE);
+            return sc;
+        }
+    } else {
+        rl_round_run(c, &r);
+    }
     rl_record_round(lock, &r, 0);
     read_hint(&r, h);
     int64_t now = rl_now_us();
@@ -339,6 +349,7 @@ typedef struct waiting {
     int listen, join;            /* listens for releases; registers in the queue */
     int plain_first, woke;
     int registered, last_plain;  /* an attempt registered it; the last one was plain */
+    int woken_plain;             /* the last attempt was a registered waiter's plain one, after a wake-up */
     rl_waiter w;
     char member[RL_MEMBER_MAX];  /* its registration, "" when it does not join */
     uint64_t ticket;
@@ -389,7 +400,7 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
         wake_fd(lock);
         rl_wake_name(lock->client, &s->w, lock, s->member, sizeof s->member);
     }
-    memcpy(lock->member, s->member, sizeof s->member);
+    lock->member[0] = '\0';
     /* The first attempt is a plain SET NX PX, as Redlock needs and nothing
      * more, unless this handle had to wait last time, or fair mode or
      * fencing need the script: queue work starts once someone has actually
@@ -406,6 +417,9 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
 static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting *s, wait_hint *h, int *calm,
                         int *plain)
 {
+    int fair = (lock->pol.flags & REDLOCK_OPT_FAIR) != 0;
+    int renew_due = !s->renewed_us || rl_now_us() - s->renewed_us >= s->renew_every_us;
+    s->woken_plain = 0;
     /* While the nodes are not calm (one failed lately) the queue is not
      * trusted: plain attempts, polling, no fair order. */
     /* A plain first attempt needs no calm (plain_first excludes fair
@@ -415,20 +429,36 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
         *calm = -1;
         *plain = 1;
     } else {
-        *calm = (s->join || (lock->pol.flags & REDLOCK_OPT_FAIR)) && rl_wake_calm(lock->client);
+        *calm = (s->join || fair) && rl_wake_calm(lock->client);
         *plain = !*calm;
+        /* A waiter woken by a release is in the queue already: it asks
+         * with a plain SET NX PX, the cheapest command a node can refuse,
+         * unless its registration's lease is due for renewal or fair mode
+         * or fencing need the script. If it wins, its release leaves the
+         * queue (scripts.c); if it loses, the winner's release wakes it. */
+        if (*calm && s->woke && s->registered && s->listen && !fair && !renew_due &&
+            !rl_lock_fencing(lock))
+            *plain = s->woken_plain = 1;
     }
+    int registered = s->registered;
     s->registered |= !*plain && s->join;
     s->last_plain = *plain;
-    int renew = !*plain && (!s->renewed_us || rl_now_us() - s->renewed_us >= s->renew_every_us);
+    int renew = !*plain && renew_due;
     if (renew)
         s->renewed_us = rl_now_us();
     if (s->listen)
         atomic_store(&s->w.woken, 0);
     int rc = attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, *plain ? "" : s->member, s->ticket,
-                     *calm > 0, renew, h);
+                     *calm > 0, renew, registered, h);
     if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
         rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
+    /* A plain refusal says nothing of the holder: one that came in just
+     * now with a TTL like ours, whose release wakes the queue, is the
+     * likely case; the script's next attempt learns the truth by then. */
+    if (s->woken_plain && rc == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0) {
+        h->marked = h->no;
+        h->hint_ms = ttl_ms;
+    }
     if (s->join && rc == REDLOCK_ENOTACQUIRED)
         lock->contended = 1;
     else if (s->join && rc == 0 && n == 1)
@@ -475,7 +505,7 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
      * wait is bounded by time; a wait bounded by a number of attempts
      * keeps its retry delay between them. */
     int counted = s->max_attempts != UINT64_MAX;
-    int64_t delay = plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
+    int64_t delay = plain && !s->woken_plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
                     ? 0 : retry_delay(lock, *rc, h, s->listen, counted, calm);
     if (s->deadline && now + delay > s->deadline)
         delay = s->deadline - now;
@@ -511,11 +541,14 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
     if (s.join) {
         rl_wake_leave(lock->client, &s.w);
-        /* Registered, then given up, or acquired by a plain attempt (the
-         * nodes were not calm): nothing dropped the registration, so it
-         * leaves everywhere. */
-        if (s.registered && (rc != 0 || s.last_plain))
+        /* Registered, then given up: the registration leaves everywhere.
+         * Registered, then acquired by a plain attempt (after a wake-up,
+         * or while the nodes were not calm): the release takes it out of
+         * the queue, in the same script, at no extra round trip. */
+        if (s.registered && rc != 0)
             leave(lock, s.member, NULL, 1);
+        else if (s.registered && s.last_plain)
+            memcpy(lock->member, s.member, sizeof s.member);
     }
     if (s.listen)
         rl_wake_report(lock->client, lock);
@@ -532,7 +565,10 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     if (!redlock_lock_is_held(lock))
         rl_watch_remove(lock);
     pthread_mutex_lock(&lock->mu);
+    int64_t start_us = rl_now_us();
+    lock->attempts = 0;
     int rc = acquire_locked(lock, ttl_ms, wait_ms);
+    rl_emit_acquire_done(lock, rc, start_us);
     pthread_mutex_unlock(&lock->mu);
     return rc;
 }

@@ -54,6 +54,11 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->no_wait = 0;
     r->n = lock->client->n;
     memset(r->skip, 0, r->n);
+    /* A semaphore's permit: the same operation on its slots (semaphore.c). */
+    r->sem_slots = lock->sem_slots;
+    r->sem_limit = lock->sem_limit;
+    if (lock->kind == RL_KIND_SEM)
+        r->cmd = rl_sem_cmd(cmd);
 }
 
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)

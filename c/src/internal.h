@@ -85,9 +85,13 @@ typedef enum rl_cmd {
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
     RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
-    RL_CMD_ELECT          /* an election's record (election.c, scripts.c): write, clear or read */
+    RL_CMD_ELECT,         /* an election's record (election.c, scripts.c): write, clear or read */
+    /* The counting semaphore (semaphore.c): the same operations on a
+     * permit's slots, keyed by the semaphore's name K. */
+    RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT
 } rl_cmd;
 
+#define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
 #define RL_FENCE_SUFFIX_LEN 8
 
@@ -133,6 +137,14 @@ struct rl_round {
                                              * backoff after one of these (conn.c) */
     int64_t rtt_us[REDLOCK_MAX_NODES];
     char msg[REDLOCK_MAX_NODES][RL_NODE_MSG_MAX];
+    /* The semaphore's part (semaphore.c), for the RL_CMD_SEM_* commands. */
+    const char *sem_slots;   /* the permit's slots, "3" or "3,4" */
+    uint32_t sem_limit;      /* L, as the caller gave it */
+    uint32_t sem_other[REDLOCK_MAX_NODES];  /* SEM_ACQUIRE: the node keeps another limit (0: no) */
+    uint32_t sem_nfree[REDLOCK_MAX_NODES];  /* SEM_ACQUIRE, RL_NO: free slots on the node */
+    unsigned char sem_listed[REDLOCK_MAX_NODES]; /* how many of them sem_free names */
+    uint16_t sem_free[REDLOCK_MAX_NODES][RL_SEM_FREE_MAX]; /* the first free slots, in the
+                                                * order the client proposed */
     /* the engine's part (c/src/engine), under the client's I/O mutex */
     char *fmt[3];            /* the command, formatted once per way of sending */
     size_t fmt_len[3];
@@ -240,6 +252,14 @@ struct redlock_lock {
     char lost_msg[RL_MSG_MAX];
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
+    /* What kind of lock the handle is (0, the mutex, unless made otherwise). */
+    int kind;
+    /* The counting semaphore (semaphore.c): the limit L, the permits one
+     * acquisition takes, and the slots it asks for or holds ("3,4"). */
+    uint32_t sem_limit, sem_permits;
+    char *sem_slots;
+    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
+    int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
 };
 
 /* 1 when an acquisition of lock mints a fencing token. */
@@ -262,6 +282,8 @@ void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
              uint32_t attempt, int64_t elapsed_us);
+/* report.c: REDLOCK_EVENT_ACQUIRE_DONE for an acquire call that began at start_us. */
+void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us);
 /* REDLOCK_EVENT_WOKEN: a release on `node` woke the acquire; attempt comes next. */
 void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
 
@@ -360,6 +382,37 @@ int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
+
+/* ---- semaphore.c: the counting semaphore (docs/algorithm.md, "Counting semaphore") ---- */
+#ifndef RL_KIND_MUTEX
+#define RL_KIND_MUTEX 0
+#endif
+#define RL_KIND_SEM 3
+/* The command a semaphore's round sends for cmd (the mutex's); LEAVE is
+ * the same: a semaphore's queue is K's, as a mutex's. */
+static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
+{
+    switch (cmd) {
+    case RL_CMD_SET:
+    case RL_CMD_ACQUIRE: return RL_CMD_SEM_ACQUIRE;
+    case RL_CMD_EXTEND: return RL_CMD_SEM_EXTEND;
+    case RL_CMD_RELEASE: return RL_CMD_SEM_RELEASE;
+    case RL_CMD_FENCE_COMMIT: return RL_CMD_SEM_FENCE_COMMIT;
+    default: return cmd;
+    }
+}
+/* Runs an acquisition round of a semaphore (acquire.c's attempt): up to
+ * three rounds, each after the last told which slots are free; r is the
+ * last. 0 (r decides), or REDLOCK_EINVAL with the lock's message set when
+ * the nodes keep another limit, having cleaned up. */
+int rl_sem_run(redlock_lock *lock, rl_round *r);
+/* The name of the semaphore's key for `what` ("limit", or a slot's number)
+ * next to K: the one place that names them (the scripts use the same). */
+#define RL_SEM_SEP ":"
+#define RL_SEM_SLOT_PREFIX "s"
+extern char rl_sha_sem_acquire[41], rl_sha_sem_extend[41], rl_sha_sem_release[41], rl_sha_sem_fence_commit[41];
+extern const char rl_script_sem_acquire[], rl_script_sem_extend[], rl_script_sem_release[],
+    rl_script_sem_fence_commit[];
 
 extern char rl_sha_release[41];
 extern char rl_sha_extend[41];

@@ -130,6 +130,33 @@ void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_r
         ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
     if (type == REDLOCK_EVENT_ACQUIRED)
         ev.fencing_token = atomic_load(&lock->token);
+    /* Metrics (docs/observability.md): attempts per call, held time, round-trip times. */
+    if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_ACQUIRE_FAILED)
+        lock->attempts = attempt;
+    if ((type == REDLOCK_EVENT_RELEASED || type == REDLOCK_EVENT_RELEASE_FAILED || type == REDLOCK_EVENT_LOST) &&
+        lock->acquired_us && lock->held_told_us != lock->acquired_us) {
+        ev.held_us = rl_now_us() - lock->acquired_us;
+        lock->held_told_us = lock->acquired_us;
+    }
+    int64_t rtts[REDLOCK_MAX_NODES];
+    if (r) {
+        for (size_t i = 0; i < r->n; i++) {
+            rl_outcome o = r->out[i];
+            rtts[i] = o == RL_YES || o == RL_NO || o == RL_ERR_SERVER || o == RL_ERR_AUTH ? r->rtt_us[i] : -1;
+        }
+        ev.node_rtts_us = rtts;
+    }
+    c->opts.on_event(&ev, c->opts.on_event_userdata);
+}
+
+void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us)
+{
+    redlock_client *c = lock->client;
+    if (!c->opts.on_event)
+        return;
+    redlock_event ev;
+    event_init(&ev, lock, REDLOCK_EVENT_ACQUIRE_DONE, rc, rc ? lock->errmsg : NULL, 0, rl_now_us() - start_us);
+    ev.attempt = lock->attempts;
     c->opts.on_event(&ev, c->opts.on_event_userdata);
 }
 

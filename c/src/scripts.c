@@ -51,13 +51,17 @@
     "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': wake nobody), our own
- * registration ('' if none; it is not woken). The usual release, with no
+ * registration ('' if none): a waiter that won with a plain SET NX
+ * (acquire.c) is still in the queue, and leaves it here, whether or not
+ * the lock was still ours; it is not woken. The usual release, with no
  * queue, runs three commands and defines nothing. */
 const char rl_script_release[] =
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('del', KEYS[1]) "
-    "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return 1 end "
+    "local mine = redis.call('get', KEYS[1]) == ARGV[1] "
+    "if mine then redis.call('del', KEYS[1]) elseif ARGV[3] == '' then return 0 end "
+    "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return mine and 1 or 0 end "
     RL_WAKE_LUA
-    "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return 1";
+    "if ARGV[3] ~= '' then rl_drop(KEYS[2], KEYS[3], ARGV[3]) end "
+    "if mine and ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return mine and 1 or 0";
 const char rl_script_extend[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 /* Acquisition when waiting, in fair mode or with fencing. KEYS: K, K:wq,
@@ -65,7 +69,8 @@ const char rl_script_extend[] =
  * client's wake id ':' a number; '' for none), ticket (orders the queue),
  * lease ms (a registration not renewed within it lapses, and the queue's
  * keys expire with the last one), mode ('j' join the queue when refused,
- * 'r' renew the registration's lease, 'f' fair, 'c' return the counter).
+ * 'r' renew the registration's lease, 'd' drop it when granted (an earlier
+ * attempt registered), 'f' fair, 'c' return the counter).
  * A waiter renews a few times per lease (acquire.c): its other refused
  * attempts write nothing, which matters with appendfsync always, where
  * every write costs the node a sync.
@@ -87,7 +92,7 @@ const char rl_script_acquire[] =
     "local ns = redis.pcall('pubsub', 'numsub', rl_chan(h[1])) "
     "if rl_bad(ns) or tonumber(ns[2]) > 0 then blocked = true break end rl_drop(q, l, h[1]) end end end "
     "if not blocked then redis.call('set', k, ARGV[1], 'PX', ARGV[2]) "
-    "if me ~= '' then rl_drop(q, l, me) end "
+    "if me ~= '' and string.find(mode, 'd', 1, true) then rl_drop(q, l, me) end "
     "if string.find(mode, 'c', 1, true) then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end end "
     "if me ~= '' and string.find(mode, 'j', 1, true) then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
     "if added == 1 or string.find(mode, 'r', 1, true) then local now = rl_now() if now then "
@@ -168,6 +173,11 @@ static const struct {
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
     { "redlock_elect", rl_script_elect },
+    /* The counting semaphore (semaphore.c) */
+    { "redlock_sem_acquire", rl_script_sem_acquire },
+    { "redlock_sem_extend", rl_script_sem_extend },
+    { "redlock_sem_release", rl_script_sem_release },
+    { "redlock_sem_fence_commit", rl_script_sem_fence_commit },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -183,6 +193,10 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
     rl_sha1_hex(rl_script_elect, rl_sha_elect);
+    rl_sha1_hex(rl_script_sem_acquire, rl_sha_sem_acquire);
+    rl_sha1_hex(rl_script_sem_extend, rl_sha_sem_extend);
+    rl_sha1_hex(rl_script_sem_release, rl_sha_sem_release);
+    rl_sha1_hex(rl_script_sem_fence_commit, rl_sha_sem_fence_commit);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

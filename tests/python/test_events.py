@@ -31,9 +31,10 @@ class Recorder:
             self.threads.append(threading.current_thread())
 
     def lock_events(self):
-        """All but NODE_ERROR, which a slow node on a loaded machine may add."""
+        """All but NODE_ERROR, which a slow node on a loaded machine may add, and ACQUIRE_DONE,
+        which test_acquire_done_held_and_rtts checks."""
         with self._mutex:
-            return [e for e in self.events if e.type != EventType.NODE_ERROR]
+            return [e for e in self.events if e.type not in (EventType.NODE_ERROR, EventType.ACQUIRE_DONE)]
 
     def of(self, type_):
         with self._mutex:
@@ -225,3 +226,33 @@ def test_hook_goes_with_the_client_and_not_with_a_client_that_failed(cluster5):
 def test_on_event_must_be_callable(cluster5):
     with pytest.raises(TypeError, match="on_event"):
         redlock.Redlock(cluster5.urls, on_event=42)
+
+
+def test_acquire_done_held_and_rtts(cluster5, name):
+    """The events metrics need (docs/observability.md): one ACQUIRE_DONE per acquire call with
+    its attempts and outcome, the held time on the end of a hold, each node's round trip."""
+    rec = Recorder()
+    with redlock.Redlock(cluster5.urls, retry_count=2, retry_delay=0.001, node_timeout=0.5,
+                         on_event=rec) as c, redlock.Redlock(cluster5.urls) as other:
+        lock = c.lock(name, ttl=10)
+        assert lock.acquire()
+        time.sleep(0.05)
+        lock.release()
+        holder = other.acquire(name, ttl=10)
+        assert not c.lock(name, ttl=10).acquire(blocking=False)
+        assert not c.lock(name, ttl=10).acquire(timeout=0.05)
+        holder.release()
+    done = rec.of(EventType.ACQUIRE_DONE)
+    assert [(e.code, e.error_name) for e in done][0] == (0, "REDLOCK_OK")
+    assert done[0].attempt == 1 and done[0].resource == name
+    assert done[1].error_name == "REDLOCK_ENOTACQUIRED" and done[1].attempt == 1
+    assert done[2].error_name == "REDLOCK_ETIMEDOUT" and done[2].attempt >= 1
+    assert done[2].elapsed >= 0.05  # the whole call, its wait included
+    released = rec.of(EventType.RELEASED)
+    assert len(released) == 1 and released[0].held >= 0.05
+    acquired = rec.of(EventType.ACQUIRED)[0]
+    assert acquired.node_rtts is not None and len(acquired.node_rtts) == 5
+    assert [u for u, _ in acquired.node_rtts] == list(c.nodes)
+    answered = [r for _, r in acquired.node_rtts if r is not None]  # a round decided at quorum waits for no more
+    assert len(answered) >= 3 and all(0 <= r < 5 for r in answered), acquired.node_rtts
+    assert all(e.node_rtts is None for e in done)

@@ -52,6 +52,9 @@ Checks (each failure is a violation):
                  an overlap
   storage mismatch  the storage's count of accepted writes or its highest token differs from the
                  log (accepted FENCE lines, their largest token)
+  too many holders  semaphore mode (START mode=sem limit=L): more than L windows contain one
+                 instant. Replaces "overlap" (up to L holders at once are the point) and
+                 "lost update" (semaphore clients write no counter)
 Reported, not violations: writes that completed after valid_until (the client itself overran its
 lease: assumption 5 of docs/algorithm.md); fenced writes that the storage accepted after the
 writer's valid_until (a holder that overran its lease while no later holder had written yet:
@@ -148,6 +151,8 @@ class Result:
     longest_unavailable_ns: int = 0
     longest_unavailable_at: int | None = None
     t0: int = 0
+    sem_limit: int | None = None                     # semaphore mode: L (None: the mutex)
+    sem_excess: list = field(default_factory=list)   # (t, [Window...]) more than L inside at t
 
     @property
     def lost_updates(self):
@@ -160,6 +165,11 @@ class Result:
             v.append("overlap: client %d #%d [%s, %s] and client %d #%d [%s, %s]" % (
                 a.client, a.seq, self.rel(a.t_acq), self.rel(a.end),
                 b.client, b.seq, self.rel(b.t_acq), self.rel(b.end)))
+        for t, ws in self.sem_excess:
+            v.append("too many holders: %d inside their validities at %s, limit %d: %s" % (
+                len(ws), self.rel(t), self.sem_limit,
+                ", ".join("client %d #%d [%s, %s]" % (w.client, w.seq, self.rel(w.t_acq), self.rel(w.end))
+                          for w in ws)))
         if self.counter is not None and self.counter != self.writes:
             v.append("lost update: counter is %d but %d writes were logged" % (self.counter, self.writes))
         for w, allowed in self.validity_excess:
@@ -232,6 +242,9 @@ class Result:
                 "%s %d" % kv for kv in sorted(Counter(f.kind for f in self.injected()).items())) or "none"),
             "writes after valid_until (client overran its lease): %d" % len(self.late_writes),
         ]
+        if self.sem_limit is not None:
+            lines.append("semaphore: limit %d, most holders at once: %d, instants over the limit: %d" % (
+                self.sem_limit, _most_at_once(self.windows), len(self.sem_excess)))
         fenced = [w for w in self.windows if w.token is not None and w.token > 0]
         if fenced or self.token_missing:
             lines.append("fencing: %d acquisitions with a token (from %s to %s), token order violations: %d" % (
@@ -384,6 +397,14 @@ def _find_overlaps(windows):
     return out
 
 
+def _most_at_once(windows):
+    best, active = 0, []
+    for w in windows:
+        active = [a for a in active if a.end > w.t_acq] + [w]
+        best = max(best, len(active))
+    return best
+
+
 def _merge(intervals):
     out = []
     for s, e in sorted(intervals):
@@ -423,9 +444,31 @@ def _longest_unavailable(r: Result):
     return best, at
 
 
+def _semaphore_limit(r: Result):
+    """L if the clients hold permits of a semaphore (START mode=sem), else None."""
+    limits = {int(c.get("limit", 1)) for c in r.clients.values() if c.get("mode") == "sem"}
+    return min(limits) if limits else None
+
+
+def _find_excess(windows, limit):
+    """Each instant (a window's start) at which more than `limit` windows are open, with them."""
+    out = []
+    active = []
+    for w in windows:            # sorted by t_acq
+        active = [a for a in active if a.end > w.t_acq]
+        active.append(w)
+        if len(active) > limit:
+            out.append((w.t_acq, list(active)))
+    return out
+
+
 def analyze(run_dir) -> Result:
     r = load(run_dir)
-    r.overlaps = _find_overlaps(r.windows)
+    r.sem_limit = _semaphore_limit(r)
+    if r.sem_limit is not None:
+        r.sem_excess = _find_excess(r.windows, r.sem_limit)
+    else:
+        r.overlaps = _find_overlaps(r.windows)
     for w in r.windows:
         c = r.clients.get(w.client, {})
         if "ttl" in c and "drift_ms" in c:

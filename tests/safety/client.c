@@ -278,6 +278,20 @@ static int run_elect(redlock_client *client, const char *resource, const elect_p
     return rc;
 }
 
+/* --mode sem --limit L: the client holds a permit of a counting semaphore
+ * of limit L instead of the mutex. Up to L clients are inside at once, so
+ * the counter is not written (check.py counts the holders instead). */
+static long sem_limit;
+
+static int sem_lock_new(redlock_lock **lock, redlock_client *client, const char *resource)
+{
+    char err[512];
+    int rc = redlock_lock_open_semaphore(lock, client, resource, (uint32_t)sem_limit, 1, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: semaphore: %s\n", client_id, err);
+    return rc;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -299,6 +313,8 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
+            "                      mutex: no counter write (check.py counts holders)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n"
             "  --mode elect        leader election: campaign, write with the term to --storage\n"
@@ -318,10 +334,11 @@ int main(int argc, char **argv)
     const char *storage_path = NULL;
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
+    const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
            O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR,
-           O_MODE = 300, O_ROLE, O_STEP };
-    const char *mode = "lock", *role = "campaigner";
+           O_MODE = 300, O_ROLE, O_STEP, O_SEM_LIMIT };
+    const char *role = "campaigner";
     long step = 20;
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
@@ -350,6 +367,7 @@ int main(int argc, char **argv)
         {"mode", required_argument, 0, O_MODE},
         {"role", required_argument, 0, O_ROLE},
         {"step", required_argument, 0, O_STEP},
+        {"limit", required_argument, 0, O_SEM_LIMIT},
         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -380,8 +398,14 @@ int main(int argc, char **argv)
         case O_MODE: mode = optarg; break;
         case O_ROLE: role = optarg; break;
         case O_STEP: step = atol(optarg); break;
+        case O_SEM_LIMIT: sem_limit = atol(optarg); break;
         default: usage(); return 2;
         }
+    }
+    int sem = strcmp(mode, "sem") == 0;
+    if ((strcmp(mode, "mutex") != 0 && strcmp(mode, "elect") != 0 && !sem) || (sem && sem_limit <= 0)) {
+        usage();
+        return 2;
     }
     if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing && strcmp(mode, "elect") != 0)) {
         usage();
@@ -463,7 +487,7 @@ int main(int argc, char **argv)
         return rc;
     }
     redlock_lock *lock;
-    rc = redlock_lock_new(&lock, client, resource);
+    rc = sem ? sem_lock_new(&lock, client, resource) : redlock_lock_new(&lock, client, resource);
     if (rc != 0) {
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
@@ -473,9 +497,9 @@ int main(int argc, char **argv)
      * reported validity never exceeds ttl - drift from before the call. */
     double drift_ms = (double)ttl * o.drift_factor + o.drift_min_ms;
     logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu "
-            "fencing=%d storage=%d auto_extend=%d pre_write=%ld",
+            "fencing=%d storage=%d auto_extend=%d pre_write=%ld mode=%s limit=%ld",
             id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n, fencing,
-            storage_path != NULL, auto_extend, pre_write);
+            storage_path != NULL, auto_extend, pre_write, sem ? "sem" : "mutex", sem ? sem_limit : 1);
 
     unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
     int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
@@ -516,7 +540,9 @@ int main(int argc, char **argv)
         sleep_ms(hold);
         int64_t t_check = now_ns();
         int64_t left = redlock_lock_validity_ms(lock);
-        if (left > margin) {
+        if (sem) {
+            /* up to L holders at once: no counter to write */
+        } else if (left > margin) {
             if (pre_write > 0) {
                 logline("PRE %ld %lld %lld %lld", id, seq, (long long)t_check, (long long)left);
                 sleep_ms(pre_write);

@@ -804,3 +804,91 @@ def test_election_faults(make_run, fault):
         assert len(r.seen.get(o, [])) >= 4, "observer %d saw %d states" % (o, len(r.seen.get(o, [])))
     if fault in ("leader-sigkill", "leader-sigstop"):
         assert r.leaderless, "the fault did not hit a leader"
+
+
+# ---------------------------------------------------------------------------------------------
+# The counting semaphore (client.c --mode sem, check.py: more than L holders is a violation)
+
+SEM_LIMIT = 2
+
+
+def _sem_most_at_once(r):
+    best, active = 0, []
+    for w in r.windows:
+        active = [a for a in active if a.end > w.t_acq] + [w]
+        best = max(best, len(active))
+    return best
+
+
+@pytest.mark.parametrize("how", ["sigstop", "kill-restart", "client-pause", "slow-node"])
+def test_semaphore_faults(make_run, make_proxies, how):
+    """Four clients share a semaphore of limit 2 on 3 nodes while one node is stopped (SIGSTOP),
+    killed and restarted after more than the TTL (kill -9, no persistence), paused (CLIENT
+    PAUSE), or slower than the node timeout (proxy latency). Never more than 2 holders inside
+    their validities; 2 at once happened (the semaphore was exercised, not a mutex); permits
+    were granted during the fault and after it."""
+    ttl, node_timeout, fault_s = 1000, 200, 1.5
+    with S.nodes.Cluster(3) as c:
+        proxies = make_proxies(c) if how == "slow-node" else None
+        urls = [p.url for p in proxies] if proxies else c.urls
+        run = make_run(urls, "safety:sem-" + how)
+        f = S.Faults(run, c, proxies)
+        run.spawn_many(4, ttl=ttl, hold=50, gap=5, wait=2000, attempt_gap=20, node_timeout=node_timeout,
+                       duration=60, mode="sem", limit=SEM_LIMIT)
+        time.sleep(1.0)
+        if how == "sigstop":
+            t_f = f.pause(1)
+            time.sleep(fault_s)
+            t_h = f.resume(1)
+        elif how == "kill-restart":
+            t_f = f.kill(1)
+            time.sleep(fault_s)                  # > ttl: every slot it held has expired
+            t_h = f.start(1)
+        elif how == "client-pause":
+            t_f, _ = f.cmd(1, "CLIENT", "PAUSE", str(int(fault_s * 1000)), "ALL", kind="client-pause")
+            time.sleep(fault_s)
+            t_h = S.now_ns()
+        else:
+            t_f = f.proxy(1, "latency", ms=400, jitter_ms=50)
+            time.sleep(fault_s)
+            t_h = f.proxy(1, "pass")
+        time.sleep(1.0)
+        r = finish(run)
+    assert_safe(r)
+    assert r.sem_limit == SEM_LIMIT
+    assert _sem_most_at_once(r) == SEM_LIMIT, "never two holders at once: the run did not test the limit"
+    assert len(acq_between(r, t_f, t_h)) > 0, "no permit granted while one node of three was faulty"
+    assert len(acq_between(r, t_h, S.now_ns())) > 0, "no permit granted after the fault"
+
+
+def test_semaphore_wipe_without_persistence(make_run):
+    """By design, as test_crash_restart[immediate] for the mutex: clients 0 and 1 take both
+    permits of a limit-2 semaphore while nodes 3 and 4 are down, so each holds its slot on
+    exactly {0, 1, 2}. Node 0 restarts empty (no persistence) and 3 and 4 come back: client 2
+    finds a slot free on {0, 3, 4}, a majority, and three hold a limit-2 semaphore. The checker
+    must report it (docs/algorithm.md, assumption 2)."""
+    ttl = 10000
+    with S.nodes.Cluster(5) as c:
+        run = make_run(c.urls, "safety:sem-wipe")
+        f = S.Faults(run, c)
+        f.kill(3)
+        f.kill(4)
+        for cid in (0, 1):
+            run.spawn(cid, ttl=ttl, hold=3000, margin=100, iterations=1, duration=60, mode="sem",
+                      limit=SEM_LIMIT)
+        for cid in (0, 1):
+            run.wait_event(cid, "CS", timeout=10)
+        f.restart(0)
+        keys = c.dbsize(0)
+        f.start(3)
+        f.start(4)
+        run.spawn(2, ttl=ttl, hold=20, iterations=1, wait=3 * ttl, retry_delay=20, retry_jitter=50,
+                  duration=60, mode="sem", limit=SEM_LIMIT)
+        run.wait(timeout=3 * ttl / 1000 + 10)
+        r = run.check()
+        print(r.summary())
+    assert keys == 0, "node 0 kept its keys over a restart without persistence"
+    assert not r.ok
+    assert len(r.sem_excess) >= 1 and len(r.sem_excess[0][1]) == 3, "the checker missed the third holder"
+    assert {w.client for w in r.sem_excess[0][1]} == {0, 1, 2}
+    assert not r.unexplained_elost

@@ -26,6 +26,7 @@ from ._errors import (
     TLSError,
     strerror,
 )
+from ._semaphore import AsyncSemaphore, Permit, Semaphore
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
 
@@ -41,4 +42,5 @@ __all__ = [
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
     "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError", "NodesUnreachable",
     "Election", "Leader", "Leadership",
+    "Semaphore", "AsyncSemaphore", "Permit",
 ]

@@ -44,6 +44,7 @@ class EventType(enum.IntEnum):
     NODE_ERROR = lib.REDLOCK_EVENT_NODE_ERROR
     WOKEN = lib.REDLOCK_EVENT_WOKEN          # a waiting acquire was woken by a release
     LISTENER = lib.REDLOCK_EVENT_LISTENER    # a node's wake-up listener changed state
+    ACQUIRE_DONE = lib.REDLOCK_EVENT_ACQUIRE_DONE  # an acquire call ended (code 0: acquired)
 
 
 class NodeOutcome(enum.IntEnum):
@@ -125,6 +126,8 @@ class Event(NamedTuple):
     node_outcome: Optional[Union[NodeOutcome, int]]  # NODE_ERROR: what it did
     node_rtt: Optional[float]  # NODE_ERROR: time from the round's start to the failure
     listener_state: Optional[Union[ListenerState, int]] = None  # LISTENER: the node's new listener state
+    held: Optional[float] = None  # RELEASED, RELEASE_FAILED, LOST: how long the lock was held (first report only)
+    node_rtts: Optional[Tuple[Tuple[str, Optional[float]], ...]] = None  # a round's events: (node URL, round trip or None) per node
 
     @property
     def error_name(self) -> str:
@@ -206,10 +209,16 @@ def _redlock_py_on_event(ev: Any, userdata: Any) -> None:
         elif t == EventType.LISTENER:
             listener = _enum(ListenerState, ev.listener_state)
         message = _text(ev.message)
+        held = ev.held_us / 1e6 if ev.held_us > 0 else None
+        rtts = None
+        if ev.node_rtts_us != ffi.NULL:
+            urls = sink.node_urls
+            rtts = tuple((urls[i] if i < len(urls) else "", None if ev.node_rtts_us[i] < 0 else ev.node_rtts_us[i] / 1e6)
+                         for i in range(ev.n_nodes))
         event = Event(t, ev.code, _text(ev.resource), message, ev.attempt,
                       bool(ev.automatic), ev.nodes_ok, ev.quorum, ev.n_nodes,
                       ev.elapsed_us / 1e6, max(ev.validity_ms, 0) / 1000.0,
-                      ev.fencing_token or None, node, node_url, outcome, node_rtt, listener)
+                      ev.fencing_token or None, node, node_url, outcome, node_rtt, listener, held, rtts)
     except BaseException:  # never into C
         log.exception("redlock: could not read an event from the C library")
         return

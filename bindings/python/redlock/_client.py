@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import threading
 from types import TracebackType
-from typing import Any, Callable, Iterable, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple, Type
 
 from ._callbacks import Event, EventSink, ListenerState, _enum, finalize
 from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NO_WAKE, _NODE_MSG_SIZE, _UNSET,
@@ -16,6 +16,10 @@ from ._fork import free_in_owner
 from ._async import AsyncLock
 from ._lock import Lock, OnLost
 from ._redlock import ffi, lib
+
+if TYPE_CHECKING:
+    from ._election import Election
+    from ._semaphore import AsyncSemaphore, Semaphore
 
 OnEvent = Callable[[Event], Any]
 
@@ -277,3 +281,42 @@ class Redlock:
         ``leader()``, ``observe()``. ``ttl`` is the leadership's lock TTL (auto-extended)."""
         from ._election import Election
         return Election(self, name, ttl=ttl)
+
+    # -- semaphores (_semaphore.py) --------------------------------------
+    def semaphore(self, name: Name, limit: int, **kwargs: Any) -> "Semaphore":
+        """A counting semaphore of ``limit`` permits on ``name``, in threading.BoundedSemaphore's
+        shape: ``acquire(blocking=True, timeout=None) -> bool``, ``release()``, ``with``. Every
+        user of the name must pass the same limit. Takes lock()'s other arguments (ttl,
+        auto_extend, retry and wake-up options), which apply to each permit."""
+        from ._semaphore import Semaphore
+        return Semaphore(self, name, limit, **kwargs)
+
+    def asemaphore(self, name: Name, limit: int, **kwargs: Any) -> "AsyncSemaphore":
+        """semaphore() in asyncio's shape: ``await acquire()``, ``await release()``,
+        ``async with``."""
+        from ._semaphore import AsyncSemaphore
+        return AsyncSemaphore(self, name, limit, **kwargs)
+
+    def synchronized(self, name: Any, *, blocking: bool = True, timeout: Optional[Seconds] = _UNSET,
+                     ttl: Seconds = 30.0, auto_extend: bool = True, min_hold: Optional[Seconds] = None,
+                     on_skip: Optional[Callable[..., Any]] = None, **kwargs: Any) -> Callable[[Any], Any]:
+        """A decorator that runs a function, plain or ``async def``, under the
+        lock ``name`` (or ``name(*args, **kwargs)`` when given a callable), in
+        this process or any other on the same nodes.
+
+        By default a call waits until the lock is free (up to ``timeout``
+        seconds, then raises LockTimeout). With ``blocking=False`` a call whose
+        lock is held elsewhere is skipped: the function is not run, the skip is
+        logged (logger "redlock", INFO) and counted in ``wrapper.skips``, and
+        the call returns ``on_skip(*args, **kwargs)`` (an awaitable is awaited),
+        or None without on_skip. Failures that are not "held elsewhere" (no
+        quorum, nodes unreachable...) raise in both modes.
+
+        The lock is auto-extended while the function runs (``ttl`` is its
+        TTL) and released when it returns or raises; ``min_hold`` keeps it at
+        least that many seconds after the start (ShedLock's lockAtLeastFor),
+        so that a late duplicate of a scheduled run is skipped too. Other
+        keyword arguments go to lock(). See docs/python.md."""
+        from ._synchronized import synchronized
+        return synchronized(self, name, blocking=blocking, timeout=timeout, ttl=ttl,
+                            auto_extend=auto_extend, min_hold=min_hold, on_skip=on_skip, **kwargs)

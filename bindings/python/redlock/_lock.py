@@ -117,9 +117,13 @@ class Lock:
         #: Why the last acquire() returned False (or ``with`` raised), else None.
         self.last_error: Optional[RedlockError] = None
         self._watch = Watch(self, self._display)
-        self._ptr = client._new_lock(self._name_b, self._display)
+        self._ptr = self._new_handle(client)
         if any(v is not None for v in policy.values()):
             self._set_policy(policy)
+
+    def _new_handle(self, client: Redlock) -> Any:
+        # The C handle: a mutex here; a semaphore's permit overrides it (_semaphore.py).
+        return client._new_lock(self._name_b, self._display)
 
     @property
     def _display(self) -> str:

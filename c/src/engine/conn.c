@@ -264,6 +264,10 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     r->counter[i] = p.counter;
     r->hint_ms[i] = p.hint_ms;
     r->marked[i] = (unsigned char)p.marked;
+    r->sem_other[i] = p.sem_other;
+    r->sem_nfree[i] = p.sem_nfree;
+    r->sem_listed[i] = p.sem_listed;
+    memcpy(r->sem_free[i], p.sem_free, sizeof p.sem_free);
     finish(r, i, p.out, p.msg, now);
 }
 
@@ -508,7 +512,8 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
      * in order when it wakes, and a new connection could overtake it. New
      * acquisitions stop at half the limit, so the releases that may follow
      * the SETs already queued still find room. */
-    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_SEM_ACQUIRE
+                     ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
     rl_req *e = c->len < limit ? rl_fifo_enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",

@@ -44,6 +44,9 @@ typedef struct rl_parsed {
     int marked;                    /* ACQUIRE refused: the holder's release wakes waiters */
     char msg[RL_NODE_MSG_MAX];
     size_t node;                   /* the node that replied (set by the caller) */
+    uint32_t sem_other, sem_nfree; /* SEM_ACQUIRE: another limit; free slots (semaphore.c) */
+    unsigned char sem_listed;
+    uint16_t sem_free[RL_SEM_FREE_MAX];
 } rl_parsed;
 
 /* Formats cmd for r in the given way; length, or -1. Free with redisFreeCommand. */

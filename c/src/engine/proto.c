@@ -14,7 +14,8 @@
 
 /* What follows the key in KEYS, and the value in ARGV. */
 enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE };
-enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE };
+enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE,
+       ARG_SEM_ACQUIRE, ARG_SEM_EXTEND, ARG_SEM_RELEASE, ARG_SEM_TOKEN };
 
 typedef void (*parse_fn)(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
@@ -24,6 +25,7 @@ static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static long long format_elect(char **out, const rl_round *r, int via);
+static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
     const char *name;        /* for messages */
@@ -53,6 +55,15 @@ static const struct cmd_spec {
                        1 },
     [RL_CMD_ELECT] = { "election", "redlock_elect", rl_script_elect, rl_sha_elect, KEYS_ONE, ARG_NONE, parse_elect,
                        0 },
+    /* The counting semaphore (semaphore.c): keyed by its name, the slots in ARGV. */
+    [RL_CMD_SEM_ACQUIRE] = { "semaphore acquire", "redlock_sem_acquire", rl_script_sem_acquire, rl_sha_sem_acquire,
+                             KEYS_QUEUE_FENCE, ARG_SEM_ACQUIRE, parse_sem_acquire, 0 },
+    [RL_CMD_SEM_EXTEND] = { "semaphore extend", "redlock_sem_extend", rl_script_sem_extend, rl_sha_sem_extend,
+                            KEYS_ONE, ARG_SEM_EXTEND, parse_script, 1 },
+    [RL_CMD_SEM_RELEASE] = { "semaphore release", "redlock_sem_release", rl_script_sem_release, rl_sha_sem_release,
+                             KEYS_QUEUE, ARG_SEM_RELEASE, parse_script, 1 },
+    [RL_CMD_SEM_FENCE_COMMIT] = { "semaphore token commit", "redlock_sem_fence_commit", rl_script_sem_fence_commit,
+                                  rl_sha_sem_fence_commit, KEYS_FENCE, ARG_SEM_TOKEN, parse_script, 0 },
 };
 
 static const char *const queue_suffix[2] = { ":wq", ":wl" };
@@ -70,7 +81,7 @@ int rl_proto_resend_late(rl_cmd cmd)
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
-    char ttl[16], ticket[24], lease[16], wake[16];
+    char ttl[16], ticket[24], lease[16], wake[16], limit[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
         return redisFormatCommand(out, "SET %b %s NX PX %s", r->key, r->key_len, r->value, ttl);
@@ -81,6 +92,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
     snprintf(wake, sizeof wake, "%d", r->wake);
+    snprintf(limit, sizeof limit, "%u", r->sem_limit);
     /* The queue's keys: the lock's key and a suffix each, side by side; on
      * the stack for the usual key, since every release has them. */
     char local[2 * 256], *qkeys = local;
@@ -111,6 +123,11 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     case ARG_RELEASE: ARG(wake); ARG(r->member); break;
     case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); break;
     case ARG_LEAVE: ARG(r->member); ARG(wake); break;
+    case ARG_SEM_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(limit);
+        ARG(r->sem_slots); break;
+    case ARG_SEM_EXTEND: ARG(ttl); ARG(r->sem_slots); ARG(limit); break;
+    case ARG_SEM_RELEASE: ARG(wake); ARG(r->member); ARG(r->sem_slots); break;
+    case ARG_SEM_TOKEN: ARG(r->token); ARG(r->sem_slots); break;
     default: break;
     }
 #undef ARG
@@ -198,6 +215,65 @@ static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p
     p->out = RL_YES;
 }
 
+/* The semaphore's acquisition (semaphore.c): {1} or {1, counter} granted;
+ * {0, ms, marked, free slots, "5,6"} refused; {-1, limit} another limit. */
+static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || rep->element[0]->type != REDIS_REPLY_INTEGER) {
+        unexpected(r, rep, p);
+        return;
+    }
+    long long first = rep->element[0]->integer;
+    if (first == -1) {
+        uint64_t v = 0;
+        int num = rep->elements >= 2 && decimal(rep->element[1], &v) == 0 && v > 0 && v < UINT32_MAX;
+        p->sem_other = num ? (uint32_t)v : UINT32_MAX;
+        if (num)
+            say(p, RL_ERR_SERVER, "the semaphore's limit here is %u, not %u", p->sem_other, r->sem_limit);
+        else
+            say(p, RL_ERR_SERVER, "the semaphore's limit key here holds no limit (not %u)", r->sem_limit);
+        return;
+    }
+    if (first == 0) {
+        int full = rep->elements >= 5 && rep->element[1]->type == REDIS_REPLY_INTEGER &&
+                   rep->element[2]->type == REDIS_REPLY_INTEGER && rep->element[3]->type == REDIS_REPLY_INTEGER &&
+                   rep->element[4]->type == REDIS_REPLY_STRING;
+        if (!full) {
+            unexpected(r, rep, p);
+            return;
+        }
+        p->hint_ms = rep->element[1]->integer;
+        p->marked = rep->element[2]->integer == 1;
+        long long nfree = rep->element[3]->integer;
+        p->sem_nfree = nfree < 0 ? 0 : nfree > UINT32_MAX ? UINT32_MAX : (uint32_t)nfree;
+        const char *s = rep->element[4]->str;
+        while (*s && p->sem_listed < RL_SEM_FREE_MAX) {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(s, &end, 10);
+            if (end == s || errno || v >= r->sem_limit)
+                break;
+            p->sem_free[p->sem_listed++] = (uint16_t)v;
+            s = *end == ',' ? end + 1 : end;
+        }
+        if (p->sem_nfree)
+            say(p, RL_NO, "the permit asked for is taken; %u of %u free here", p->sem_nfree, r->sem_limit);
+        else
+            say(p, RL_NO, "no permit free: all %u held", r->sem_limit);
+        return;
+    }
+    if (first != 1) {
+        unexpected(r, rep, p);
+        return;
+    }
+    if (strchr(r->mode, 'c') && (rep->elements < 2 || decimal(rep->element[1], &p->counter) != 0)) {
+        say(p, RL_ERR_SERVER, "fencing counter '%.*s' is not a number", (int)(r->fkey_len > 100 ? 100 : r->fkey_len),
+            r->fkey);
+        return;
+    }
+    p->out = RL_YES;
+}
+
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
     (void)r; (void)rep;
@@ -213,6 +289,8 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
     p->counter = 0;
     p->hint_ms = -1;
     p->marked = 0;
+    p->sem_other = p->sem_nfree = 0;
+    p->sem_listed = 0;
     p->msg[0] = '\0';
     if (rep->type != REDIS_REPLY_ERROR) {
         specs[r->cmd].parse(r, rep, p);

@@ -38,6 +38,11 @@ public final class RedlockEvent {
      * told to a waiting acquire that saw it, whose {@link #resource()} this is.
      */
     LISTENER,
+    /**
+     * An acquire call ended, after its last attempt: {@link #code()} (0 when acquired), {@link
+     * #attempt()} (the attempts made), {@link #elapsedMicros()} (the whole call, waits included).
+     */
+    ACQUIRE_DONE,
     /** An event type newer than this jar. */
     UNKNOWN;
 
@@ -53,6 +58,7 @@ public final class RedlockEvent {
         case EventTypeCodes.EVENT_NODE_ERROR: return NODE_ERROR;
         case EventTypeCodes.EVENT_WOKEN: return WOKEN;
         case EventTypeCodes.EVENT_LISTENER: return LISTENER;
+        case EventTypeCodes.EVENT_ACQUIRE_DONE: return ACQUIRE_DONE;
         default: return UNKNOWN;
       }
     }

@@ -38,7 +38,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore");
       System.exit(2);
     }
     switch (args[0]) {
@@ -60,6 +60,7 @@ public final class RedlockTest {
       case "no_nodes": noNodes(); break;
       case "unreachable": unreachable(); break;
       case "election": election(); break;
+      case "semaphore": semaphore(); break;
       default:
         System.err.println("unknown group " + args[0]);
         System.exit(2);
@@ -1155,8 +1156,12 @@ public final class RedlockTest {
       l.release();
       List<RedlockEvent> evs = new ArrayList<>();
       for (Object[] s : seen) {
-        evs.add((RedlockEvent) s[0]);
         check(s[1] == me, "called on the caller's thread: " + s[0]);
+        if (((RedlockEvent) s[0]).type() == RedlockEvent.Type.ACQUIRE_DONE) {
+          checkEq(0, ((RedlockEvent) s[0]).code(), "the acquire call's outcome");
+          continue;
+        }
+        evs.add((RedlockEvent) s[0]);
       }
       checkEq(3, evs.size(), "acquired, extended, released: " + evs);
       if (evs.size() == 3) {
@@ -1306,6 +1311,52 @@ public final class RedlockTest {
     check(collected(lockRef), "the dropped lock is collected");
     check(collected(droppedRef), "let go after the Cleaner freed the last lock");
     opts.free();
+
+    // The end of each acquire call (onAcquireDone), on the caller's thread:
+    // the call's code (not its last attempt's) and duration, the lock readable.
+    List<Object[]> done = Collections.synchronizedList(new ArrayList<>());
+    Options o3 = new Options();
+    o3.setNodeTimeoutMs(2_000);
+    o3.setEventListener(new RedlockEventListener() {
+      @Override
+      public void onEvent(RedlockEvent ev) {}
+
+      @Override
+      public void onAcquireDone(Lock lock, int code, long durationNanos) {
+        done.add(new Object[] {lock.resource(), code, durationNanos, Thread.currentThread(), lock.isHeld()});
+      }
+    });
+    try (Redlock c3 = new Redlock(urls, o3); Redlock other = new Redlock(urls)) {
+      o3.free();
+      try (Lock held = other.acquire("ev-done", 10_000)) {
+        try (Lock no = c3.tryAcquire("ev-done", 10_000)) {
+          check(false, "refused while held");
+        } catch (LockNotAcquiredException expected) {
+          // told below
+        }
+        try (Lock no = c3.acquire("ev-done", 10_000, 50)) {
+          check(false, "timed out while held");
+        } catch (LockTimeoutException expected) {
+          // told below
+        }
+      }
+      try (Lock mine = c3.acquire("ev-done", 10_000)) {
+        check(mine.isHeld(), "acquired once free");
+      }
+      try (Redlock quiet = new Redlock(urls); Lock q = quiet.acquire("ev-done", 10_000)) {
+        checkEq(3, done.size(), "a client without a listener tells nothing");
+      }
+    }
+    checkEq(3, done.size(), "one onAcquireDone per call");
+    checkEq(RedlockException.ENOTACQUIRED, done.get(0)[1], "a refusal's code");
+    checkEq(RedlockException.ETIMEDOUT, done.get(1)[1], "a wait that ran out: the call's code");
+    checkEq(0, done.get(2)[1], "an acquisition's code");
+    check((Boolean) done.get(2)[4] && !(Boolean) done.get(0)[4], "isHeld readable inside");
+    for (Object[] d : done) {
+      checkEq("ev-done", d[0], "resource readable inside");
+      check((Long) d[2] > 0, "a duration");
+      check(d[3] == me, "on the caller's thread");
+    }
   }
 
   // Nodes on TLS ports (nodes.py exec --tls-dir), certificates in $REDLOCK_TEST_CERTS.
@@ -1549,11 +1600,19 @@ public final class RedlockTest {
 
   /** Loopback ports nothing listens on: each bound once (port 0), noted, closed. */
   private static int[] closedPorts(int n) throws IOException {
+    // All n bound at once, then all closed: a port closed before the next
+    // bind may be handed out again, and two equal URLs are refused.
     int[] ports = new int[n];
-    for (int i = 0; i < n; i++) {
-      try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        ports[i] = s.getLocalPort();
+    ServerSocket[] open = new ServerSocket[n];
+    try {
+      for (int i = 0; i < n; i++) {
+        open[i] = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        ports[i] = open[i].getLocalPort();
       }
+    } finally {
+      for (ServerSocket s : open)
+        if (s != null)
+          s.close();
     }
     return ports;
   }
@@ -1714,6 +1773,69 @@ public final class RedlockTest {
       checkEq("not leader", told.poll(10, java.util.concurrent.TimeUnit.SECONDS), "latch told notLeader on stop");
       check(!ea.leader().isPresent(), "stop resigned");
       expect(InvalidArgumentException.class, "empty name", () -> a.newElection(""));
+    }
+  }
+
+  // ------------------------------------------------------------ semaphore
+  // io.redlock.Semaphore: java.util.concurrent.Semaphore's permit methods over
+  // C semaphore handles; the limit kept on the nodes.
+
+  static void semaphore() throws Exception {
+    try (Redlock a = new Redlock(nodes()); Redlock b = new Redlock(nodes());
+         io.redlock.Semaphore s1 = new io.redlock.Semaphore(a, "sem", 2, 10_000);
+         io.redlock.Semaphore s2 = new io.redlock.Semaphore(b, "sem", 2, 10_000)) {
+      check(s1.tryAcquire(), "first permit");
+      check(s2.tryAcquire(), "second permit");
+      check(!s1.tryAcquire(), "no third permit of two");
+      long t0 = System.nanoTime();
+      check(!s1.tryAcquire(300, TimeUnit.MILLISECONDS), "a bounded wait on a full semaphore runs out");
+      check((System.nanoTime() - t0) / 1_000_000 >= 250, "it waited");
+      checkEq(1, s1.heldPermits(), "held through s1");
+      check(s1.permits().get(0).isHeld() && s1.permits().get(0).validityMs() > 0, "a permit is a held Lock");
+
+      // A waiter gets a permit once another client releases one.
+      AtomicReference<Object> got = new AtomicReference<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          s1.acquire();
+          got.set(Boolean.TRUE);
+        } catch (Throwable e) {
+          got.set(e);
+        }
+      });
+      waiter.start();
+      Thread.sleep(500);
+      check(got.get() == null, "the waiter waits");
+      s2.release();
+      waiter.join(20_000);
+      checkEq(Boolean.TRUE, got.get(), "the waiter got the released permit");
+      checkEq(2, s1.heldPermits(), "two held through s1");
+      s1.release(2);
+      expect(IllegalStateException.class, "release of more than acquired", s1::release);
+
+      // Several at once, all or none.
+      try (io.redlock.Semaphore five = new io.redlock.Semaphore(a, "sem5", 5, 10_000)) {
+        check(five.tryAcquire(3), "3 of 5");
+        check(!five.tryAcquire(3), "not 3 more");
+        check(five.tryAcquire(2, 1, TimeUnit.SECONDS), "the 2 left");
+        expect(IllegalStateException.class, "1 of an acquisition of 2", five::release);
+        five.release(5);
+      }
+
+      // Another limit on the same name while a permit is held.
+      check(s1.tryAcquire(), "a permit of the limit-2 semaphore");
+      try (io.redlock.Semaphore three = new io.redlock.Semaphore(b, "sem", 3, 10_000)) {
+        InvalidArgumentException e = expect(InvalidArgumentException.class, "another limit",
+            three::tryAcquire);
+        check(e != null && e.getMessage().contains("limit of 2") && e.getMessage().contains("not 3"),
+            "the message names both limits: " + (e == null ? "" : e.getMessage()));
+      }
+      s1.release();
+
+      expect(InvalidArgumentException.class, "limit 0", () -> new io.redlock.Semaphore(a, "x", 0, 10_000));
+      expect(InvalidArgumentException.class, "limit 1001", () -> new io.redlock.Semaphore(a, "x", 1001, 10_000));
+      expect(InvalidArgumentException.class, "3 permits of 2", () -> s1.tryAcquire(3));
+      expect(InvalidArgumentException.class, "empty name", () -> new io.redlock.Semaphore(a, "", 2, 10_000));
     }
   }
 }
