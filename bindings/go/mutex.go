@@ -15,11 +15,18 @@ package redlock
 //  * call: the policy starts as the client's, and only the fields a Mutex
 //  * can choose change. A refused name leaves *out NULL and says why in
 //  * errbuf; on a refused policy the handle is kept, for its message, and
-//  * the caller frees it. */
+//  * the caller frees it. kind: 0 a mutex, 1 or 2 the read or write side of
+//  * a read-write lock (rwmutex.go). */
 // static int rl_go_lock_new(redlock_lock **out, redlock_client *c, const char *name, char *errbuf,
 //                           size_t errbuf_size, int set, uint32_t retry_count, uint32_t delay_ms,
-//                           uint32_t jitter_ms, double drift, uint32_t flags) {
-//     int rc = redlock_lock_open(out, c, name, errbuf, errbuf_size);
+//                           uint32_t jitter_ms, double drift, uint32_t flags, int kind) {
+//     int rc = kind == 0 ? redlock_lock_open(out, c, name, errbuf, errbuf_size)
+//              : kind == 1 ? redlock_lock_new_read(out, c, name) : redlock_lock_new_write(out, c, name);
+//     if (rc != 0 && kind != 0) {   /* the same checks: their reason */
+//         redlock_lock *probe = NULL;
+//         redlock_lock_open(&probe, c, name, errbuf, errbuf_size);
+//         redlock_lock_free(probe);
+//     }
 //     if (rc != 0 || !set)
 //         return rc;
 //     redlock_lock_options o;
@@ -96,7 +103,10 @@ type tracker struct {
 // WithRetryJitter, WithRetryDelayFunc, WithDriftFactor, WithWake, WithFair)
 // goes onto its C lock handle: it uses the client's connections whatever its options. Client
 // options (WithKeyPrefix, WithNodeTimeout, ...) are refused here.
-func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex { return c.newMutex(name, 0, opts) }
+
+// newMutex makes a Mutex over a C handle of the given kind (rl_go_lock_new).
+func (c *Client) newMutex(name string, kind int, opts []Option) *Mutex {
 	m := &Mutex{name: name, client: c, t: &tracker{}}
 	cfg := c.cfg
 	cfg.clientOnly = nil
@@ -147,7 +157,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	var p *C.redlock_lock
 	var errbuf [512]C.char
 	rc := C.rl_go_lock_new(&p, c.p, cname, &errbuf[0], C.size_t(len(errbuf)), set, C.uint32_t(pol.retryCount),
-		C.uint32_t(pol.retryDelayMs), C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor), C.uint32_t(pol.flags))
+		C.uint32_t(pol.retryDelayMs), C.uint32_t(pol.retryJitterMs), C.double(pol.driftFactor), C.uint32_t(pol.flags), C.int(kind))
 	if rc != 0 {
 		if p == nil {
 			m.err = &Error{Op: "new mutex", Resource: name, Code: int(rc), Detail: C.GoString(&errbuf[0])}

@@ -150,6 +150,9 @@ int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
                       char *errbuf, size_t errbuf_size);
+int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
+int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+int redlock_lock_downgrade(redlock_lock *lock);
 
 /* The counting semaphore: a kind of lock handle (docs/c-api.md). */
 #define REDLOCK_MAX_SEM_LIMIT ...

@@ -588,3 +588,34 @@ struct redlock_election {};
   RL_FLAG(Fencing, REDLOCK_OPT_FENCING)
   RL_WAKE_FAIR
 }
+
+/* ---------------------------------------------------------------------------
+ * The read-write lock (docs/c-api.md, "Read-write locks"): its two sides are
+ * lock handles, so every method above applies to them.
+ * ------------------------------------------------------------------------- */
+%newobject redlock_client::rl_newReadLock;
+%newobject redlock_client::rl_newWriteLock;
+%extend redlock_client {
+  redlock_lock *rl_newReadLock(rl_status *st, const char *resource) {
+    redlock_lock *l = NULL;
+    int rc = redlock_lock_new_read(&l, $self, resource);
+    if (rc != 0) /* the same checks as a mutex's, with their reason */
+      redlock_client_rl_newLock($self, st, resource);
+    return l;
+  }
+  redlock_lock *rl_newWriteLock(rl_status *st, const char *resource) {
+    redlock_lock *l = NULL;
+    int rc = redlock_lock_new_write(&l, $self, resource);
+    if (rc != 0)
+      redlock_client_rl_newLock($self, st, resource);
+    return l;
+  }
+}
+%extend redlock_lock {
+  /* A held write lock becomes a read lock, with no writer in between. */
+  void rl_downgrade(rl_status *st) {
+    int rc = redlock_lock_downgrade($self);
+    if (rc != 0)
+      rl_lock_fail(st, $self, rc);
+  }
+}

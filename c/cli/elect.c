@@ -37,7 +37,7 @@ static void help(void)
           "  -w, --wait DURATION         campaign at most this long (default: forever)\n"
           "  -n, --nonblock              one attempt; fail at once if another process leads\n"
           "      --lost-exit-code N      exit code when leadership is lost while COMMAND runs (default 76)\n"
-          "  -s, --lost-signal SIG       signal sent to COMMAND's process group when leadership is\n"
+          "      --lost-signal SIG       signal sent to COMMAND's process group when leadership is\n"
           "                              lost (default TERM)\n"
           "  -k, --kill-after DURATION   then SIGKILL if still running after this (default 10s; 0 = never)\n"
           "      --key-prefix PREFIX     prepended to NAME to form the keys\n"
@@ -209,6 +209,8 @@ int cli_elect(int argc, char **argv)
         rc = cli_usage(CMD, "-c is not supported: give COMMAND after VALUE");
     if (!rc && o.sem_limit)
         rc = cli_usage(CMD, "--limit (-nN) is for 'redlock run' (a semaphore): an election has one leader");
+    if (!rc && o.shared)
+        rc = cli_usage(CMD, "-s, --shared is for 'redlock run' (a read lock): an election has one leader");
     if (!rc) {
         value = o.argv[0];
         o.argv++;

@@ -60,11 +60,21 @@ static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **
     }
     if (rc)
         return cli_usage(CMD, "%s", err);
+    /* -nN: one permit of a semaphore of N. -s: a reader of RESOURCE's
+     * read-write lock; else a writer, which excludes readers, writers and
+     * mutex holders alike, unless --fair orders exclusive holders as a
+     * mutex's waiters. */
+    if (o->sem_limit && o->shared)
+        return cli_usage(CMD, "-s/--shared and --limit/-nN: a semaphore's permits have no shared side");
     char why[512] = "";
-    if (o->sem_limit)   /* -nN: one permit of a semaphore of N */
+    if (o->sem_limit)
         rc = redlock_lock_open_semaphore(lock, *client, o->resource, (uint32_t)o->sem_limit, 1, why, sizeof why);
-    else
+    else if (o->shared)
+        rc = redlock_lock_new_read(lock, *client, o->resource);
+    else if (o->fair)
         rc = redlock_lock_new(lock, *client, o->resource);
+    else
+        rc = redlock_lock_new_write(lock, *client, o->resource);
     if (rc && why[0] && rc != REDLOCK_ENOMEM)
         return cli_usage(CMD, "resource '%.100s': %s", o->resource, why);
     if (rc == REDLOCK_ENOMEM) {

@@ -32,6 +32,7 @@ typedef struct run_opts {
     long conflict_code, lost_code;
     int lost_signal;
     int64_t kill_after_ms;
+    int shared;                /* -s, --shared: the read side of RESOURCE's read-write lock */
     long sem_limit;            /* -nN, --limit N: a permit of a semaphore of N (0: the mutex) */
 } run_opts;
 

@@ -32,13 +32,16 @@ static void help(void)
           "                              listen for releases\n"
           "      --fair                  fair mode: the lock goes to the waiter that has waited\n"
           "                              longest; give it to every contender of RESOURCE\n"
+          "  -s, --shared                a shared (read) lock: other -s holders may hold it too\n"
+          "  -x, -e, --exclusive         an exclusive (write) lock, the default; waiting exclusive\n"
+          "                              holders go before new shared ones\n"
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
           "      --limit N               a semaphore: hold one of N permits of RESOURCE, so that up\n"
           "                              to N commands run at once (as consul lock -n); every user\n"
           "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
-          "  -s, --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"
+          "      --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"
           "                              lost, or when redlock itself dies (default TERM)\n"
           "  -k, --kill-after DURATION   then SIGKILL if still running after this (default 10s; 0 = never)\n"
           "      --key-prefix PREFIX     prepended to RESOURCE to form the key\n"
@@ -46,7 +49,7 @@ static void help(void)
           "      --node-timeout DURATION per-node reply deadline (default 50ms)\n"
           CLI_TLS_HELP
           "  -v, --verbose               log acquire, failed attempts, extensions and release on stderr\n"
-          "  -o, --close, -x, --exclusive  accepted for flock(1) compatibility; change nothing\n"
+          "  -o, --close                 accepted for flock(1) compatibility; changes nothing\n"
           "  -h, --help                  this help\n"
           "\n"
           "DURATION: 250ms, 30s, 5m, 1h; a bare number is seconds.\n"
@@ -73,12 +76,12 @@ static const struct option longopts[] = {
     { "command", required_argument, NULL, 'c' },
     { "close", no_argument, NULL, 'o' },
     { "exclusive", no_argument, NULL, 'x' },
-    { "shared", no_argument, NULL, OPT_FLOCK_SHARED },
+    { "shared", no_argument, NULL, 's' },
     { "unlock", no_argument, NULL, 'u' },
     { "no-fork", no_argument, NULL, 'F' },
     { "conflict-exit-code", required_argument, NULL, 'E' },
     { "lost-exit-code", required_argument, NULL, OPT_LOST_EXIT },
-    { "lost-signal", required_argument, NULL, 's' },
+    { "lost-signal", required_argument, NULL, OPT_LOST_SIGNAL },
     { "kill-after", required_argument, NULL, 'k' },
     { "verbose", no_argument, NULL, 'v' },
     { "fencing", no_argument, NULL, OPT_FENCING },
@@ -98,11 +101,6 @@ static int flock_option(int c, int *rc)
     case 'o':
         /* flock: don't let COMMAND inherit the lock's descriptor.
          * COMMAND never gets the node sockets anyway. */
-    case 'x':
-    case 'e':
-        return 1;  /* flock's exclusive lock: the only kind there is */
-    case OPT_FLOCK_SHARED:
-        *rc = cli_usage(CMD, "--shared: Redlock locks are exclusive only");
         return 1;
     case 'u':
         *rc = cli_usage(CMD, "--unlock: a lock is released when COMMAND ends, or expires after its TTL");
@@ -135,7 +133,7 @@ static int n_attached(run_opts *o, const char *arg, const char *bad)
         return sem_limit(o, "-n", arg);
     o->nonblock = 1;
     for (const char *p = arg; *p; p++) {
-        if (!strchr("nvoxeuFh", *p))
+        if (!strchr("nvsoxeuFh", *p))
             return cli_usage(CMD, "'%s': give -%c apart from -n", bad, *p);
         int rc = one_option(o, *p, NULL, bad);
         if (rc)
@@ -173,7 +171,14 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
         if (cli_parse_long(arg, 0, 255, &o->lost_code))
             return cli_usage(CMD, "--lost-exit-code: '%s' is not a number in 0..255", arg);
         return 0;
-    case 's':
+    case 's':   /* flock's shared lock: the read side of the read-write lock */
+        o->shared = 1;
+        return 0;
+    case 'x':
+    case 'e':
+        o->shared = 0;
+        return 0;
+    case OPT_LOST_SIGNAL:
         o->lost_signal = cli_parse_signal(arg);
         if (o->lost_signal <= 0)
             return cli_usage(CMD, "--lost-signal: unknown signal '%s'", arg);
@@ -242,7 +247,7 @@ int run_parse_args(run_opts *o, int argc, char **argv)
         optind = 0;
         opterr = 0;
         int c, rc;
-        while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:s:k:vhc:oxeuF", longopts, NULL)) != -1)
+        while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:sk:vhc:oxeuF", longopts, NULL)) != -1)
             if ((rc = one_option(o, c, optarg, pass_argv[optind - 1])) != 0)
                 return rc;
         if (pass == 1)

@@ -18,7 +18,8 @@ static void help(void)
     fputs("usage: redlock status [options] RESOURCE\n"
           "\n"
           "Shows, for each node, whether RESOURCE's key is set, its value (the holder's random\n"
-          "token), and its TTL left. Reads only; takes no lock.\n"
+          "token), and its TTL left; for a read-write lock, its live readers and whether a writer\n"
+          "waits; and the waiters queued. Reads only; takes no lock.\n"
           "\n"
           "options:\n"
           "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
@@ -45,12 +46,60 @@ typedef struct node_state {
     size_t value_len;
     long long ttl_ms;          /* PTTL: -1 no expiry */
     char error[512];
+    /* the read-write lock's keys (c/src/scripts.c) and the waiters' queue */
+    long long readers;         /* leases in K:rd still running by the node's clock */
+    long long intent_ms;       /* PTTL of K:wi, a waiting writer's intent: < 0 none */
+    long long waiters;         /* ZCARD of K:wq */
     /* A semaphore (semaphore.c): its limit here (0: none), the slots held
-     * here (slot[i]), how many, and the waiters registered here. */
+     * here (slot[i]), and how many (its waiters are K:wq's, above). */
     long sem_limit;
     unsigned char *slot;
-    long held, waiters;
+    long held;
 } node_state;
+
+/* What the read-write lock keeps next to the key K (c/src/scripts.c): K
+ * holds RW_MARK while readers hold it, K:rd their leases, K:wi a waiting
+ * writer's intent; K:wq is every lock's waiters' queue. */
+#define RW_MARK "readers"
+
+/* Readers, intent and waiters of node i, on ctx after GET and PTTL: 0, or
+ * -1 with the error in ns (a node whose ACL refuses these still shows the
+ * key: they are then -1). */
+static void probe_rw(redisContext *ctx, const char *key, size_t key_len, node_state *ns)
+{
+    char *k = malloc(key_len + 4);
+    ns->readers = ns->intent_ms = ns->waiters = -1;
+    if (!k)
+        return;
+    memcpy(k, key, key_len);
+    static const char *const suffix[3] = { ":rd", ":wi", ":wq" };
+    redisAppendCommand(ctx, "TIME");
+    memcpy(k + key_len, suffix[0], 3);
+    redisAppendCommand(ctx, "ZRANGE %b 0 -1 WITHSCORES", k, key_len + 3);
+    memcpy(k + key_len, suffix[1], 3);
+    redisAppendCommand(ctx, "PTTL %b", k, key_len + 3);
+    memcpy(k + key_len, suffix[2], 3);
+    redisAppendCommand(ctx, "ZCARD %b", k, key_len + 3);
+    free(k);
+    redisReply *r[4] = { NULL, NULL, NULL, NULL };
+    char err[256];
+    for (int i = 0; i < 4; i++)
+        if (cli_read_reply(ctx, &r[i], err, sizeof err))
+            break;
+    if (r[0] && r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements == 2 && r[1] && r[1]->type == REDIS_REPLY_ARRAY) {
+        long long now = atoll(r[0]->element[0]->str) * 1000 + atoll(r[0]->element[1]->str) / 1000;
+        ns->readers = 0;
+        for (size_t i = 1; i < r[1]->elements; i += 2)
+            ns->readers += r[1]->element[i]->type == REDIS_REPLY_STRING && atoll(r[1]->element[i]->str) > now;
+    }
+    if (r[2] && r[2]->type == REDIS_REPLY_INTEGER)
+        ns->intent_ms = r[2]->integer;
+    if (r[3] && r[3]->type == REDIS_REPLY_INTEGER)
+        ns->waiters = r[3]->integer;
+    for (int i = 0; i < 4; i++)
+        rl_reply_free(r[i]);
+}
+
 
 /* The semaphore beside key: K:limit, then K:s0.. (the library's names,
  * docs/c-api.md), and the waiters' queue K:wq. Read after GET/PTTL on the
@@ -68,7 +117,7 @@ static void probe_semaphore(redisContext *ctx, const char *key, size_t key_len, 
     }
     long limit = 0;
     if (lim->type == REDIS_REPLY_STRING && cli_parse_long(lim->str, 1, REDLOCK_MAX_SEM_LIMIT, &limit) == 0) {
-        ns->waiters = wq->type == REDIS_REPLY_INTEGER ? (long)wq->integer : 0;
+        ns->waiters = wq->type == REDIS_REPLY_INTEGER ? wq->integer : 0;
         ns->slot = calloc((size_t)limit, 1);
         if (ns->slot) {
             for (long i = 0; i < limit; i++)
@@ -148,6 +197,8 @@ static void probe(const cli_common *common, const char *url, const char *key, si
         probe_semaphore(ctx, key, key_len, ns);
     rl_reply_free(get);
     rl_reply_free(pttl);
+    if (ns->state != ST_ERROR)
+        probe_rw(ctx, key, key_len, ns);
     redisFree(ctx);
 }
 
@@ -165,7 +216,7 @@ static void decide_semaphore(const node_state *ns, size_t n, size_t quorum, sem_
         if (ns[i].sem_limit > s->limit)
             s->limit = ns[i].sem_limit;
         if (ns[i].waiters > s->waiters)
-            s->waiters = ns[i].waiters;
+            s->waiters = (long)ns[i].waiters;
     }
     for (long k = 0; k < s->limit; k++) {
         size_t on = 0;
@@ -184,6 +235,12 @@ static void print_value(FILE *f, const char *v, size_t len)
         else
             fputc(ch, f);
     }
+}
+
+/* The key holds the readers' marker. */
+static int is_readers(const node_state *s)
+{
+    return s->state == ST_HELD && s->value && s->value_len == strlen(RW_MARK) && !memcmp(s->value, RW_MARK, s->value_len);
 }
 
 /* What the nodes say together. */
@@ -230,6 +287,35 @@ static void decide(const node_state *ns, size_t n, verdict *v)
     }
 }
 
+/* Readers on a quorum: the quorum-th largest count of the nodes that
+ * answered (a reader holds on a majority, so at least this many hold). */
+static long long quorum_readers(const node_state *ns, const verdict *v)
+{
+    long long c[REDLOCK_MAX_NODES];
+    size_t k = 0;
+    for (size_t i = 0; i < v->n && k < REDLOCK_MAX_NODES; i++)
+        if (ns[i].state != ST_ERROR)
+            c[k++] = ns[i].readers < 0 ? 0 : ns[i].readers;
+    if (k < v->quorum)
+        return 0;
+    for (size_t a = 1; a < k; a++)
+        for (size_t b = a; b > 0 && c[b - 1] < c[b]; b--) {
+            long long t = c[b];
+            c[b] = c[b - 1];
+            c[b - 1] = t;
+        }
+    return c[v->quorum - 1];
+}
+
+/* A writer's intent on a quorum of nodes. */
+static int writer_waiting(const node_state *ns, const verdict *v)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < v->n; i++)
+        k += ns[i].state != ST_ERROR && ns[i].intent_ms > 0;
+    return k >= v->quorum;
+}
+
 static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
                        const verdict *v, const sem_verdict *sv)
 {
@@ -242,7 +328,14 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
         cli_json_bytes(stdout, ns[v->best].value, ns[v->best].value_len);
     else
         printf("null");
-    printf(",\"holder_nodes\":%zu,\"nodes\":[", v->best_count);
+    printf(",\"holder_nodes\":%zu,\"mode\":", v->best_count);
+    if (v->rc != 0)
+        printf("null");
+    else
+        printf("\"%s\"", is_readers(&ns[v->best]) ? "read" : "write");
+    printf(",\"readers\":%lld,\"writer_waiting\":%s", quorum_readers(ns, v),
+           writer_waiting(ns, v) ? "true" : "false");
+    printf(",\"nodes\":[");
     for (size_t i = 0; i < v->n; i++) {
         static const char *names[] = { "free", "held", "error" };
         printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
@@ -256,11 +349,19 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
             printf(",\"ttl_ms\":%lld", ns[i].ttl_ms);
         else
             printf(",\"ttl_ms\":null");
+        if (ns[i].state != ST_ERROR && ns[i].readers >= 0)
+            printf(",\"readers\":%lld", ns[i].readers);
+        else
+            printf(",\"readers\":null");
+        printf(",\"writer_waiting\":%s", ns[i].state != ST_ERROR && ns[i].intent_ms > 0 ? "true" : "false");
+        if (ns[i].state != ST_ERROR && ns[i].waiters >= 0)
+            printf(",\"waiters\":%lld", ns[i].waiters);
+        else
+            printf(",\"waiters\":null");
         printf(",\"error\":");
         cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
         if (sv->limit)
-            printf(",\"semaphore_limit\":%ld,\"permits_held\":%ld,\"waiters\":%ld", ns[i].sem_limit, ns[i].held,
-                   ns[i].waiters);
+            printf(",\"semaphore_limit\":%ld,\"permits_held\":%ld", ns[i].sem_limit, ns[i].held);
         printf("}");
     }
     printf("]");
@@ -305,7 +406,10 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
     printf("  #  %-*s  %-5s  %-9s  %s\n", w, "NODE", "STATE", "TTL", "VALUE");
     for (size_t i = 0; i < n; i++)
         print_row(ns, i, w, v);
-    if (v->rc == 0) {
+    if (v->rc == 0 && is_readers(&ns[v->best])) {
+        printf("held by readers: %lld on a quorum; the readers' key is on %zu of %zu nodes (quorum %zu)\n",
+               quorum_readers(ns, v), v->best_count, n, v->quorum);
+    } else if (v->rc == 0) {
         printf("held: value ");
         print_value(stdout, ns[v->best].value, ns[v->best].value_len);
         printf(" is on %zu of %zu nodes (quorum %zu)\n", v->best_count, n, v->quorum);
@@ -317,6 +421,14 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
     } else {
         printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);
     }
+    if (writer_waiting(ns, v))
+        printf("a writer waits: new readers are refused until it gets the lock\n");
+    long long waiters = -1;
+    for (size_t i = 0; i < n; i++)
+        if (ns[i].state != ST_ERROR && ns[i].waiters > waiters)
+            waiters = ns[i].waiters;
+    if (waiters > 0)
+        printf("waiters queued: up to %lld\n", waiters);
     for (size_t i = 0; i < n; i++)
         if (ns[i].state == ST_HELD && ns[i].ttl_ms == -1) {
             printf("warning: the key has no expiry on some nodes: it was not set by Redlock, or was "
@@ -341,9 +453,10 @@ static void print_semaphore(const char *resource, const node_state *ns, const ve
         if (ns[i].state == ST_ERROR)
             printf("%3zu  %-*s  error: %s\n", i + 1, w, ns[i].url, ns[i].error);
         else if (ns[i].sem_limit)
-            printf("%3zu  %-*s  %-7ld  %-7ld  %ld\n", i + 1, w, ns[i].url, ns[i].sem_limit, ns[i].held, ns[i].waiters);
+            printf("%3zu  %-*s  %-7ld  %-7ld  %lld\n", i + 1, w, ns[i].url, ns[i].sem_limit, ns[i].held,
+                   ns[i].waiters < 0 ? 0 : ns[i].waiters);
         else
-            printf("%3zu  %-*s  %-7s  %-7d  %ld\n", i + 1, w, ns[i].url, "-", 0, ns[i].waiters);
+            printf("%3zu  %-*s  %-7s  %-7d  %lld\n", i + 1, w, ns[i].url, "-", 0, ns[i].waiters < 0 ? 0 : ns[i].waiters);
     }
     if (v->answered < v->quorum)
         printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);

@@ -563,6 +563,26 @@ REDLOCK_EXTERN const redlock_lock *redlock_election_lock(const redlock_election 
 /* The detail of the last failed call on the handle, "" after a success. */
 REDLOCK_EXTERN const char *redlock_election_errmsg(const redlock_election *e);
 
+/* ---- Read-write locks (docs/c-api.md, "Read-write locks") ----
+ * A handle for one side of the read-write lock on resource: many readers
+ * hold it together, a writer alone. The writer's key is the mutex's, so a
+ * write lock and a redlock_lock_new lock on the same resource exclude each
+ * other. Everything that takes a lock applies: acquire, extend, release
+ * (REDLOCK_ELOST when not ours on a majority), auto-extend, validity,
+ * fencing (a reader's token is the counter as it was: see docs/fencing.md),
+ * node results, cancel, wake-up. Writers are preferred: once a waiting
+ * writer is refused because of readers, new readers wait for it. The
+ * arguments and errors are redlock_lock_new's. No network I/O. */
+REDLOCK_EXTERN int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
+REDLOCK_EXTERN int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+/* A held write lock becomes a read lock in one round, with no writer in
+ * between, for the TTL of its acquisition. 0, or: REDLOCK_EINVAL for NULL
+ * or a handle that is not a write lock (a read lock is never upgraded: two
+ * readers upgrading would wait for each other for ever); REDLOCK_ESTATE
+ * when not held; REDLOCK_ELOST, REDLOCK_EEXPIRED or a failure code, after
+ * which the handle is not held and its keys are released. */
+REDLOCK_EXTERN int redlock_lock_downgrade(redlock_lock *lock);
+
 #ifdef __cplusplus
 }
 #endif

@@ -101,7 +101,7 @@ static void read_hint(const rl_round *r, wait_hint *h)
  * (scripts.c) when waiting with a registration (member), in fair mode, or
  * with fencing. */
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
-                          int calm, int renew, int registered, char mode[6])
+                          int calm, int renew, int registered, char mode[8])
 {
     /* Fair mode orders waiters while the nodes are calm; right after a
      * node failed, nodes may name different heads, and a queue only some
@@ -124,6 +124,8 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
     r->mode = mode;
     r->ticket = ticket;
     r->lease_ms = rl_policy_wake_lease_ms(&lock->pol);
+    if (lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE)
+        rl_rw_acquire_round(lock, r, mode);
 }
 
 /* One acquisition attempt. On failure every node that may hold our value
@@ -134,7 +136,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
 {
     redlock_client *c = lock->client;
     rl_round r;
-    char mode[6];
+    char mode[8];
 
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
@@ -158,7 +160,9 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
-    if (code == 0 && rl_lock_fencing(lock))
+    if (code == 0 && rl_lock_fencing(lock) && lock->kind == RL_KIND_READ)
+        token = rl_rw_reader_token(&r);   /* the counter as it is: readers commit nothing */
+    else if (code == 0 && rl_lock_fencing(lock))
         code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {
         atomic_store(&lock->token, token);
@@ -437,7 +441,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
          * or fencing need the script. If it wins, its release leaves the
          * queue (scripts.c); if it loses, the winner's release wakes it. */
         if (*calm && s->woke && s->registered && s->listen && !fair && !renew_due &&
-            !rl_lock_fencing(lock))
+            !rl_lock_fencing(lock) && !rl_rw_kind(lock))
             *plain = s->woken_plain = 1;
     }
     int registered = s->registered;
@@ -507,6 +511,8 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
     int counted = s->max_attempts != UINT64_MAX;
     int64_t delay = plain && !s->woken_plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
                     ? 0 : retry_delay(lock, *rc, h, s->listen, counted, calm);
+    if (lock->kind == RL_KIND_WRITE)
+        delay = rl_rw_cap_delay(lock, delay);   /* back before its intent lapses */
     if (s->deadline && now + delay > s->deadline)
         delay = s->deadline - now;
     /* A wake-up cuts any sleep short: the releases and leaves that wake
@@ -532,6 +538,7 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
         return rc;
     waiting s;
     begin_waiting(lock, wait_ms, &s);
+    lock->rw_waiting = s.max_attempts > 1;
     for (uint64_t n = 1;; n++) {
         wait_hint h = { 0, 0, 0, 0, -1 };
         int calm, plain;
@@ -552,6 +559,9 @@ static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     }
     if (s.listen)
         rl_wake_report(lock->client, lock);
+    /* A writer that stops waiting holds readers up no longer. */
+    if (rc != 0 && lock->kind == RL_KIND_WRITE && lock->rw_waiting)
+        rl_rw_give_up(lock, s.join ? s.member : "");
     return rc;
 }
 

@@ -94,6 +94,7 @@ int rl_round_decided(const rl_round *r)
     unsigned char wait[REDLOCK_MAX_NODES];
     if (r->no_wait)
         return 1;
-    int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_SEM_ACQUIRE;
+    int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
+                  r->cmd == RL_CMD_SEM_ACQUIRE;
     return rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) == 0;
 }

@@ -54,6 +54,17 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->no_wait = 0;
     r->n = lock->client->n;
     memset(r->skip, 0, r->n);
+    /* A read-write lock's rounds carry its keys (rwlock.c); a reader
+     * extends and releases its own lease. */
+    r->rw_keys[0] = lock->rw_keys;
+    r->rw_keys[1] = lock->rw_keys ? lock->rw_keys + lock->rw_keys_len[0] + 1 : NULL;
+    r->rw_keys_len[0] = lock->rw_keys_len[0];
+    r->rw_keys_len[1] = lock->rw_keys_len[1];
+    r->intent_ms = RL_RW_INTENT_MS;
+    if (lock->kind == RL_KIND_READ && cmd == RL_CMD_EXTEND)
+        r->cmd = RL_CMD_RW_EXTEND;
+    else if (lock->kind == RL_KIND_READ && cmd == RL_CMD_RELEASE)
+        r->cmd = RL_CMD_RW_RELEASE;
     /* A semaphore's permit: the same operation on its slots (semaphore.c). */
     r->sem_slots = lock->sem_slots;
     r->sem_limit = lock->sem_limit;

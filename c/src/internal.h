@@ -86,6 +86,13 @@ typedef enum rl_cmd {
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
     RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
     RL_CMD_ELECT,         /* an election's record (election.c, scripts.c): write, clear or read */
+    /* the read-write lock (rwlock.c, docs/algorithm.md "Read-write locks"):
+     * each takes the keys of KEYS_RW (proto.c) */
+    RL_CMD_RW_ACQUIRE,    /* a read, or a waiting write, acquisition */
+    RL_CMD_RW_EXTEND,     /* a reader's lease extended */
+    RL_CMD_RW_RELEASE,    /* a reader leaves; the last one frees the key */
+    RL_CMD_RW_DOWNGRADE,  /* the writer becomes a reader in one step */
+    RL_CMD_RW_GIVE_UP,    /* a writer that stops waiting takes its intent back */
     /* The counting semaphore (semaphore.c): the same operations on a
      * permit's slots, keyed by the semaphore's name K. */
     RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT
@@ -119,6 +126,11 @@ struct rl_round {
     uint64_t ticket;         /* ACQUIRE: the waiter's place in the queue */
     uint32_t lease_ms;       /* ACQUIRE: a registration lapses unless renewed within it */
     int wake;                /* RELEASE, LEAVE: 1 wakes the first waiter, 0 nobody */
+    /* RW_*: the read-write lock's keys next to the lock's (rwlock.c) and
+     * how long a waiting writer's intent holds new readers back */
+    const char *rw_keys[2];
+    size_t rw_keys_len[2];
+    uint32_t intent_ms;
     int64_t start_us;        /* taken before anything is sent */
     int64_t cap_us;          /* no node waits beyond this (absolute), 0 = none */
     int64_t decided_us;      /* out: when the outcome was known */
@@ -252,8 +264,18 @@ struct redlock_lock {
     char lost_msg[RL_MSG_MAX];
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
-    /* What kind of lock the handle is (0, the mutex, unless made otherwise). */
+    /* What the handle locks: a mutex, a side of a read-write lock
+     * (rwlock.c) or a semaphore's permit (semaphore.c); 4 (several
+     * resources) is reserved. */
+#define RL_KIND_MUTEX 0
+#define RL_KIND_READ 1
+#define RL_KIND_WRITE 2
+#define RL_KIND_SEM 3
     int kind;
+    int rw_waiting;           /* RL_KIND_WRITE: the acquire under way waits
+                               * (its refusals leave an intent) */
+    char *rw_keys;            /* the read-write lock's two keys, NUL-separated */
+    size_t rw_keys_len[2];
     /* The counting semaphore (semaphore.c): the limit L, the permits one
      * acquisition takes, and the slots it asks for or holds ("3,4"). */
     uint32_t sem_limit, sem_permits;
@@ -383,11 +405,30 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 
+/* ---- rwlock.c: the read-write lock's hooks into the mutex's code ---- */
+/* How long a waiting writer's intent keeps new readers out after its last
+ * attempt (docs/algorithm.md); a waiting writer asks again within a third. */
+#define RL_RW_INTENT_MS 1000
+/* acquire.c's: a side of a read-write lock. A woken waiter of one asks by
+ * its script, not by a plain SET (a reader's attempt is a script anyway,
+ * and one with its registration wakes the next reader; a waiting writer's
+ * intent is kept under its registration). */
+static inline int rl_rw_kind(const redlock_lock *lock)
+{
+    return lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE;
+}
+/* acquire.c's: the round of an attempt for a side of a read-write lock. */
+void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
+/* acquire.c's: a waiting writer asks again before its intent lapses. */
+int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
+/* acquire.c's: a waiting writer that gave up takes its intent back, sent
+ * without waiting for replies; member is its registration ("" for none). */
+void rl_rw_give_up(redlock_lock *lock, const char *member);
+/* acquire.c's: a reader's fencing token, the counter as the granting
+ * nodes have it (no commit). */
+uint64_t rl_rw_reader_token(const rl_round *r);
+
 /* ---- semaphore.c: the counting semaphore (docs/algorithm.md, "Counting semaphore") ---- */
-#ifndef RL_KIND_MUTEX
-#define RL_KIND_MUTEX 0
-#endif
-#define RL_KIND_SEM 3
 /* The command a semaphore's round sends for cmd (the mutex's); LEAVE is
  * the same: a semaphore's queue is K's, as a mutex's. */
 static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
@@ -426,7 +467,17 @@ extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
 extern char rl_sha_elect[41];
 extern const char rl_script_elect[];
-#define RL_FUNCTION_LIBRARY_MAX 16384
+extern char rl_sha_rw_acquire[41];
+extern char rl_sha_rw_extend[41];
+extern char rl_sha_rw_release[41];
+extern char rl_sha_rw_downgrade[41];
+extern char rl_sha_rw_give_up[41];
+extern const char rl_script_rw_give_up[];
+extern const char rl_script_rw_acquire[];
+extern const char rl_script_rw_extend[];
+extern const char rl_script_rw_release[];
+extern const char rl_script_rw_downgrade[];
+#define RL_FUNCTION_LIBRARY_MAX 32768
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 

@@ -123,6 +123,7 @@ void redlock_lock_free(redlock_lock *lock)
     rl_client_unref(lock->client);   /* no I/O, even for the last reference */
     free(lock->resource);
     free(lock->key);
+    free(lock->rw_keys);
     free(lock->sem_slots);
     free(lock);
 }

@@ -156,12 +156,114 @@ const char rl_script_elect[] =
     "local here = v and r[1] and r[1] == v "
     "return {here and 1 or 0, r[2] or '0', r[3] or '0', here and r[4] or '', redis.call('pttl', k)}";
 
+/* ---- the read-write lock (rwlock.c; docs/algorithm.md, "Read-write
+ * locks") ----
+ * KEYS: K, K:wq, K:wl, the fencing counter, K:rd, K:wi. A writer holds K
+ * as a mutex holder does (its value), so the two exclude each other.
+ * Readers hold K together: it holds RL_RW_MARK, and K:rd has each
+ * reader's value scored by the end of its lease on the node's clock. K and
+ * K:rd always last at least as long as every lease that runs (rl_cover),
+ * so K is free only when no reader's lease runs on this node. Ended leases
+ * are ignored and go with K:rd's TTL; the last reader to leave frees K. K:wi, a waiting writer's
+ * intent, keeps new readers out for ARGV[7] ms after each of its refused
+ * attempts; it holds the writer's registration (or value), so the last
+ * reader's release wakes that writer first. */
+#define RL_RW_MARK "readers"
+#define RL_RW_LUA \
+    "local k, q, l, rd, wi = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6] " \
+    "local function rl_clock() local t = redis.call('time') " \
+    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end " \
+    "local function rl_cover(ms) if redis.call('pttl', k) < ms then " \
+    "redis.call('pexpire', k, ms) redis.call('pexpire', rd, ms) end end "
+/* ARGV: value, ttl, registration ('' none), ticket, lease, mode, intent ms.
+ * Mode: 'R' read or 'W' write; 'j', 'r', 'd', 'c' as rl_script_acquire's; 'i'
+ * leave an intent when refused (a registered writer's intent is not
+ * overwritten by another's; an unregistered one's value changes with each
+ * attempt, so it is). A writer's grant clears the intent: other writers
+ * still waiting set it again on their next refusal. Replies as
+ * rl_script_acquire's. A granted reader that waited wakes the next
+ * waiter: readers queued behind a writer's release come in one after
+ * another, and the chain stops at a writer, which is refused while they
+ * read. (A reader that did not wait found the lock free for readers, so
+ * nobody waited for readers to be let in.) */
+const char rl_script_rw_acquire[] =
+    RL_WAKE_LUA RL_RW_LUA
+    "local me, mode, ttl = ARGV[3], ARGV[6], tonumber(ARGV[2]) "
+    "local function has(c) return string.find(mode, c, 1, true) ~= nil end "
+    "local read, tag = has('R'), ARGV[1] if me ~= '' then tag = me end "
+    "local v = redis.call('get', k) local ok, t, marked = false, -1, 0 "
+    "if read then if not v or v == '" RL_RW_MARK "' then "
+    "if redis.call('exists', wi) == 1 then t = redis.call('pttl', wi) else ok = true end end "
+    "else ok = not v end "
+    "if ok then "
+    "if read then redis.call('zadd', rd, rl_clock() + ttl, ARGV[1]) "
+    "if v then rl_cover(ttl) else redis.call('set', k, '" RL_RW_MARK "', 'PX', ttl) redis.call('pexpire', rd, ttl) end "
+    "else redis.call('set', k, ARGV[1], 'PX', ttl) redis.call('del', wi) end "
+    "if me ~= '' then if has('d') then rl_drop(q, l, me) end "
+    "if read and rl_has(q) then rl_wake(q, l, me, ARGV[1], k) end end "
+    "if has('c') then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end "
+    "if not read and has('i') then local i = redis.call('get', wi) "
+    "if not i or i == tag or not string.find(i, ':', 1, true) then redis.call('set', wi, tag, 'PX', ARGV[7]) i = tag end "
+    "if v == '" RL_RW_MARK "' and i == tag and me ~= '' then marked = 1 end end "
+    "if me ~= '' and has('j') then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
+    "if added == 1 or has('r') then local now = rl_now() if now then "
+    "local lease = tonumber(ARGV[5]) if added == 1 then rl_purge(q, l, now) end "
+    "redis.pcall('zadd', l, now + lease, me) redis.pcall('pexpire', q, lease) redis.pcall('pexpire', l, lease) "
+    "end end end "
+    "if t < 0 and v then t = redis.call('pttl', k) "
+    "if v ~= '" RL_RW_MARK "' and #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
+    "then marked = 1 end end "
+    "return {0, t, marked}";
+/* ARGV: value, ttl. A reader's lease runs ttl from now if it still runs. */
+const char rl_script_rw_extend[] =
+    RL_RW_LUA
+    "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) "
+    "if not s or tonumber(s) <= now or redis.call('get', k) ~= '" RL_RW_MARK "' then return 0 end "
+    "redis.call('zadd', rd, now + tonumber(ARGV[2]), ARGV[1]) rl_cover(tonumber(ARGV[2])) return 1";
+/* ARGV: value, wake ('0': nobody), our registration ('' if none): a
+ * reader that won with a plain attempt while the nodes were not calm
+ * (acquire.c) is still in the queue, and leaves it here, as with
+ * rl_script_release. 0 if the reader's lease had run out here. The last reader frees K and, when waiters are
+ * queued, wakes the writer whose intent waits (a waiting writer that left
+ * an intent under its registration is queued), or else the first one. */
+const char rl_script_rw_release[] =
+    RL_WAKE_LUA RL_RW_LUA
+    "if ARGV[3] ~= '' and rl_has(q) then rl_drop(q, l, ARGV[3]) end "
+    "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) if not s then return 0 end "
+    "redis.call('zrem', rd, ARGV[1]) if tonumber(s) <= now then return 0 end "
+    "if redis.call('zcount', rd, '(' .. now, '+inf') > 0 then return 1 end "
+    "if redis.call('get', k) == '" RL_RW_MARK "' then redis.call('del', k) end "
+    "if ARGV[2] == '0' or not rl_has(q) then return 1 end "
+    "local i = redis.call('get', wi) "
+    "if i and string.find(i, ':', 1, true) then "
+    "local n = redis.pcall('publish', rl_chan(i), i .. ' ' .. ARGV[1] .. '\\n' .. k) "
+    "if not rl_bad(n) and n > 0 then return 1 end end "
+    "rl_wake(q, l, ARGV[3], ARGV[1], k) return 1";
+/* ARGV: value, ttl. The writer becomes a reader in one step, so no other
+ * writer can come in between; readers waiting are woken. */
+const char rl_script_rw_downgrade[] =
+    RL_WAKE_LUA RL_RW_LUA
+    "if redis.call('get', k) ~= ARGV[1] then return 0 end "
+    "redis.call('zadd', rd, rl_clock() + tonumber(ARGV[2]), ARGV[1]) "
+    "redis.call('set', k, '" RL_RW_MARK "', 'PX', ARGV[2]) redis.call('pexpire', rd, ARGV[2]) "
+    "if rl_has(q) then rl_wake(q, l, '', ARGV[1], k) end return 1";
+/* ARGV: value, wake, registration. A writer that stops waiting: its intent
+ * goes, if it is still its own (its registration, or its last value). */
+const char rl_script_rw_give_up[] =
+    "local i = redis.call('get', KEYS[6]) "
+    "if i and (i == ARGV[1] or (ARGV[3] ~= '' and i == ARGV[3])) then redis.call('del', KEYS[6]) end return 1";
+
 char rl_sha_release[41];
 char rl_sha_extend[41];
 char rl_sha_acquire[41];
 char rl_sha_leave[41];
 char rl_sha_fence_commit[41];
 char rl_sha_elect[41];
+char rl_sha_rw_acquire[41];
+char rl_sha_rw_extend[41];
+char rl_sha_rw_release[41];
+char rl_sha_rw_downgrade[41];
+char rl_sha_rw_give_up[41];
 
 static const struct {
     const char *function;
@@ -173,6 +275,11 @@ static const struct {
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
     { "redlock_elect", rl_script_elect },
+    { "redlock_rw_acquire", rl_script_rw_acquire },
+    { "redlock_rw_extend", rl_script_rw_extend },
+    { "redlock_rw_release", rl_script_rw_release },
+    { "redlock_rw_downgrade", rl_script_rw_downgrade },
+    { "redlock_rw_give_up", rl_script_rw_give_up },
     /* The counting semaphore (semaphore.c) */
     { "redlock_sem_acquire", rl_script_sem_acquire },
     { "redlock_sem_extend", rl_script_sem_extend },
@@ -193,6 +300,11 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
     rl_sha1_hex(rl_script_elect, rl_sha_elect);
+    rl_sha1_hex(rl_script_rw_acquire, rl_sha_rw_acquire);
+    rl_sha1_hex(rl_script_rw_extend, rl_sha_rw_extend);
+    rl_sha1_hex(rl_script_rw_release, rl_sha_rw_release);
+    rl_sha1_hex(rl_script_rw_downgrade, rl_sha_rw_downgrade);
+    rl_sha1_hex(rl_script_rw_give_up, rl_sha_rw_give_up);
     rl_sha1_hex(rl_script_sem_acquire, rl_sha_sem_acquire);
     rl_sha1_hex(rl_script_sem_extend, rl_sha_sem_extend);
     rl_sha1_hex(rl_script_sem_release, rl_sha_sem_release);

@@ -77,7 +77,8 @@ def test_usage_errors(cli, cluster5, resource):
     env = env_for(cluster5)
     for args in (["elect", resource], ["elect", resource, "v"], ["elect", "-l"],
                  ["elect", resource, "x" * 1025, "--", "true"], ["elect", "-c", "true", resource, "v"],
-                 ["elect", "--limit", "3", resource, "v", "--", "true"], ["elect", "-n3", resource, "v", "true"]):
+                 ["elect", "--limit", "3", resource, "v", "--", "true"], ["elect", "-n3", resource, "v", "true"],
+                 ["elect", "-s", resource, "v", "true"], ["elect", "--shared", resource, "v", "true"]):
         r = subprocess.run([cli, *args], capture_output=True, text=True, env=env, timeout=60)
         assert r.returncode == 2, (args, r.stderr)
     r = subprocess.run([cli, "elect", "--help"], capture_output=True, text=True, timeout=60)

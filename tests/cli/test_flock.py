@@ -68,7 +68,7 @@ def test_accepted_no_op_flags_and_verbose(runner, cluster5, resource):
     assert "running '/bin/sh'" in r.stderr and "released" in r.stderr
 
 
-@pytest.mark.parametrize("flag", ["--shared", "-u", "--unlock", "-F", "--no-fork"])
+@pytest.mark.parametrize("flag", ["-u", "--unlock", "-F", "--no-fork"])
 def test_flock_options_redlock_refuses(runner, cluster5, resource, flag):
     r = runner.run("run", flag, "--nodes", nodes_arg(cluster5), resource, "true")
     assert r.returncode == 2, (flag, r.stderr)

@@ -26,13 +26,17 @@ Client log lines (written by client.c, one write(2) each):
   AEFAIL id seq t rc NAME                    redlock_lock_auto_extend failed
   REL   id seq t_call t_ret rc NAME message  release result
   END   id t acquired=N
+  MODE  id rw write_every=N                  --mode rw: a read-write lock client
+  RW    id seq R|W                           --mode rw: the side the ACQ before it took
 Fault log lines (written by faults.py):
   FAULT t kind target loses_keys detail...   loses_keys=1: the fault can remove a lock key
   HEAL  t kind target detail...              (a restart without persistence, DEL, PEXPIRE...)
 
 Checks (each failure is a violation):
   overlap        two windows [t_ret of acquire, min(valid_until, t_call of release)] intersect
-                 (valid_until: the latest one logged, by ACQ or EXT)
+                 (valid_until: the latest one logged, by ACQ or EXT), unless both are a read
+                 lock's (RW ... R): with a read-write lock, a writer overlapping anyone inside
+                 both validities is the violation
   lost update    the counter's final value differs from the number of WRITE lines
   validity       the library granted more validity than the TTL allows: valid_until - t_ret >
                  ttl - drift; or, for a client making one attempt per call (wait=0), whose
@@ -44,7 +48,8 @@ Checks (each failure is a violation):
                  no key-losing fault happened since the acquire call; likewise a LOST (the
                  auto-extend watchdog's callback, any code) logged before the validity ran out
   token order    with fencing: every acquisition has a token >= 1, and the tokens, in the order in
-                 which the acquire calls returned, strictly increase
+                 which the acquire calls returned, strictly increase (readers' tokens, the
+                 counter as it was, are left out)
   stale write accepted  the fencing storage accepted a write from a holder after it had accepted
                  one from a holder that acquired later (by acquire-return time, not by token)
   fresh write refused   the storage refused a write that it judged (t_at) while the writer was
@@ -91,6 +96,7 @@ class Window:
     extensions: int = 0
     store: "Store | None" = None
     lost: tuple | None = None         # (t, code, name) from the auto-extend lost callback
+    kind: str = "X"                   # "R" or "W": a side of a read-write lock (RW); "X" a mutex
 
     @property
     def end(self):
@@ -324,6 +330,10 @@ def load(run_dir) -> Result:
                         w.token = int(p[6])
                     r.windows.append(w)
                     open_w[(cid, w.seq)] = w
+                elif tag == "RW":
+                    w = open_w.get((cid, int(p[2])))
+                    if w is not None:
+                        w.kind = p[3]
                 elif tag == "EXT":
                     w = open_w.get((cid, int(p[2])))
                     if w is not None:
@@ -391,7 +401,7 @@ def _find_overlaps(windows):
     for w in windows:
         active = [a for a in active if a.end > w.t_acq]
         for a in active:
-            if a.client != w.client or a.seq != w.seq:
+            if (a.client != w.client or a.seq != w.seq) and not (a.kind == "R" and w.kind == "R"):
                 out.append((a, w))
         active.append(w)
     return out
@@ -496,7 +506,7 @@ def analyze(run_dir) -> Result:
         if w.lost is not None and w.lost[0] < w.valid_until:
             if not any(f.loses_keys and w.t_call <= f.t <= w.lost[0] for f in r.faults):
                 r.unexplained_lost.append(w)
-        if c.get("fencing") == "1" and not w.token:
+        if c.get("fencing") == "1" and not w.token and w.kind != "R":
             r.token_missing.append(w)
     for w, t, vu in r.extensions:
         c = r.clients.get(w.client, {})
@@ -511,7 +521,7 @@ def analyze(run_dir) -> Result:
 
 def _check_fencing(r: Result):
     # Tokens in the order in which the acquisitions returned (r.windows is sorted by t_acq).
-    fenced = [w for w in r.windows if w.token]
+    fenced = [w for w in r.windows if w.token and w.kind != "R"]
     for a, b in zip(fenced, fenced[1:]):
         if b.token <= a.token:
             r.token_order.append((a, b))

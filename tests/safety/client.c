@@ -278,6 +278,36 @@ static int run_elect(redlock_client *client, const char *resource, const elect_p
     return rc;
 }
 
+/* ---- --mode rw: the read-write lock (docs/algorithm.md, "Read-write
+ * locks"). Each iteration takes the write side one time in --write-every
+ * (then the usual read-modify-write; 1: always, 0: never) and else the
+ * read side (then it only reads the counter). An "RW id seq R|W" line
+ * follows each ACQ: check.py lets readers overlap readers only. */
+static int rw_mode;
+static long rw_write_every = 3;
+static redlock_lock *rw_read, *rw_write;
+
+static int rw_open(redlock_client *client, const char *resource)
+{
+    int rc = redlock_lock_new_read(&rw_read, client, resource);
+    if (rc == 0)
+        rc = redlock_lock_new_write(&rw_write, client, resource);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: read-write lock: %s\n", client_id, redlock_strerror(rc));
+    return rc;
+}
+
+static redlock_lock *rw_pick(unsigned *seed)
+{
+    return rw_write_every > 0 && rand_r(seed) % rw_write_every == 0 ? rw_write : rw_read;
+}
+
+static void rw_close(void)
+{
+    redlock_lock_free(rw_read);
+    redlock_lock_free(rw_write);
+}
+
 /* --mode sem --limit L: the client holds a permit of a counting semaphore
  * of limit L instead of the mutex. Up to L clients are inside at once, so
  * the counter is not written (check.py counts the holders instead). */
@@ -313,6 +343,8 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --mode rw           the read-write lock: readers only read the counter\n"
+            "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
             "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
             "                      mutex: no counter write (check.py counts holders)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
@@ -337,7 +369,7 @@ int main(int argc, char **argv)
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
            O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR,
-           O_MODE = 300, O_ROLE, O_STEP, O_SEM_LIMIT };
+           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP };
     const char *role = "campaigner";
     long step = 20;
     static const struct option lopts[] = {
@@ -365,6 +397,7 @@ int main(int argc, char **argv)
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
         {"mode", required_argument, 0, O_MODE},
+        {"write-every", required_argument, 0, O_WRITE_EVERY},
         {"role", required_argument, 0, O_ROLE},
         {"step", required_argument, 0, O_STEP},
         {"limit", required_argument, 0, O_SEM_LIMIT},
@@ -395,7 +428,16 @@ int main(int argc, char **argv)
         case O_AUTO_EXTEND: auto_extend = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
-        case O_MODE: mode = optarg; break;
+        case O_MODE:
+            if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0 &&
+                strcmp(optarg, "elect") != 0) {
+                usage();
+                return 2;
+            }
+            mode = optarg;
+            rw_mode = strcmp(mode, "rw") == 0;
+            break;
+        case O_WRITE_EVERY: rw_write_every = atol(optarg); break;
         case O_ROLE: role = optarg; break;
         case O_STEP: step = atol(optarg); break;
         case O_SEM_LIMIT: sem_limit = atol(optarg); break;
@@ -403,7 +445,7 @@ int main(int argc, char **argv)
         }
     }
     int sem = strcmp(mode, "sem") == 0;
-    if ((strcmp(mode, "mutex") != 0 && strcmp(mode, "elect") != 0 && !sem) || (sem && sem_limit <= 0)) {
+    if (sem && sem_limit <= 0) {
         usage();
         return 2;
     }
@@ -492,6 +534,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
     }
+    if (rw_mode) {
+        redlock_lock_free(lock);
+        if (rw_open(client, resource) != 0)
+            return 1;
+        lock = rw_read;
+        logline("MODE %ld rw write_every=%ld", id, rw_write_every);
+    }
 
     /* The drift the library subtracts, so the checker can verify that the
      * reported validity never exceeds ttl - drift from before the call. */
@@ -499,7 +548,7 @@ int main(int argc, char **argv)
     logline("START %ld %lld pid=%ld ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld nodes=%zu "
             "fencing=%d storage=%d auto_extend=%d pre_write=%ld mode=%s limit=%ld",
             id, (long long)now_ns(), (long)getpid(), ttl, drift_ms, hold, margin, wait, n, fencing,
-            storage_path != NULL, auto_extend, pre_write, sem ? "sem" : "mutex", sem ? sem_limit : 1);
+            storage_path != NULL, auto_extend, pre_write, mode, sem ? sem_limit : 1);
 
     unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
     int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
@@ -508,6 +557,8 @@ int main(int argc, char **argv)
     while (!stop_requested && now_ns() < end && (iterations == 0 || acquired < iterations)) {
         seq++;
         atomic_store(&cur_seq, seq);
+        if (rw_mode)
+            lock = rw_pick(&seed);
         int64_t t_call = now_ns();
         rc = redlock_lock_acquire(lock, (uint32_t)ttl, wait);
         int64_t t_ret = now_ns();
@@ -529,6 +580,8 @@ int main(int argc, char **argv)
         int64_t valid_until = t_ret + validity * 1000000;
         logline("ACQ %ld %lld %lld %lld %lld %" PRIu64, id, seq, (long long)t_call, (long long)t_ret,
                 (long long)valid_until, token);
+        if (rw_mode)
+            logline("RW %ld %lld %c", id, seq, lock == rw_read ? 'R' : 'W');
         if (auto_extend) {
             rc = redlock_lock_auto_extend(lock, 0, on_lost, NULL);
             if (rc != 0)    /* ESTATE: the validity ran out already; the loop goes on */
@@ -540,7 +593,9 @@ int main(int argc, char **argv)
         sleep_ms(hold);
         int64_t t_check = now_ns();
         int64_t left = redlock_lock_validity_ms(lock);
-        if (sem) {
+        if (rw_mode && lock == rw_read) {
+            /* a reader only reads */
+        } else if (sem) {
             /* up to L holders at once: no counter to write */
         } else if (left > margin) {
             if (pre_write > 0) {
@@ -584,7 +639,10 @@ int main(int argc, char **argv)
             sleep_ms(rand_r(&seed) % (gap + 1));
     }
     logline("END %ld %lld acquired=%lld", id, (long long)now_ns(), acquired);
-    redlock_lock_free(lock);
+    if (rw_mode)
+        rw_close();
+    else
+        redlock_lock_free(lock);
     redlock_client_free(client);
     close(cfd);
     if (sfd >= 0)

@@ -207,3 +207,25 @@ def test_lost_callback(tmp_path):
     assert len(r.unexplained_lost) == 1 and not r.ok
     r = write_run(tmp_path, clients, faults=["FAULT %d del node0 1 DEL_k" % (20 * MS)])
     assert r.ok, r.violations
+
+
+def rw(lines, side):
+    """A cycle as a read-write lock client's: an RW line after its ACQ."""
+    return lines[:1] + ["RW %s %s %s" % (lines[0].split()[1], lines[0].split()[2], side)] + lines[1:]
+
+
+def test_rw_readers_share_writer_excludes(tmp_path):
+    # Two readers overlap each other: allowed. A writer after both: clean.
+    r = write_run(tmp_path, {0: rw(cycle(0, 1, 0, 1, 900, 50, write=False), "R"),
+                             1: rw(cycle(1, 1, 10, 11, 900, 60, write=False), "R") +
+                                rw(cycle(1, 2, 70, 71, 900, 100, old=0), "W")}, counter=1)
+    assert r.ok, r.violations
+    # A writer inside a reader's validity: a violation, whichever came first.
+    r = write_run(tmp_path, {0: rw(cycle(0, 1, 0, 1, 900, 50, write=False), "R"),
+                             1: rw(cycle(1, 1, 10, 20, 900, 60, old=0), "W")}, counter=1)
+    assert [(a.client, b.client) for a, b in r.overlaps] == [(0, 1)]
+    assert not r.ok
+    # Two writers overlap: a violation, as with the mutex.
+    r = write_run(tmp_path, {0: rw(cycle(0, 1, 0, 1, 900, 50, old=0), "W"),
+                             1: rw(cycle(1, 1, 10, 20, 900, 60, old=0), "W")}, counter=1)
+    assert len(r.overlaps) == 1 and not r.ok

@@ -807,6 +807,78 @@ def test_election_faults(make_run, fault):
 
 
 # ---------------------------------------------------------------------------------------------
+# The read-write lock (client.c --mode rw): readers only read, one iteration in three writes
+
+@pytest.mark.parametrize("fault", ["sigstop", "kill-restart", "client-pause", "slow-node"])
+def test_rw_faults(make_run, make_proxies, fault):
+    """Six clients on one read-write lock of 3 nodes, readers and writers mixed. One node is
+    SIGSTOPped for 1.5 s, killed with -9 and restarted after more than the TTL (assumption 2),
+    CLIENT PAUSEd for 1.5 s, or slowed by 60 ms of proxy latency. The checker finds no writer
+    overlapping anyone inside both validities; readers did overlap each other, and both sides
+    acquired during the fault and after it."""
+    ttl = 1000
+    with S.nodes.Cluster(3) as c:
+        proxies = make_proxies(c) if fault == "slow-node" else None
+        run = make_run([p.url for p in proxies] if proxies else c.urls, "safety:rw-" + fault)
+        f = S.Faults(run, c, proxies)
+        run.spawn_many(6, ttl=ttl, hold=30, gap=10, wait=3000, node_timeout=300, mode="rw",
+                       write_every=3, duration=60)
+        time.sleep(1.0)
+        if fault == "sigstop":
+            t1 = f.pause(1)
+            time.sleep(1.5)
+            t2 = f.resume(1)
+        elif fault == "kill-restart":
+            t1 = f.kill(1)
+            time.sleep(ttl / 1000 + 0.5)            # > ttl: every key it held has expired
+            t2 = f.start(1)
+        elif fault == "client-pause":
+            t1, _ = f.cmd(1, "CLIENT", "PAUSE", "1500", "ALL", kind="client-pause")
+            time.sleep(1.5)
+            t2 = S.now_ns()
+        else:
+            t1 = f.proxy(1, "latency", ms=60, jitter_ms=20)
+            time.sleep(1.5)
+            t2 = f.proxy(1, "pass")
+        time.sleep(1.0)
+        r = finish(run)
+    assert_safe(r)
+    during = acq_between(r, t1, t2)
+    assert {w.kind for w in during} == {"R", "W"}, "a side stopped while one node of three was faulty"
+    assert {w.kind for w in acq_between(r, t2, S.now_ns())} == {"R", "W"}, "no recovery of both sides"
+    readers = sorted((w for w in r.windows if w.kind == "R"), key=lambda w: w.t_acq)
+    shared = [(a, b) for a, b in zip(readers, readers[1:]) if b.t_acq < a.end and a.client != b.client]
+    assert shared, "readers never held the lock together"
+
+
+def test_rw_wipe_by_design(make_run):
+    """A reader (client 0, reads only) holds on all 3 nodes; every node is wiped (FLUSHALL, what a
+    restart without persistence does); a writer (client 1, writes only) then gets a majority
+    inside the reader's validity. A writer and a reader at once, by design (docs/algorithm.md,
+    assumption 2): the checker must report the overlap, and the reader's release reports an
+    ELOST that the wipe explains."""
+    ttl = 10000
+    with S.nodes.Cluster(3) as c:
+        run = make_run(c.urls, "safety:rw-wipe")
+        f = S.Faults(run, c)
+        run.spawn(0, ttl=ttl, hold=2000, mode="rw", write_every=0, iterations=1, duration=60)
+        run.wait_event(0, "CS", timeout=10)
+        for n in range(3):
+            f.cmd(n, "FLUSHALL", loses_keys=True)
+        run.spawn(1, ttl=ttl, hold=20, mode="rw", write_every=1, iterations=1, wait=3000, duration=60)
+        run.wait(timeout=30)
+        r = run.check()
+        print(r.summary())
+    a = next(w for w in r.windows if w.client == 0)
+    b = next(w for w in r.windows if w.client == 1)
+    assert (a.kind, b.kind) == ("R", "W")
+    assert b.t_acq < a.end, "the writer did not acquire while the reader held: the construction failed"
+    assert [(x.client, y.client) for x, y in r.overlaps] == [(0, 1)], "the checker missed the overlap"
+    assert not r.ok
+    assert a.rel_rc == ELOST and not r.unexplained_elost
+
+
+# ---------------------------------------------------------------------------------------------
 # The counting semaphore (client.c --mode sem, check.py: more than L holders is a violation)
 
 SEM_LIMIT = 2

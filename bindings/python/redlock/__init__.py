@@ -26,6 +26,7 @@ from ._errors import (
     TLSError,
     strerror,
 )
+from ._rwlock import AsyncReadLock, AsyncWriteLock, ReadLock, RWLock, WriteLock
 from ._semaphore import AsyncSemaphore, Permit, Semaphore
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
@@ -42,5 +43,6 @@ __all__ = [
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
     "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError", "NodesUnreachable",
     "Election", "Leader", "Leadership",
+    "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
 ]

@@ -19,6 +19,7 @@ from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
     from ._election import Election
+    from ._rwlock import RWLock
     from ._semaphore import AsyncSemaphore, Semaphore
 
 OnEvent = Callable[[Event], Any]
@@ -281,6 +282,13 @@ class Redlock:
         ``leader()``, ``observe()``. ``ttl`` is the leadership's lock TTL (auto-extended)."""
         from ._election import Election
         return Election(self, name, ttl=ttl)
+
+    def rwlock(self, name: Name, **kwargs: Any) -> "RWLock":
+        """The read-write lock on ``name``: ``with client.rwlock(name).read():``
+        (shared) or ``.write():`` (exclusive); ``aread()``/``awrite()`` for
+        asyncio. Takes lock()'s arguments, for both sides (see RWLock)."""
+        from ._rwlock import RWLock
+        return RWLock(self, name, **kwargs)
 
     # -- semaphores (_semaphore.py) --------------------------------------
     def semaphore(self, name: Name, limit: int, **kwargs: Any) -> "Semaphore":

@@ -122,7 +122,8 @@ class Lock:
             self._set_policy(policy)
 
     def _new_handle(self, client: Redlock) -> Any:
-        # The C handle: a mutex here; a semaphore's permit overrides it (_semaphore.py).
+        # The C handle: a mutex here; a side of a read-write lock (_rwlock.py)
+        # and a semaphore's permit (_semaphore.py) make their own.
         return client._new_lock(self._name_b, self._display)
 
     @property

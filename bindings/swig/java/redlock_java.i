@@ -207,6 +207,10 @@ RL_JAVA_NATIVE(redlock_lock::rl_setOptions, setOptionsNative)
 RL_JAVA_NATIVE(redlock_lock::rl_stopAutoExtend, stopAutoExtendNative)
 RL_JAVA_NATIVE(redlock_lock::rl_autoExtendWith, autoExtendNative)
 RL_JAVA_NATIVE(redlock_lock::rl_nodeResult, nodeResultNative)
+/* the read-write lock (RedlockReadWriteLock.java) */
+RL_JAVA_NATIVE(redlock_client::rl_newReadLock, newReadLockNative)
+RL_JAVA_NATIVE(redlock_client::rl_newWriteLock, newWriteLockNative)
+RL_JAVA_NATIVE(redlock_lock::rl_downgrade, downgradeNative)
 %javamethodmodifiers redlock_options::redlock_options "";
 RL_JAVA_NATIVE(redlock_options::rl_setFencing, setFencingNative)
 RL_JAVA_NATIVE(redlock_options::rl_setWake, setWakeNative)

@@ -13,8 +13,8 @@
 #include "engine.h"
 
 /* What follows the key in KEYS, and the value in ARGV. */
-enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE };
-enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE,
+enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE, KEYS_RW };
+enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE, ARG_RW_ACQUIRE,
        ARG_SEM_ACQUIRE, ARG_SEM_EXTEND, ARG_SEM_RELEASE, ARG_SEM_TOKEN };
 
 typedef void (*parse_fn)(const rl_round *r, const redisReply *rep, rl_parsed *p);
@@ -55,6 +55,18 @@ static const struct cmd_spec {
                        1 },
     [RL_CMD_ELECT] = { "election", "redlock_elect", rl_script_elect, rl_sha_elect, KEYS_ONE, ARG_NONE, parse_elect,
                        0 },
+    /* the read-write lock (rwlock.c): KEYS_RW is KEYS_QUEUE_FENCE and the
+     * round's two rw_keys */
+    [RL_CMD_RW_ACQUIRE] = { "acquire", "redlock_rw_acquire", rl_script_rw_acquire, rl_sha_rw_acquire, KEYS_RW,
+                            ARG_RW_ACQUIRE, parse_acquire, 0 },
+    [RL_CMD_RW_EXTEND] = { "extend", "redlock_rw_extend", rl_script_rw_extend, rl_sha_rw_extend, KEYS_RW, ARG_TTL,
+                           parse_script, 1 },
+    [RL_CMD_RW_RELEASE] = { "release", "redlock_rw_release", rl_script_rw_release, rl_sha_rw_release, KEYS_RW,
+                            ARG_RELEASE, parse_script, 1 },
+    [RL_CMD_RW_DOWNGRADE] = { "downgrade", "redlock_rw_downgrade", rl_script_rw_downgrade, rl_sha_rw_downgrade,
+                              KEYS_RW, ARG_TTL, parse_script, 0 },
+    [RL_CMD_RW_GIVE_UP] = { "intent withdrawal", "redlock_rw_give_up", rl_script_rw_give_up, rl_sha_rw_give_up,
+                            KEYS_RW, ARG_RELEASE, parse_script, 1 },
     /* The counting semaphore (semaphore.c): keyed by its name, the slots in ARGV. */
     [RL_CMD_SEM_ACQUIRE] = { "semaphore acquire", "redlock_sem_acquire", rl_script_sem_acquire, rl_sha_sem_acquire,
                              KEYS_QUEUE_FENCE, ARG_SEM_ACQUIRE, parse_sem_acquire, 0 },
@@ -81,7 +93,7 @@ int rl_proto_resend_late(rl_cmd cmd)
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
-    char ttl[16], ticket[24], lease[16], wake[16], limit[16];
+    char ttl[16], ticket[24], lease[16], wake[16], intent[16], limit[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
         return redisFormatCommand(out, "SET %b %s NX PX %s", r->key, r->key_len, r->value, ttl);
@@ -92,11 +104,12 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
     snprintf(wake, sizeof wake, "%d", r->wake);
+    snprintf(intent, sizeof intent, "%u", r->intent_ms);
     snprintf(limit, sizeof limit, "%u", r->sem_limit);
     /* The queue's keys: the lock's key and a suffix each, side by side; on
      * the stack for the usual key, since every release has them. */
     char local[2 * 256], *qkeys = local;
-    int queue = s->keys == KEYS_QUEUE || s->keys == KEYS_QUEUE_FENCE;
+    int queue = s->keys == KEYS_QUEUE || s->keys == KEYS_QUEUE_FENCE || s->keys == KEYS_RW;
     if (queue && 2 * (r->key_len + 4) > sizeof local && !(qkeys = malloc(2 * (r->key_len + 4))))
         return -1;
     const char *argv[16];
@@ -105,7 +118,8 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
 #define ARG(str) (argv[n] = (str), len[n] = strlen(argv[n]), n++)
     ARG(via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA");
     ARG(via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha);
-    ARG(s->keys == KEYS_ONE ? "1" : s->keys == KEYS_FENCE ? "2" : s->keys == KEYS_QUEUE ? "3" : "4");
+    ARG(s->keys == KEYS_ONE ? "1" : s->keys == KEYS_FENCE ? "2" : s->keys == KEYS_QUEUE ? "3"
+        : s->keys == KEYS_RW ? "6" : "4");
     argv[n] = r->key, len[n++] = r->key_len;
     for (int k = 0; queue && k < 2; k++) {
         char *qk = qkeys + k * (r->key_len + 4);
@@ -113,8 +127,10 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         memcpy(qk + r->key_len, queue_suffix[k], 4);
         argv[n] = qk, len[n++] = r->key_len + 3;
     }
-    if (s->keys == KEYS_FENCE || s->keys == KEYS_QUEUE_FENCE)
+    if (s->keys == KEYS_FENCE || s->keys == KEYS_QUEUE_FENCE || s->keys == KEYS_RW)
         argv[n] = r->fkey, len[n++] = r->fkey_len;
+    for (int k = 0; s->keys == KEYS_RW && k < 2; k++)
+        argv[n] = r->rw_keys[k], len[n++] = r->rw_keys_len[k];
     if (s->arg != ARG_LEAVE)
         ARG(r->value);
     switch (s->arg) {
@@ -123,6 +139,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     case ARG_RELEASE: ARG(wake); ARG(r->member); break;
     case ARG_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); break;
     case ARG_LEAVE: ARG(r->member); ARG(wake); break;
+    case ARG_RW_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(intent); break;
     case ARG_SEM_ACQUIRE: ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); ARG(limit);
         ARG(r->sem_slots); break;
     case ARG_SEM_EXTEND: ARG(ttl); ARG(r->sem_slots); ARG(limit); break;

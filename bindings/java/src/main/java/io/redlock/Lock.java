@@ -84,6 +84,17 @@ public final class Lock extends LockNative implements AutoCloseable {
   }
 
   /**
+   * Turns a held write lock of a {@link RedlockReadWriteLock} into a read
+   * lock, with no writer in between; the handle is a read lock from then on.
+   * Throws InvalidArgumentException for a mutex or a read lock (a read lock
+   * is never upgraded), LockStateException when not held, LockLostException
+   * and others after which it is not held.
+   */
+  public synchronized void downgrade() {
+    downgradeNative();
+  }
+
+  /**
    * Makes an acquire() waiting in another thread throw
    * {@link CancelledException} promptly, and every later acquire() too,
    * until {@link #resetCancel()}: a cancel issued just before the wait

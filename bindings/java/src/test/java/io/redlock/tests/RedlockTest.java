@@ -60,6 +60,7 @@ public final class RedlockTest {
       case "no_nodes": noNodes(); break;
       case "unreachable": unreachable(); break;
       case "election": election(); break;
+      case "rwlock": rwLock(); break;
       case "semaphore": semaphore(); break;
       default:
         System.err.println("unknown group " + args[0]);
@@ -1773,6 +1774,71 @@ public final class RedlockTest {
       checkEq("not leader", told.poll(10, java.util.concurrent.TimeUnit.SECONDS), "latch told notLeader on stop");
       check(!ea.leader().isPresent(), "stop resigned");
       expect(InvalidArgumentException.class, "empty name", () -> a.newElection(""));
+    }
+  }
+
+  // ------------------------------------------------------ issue 24: read-write lock
+
+  static void rwLock() throws Exception {
+    try (Redlock a = new Redlock(nodes()); Redlock b = new Redlock(nodes())) {
+      java.util.concurrent.locks.ReadWriteLock rw = new RedlockReadWriteLock(a, "rw", 10_000);
+      java.util.concurrent.locks.ReadWriteLock rw2 = new RedlockReadWriteLock(b, "rw", 10_000);
+      // readers share, in other threads and other clients
+      rw.readLock().lock();
+      FutureTask<Boolean> other = new FutureTask<>(() -> {
+        boolean got = rw.readLock().tryLock();
+        if (got)
+          rw.readLock().unlock();
+        return got;
+      });
+      new Thread(other).start();
+      check(other.get(), "a second reader in another thread shares the lock");
+      check(rw2.readLock().tryLock(), "a reader of another client shares the lock");
+      check(!rw2.writeLock().tryLock(), "a writer is refused while readers hold");
+      check(!b.newLock("rw").isHeld(), "sanity");
+      expect(LockNotAcquiredException.class, "a mutex of the name is refused too",
+          () -> b.tryAcquire("rw", 1_000));
+      expect(LockStateException.class, "not reentrant", () -> rw.readLock().lock());
+      rw.readLock().unlock();
+      rw2.readLock().unlock();
+      expect(IllegalMonitorStateException.class, "unlock without lock", () -> rw.readLock().unlock());
+      // a writer excludes readers and writers
+      check(rw2.writeLock().tryLock(5, TimeUnit.SECONDS), "a writer once the readers left");
+      check(!rw.readLock().tryLock(), "a reader is refused while a writer holds");
+      check(!rw.writeLock().tryLock(200, TimeUnit.MILLISECONDS), "a second writer times out");
+      // downgrade: the writer becomes a reader; readers join, writers still wait
+      ((RedlockReadWriteLock) rw2).downgrade();
+      check(((RedlockReadWriteLock) rw2).heldBy(false) != null, "the downgraded lock is the thread's read lock");
+      check(rw.readLock().tryLock(), "a reader joins after the downgrade");
+      check(!rw.writeLock().tryLock(), "a writer is still refused");
+      rw.readLock().unlock();
+      rw2.readLock().unlock();
+      // an interrupted waiter gives up
+      rw.readLock().lock();
+      AtomicReference<Throwable> seen = new AtomicReference<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          rw2.writeLock().lockInterruptibly();
+          rw2.writeLock().unlock();
+        } catch (Throwable t) {
+          seen.set(t);
+        }
+      });
+      waiter.start();
+      Thread.sleep(300);
+      waiter.interrupt();
+      waiter.join(5_000);
+      check(seen.get() instanceof InterruptedException, "lockInterruptibly ends on interrupt: " + seen.get());
+      rw.readLock().unlock();
+      expect(UnsupportedOperationException.class, "no conditions", () -> rw.writeLock().newCondition());
+      expect(InvalidArgumentException.class, "an empty name", () -> new RedlockReadWriteLock(a, "", 1_000));
+      expect(NullPointerException.class, "a null client", () -> new RedlockReadWriteLock(null, "x", 1_000));
+      expect(InvalidArgumentException.class, "a mutex is not downgraded", () -> {
+        try (Lock m = a.acquire("rw-mutex", 5_000)) {
+          m.downgrade();
+        }
+      });
+      checkEq(0, holders("rw", 0), "nothing left behind");
     }
   }
 

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_rwlock.c: the read-write lock (docs/algorithm.md, "Read-write
+ * locks") on real nodes: readers share, a writer excludes readers, writers
+ * and mutex holders, writers are preferred, a dead writer's intent lapses,
+ * downgrade, no upgrade, an honest ELOST, extension and auto-extension of
+ * a reader, fencing, FCALL, and bad input. */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+static redlock_client *rw_client(uint32_t flags)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = flags;
+    return make_client(t_nurls, &o);
+}
+
+static redlock_lock *side(redlock_client *c, const char *res, int write)
+{
+    redlock_lock *l = NULL;
+    CHECK_RC(write ? redlock_lock_new_write(&l, c, res) : redlock_lock_new_read(&l, c, res), 0);
+    return l;
+}
+
+/* How many nodes have key (the resource and a suffix). */
+static int nodes_with(const char *res, const char *suffix)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "EXISTS %s%s", res, suffix);
+    int n = 0;
+    for (size_t i = 0; i < t_nurls; i++)
+        n += node_int((int)i, cmd) == 1;
+    return n;
+}
+
+static void test_readers_share(void)
+{
+    redlock_client *a = rw_client(0), *b = rw_client(0);
+    const char *res = uniq("share");
+    redlock_lock *r[6];
+    for (int i = 0; i < 6; i++) {
+        r[i] = side(i % 2 ? a : b, res, 0);
+        CHECK_LOCK_RC(r[i], redlock_lock_acquire(r[i], 10000, REDLOCK_WAIT_NONE), 0);
+        CHECK(redlock_lock_is_held(r[i]));
+    }
+    redlock_lock *w = side(a, res, 1), *m = NULL;
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_lock_new(&m, b, res), 0);
+    CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    for (int i = 0; i < 6; i++) {
+        CHECK_LOCK_RC(r[i], redlock_release(r[i]), 0);
+        /* readers are left until the last one: the key stays */
+        if (i < 5)
+            CHECK(nodes_with(res, "") * 2 > (int)t_nurls);
+        redlock_lock_free(r[i]);
+    }
+    CHECK(EVENTUALLY(nodes_with(res, "") == 0 && nodes_with(res, ":rd") == 0, 3000, "the readers' keys gone"));
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    redlock_lock_free(w);
+    redlock_lock_free(m);
+    redlock_client_free(a);
+    redlock_client_free(b);
+}
+
+static void test_writer_excludes(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("excl");
+    redlock_lock *w = side(c, res, 1), *w2 = side(c, res, 1), *r = side(c, res, 0), *m = NULL;
+    CHECK_RC(redlock_lock_new(&m, c, res), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK(!redlock_lock_is_held(r) && !redlock_lock_is_held(w2));
+    /* a mutex holder excludes both sides too */
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    /* a waiting reader gets in once the writer leaves */
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, 5000), 0);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    redlock_lock_free(w);
+    redlock_lock_free(w2);
+    redlock_lock_free(r);
+    redlock_lock_free(m);
+    redlock_client_free(c);
+}
+
+typedef struct waiter_arg {
+    redlock_lock *lock;
+    int64_t wait_ms;
+    int rc;
+} waiter_arg;
+
+static void *wait_acquire(void *p)
+{
+    waiter_arg *a = p;
+    a->rc = redlock_lock_acquire(a->lock, 10000, a->wait_ms);
+    return NULL;
+}
+
+/* A reader holds; a writer waits (its intent is left on the nodes); a new
+ * reader is refused although only readers hold; the reader's release lets
+ * the writer in, before the new reader. */
+static void test_writer_preference(void)
+{
+    redlock_client *c = rw_client(0), *d = rw_client(0);
+    const char *res = uniq("pref");
+    redlock_lock *r1 = side(c, res, 0), *r2 = side(d, res, 0), *w = side(d, res, 1);
+    CHECK_LOCK_RC(r1, redlock_lock_acquire(r1, 20000, REDLOCK_WAIT_NONE), 0);
+    waiter_arg wa = { w, 15000, 1 };
+    pthread_t t;
+    pthread_create(&t, NULL, wait_acquire, &wa);
+    CHECK(EVENTUALLY(nodes_with(res, ":wi") * 2 > (int)t_nurls, 5000, "the writer's intent"));
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    /* a waiting reader behind the writer */
+    waiter_arg ra = { r2, 15000, 1 };
+    pthread_t t2;
+    pthread_create(&t2, NULL, wait_acquire, &ra);
+    msleep(300);
+    CHECK(!redlock_lock_is_held(r2));
+    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
+    pthread_join(t, NULL);
+    CHECK_RC(wa.rc, 0);
+    CHECK(redlock_lock_is_held(w));
+    CHECK(!redlock_lock_is_held(r2));   /* the writer holds: the reader still waits */
+    /* the writer's intent went with its grant (on a node the grant was
+     * decided without, once it gets there) */
+    CHECK(EVENTUALLY(nodes_with(res, ":wi") == 0, 900, "the intent gone"));
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    pthread_join(t2, NULL);
+    CHECK_RC(ra.rc, 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    redlock_lock_free(r1);
+    redlock_lock_free(r2);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+    redlock_client_free(d);
+}
+
+/* A writer that gives up takes its intent back: readers get in at once (the
+ * withdrawal goes ahead of the next attempt on each connection of the
+ * client). A writer that dies while waiting leaves its intent, which lapses
+ * within RL_RW_INTENT_MS (1 s): readers get in again while another reader
+ * still holds. */
+static void test_dead_intent(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("intent");
+    redlock_lock *r1 = side(c, res, 0), *r2 = side(c, res, 0), *w = side(c, res, 1);
+    CHECK_LOCK_RC(r1, redlock_lock_acquire(r1, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, 500), REDLOCK_ETIMEDOUT);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* the writer that dies: its own client, waiting until killed */
+        redlock_client *cc = make_client(t_nurls, NULL);
+        redlock_lock *ww = NULL;
+        redlock_lock_new_write(&ww, cc, res);
+        redlock_lock_acquire(ww, 10000, 60000);
+        _exit(3);
+    }
+    CHECK(pid > 0);
+    CHECK(EVENTUALLY(nodes_with(res, ":wi") * 2 > (int)t_nurls, 5000, "the writer's intent"));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFSIGNALED(st));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "PTTL %s:wi", res);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(node_int((int)i, cmd) <= 1000);    /* the bound: never more than the intent's PX */
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, 5000), 0);
+    CHECK(redlock_lock_is_held(r1));
+    CHECK(nodes_with(res, ":wi") == 0);
+    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    redlock_lock_free(r1);
+    redlock_lock_free(r2);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+}
+
+static void test_downgrade(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("down");
+    redlock_lock *w = side(c, res, 1), *r = side(c, res, 0), *w2 = side(c, res, 1);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
+    CHECK(redlock_lock_is_held(w));
+    CHECK(redlock_lock_validity_ms(w) > 5000);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), 0);     /* readers share now */
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    /* once a reader, never a writer again: a second downgrade is an upgrade's refusal */
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_lock_errmsg(w), "never upgraded") != NULL);
+    CHECK_LOCK_RC(w, redlock_extend(w, 8000), 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, 5000), 0);
+    /* a downgrade of a lost writer is refused, and the lock is not held */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "DEL %s", res);
+    CHECK(key_on_every_node(t_nurls, res));
+    for (size_t i = 0; i < t_nurls; i++)
+        node_int((int)i, cmd);
+    CHECK_LOCK_RC(w2, redlock_lock_downgrade(w2), REDLOCK_ELOST);
+    CHECK(!redlock_lock_is_held(w2));
+    CHECK(EVENTUALLY(nodes_with(res, "") == 0 && nodes_with(res, ":rd") == 0, 3000, "nothing left behind"));
+    redlock_lock_free(w);
+    redlock_lock_free(r);
+    redlock_lock_free(w2);
+    redlock_client_free(c);
+}
+
+static void test_refused_input(void)
+{
+    redlock_client *c = rw_client(0);
+    redlock_lock *l = (redlock_lock *)1;
+    CHECK_RC(redlock_lock_new_read(NULL, c, "x"), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_new_write(NULL, c, "x"), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_new_read(&l, NULL, "x"), REDLOCK_EINVAL);
+    CHECK(l == NULL);
+    CHECK_RC(redlock_lock_new_write(&l, c, NULL), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_new_read(&l, c, ""), REDLOCK_EINVAL);
+    char huge[REDLOCK_MAX_RESOURCE_LEN + 2];
+    memset(huge, 'a', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    CHECK_RC(redlock_lock_new_write(&l, c, huge), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_downgrade(NULL), REDLOCK_EINVAL);
+
+    const char *res = uniq("input");
+    redlock_lock *r = side(c, res, 0), *w = side(c, res, 1), *m = NULL;
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 0, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, REDLOCK_MAX_TTL_MS + 1, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), REDLOCK_ESTATE);      /* not held */
+    CHECK_LOCK_RC(r, redlock_release(r), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), REDLOCK_ESTATE);   /* held already */
+    CHECK_LOCK_RC(r, redlock_lock_downgrade(r), REDLOCK_EINVAL);    /* no upgrade, no read downgrade */
+    CHECK(strstr(redlock_lock_errmsg(r), "read lock") != NULL);
+    CHECK(redlock_lock_is_held(r));    /* the refusal left it alone */
+    CHECK_RC(redlock_lock_new(&m, c, uniq("mutex")), 0);
+    CHECK_LOCK_RC(m, redlock_lock_acquire(m, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(m, redlock_lock_downgrade(m), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_lock_errmsg(m), "not a write lock") != NULL);
+    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    redlock_lock_free(r);
+    redlock_lock_free(w);
+    redlock_lock_free(m);
+    redlock_client_free(c);
+}
+
+/* Release says ELOST when the lock was not ours on a majority: a reader
+ * whose lease ran out, a reader whose keys were wiped, a wiped writer. */
+static void test_release_lost(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("lost");
+    redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0), *w = side(c, res, 1);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 300, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), 0);
+    msleep(600);   /* r's lease ran out, r2's runs: the key stays, r is not a reader any more */
+    CHECK(!redlock_lock_is_held(r));
+    CHECK_LOCK_RC(r, redlock_release(r), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r2, redlock_extend(r2, 10000), 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "DEL %s %s:rd", res, res);
+    CHECK(key_on_every_node(t_nurls, res));
+    for (size_t i = 0; i < t_nurls; i++)
+        node_int((int)i, cmd);
+    CHECK_LOCK_RC(r2, redlock_extend(r2, 10000), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r2, redlock_release(r2), REDLOCK_ELOST);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(key_on_every_node(t_nurls, res));
+    for (size_t i = 0; i < t_nurls; i++)
+        node_int((int)i, cmd);
+    CHECK_LOCK_RC(w, redlock_release(w), REDLOCK_ELOST);
+    redlock_lock_free(r);
+    redlock_lock_free(r2);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+}
+
+static void test_extend_reader(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("ext");
+    redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0), *w = side(c, res, 1);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 1000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r, redlock_extend(r, 8000), 0);
+    CHECK(redlock_lock_validity_ms(r) > 1000);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "PTTL %s", res);
+    int longer = 0;
+    for (size_t i = 0; i < t_nurls; i++)
+        longer += node_int((int)i, cmd) > 1000;   /* the key lasts as long as its longest reader */
+    CHECK(longer * 2 > (int)t_nurls);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+
+    /* auto-extension past several TTLs, with a writer kept out meanwhile */
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 600, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_auto_extend(r2, 0, NULL, NULL), 0);
+    for (int k = 0; k < 4; k++) {
+        msleep(400);
+        CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    }
+    CHECK(redlock_lock_is_held(r2));
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, 3000), 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    redlock_lock_free(r);
+    redlock_lock_free(r2);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+}
+
+/* Writers get increasing tokens; a reader gets the counter as it was: the
+ * token of the last writer that committed before it. */
+static void test_fencing(void)
+{
+    redlock_client *c = rw_client(REDLOCK_OPT_FENCING);
+    const char *res = uniq("fence");
+    redlock_lock *w = side(c, res, 1), *r = side(c, res, 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK(redlock_lock_fencing_token(r) == 0);   /* no writer yet */
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), 0);
+    uint64_t t1 = redlock_lock_fencing_token(w);
+    CHECK(t1 > 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK(redlock_lock_fencing_token(r) == t1);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK(redlock_lock_fencing_token(w) > t1);
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
+    CHECK(redlock_lock_fencing_token(w) > t1);   /* the writer's token stays with the reader it became */
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    redlock_lock_free(w);
+    redlock_lock_free(r);
+    redlock_client_free(c);
+}
+
+/* With REDLOCK_OPT_FUNCTIONS the read-write scripts run as the "redlock"
+ * library's functions. */
+static void test_functions(void)
+{
+    redlock_client *c = rw_client(REDLOCK_OPT_FUNCTIONS);
+    char err[256];
+    CHECK_RC(redlock_client_load_functions(c, err, sizeof err), 0);
+    const char *res = uniq("fcall");
+    redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0), *w = side(c, res, 1);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(r, redlock_extend(r, 5000), 0);
+    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, 3000), 0);
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    redlock_lock_free(r);
+    redlock_lock_free(r2);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+}
+
+int main(void)
+{
+    load_nodes();
+    run_test("readers_share", test_readers_share);
+    run_test("writer_excludes", test_writer_excludes);
+    run_test("writer_preference", test_writer_preference);
+    run_test("dead_intent", test_dead_intent);
+    run_test("downgrade", test_downgrade);
+    run_test("refused_input", test_refused_input);
+    run_test("release_lost", test_release_lost);
+    run_test("extend_reader", test_extend_reader);
+    run_test("fencing", test_fencing);
+    run_test("functions", test_functions);
+    return finish_tests();
+}
