@@ -34,6 +34,17 @@ void bench_server_version(struct redisContext *c, char *out, size_t size);
 int bench_nodes_from_env(const char *prog, const char *runner, const char **urls, int max, char **list);
 /* The 1-based nearest rank of percentile p (0..1) among n sorted values,
  * ceil(p * n) clamped to 1..n; 0 when n is 0. */
+/* What a node has run and spent so far: the calls of every command in INFO
+ * commandstats (those run inside scripts included), less the benchmark's own
+ * (INFO, CLIENT *, MONITOR, ECHO: the library sends none of these), and
+ * used_cpu_sys + used_cpu_user from INFO cpu. 0, or -1 if the node did not
+ * answer. Benchmarks subtract two of these. */
+typedef struct bench_node_stat {
+    long long cmds;
+    double cpu_s;
+} bench_node_stat;
+int bench_node_stats(struct redisContext *c, bench_node_stat *out);
+
 size_t bench_rank(size_t n, double p);
 
 /* The floor: one persistent non-blocking hiredis context per node. */

@@ -128,3 +128,41 @@ size_t bench_rank(size_t n, double p)
         k = n;
     return k;
 }
+
+/* What a node has run and spent so far (bench.h). */
+int bench_node_stats(redisContext *c, bench_node_stat *out)
+{
+    out->cmds = 0;
+    out->cpu_s = 0;
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
+        freeReplyObject(r);
+        return -1;
+    }
+    for (const char *l = strstr(r->str, "cmdstat_"); l; l = strstr(l + 1, "\ncmdstat_")) {
+        if (*l == '\n')
+            l++;
+        const char *name = l + 8, *colon = strchr(name, ':');
+        const char *calls = colon ? strstr(colon, "calls=") : NULL;
+        if (!calls)
+            break;
+        size_t len = (size_t)(colon - name);
+        if ((len == 4 && strncmp(name, "info", 4) == 0) || (len >= 6 && strncmp(name, "client", 6) == 0) ||
+            (len == 7 && strncmp(name, "monitor", 7) == 0) || (len == 4 && strncmp(name, "echo", 4) == 0))
+            continue;
+        out->cmds += atoll(calls + 6);
+    }
+    freeReplyObject(r);
+    r = redisCommand(c, "INFO cpu");
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
+        freeReplyObject(r);
+        return -1;
+    }
+    const char *sys = strstr(r->str, "used_cpu_sys:"), *user = strstr(r->str, "used_cpu_user:");
+    if (sys)
+        out->cpu_s += atof(sys + 13);
+    if (user)
+        out->cpu_s += atof(user + 14);
+    freeReplyObject(r);
+    return sys && user ? 0 : -1;
+}

@@ -454,52 +454,7 @@ static long long client_list(int i, long long min_id, long long *sum, cl_base *s
     return max_id;
 }
 
-/* What node i has run and spent so far: the calls of every command in INFO
- * commandstats (those run inside scripts included), less the benchmark's own
- * (INFO, CLIENT *, MONITOR, ECHO: the library sends none of these), and
- * used_cpu_sys + used_cpu_user from INFO cpu. 0, or -1 if the node did not
- * answer. */
-typedef struct node_stat {
-    long long cmds;
-    double cpu_s;
-} node_stat;
-
-static int node_stats(redisContext *c, node_stat *out)
-{
-    out->cmds = 0;
-    out->cpu_s = 0;
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
-        freeReplyObject(r);
-        return -1;
-    }
-    for (const char *l = strstr(r->str, "cmdstat_"); l; l = strstr(l + 1, "\ncmdstat_")) {
-        if (*l == '\n')
-            l++;
-        const char *name = l + 8, *colon = strchr(name, ':');
-        const char *calls = colon ? strstr(colon, "calls=") : NULL;
-        if (!calls)
-            break;
-        size_t len = (size_t)(colon - name);
-        if ((len == 4 && strncmp(name, "info", 4) == 0) || (len >= 6 && strncmp(name, "client", 6) == 0) ||
-            (len == 7 && strncmp(name, "monitor", 7) == 0) || (len == 4 && strncmp(name, "echo", 4) == 0))
-            continue;
-        out->cmds += atoll(calls + 6);
-    }
-    freeReplyObject(r);
-    r = redisCommand(c, "INFO cpu");
-    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
-        freeReplyObject(r);
-        return -1;
-    }
-    const char *sys = strstr(r->str, "used_cpu_sys:"), *user = strstr(r->str, "used_cpu_user:");
-    if (sys)
-        out->cpu_s += atof(sys + 13);
-    if (user)
-        out->cpu_s += atof(user + 14);
-    freeReplyObject(r);
-    return sys && user ? 0 : -1;
-}
+typedef bench_node_stat node_stat;
 
 /* The sum over nodes of what they ran and spent since *from. */
 static int nodes_delta(const node_stat *from, node_stat *sum)
@@ -509,7 +464,7 @@ static int nodes_delta(const node_stat *from, node_stat *sum)
     int ok = 0;
     for (int i = 0; i < cfg.n_nodes; i++) {
         node_stat now;
-        if (node_stats(nv[i].ctl, &now) != 0) {
+        if (bench_node_stats(nv[i].ctl, &now) != 0) {
             ok = -1;
             continue;
         }
@@ -523,7 +478,7 @@ static int nodes_snapshot(node_stat *into)
 {
     int ok = 0;
     for (int i = 0; i < cfg.n_nodes; i++)
-        if (node_stats(nv[i].ctl, &into[i]) != 0)
+        if (bench_node_stats(nv[i].ctl, &into[i]) != 0)
             ok = -1;
     return ok;
 }
@@ -602,7 +557,7 @@ static pid_t read_pid(redisContext *c)
 static int kill_node(fault_run *f, int i)
 {
     node_stat now;
-    if (node_stats(fault_ctx[i], &now) == 0) {
+    if (bench_node_stats(fault_ctx[i], &now) == 0) {
         f->carry[i].cmds += now.cmds - f->base[i].cmds;
         f->carry[i].cpu_s += now.cpu_s - f->base[i].cpu_s;
     }
@@ -622,7 +577,7 @@ static int restart_node(fault_run *f, int i)
     if (!fault_ctx[i])
         return -1;
     node_pid[i] = read_pid(fault_ctx[i]);
-    if (node_stats(fault_ctx[i], &f->base[i]) != 0)
+    if (bench_node_stats(fault_ctx[i], &f->base[i]) != 0)
         memset(&f->base[i], 0, sizeof f->base[i]);
     return 0;
 }

@@ -54,23 +54,11 @@ static void read_work(redisContext **ctx, size_t n, node_work *w)
 {
     memset(w, 0, sizeof *w);
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = redisCommand(ctx[i], "INFO all");
-        if (!r)
+        bench_node_stat st;
+        if (bench_node_stats(ctx[i], &st) != 0)
             continue;
-        if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_VERB) {
-            const char *p;
-            if ((p = strstr(r->str, "used_cpu_sys:")))
-                w->cpu_s += atof(p + 13);
-            if ((p = strstr(r->str, "used_cpu_user:")))
-                w->cpu_s += atof(p + 14);
-            /* every cmdstat_X:calls=N, INFO's own included (the same count per sample) */
-            for (p = r->str; (p = strstr(p, "cmdstat_")); p++) {
-                const char *c = strstr(p, ":calls=");
-                if (c)
-                    w->calls += atoll(c + 7);
-            }
-        }
-        freeReplyObject(r);
+        w->cpu_s += st.cpu_s;
+        w->calls += st.cmds;
     }
 }
 

@@ -20,49 +20,7 @@
 
 #define MAX_NODES BENCH_MAX_NODES
 
-typedef struct node_stat {
-    long long cmds;
-    double cpu_s;
-} node_stat;
-
-/* As bench/contend.c counts them: every command of INFO commandstats (those
- * run inside scripts included) but the benchmark's own INFO, and used_cpu_sys
- * + used_cpu_user. 0, or -1. */
-static int node_stats(redisContext *c, node_stat *out)
-{
-    out->cmds = 0;
-    out->cpu_s = 0;
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
-        freeReplyObject(r);
-        return -1;
-    }
-    for (const char *l = strstr(r->str, "cmdstat_"); l; l = strstr(l + 1, "\ncmdstat_")) {
-        if (*l == '\n')
-            l++;
-        const char *name = l + 8, *colon = strchr(name, ':');
-        const char *calls = colon ? strstr(colon, "calls=") : NULL;
-        if (!calls)
-            break;
-        size_t len = (size_t)(colon - name);
-        if ((len == 4 && strncmp(name, "info", 4) == 0) || (len >= 6 && strncmp(name, "client", 6) == 0))
-            continue;
-        out->cmds += atoll(calls + 6);
-    }
-    freeReplyObject(r);
-    r = redisCommand(c, "INFO cpu");
-    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_VERB)) {
-        freeReplyObject(r);
-        return -1;
-    }
-    const char *sys = strstr(r->str, "used_cpu_sys:"), *user = strstr(r->str, "used_cpu_user:");
-    if (sys)
-        out->cpu_s += atof(sys + 13);
-    if (user)
-        out->cpu_s += atof(user + 14);
-    freeReplyObject(r);
-    return sys && user ? 0 : -1;
-}
+typedef bench_node_stat node_stat;
 
 typedef struct variant {
     const char *name;
@@ -166,7 +124,7 @@ int main(int argc, char **argv)
             variant *v = &vs[k];
             node_stat before[MAX_NODES], after;
             for (int i = 0; i < n_nodes; i++)
-                node_stats(ctl[i], &before[i]);
+                bench_node_stats(ctl[i], &before[i]);
             for (int j = 0; j < block && done + j < iterations; j++) {
                 int64_t t0 = bench_now_ns();
                 int rc = redlock_lock_acquire(v->lock, 10000, REDLOCK_WAIT_NONE);
@@ -182,7 +140,7 @@ int main(int argc, char **argv)
                 v->ns[v->n++] = t1 - t0;
             }
             for (int i = 0; i < n_nodes; i++)
-                if (node_stats(ctl[i], &after) == 0) {
+                if (bench_node_stats(ctl[i], &after) == 0) {
                     v->cmds += after.cmds - before[i].cmds;
                     v->cpu_s += after.cpu_s - before[i].cpu_s;
                 }

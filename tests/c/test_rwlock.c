@@ -183,8 +183,15 @@ static void test_dead_intent(void)
     snprintf(cmd, sizeof cmd, "PTTL %s:wi", res);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(node_int((int)i, cmd) <= 1000);    /* the bound: never more than the intent's PX */
-    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, 5000), 0);
+    int rc = redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE);
+    if (rc == 0) {
+        /* A slow run (sanitizers, a loaded machine) can reach this line
+         * after the intent lapsed: then it must be gone from a majority. */
+        CHECK(nodes_with(res, ":wi") * 2 <= (int)t_nurls);
+    } else {
+        CHECK_LOCK_RC(r2, rc, REDLOCK_ENOTACQUIRED);
+        CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, 5000), 0);
+    }
     CHECK(redlock_lock_is_held(r1));
     CHECK(nodes_with(res, ":wi") == 0);
     CHECK_LOCK_RC(r1, redlock_release(r1), 0);

@@ -139,7 +139,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     if (!cls || !(rl_cb_class = (jclass)(*env)->NewGlobalRef(env, cls)))
         return JNI_ERR;
     rl_cb_lost = (*env)->GetStaticMethodID(env, cls, "lost", "(Ljava/lang/Object;I[B[B[B)V");
-    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJI)V");
+    rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJIJ[J)V");
     rl_cb_sink = (*env)->GetStaticMethodID(env, cls, "eventSink", "(Ljava/lang/Object;[[B)Ljava/lang/Object;");
     rl_cb_node = (*env)->GetStaticMethodID(env, cls, "nodeResult", "(ILjava/lang/Object;IIJ[B)Ljava/lang/Object;");
     if (!rl_cb_lost || !rl_cb_event || !rl_cb_sink || !rl_cb_node)
@@ -212,21 +212,36 @@ static void rl_java_on_event(const redlock_event *ev, void *userdata) {
     rl_jref *sink = userdata;
     JNIEnv *env;
     jbyteArray res, msg;
+    jlongArray rtts = NULL;
+    int ok;
     if (!sink || !sink->obj || !(env = rl_java_env()))
         return;
     /* Events come from inside a wrapped C call, never with an exception
      * pending; if one is, the JVM must not be called. */
-    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 4) != 0)
+    if ((*env)->ExceptionCheck(env) || (*env)->PushLocalFrame(env, 5) != 0)
         return;
     res = rl_java_bytes(env, ev->resource);
     msg = res ? rl_java_bytes(env, ev->message) : NULL;
-    if (msg)
+    ok = msg != NULL;
+    /* A round's node round trips (n_nodes of them, -1 for no reply), else null. */
+    if (ok && ev->node_rtts_us) {
+        rtts = (*env)->NewLongArray(env, (jsize)ev->n_nodes);
+        if (rtts) {
+            size_t i;
+            for (i = 0; i < ev->n_nodes && !(*env)->ExceptionCheck(env); i++) {
+                jlong v = (jlong)ev->node_rtts_us[i];
+                (*env)->SetLongArrayRegion(env, rtts, (jsize)i, 1, &v);
+            }
+        }
+        ok = rtts && !(*env)->ExceptionCheck(env);
+    }
+    if (ok)
         (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_event, sink->obj, (jint)ev->type, (jint)ev->code,
                                      res, msg, (jint)ev->attempt, (jboolean)(ev->automatic != 0),
                                      (jint)ev->nodes_ok, (jint)ev->quorum, (jint)ev->n_nodes,
                                      (jlong)ev->elapsed_us, (jlong)ev->validity_ms, (jlong)ev->fencing_token,
                                      (jint)ev->node, (jint)ev->node_outcome, (jlong)ev->node_rtt_us,
-                                     (jint)ev->listener_state);
+                                     (jint)ev->listener_state, (jlong)ev->held_us, rtts);
     /* NativeCallbacks.event catches the listener's exceptions; what is left
      * (out of memory) must not reach the C library's caller either. */
     if ((*env)->ExceptionCheck(env))

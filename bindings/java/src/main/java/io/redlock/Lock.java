@@ -23,10 +23,6 @@ public final class Lock extends LockNative implements AutoCloseable {
   // The client's node URLs, for nodeResults(); set by Redlock.newLock.
   List<String> nodeUrls = List.of();
 
-  // The client's event listener, told the end of each acquire call; set by
-  // Redlock.newLock, dropped by close().
-  volatile RedlockEventListener eventListener;
-
   Lock(long cPtr, boolean cMemoryOwn) {
     super(cPtr, cMemoryOwn);
   }
@@ -46,31 +42,7 @@ public final class Lock extends LockNative implements AutoCloseable {
    * Redlock.WAIT_FOREVER, or 1 ms to seven days).
    */
   public synchronized void acquire(long ttlMs, long waitMs) {
-    RedlockEventListener listener = eventListener;
-    if (listener == null) {
-      acquireNative(ttlMs, waitMs);
-      return;
-    }
-    long start = System.nanoTime();
-    int code = 0;
-    try {
-      acquireNative(ttlMs, waitMs);
-    } catch (RedlockException e) {
-      code = e.getCode();
-      throw e;
-    } finally {
-      long took = System.nanoTime() - start;
-      try {
-        listener.onAcquireDone(this, code, took);
-      } catch (Throwable e) {
-        Thread t = Thread.currentThread();
-        try {
-          t.getUncaughtExceptionHandler().uncaughtException(t, e);
-        } catch (Throwable ignored) {
-          // nothing left to tell
-        }
-      }
-    }
+    acquireNative(ttlMs, waitMs);
   }
 
   /** Extends the held lock to ttlMs from now, on a majority and within its validity. */
@@ -218,7 +190,6 @@ public final class Lock extends LockNative implements AutoCloseable {
         closeNative(); // releases if held, frees the C handle even on failure
       } finally {
         swigForget(); // closeNative already freed it
-        eventListener = null;
       }
     }
   }

@@ -88,7 +88,8 @@ final class NativeCallbacks {
   // Called from C (rl_java_on_event) on the thread that ran the round.
   static void event(Object sink, int type, int code, byte[] resource, byte[] message, int attempt,
       boolean automatic, int nodesOk, int quorum, int nodeCount, long elapsedUs, long validityMs,
-      long fencingToken, int node, int nodeOutcome, long nodeRttUs, int listenerState) {
+      long fencingToken, int node, int nodeOutcome, long nodeRttUs, int listenerState, long heldUs,
+      long[] nodeRttsUs) {
     try {
       EventSink s = (EventSink) sink;
       RedlockEvent.Type t = RedlockEvent.Type.fromNative(type);
@@ -100,7 +101,8 @@ final class NativeCallbacks {
           nodeEvent && node >= 0 && node < s.nodeUrls.size() ? s.nodeUrls.get(node) : null,
           nodeError ? NodeResult.Outcome.fromNative(nodeOutcome) : null,
           nodeError ? nodeRttUs : 0,
-          t == RedlockEvent.Type.LISTENER ? ListenerState.fromNative(listenerState) : null);
+          t == RedlockEvent.Type.LISTENER ? ListenerState.fromNative(listenerState) : null,
+          heldUs, nodeRttsUs, nodeRttsUs != null ? s.nodeUrls : null);
       s.listener.onEvent(ev);
     } catch (Throwable e) {
       // Never into C: the lock's round goes on whatever the listener did.

@@ -36,11 +36,6 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
   // Calls that touch the C client are serialised with close().
   private List<String> nodeUrls;
 
-  // The Options' event listener when the client was created, for its locks'
-  // acquire calls; dropped by close(), so that the listener is let go with
-  // the client's last lock, as the C side does.
-  private volatile RedlockEventListener eventListener;
-
   /** A client with the default options. */
   public Redlock(String[] nodes) {
     this(nodes, null);
@@ -54,7 +49,6 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
    */
   public Redlock(String[] nodes, Options options) {
     super(nodes, options);
-    eventListener = options == null ? null : options.getEventListener();
   }
 
   /** The version of the C library actually loaded, "MAJOR.MINOR.PATCH". */
@@ -92,7 +86,6 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
   /** Frees the client. Idempotent. Locks made from it remain usable. */
   @Override
   public synchronized void close() {
-    eventListener = null;
     swigFree();
   }
 
@@ -169,7 +162,6 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
       lock = newLockNative(resource);
     }
     lock.nodeUrls = urls;
-    lock.eventListener = eventListener;
     return lock;
   }
 

@@ -4,6 +4,8 @@
 // to the RedlockEventListener of a client's Options.
 package io.redlock;
 
+import java.util.List;
+
 /**
  * What happened to one of a client's locks: an acquire attempt, an
  * extension, a loss, a release, one node failing in a round, a waiting
@@ -81,11 +83,14 @@ public final class RedlockEvent {
   private final NodeResult.Outcome nodeOutcome;
   private final long nodeRttMicros;
   private final ListenerState listenerState;
+  private final long heldMicros;
+  private final long[] nodeRttsMicros;
+  private final List<String> nodeUrls;
 
   RedlockEvent(Type type, int code, String resource, String message, int attempt, boolean automatic,
       int nodesOk, int quorum, int nodeCount, long elapsedMicros, long validityMs, long fencingToken,
       int node, String nodeUrl, NodeResult.Outcome nodeOutcome, long nodeRttMicros,
-      ListenerState listenerState) {
+      ListenerState listenerState, long heldMicros, long[] nodeRttsMicros, List<String> nodeUrls) {
     this.type = type;
     this.code = code;
     this.resource = resource;
@@ -103,6 +108,9 @@ public final class RedlockEvent {
     this.nodeOutcome = nodeOutcome;
     this.nodeRttMicros = nodeRttMicros;
     this.listenerState = listenerState;
+    this.heldMicros = heldMicros;
+    this.nodeRttsMicros = nodeRttsMicros;
+    this.nodeUrls = nodeUrls;
   }
 
   public Type type() {
@@ -124,7 +132,10 @@ public final class RedlockEvent {
     return message;
   }
 
-  /** ACQUIRED, ACQUIRE_FAILED: 1 for a call's first attempt, then 2, 3...; else 0. */
+  /**
+   * ACQUIRED, ACQUIRE_FAILED: 1 for a call's first attempt, then 2, 3...; ACQUIRE_DONE: the attempts
+   * the call made (0 if none, e.g. bad arguments); else 0.
+   */
   public int attempt() {
     return attempt;
   }
@@ -149,7 +160,10 @@ public final class RedlockEvent {
     return nodeCount;
   }
 
-  /** The round's duration (for ACQUIRED, the whole attempt), in microseconds. */
+  /**
+   * The round's duration (for ACQUIRED, the whole attempt; for ACQUIRE_DONE, the whole call, waits
+   * included), in microseconds.
+   */
   public long elapsedMicros() {
     return elapsedMicros;
   }
@@ -187,6 +201,33 @@ public final class RedlockEvent {
   /** LISTENER: the node's new listener state; else null. */
   public ListenerState listenerState() {
     return listenerState;
+  }
+
+  /**
+   * RELEASED, RELEASE_FAILED, LOST: how long the lock was held, from its acquiring round's start, in
+   * microseconds; 0 on a second report of the same hold (a lost lock then released), and for other
+   * events.
+   */
+  public long heldMicros() {
+    return heldMicros;
+  }
+
+  /**
+   * The events of a round (ACQUIRED, ACQUIRE_FAILED, EXTENDED, EXTEND_FAILED, RELEASED,
+   * RELEASE_FAILED, LOST by a release): each node's round-trip time in microseconds, in the order
+   * of {@link #nodeUrls()}, -1 for a node whose reply did not arrive (not sent, down, timed out,
+   * I/O failure, not waited for); null for other events. A copy.
+   */
+  public long[] nodeRttsMicros() {
+    return nodeRttsMicros == null ? null : nodeRttsMicros.clone();
+  }
+
+  /**
+   * With {@link #nodeRttsMicros()}: the client's node URLs (passwords masked), in the same order;
+   * null for other events.
+   */
+  public List<String> nodeUrls() {
+    return nodeUrls;
   }
 
   @Override

@@ -2,7 +2,7 @@
 
 // RedlockMetrics.java: the metrics of redlock clients as OpenTelemetry
 // instruments, fed by the binding's event listener (the C library's metrics
-// hook, redlock_options.on_event, plus the end of each acquire call).
+// hook, redlock_options.on_event).
 package io.redlock.otel;
 
 import io.opentelemetry.api.OpenTelemetry;
@@ -12,7 +12,6 @@ import io.opentelemetry.api.metrics.DoubleHistogram;
 import io.opentelemetry.api.metrics.LongCounter;
 import io.opentelemetry.api.metrics.LongHistogram;
 import io.opentelemetry.api.metrics.Meter;
-import io.redlock.Lock;
 import io.redlock.NodeResult;
 import io.redlock.Options;
 import io.redlock.RedlockEvent;
@@ -25,7 +24,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Records what a redlock client does as OpenTelemetry metrics. Set it as the event listener of the
@@ -56,8 +54,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *       counts in redlock.lock.lost only</td></tr>
  *   <tr><td>redlock.node.errors</td><td>counter</td><td>{error}</td><td>redlock.node (URL, password
  *       masked), error.type (e.g. REDLOCK_ETIMEDOUT)</td><td>node failing in a round</td></tr>
- *   <tr><td>redlock.node.rtt</td><td>histogram</td><td>s</td><td>redlock.node</td><td>node that
- *       answered in the last round of an acquire call</td></tr>
+ *   <tr><td>redlock.node.rtt</td><td>histogram</td><td>s</td><td>redlock.node</td><td>node reply
+ *       in a round (acquire, extend, release)</td></tr>
  *   <tr><td>redlock.wake.woken</td><td>counter</td><td>{waiter}</td><td></td><td>waiting acquire
  *       woken by a release</td></tr>
  *   <tr><td>redlock.listener.state_changes</td><td>counter</td><td>{change}</td><td>redlock.node,
@@ -65,9 +63,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *       waiting acquire</td></tr>
  * </table>
  *
- * <p>Thread-safe; one instance may serve several clients. The hold time of a resource is measured
- * from its acquisition event to its release or loss event on the same resource (one holder per
- * resource at a time); a lock left to expire without a release is not measured. Another listener
+ * <p>Thread-safe and stateless: every value comes from the events themselves (the C library's
+ * ACQUIRE_DONE for acquire calls, {@link RedlockEvent#heldMicros()} for holds, {@link
+ * RedlockEvent#nodeRttsMicros()} for round trips), so one instance may serve several clients. A
+ * lock left to expire without a release or a loss found is not measured as held. Another listener
  * may be chained ({@link #RedlockMetrics(Meter, RedlockEventListener)}); it is called after the
  * recording.
  */
@@ -110,12 +109,6 @@ public final class RedlockMetrics implements RedlockEventListener {
   private final LongCounter listenerChanges;
   private final RedlockEventListener next;
 
-  // The attempts of the acquire call under way on each thread (its attempt
-  // events arrive on the caller's thread, before onAcquireDone).
-  private final ThreadLocal<int[]> attempts = ThreadLocal.withInitial(() -> new int[1]);
-  // resource -> System.nanoTime() of its acquisition, until its release or loss.
-  private final Map<String, Long> heldSince = new ConcurrentHashMap<>();
-
   /** Metrics on the meter {@value #SCOPE} of openTelemetry, its version the loaded library's. */
   public RedlockMetrics(OpenTelemetry openTelemetry) {
     this(openTelemetry.meterBuilder(SCOPE).setInstrumentationVersion(io.redlock.Redlock.version()).build(), null);
@@ -126,32 +119,32 @@ public final class RedlockMetrics implements RedlockEventListener {
     this(meter, null);
   }
 
-  /** Metrics on meter; each event and acquire call is then passed on to next (may be null). */
+  /** Metrics on meter; each event is then passed on to next (may be null). */
   public RedlockMetrics(Meter meter, RedlockEventListener next) {
     Objects.requireNonNull(meter, "meter");
     this.next = next;
     acquireDuration = meter.histogramBuilder("redlock.acquire.duration").setUnit("s")
-        .setDescription("Duration of acquire calls, all their attempts and waits included")
+        .setDescription("Duration of acquire calls, waits included, by outcome")
         .setExplicitBucketBoundariesAdvice(DURATION_BUCKETS).build();
     acquireAttempts = meter.histogramBuilder("redlock.acquire.attempts").ofLongs().setUnit("{attempt}")
-        .setDescription("Attempts made by each acquire call")
+        .setDescription("Attempts made by one acquire call")
         .setExplicitBucketBoundariesAdvice(ATTEMPT_BUCKETS).build();
     heldDuration = meter.histogramBuilder("redlock.lock.held.duration").setUnit("s")
-        .setDescription("Time from a lock's acquisition to its release or loss")
+        .setDescription("How long locks were held, until released or lost")
         .setExplicitBucketBoundariesAdvice(DURATION_BUCKETS).build();
     lost = meter.counterBuilder("redlock.lock.lost").setUnit("{lock}")
-        .setDescription("Locks found no longer held on a majority, or expired").build();
+        .setDescription("Locks lost while held, by reason").build();
     extensions = meter.counterBuilder("redlock.lock.extensions").setUnit("{extension}")
-        .setDescription("Extensions of held locks, by the owner or auto-extend").build();
+        .setDescription("Extensions, by outcome").build();
     nodeErrors = meter.counterBuilder("redlock.node.errors").setUnit("{error}")
-        .setDescription("Nodes failing in a round: error reply, I/O, timeout, authentication, TLS").build();
+        .setDescription("Failures of one node in a round, by node and error").build();
     nodeRtt = meter.histogramBuilder("redlock.node.rtt").setUnit("s")
-        .setDescription("Time from a round's start to a node's answer")
+        .setDescription("Round-trip time of each node's reply in a round")
         .setExplicitBucketBoundariesAdvice(RTT_BUCKETS).build();
     woken = meter.counterBuilder("redlock.wake.woken").setUnit("{waiter}")
         .setDescription("Waiting acquires woken by a release").build();
     listenerChanges = meter.counterBuilder("redlock.listener.state_changes").setUnit("{change}")
-        .setDescription("State changes of the wake-up listener on each node").build();
+        .setDescription("State changes of the wake-up listeners").build();
   }
 
   /** Sets a new RedlockMetrics on openTelemetry as options' event listener; returns options. */
@@ -208,12 +201,10 @@ public final class RedlockMetrics implements RedlockEventListener {
   @Override
   public void onEvent(RedlockEvent e) {
     switch (e.type()) {
-      case ACQUIRED:
-        heldSince.put(e.resource(), System.nanoTime());
-        countAttempt(e);
-        break;
-      case ACQUIRE_FAILED:
-        countAttempt(e);
+      case ACQUIRE_DONE:
+        acquireDuration.record(e.elapsedMicros() / 1e6, outcomeOf(e.code()));
+        if (e.attempt() > 0) // none for a call refused before its first attempt (a bad TTL, a cancel)
+          acquireAttempts.record(e.attempt());
         break;
       case EXTENDED:
         extensions.add(1, EXTENDED);
@@ -223,11 +214,6 @@ public final class RedlockMetrics implements RedlockEventListener {
         break;
       case LOST:
         lost.add(1, Attributes.of(REASON, errorName(e.code())));
-        held(e.resource());
-        break;
-      case RELEASED:
-      case RELEASE_FAILED:
-        held(e.resource());
         break;
       case NODE_ERROR:
         nodeErrors.add(1, Attributes.of(NODE, String.valueOf(e.nodeUrl()), ERROR_TYPE, nodeErrorType(e)));
@@ -242,36 +228,16 @@ public final class RedlockMetrics implements RedlockEventListener {
       default:
         break;
     }
-    if (next != null)
-      next.onEvent(e);
-  }
-
-  private void countAttempt(RedlockEvent e) {
-    int[] a = attempts.get();
-    if (e.attempt() > a[0])
-      a[0] = e.attempt();
-  }
-
-  private void held(String resource) {
-    Long since = heldSince.remove(resource);
-    if (since != null)
-      heldDuration.record((System.nanoTime() - since) / 1e9);
-  }
-
-  @Override
-  public void onAcquireDone(Lock lock, int code, long durationNanos) {
-    int[] a = attempts.get();
-    int n = a[0];
-    a[0] = 0;
-    acquireDuration.record(durationNanos / 1e9, outcomeOf(code));
-    if (n > 0) // none for a call refused before its first attempt (a bad TTL, a cancel)
-      acquireAttempts.record(n);
-    for (NodeResult r : lock.nodeResults()) {
-      NodeResult.Outcome o = r.outcome();
-      if ((o == NodeResult.Outcome.OK || o == NodeResult.Outcome.REFUSED) && r.rttMicros() > 0)
-        nodeRtt.record(r.rttMicros() / 1e6, Attributes.of(NODE, r.url()));
+    if (e.heldMicros() > 0) // 0 on a second report of the same hold
+      heldDuration.record(e.heldMicros() / 1e6);
+    long[] rtts = e.nodeRttsMicros();
+    if (rtts != null) {
+      List<String> urls = e.nodeUrls();
+      for (int i = 0; i < rtts.length; i++)
+        if (rtts[i] >= 0) // -1: no reply from that node in the round
+          nodeRtt.record(rtts[i] / 1e6, Attributes.of(NODE, urls != null && i < urls.size() ? urls.get(i) : ""));
     }
     if (next != null)
-      next.onAcquireDone(lock, code, durationNanos);
+      next.onEvent(e);
   }
 }

@@ -48,23 +48,36 @@ class RedlockMetricsTest {
     @Override
     public void onEvent(RedlockEvent e) {
       events.add(e);
+      count(e);
       if (e.type() == RedlockEvent.Type.ACQUIRE_FAILED && e.resource().equals(waitingOn) && e.attempt() >= 2)
         registered.countDown();
       if (e.type() == RedlockEvent.Type.ACQUIRED && e.resource().equals(waitingOn))
         waiterAttempts = e.attempt();
     }
 
-    // Which nodes answered in each call's last round (the others failed, or
-    // the round was decided without waiting for them).
+    // What the C library reported, which the instruments must match: the
+    // replies that arrived in each round (node_rtts_us), per node; the acquire
+    // calls (ACQUIRE_DONE); the holds (held_us).
     final Map<String, Long> answered = new java.util.concurrent.ConcurrentHashMap<>();
     final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger holds = new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger acquiredRounds = new java.util.concurrent.atomic.AtomicInteger();
 
-    @Override
-    public void onAcquireDone(Lock lock, int code, long durationNanos) {
-      calls.incrementAndGet();
-      for (io.redlock.NodeResult r : lock.nodeResults())
-        if (r.outcome() == io.redlock.NodeResult.Outcome.OK || r.outcome() == io.redlock.NodeResult.Outcome.REFUSED)
-          answered.merge(r.url(), 1L, Long::sum);
+    void count(RedlockEvent e) {
+      if (e.type() == RedlockEvent.Type.ACQUIRE_DONE)
+        calls.incrementAndGet();
+      if (e.heldMicros() > 0)
+        holds.incrementAndGet();
+      long[] rtts = e.nodeRttsMicros();
+      if (rtts != null) {
+        assertThat(rtts).as("one round trip per node: " + e).hasSize(e.nodeCount());
+        assertThat(e.nodeUrls()).as("the nodes of the round trips: " + e).hasSize(e.nodeCount());
+        if (e.type() == RedlockEvent.Type.ACQUIRED)
+          acquiredRounds.incrementAndGet();
+        for (int i = 0; i < rtts.length; i++)
+          if (rtts[i] >= 0)
+            answered.merge(e.nodeUrls().get(i), 1L, Long::sum);
+      }
     }
   }
 
@@ -199,11 +212,13 @@ class RedlockMetricsTest {
     assertThat(points(byName, "redlock.node.errors")).hasSize(1);
     assertUnit(byName, "redlock.node.errors", "{error}");
 
-    // One sample per node that answered the last round of an acquire call: a
-    // round decided by a majority does not wait for the last node, so which
-    // nodes those are varies; the calls' node reports say (at least 2 of the
-    // 3 nodes answered in each of the 13 calls, only nodes 0 and 1 with node 2 paused).
+    // One sample per reply that arrived in a round (acquire, extend,
+    // release), per node: a round decided by a majority does not wait for the
+    // last node, so which nodes those are varies; the events' node_rtts_us
+    // say. The 10 acquiring rounds had at least 2 of the 3 nodes answer.
     assertThat(watch.calls.get()).isEqualTo(13);
+    assertThat(watch.acquiredRounds.get()).isEqualTo(10);
+    assertThat(watch.holds.get()).isEqualTo(10);
     long answers = 0;
     for (String url : urls) {
       long n = watch.answered.getOrDefault(url, 0L);

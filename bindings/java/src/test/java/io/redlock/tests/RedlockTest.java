@@ -1313,25 +1313,27 @@ public final class RedlockTest {
     check(collected(droppedRef), "let go after the Cleaner freed the last lock");
     opts.free();
 
-    // The end of each acquire call (onAcquireDone), on the caller's thread:
-    // the call's code (not its last attempt's) and duration, the lock readable.
-    List<Object[]> done = Collections.synchronizedList(new ArrayList<>());
+    // The end of each acquire call (ACQUIRE_DONE, from the C library), on the
+    // caller's thread: the call's code (not its last attempt's), its attempts
+    // and duration; a release's hold time (held_us); each round's node round
+    // trips (node_rtts_us), in the order of the client's nodes.
+    List<Object[]> done = Collections.synchronizedList(new ArrayList<>()); // {event, thread}
     Options o3 = new Options();
     o3.setNodeTimeoutMs(2_000);
-    o3.setEventListener(new RedlockEventListener() {
-      @Override
-      public void onEvent(RedlockEvent ev) {}
-
-      @Override
-      public void onAcquireDone(Lock lock, int code, long durationNanos) {
-        done.add(new Object[] {lock.resource(), code, durationNanos, Thread.currentThread(), lock.isHeld()});
-      }
-    });
+    o3.setRetryCount(2);
+    o3.setRetryDelayMs(10);
+    o3.setRetryJitterMs(0);
+    o3.setEventListener(ev -> done.add(new Object[] {ev, Thread.currentThread()}));
     try (Redlock c3 = new Redlock(urls, o3); Redlock other = new Redlock(urls)) {
       o3.free();
       try (Lock held = other.acquire("ev-done", 10_000)) {
         try (Lock no = c3.tryAcquire("ev-done", 10_000)) {
           check(false, "refused while held");
+        } catch (LockNotAcquiredException expected) {
+          // told below
+        }
+        try (Lock no = c3.acquire("ev-done", 10_000)) {
+          check(false, "refused three times while held");
         } catch (LockNotAcquiredException expected) {
           // told below
         }
@@ -1344,20 +1346,63 @@ public final class RedlockTest {
       try (Lock mine = c3.acquire("ev-done", 10_000)) {
         check(mine.isHeld(), "acquired once free");
       }
-      try (Redlock quiet = new Redlock(urls); Lock q = quiet.acquire("ev-done", 10_000)) {
-        checkEq(3, done.size(), "a client without a listener tells nothing");
+      expect(InvalidArgumentException.class, "a zero TTL", () -> c3.acquire("ev-done", 0));
+    }
+    List<RedlockEvent> calls = new ArrayList<>();
+    List<RedlockEvent> releases = new ArrayList<>();
+    int rounds = 0;
+    for (Object[] d : done) {
+      RedlockEvent ev = (RedlockEvent) d[0];
+      check(d[1] == me, "on the caller's thread: " + ev);
+      checkEq("ev-done", ev.resource(), "resource");
+      if (ev.type() == RedlockEvent.Type.ACQUIRE_DONE) {
+        calls.add(ev);
+        check(ev.nodeRttsMicros() == null && ev.nodeUrls() == null && ev.heldMicros() == 0,
+            "no round fields on ACQUIRE_DONE: " + ev);
+        check(ev.elapsedMicros() > 0 || ev.attempt() == 0, "a call's duration: " + ev);
+      }
+      if (ev.type() == RedlockEvent.Type.RELEASED)
+        releases.add(ev);
+      else
+        checkEq(0L, ev.heldMicros(), "held only on a release or loss: " + ev);
+      long[] rtts = ev.nodeRttsMicros();
+      if (ev.type() == RedlockEvent.Type.ACQUIRED || ev.type() == RedlockEvent.Type.ACQUIRE_FAILED
+          || ev.type() == RedlockEvent.Type.RELEASED) {
+        rounds++;
+        check(rtts != null && rtts.length == urls.length, "one round trip per node: " + ev);
+        check(urls.length == (ev.nodeUrls() == null ? -1 : ev.nodeUrls().size()), "the nodes' URLs: " + ev);
+        int answered = 0;
+        for (long r : rtts == null ? new long[0] : rtts) {
+          check(r >= -1, "a round trip or -1: " + r);
+          if (r >= 0)
+            answered++;
+        }
+        // Every node is up and answers what the round waited for: a majority at least.
+        check(answered >= 3, "replies of a majority in " + ev + ": " + answered);
+        if (rtts != null) {
+          rtts[0] = -42;
+          check(ev.nodeRttsMicros()[0] != -42, "nodeRttsMicros is a copy");
+        }
       }
     }
-    checkEq(3, done.size(), "one onAcquireDone per call");
-    checkEq(RedlockException.ENOTACQUIRED, done.get(0)[1], "a refusal's code");
-    checkEq(RedlockException.ETIMEDOUT, done.get(1)[1], "a wait that ran out: the call's code");
-    checkEq(0, done.get(2)[1], "an acquisition's code");
-    check((Boolean) done.get(2)[4] && !(Boolean) done.get(0)[4], "isHeld readable inside");
-    for (Object[] d : done) {
-      checkEq("ev-done", d[0], "resource readable inside");
-      check((Long) d[2] > 0, "a duration");
-      check(d[3] == me, "on the caller's thread");
+    check(rounds >= 1 + 3 + 2 + 1, "round events: " + rounds);
+    checkEq(5, calls.size(), "one ACQUIRE_DONE per call: " + calls);
+    if (calls.size() == 5) {
+      checkEq(RedlockException.ENOTACQUIRED, calls.get(0).code(), "a refusal's code");
+      checkEq(1, calls.get(0).attempt(), "a try: one attempt");
+      checkEq(RedlockException.ENOTACQUIRED, calls.get(1).code(), "refused after its retries");
+      checkEq(3, calls.get(1).attempt(), "retryCount 2: three attempts");
+      checkEq(RedlockException.ETIMEDOUT, calls.get(2).code(), "a wait that ran out: the call's code");
+      check(calls.get(2).attempt() >= 1, "the wait's attempts: " + calls.get(2));
+      check(calls.get(2).elapsedMicros() >= 50_000, "the wait is in the call's duration: " + calls.get(2));
+      checkEq(0, calls.get(3).code(), "an acquisition's code");
+      checkEq(1, calls.get(3).attempt(), "acquired at once");
+      checkEq(RedlockException.EINVAL, calls.get(4).code(), "bad arguments: the call's code");
+      checkEq(0, calls.get(4).attempt(), "bad arguments: no attempt");
     }
+    checkEq(1, releases.size(), "one release: " + releases);
+    if (releases.size() == 1)
+      check(releases.get(0).heldMicros() > 0, "a release's hold time: " + releases.get(0));
   }
 
   // Nodes on TLS ports (nodes.py exec --tls-dir), certificates in $REDLOCK_TEST_CERTS.
