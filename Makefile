@@ -56,7 +56,7 @@ test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
 	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 REDLOCK_WAKE_WAITS=500 REDLOCK_GARBAGE_RESOURCES=1000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
-	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|rwlock|semaphore|many_'
+	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|election|rwlock|semaphore|many_'
 
 
 $(VENV)/bin/python:
@@ -169,6 +169,12 @@ safety-many: build $(VENV)/bin/python
 .PHONY: bench-many
 bench-many: build
 	bench/run-many --build-dir $(BUILD)
+
+# Leader election: hand-over after resign, observer latency, a killed leader (bench/README.md).
+.PHONY: bench-elect
+bench-elect: build
+	bench/run-elect --build-dir $(BUILD)
+
 # The read-write lock against the mutex: cycles, node work, 16 readers + 1 writer (bench/README.md).
 .PHONY: bench-rwlock
 bench-rwlock: build

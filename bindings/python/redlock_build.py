@@ -211,6 +211,33 @@ const char *redlock_error_name(int code);
 int redlock_error_is_retryable(int code);
 const char *redlock_version(void);
 
+/* Leader election (bindings/python/redlock/_election.py). */
+#define REDLOCK_ELECTION_MAX_VALUE ...
+#define REDLOCK_LEADER_VERSION ...
+typedef struct redlock_election redlock_election;
+typedef struct redlock_leader {
+    unsigned int version;
+    int present;
+    uint64_t term;
+    uint64_t revision;
+    size_t value_len;
+    char value[...];
+    ...;
+} redlock_leader;
+int redlock_election_new(redlock_election **out, redlock_client *client, const char *name);
+void redlock_election_free(redlock_election *e);
+int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms);
+int redlock_election_proclaim(redlock_election *e, const char *value);
+int redlock_election_resign(redlock_election *e);
+int redlock_election_leader(redlock_election *e, redlock_leader *out);
+int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
+void redlock_election_cancel(redlock_election *e);
+void redlock_election_cancel_reset(redlock_election *e);
+int redlock_election_is_leader(const redlock_election *e);
+uint64_t redlock_election_term(const redlock_election *e);
+const redlock_lock *redlock_election_lock(const redlock_election *e);
+const char *redlock_election_errmsg(const redlock_election *e);
+
 /* The binding's callbacks (bindings/python/redlock/_callbacks.py). C calls
  * them on the thread that ran a round, often the client's auto-extend
  * thread, and the _free one on the thread freeing the client's last handle;

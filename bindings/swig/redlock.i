@@ -33,6 +33,29 @@ static void rl_set_owned(rl_status *st, const char **field, const char *value) {
     *field = copy;
 }
 
+/* Elections: a leader read as one line, "present term revision value". */static char *rl_leader_line(const redlock_leader *w) {
+    char *buf = malloc(64 + w->value_len + 1);
+    if (buf)
+        snprintf(buf, 64 + w->value_len + 1, "%d %llu %llu %s", w->present, (unsigned long long)w->term,
+                 (unsigned long long)w->revision, w->value);
+    return buf;
+}
+
+static int rl_parse_leader_line(const char *line, redlock_leader *w) {
+    unsigned long long term = 0, rev = 0;
+    int present = 0, used = 0;
+    memset(w, 0, sizeof *w);
+    w->version = REDLOCK_LEADER_VERSION;
+    if (!line || !*line)
+        return 0;
+    if (sscanf(line, "%d %llu %llu %n", &present, &term, &rev, &used) < 3)
+        return -1;
+    w->present = present;
+    w->term = term;
+    w->revision = rev;
+    return 0;
+}
+
 /* Sets or clears one REDLOCK_OPT_* bit. */
 static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
     if (on)
@@ -85,11 +108,13 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
 %ignore redlock_options::on_event_userdata;
 %ignore redlock_options::on_event_userdata_free;
 %ignore redlock_event;
+%ignore redlock_leader;   /* elections: read through Election's methods below */
 
 %rename(Redlock) redlock_client;
 %rename(Lock) redlock_lock;
 %rename(Options) redlock_options;
 %rename(LockOptions) redlock_lock_options;
+%rename(Election) redlock_election;
 /* Generated helper functions are named struct_method (redlock_lock_acquire
  * would clash with the C API), so methods are declared with an rl_ prefix
  * that the target languages never see. */
@@ -98,6 +123,7 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
 %nodefaultctor redlock_lock;
 %nodefaultctor redlock_options;
 %nodefaultctor redlock_lock_options;
+%nodefaultctor redlock_election;
 
 /* ---------------------------------------------------------------------------
  * The language's own file. It may rename and ignore what is declared below
@@ -148,6 +174,7 @@ static const char *rl_message(int code, const char *detail, char *buf, size_t si
  * these empty bodies (the handles stay opaque). */
 struct redlock_client {};
 struct redlock_lock {};
+struct redlock_election {};
 
 /* ---------------------------------------------------------------------------
  * The classes. Each method is one C call; retries, quorum and validity are
@@ -400,6 +427,97 @@ struct redlock_lock {};
   bool rl_getWake() { return ($self->flags & REDLOCK_OPT_NO_WAKE) == 0; }
   RL_FLAG(Fair, REDLOCK_OPT_FAIR)
 %enddef
+
+
+/* ---------------------------------------------------------------------------
+ * Leader election (redlock_election_*): the class Election. A leader read
+ * travels as one line, "present term revision value", so that no struct
+ * crosses into the languages; observe takes the last line and returns the
+ * next, or NULL when its wait ran out.
+ * ------------------------------------------------------------------------- */
+%newobject redlock_client::rl_newElection;
+%newobject redlock_election::rl_leaderLine;
+%newobject redlock_election::rl_observeLine;
+
+
+%extend redlock_client {
+  redlock_election *rl_newElection(rl_status *st, const char *name) {
+    redlock_election *e = NULL;
+    int rc = redlock_election_new(&e, $self, name);
+    if (rc != 0)
+      rl_fail(st, rc, "the election name is empty, too long, or ends in ':fencing'");
+    return e;
+  }
+}
+
+%extend redlock_election {
+  ~redlock_election() {
+    redlock_election_free($self);
+  }
+
+  void rl_campaign(rl_status *st, const char *value, uint32_t ttlMs, int64_t waitMs) {
+    int rc = redlock_election_campaign($self, value, ttlMs, waitMs);
+    if (rc != 0)
+      rl_fail(st, rc, redlock_election_errmsg($self));
+  }
+
+  void rl_proclaim(rl_status *st, const char *value) {
+    int rc = redlock_election_proclaim($self, value);
+    if (rc != 0)
+      rl_fail(st, rc, redlock_election_errmsg($self));
+  }
+
+  /* Not leading is not an error (as etcd's Resign). */
+  void rl_resign(rl_status *st) {
+    int rc = redlock_election_resign($self);
+    if (rc != 0 && rc != REDLOCK_ESTATE)
+      rl_fail(st, rc, redlock_election_errmsg($self));
+  }
+
+  void rl_cancel() {
+    redlock_election_cancel($self);
+  }
+
+  void rl_cancelReset() {
+    redlock_election_cancel_reset($self);
+  }
+
+  bool rl_isLeader() {
+    return redlock_election_is_leader($self) != 0;
+  }
+
+  int64_t rl_term() {
+    return (int64_t)redlock_election_term($self);
+  }
+
+  char *rl_leaderLine(rl_status *st) {
+    redlock_leader w;
+    memset(&w, 0, sizeof w);
+    w.version = REDLOCK_LEADER_VERSION;
+    int rc = redlock_election_leader($self, &w);
+    if (rc != 0) {
+      rl_fail(st, rc, redlock_election_errmsg($self));
+      return NULL;
+    }
+    return rl_leader_line(&w);
+  }
+
+  char *rl_observeLine(rl_status *st, const char *last, int64_t waitMs) {
+    redlock_leader w;
+    if (rl_parse_leader_line(last, &w) != 0) {
+      rl_fail(st, REDLOCK_EINVAL, "not a leader line");
+      return NULL;
+    }
+    int rc = redlock_election_observe($self, &w, waitMs);
+    if (rc == REDLOCK_ETIMEDOUT)
+      return NULL;
+    if (rc != 0) {
+      rl_fail(st, rc, redlock_election_errmsg($self));
+      return NULL;
+    }
+    return rl_leader_line(&w);
+  }
+}
 
 %extend redlock_lock_options {
   /* The C library's defaults for a lock (redlock_lock_options_init). */

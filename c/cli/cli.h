@@ -146,6 +146,7 @@ int cli_run(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_completion(int argc, char **argv);
+int cli_elect(int argc, char **argv);   /* elect.c */
 
 /* Common long options shared by subcommands (values above 255). */
 enum {

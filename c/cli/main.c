@@ -16,6 +16,8 @@ static void usage(FILE *f)
           "commands:\n"
           "  run RESOURCE [--] COMMAND [ARG...]   run COMMAND while holding the lock on RESOURCE\n"
           "  status RESOURCE                      show who holds RESOURCE on each node\n"
+          "  elect NAME VALUE [--] COMMAND [ARG...]  run COMMAND while leader of the election NAME\n"
+          "  elect -l NAME                        print NAME's leader and every change\n"
           "  doctor                               check that the nodes are safe for Redlock\n"
           "  completion bash|zsh                  print a shell completion script\n"
           "\n"
@@ -47,6 +49,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "run"))
         return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "elect"))
+        return cli_elect(argc - 1, argv + 1);
     if (!strcmp(cmd, "status"))
         return cli_status(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor"))
@@ -55,5 +59,5 @@ int main(int argc, char **argv)
         return cli_completion(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return cli_usage(NULL, "unknown option '%s'", cmd);
-    return cli_usage(NULL, "unknown command '%s' (commands: run, status, doctor, completion)", cmd);
+    return cli_usage(NULL, "unknown command '%s' (commands: run, status, elect, doctor, completion)", cmd);
 }

@@ -496,6 +496,90 @@ REDLOCK_EXTERN int redlock_error_is_retryable(int code);
 /* "MAJOR.MINOR.PATCH" of the library actually linked. */
 REDLOCK_EXTERN const char *redlock_version(void);
 
+/* ---- Leader election (docs/c-api.md "Leader election"; the safety argument
+ * in docs/algorithm.md "Leader election") ----
+ * An election is a lock on the resource `name` that always mints fencing
+ * tokens, whatever the client's flags: the token of a leadership is its
+ * term, so terms strictly increase from one leader to the next. Its leader
+ * keeps the lock auto-extended and a record (term, revision, value) on a
+ * majority, which anyone can read or observe. Its keys are the lock's key K
+ * and K:leader, K:obs (observers), K:fencing, K:wq and K:wl. */
+#define REDLOCK_ELECTION_MAX_VALUE 1024  /* bytes of a leader's value, without the NUL */
+
+typedef struct redlock_election redlock_election; /* one campaigner or observer of one
+                                                   * election; one thread at a time, but
+                                                   * see redlock_election_observe */
+
+/* What a read of the election found. Set version to REDLOCK_LEADER_VERSION;
+ * fields are only ever appended. */
+#define REDLOCK_LEADER_VERSION 1
+typedef struct redlock_leader {
+    unsigned int version;      /* REDLOCK_LEADER_VERSION */
+    int present;               /* 1: a leader holds the election on a majority; 0: none */
+    uint64_t term;             /* the leader's term (its fencing token); with present 0, the
+                                * last term a majority recorded (0: never any) */
+    uint64_t revision;         /* 1 when elected, + 1 per redlock_election_proclaim; 0 with none */
+    size_t value_len;
+    char value[REDLOCK_ELECTION_MAX_VALUE + 1]; /* the leader's value, NUL-terminated; "" with none */
+} redlock_leader;
+
+/* A handle on the election `name` (a resource name, with its rules:
+ * REDLOCK_EINVAL for NULL, "", over REDLOCK_MAX_RESOURCE_LEN, or ending in
+ * ":fencing"). No network I/O. */
+REDLOCK_EXTERN int redlock_election_new(redlock_election **out, redlock_client *client, const char *name);
+/* Frees memory only, never network I/O: a leadership is left to expire
+ * (resign first to hand over at once). Accepts NULL. */
+REDLOCK_EXTERN void redlock_election_free(redlock_election *e);
+/* Called when leadership is lost, as redlock_lock_auto_extend's on_lost (its
+ * lock is redlock_election_lock(e)). Set before a campaign; NULL for none. */
+REDLOCK_EXTERN int redlock_election_on_lost(redlock_election *e, redlock_lost_fn on_lost, void *userdata);
+/* Campaigns: waits (wait_ms as redlock_lock_acquire's) until this handle
+ * leads, then writes value with the new term on a majority and keeps the
+ * leadership auto-extended to ttl_ms until resign, free or loss. 0 when
+ * leading; REDLOCK_EINVAL for a NULL or too long value, REDLOCK_ESTATE when
+ * already leading, REDLOCK_ECANCELED after redlock_election_cancel, or the
+ * acquisition's failure. */
+REDLOCK_EXTERN int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms,
+                                             int64_t wait_ms);
+/* The leader changes its value on a majority, same term, revision + 1.
+ * REDLOCK_ESTATE when not leading, REDLOCK_ELOST when the nodes say the
+ * election is no longer ours, or a failure code (the value may then be on a
+ * minority: proclaim again). */
+REDLOCK_EXTERN int redlock_election_proclaim(redlock_election *e, const char *value);
+/* Gives leadership up: releases the lock, which wakes the next campaigner,
+ * and clears the record. 0, REDLOCK_ESTATE when not leading, or
+ * redlock_release's code (REDLOCK_ELOST: it had already been lost). */
+REDLOCK_EXTERN int redlock_election_resign(redlock_election *e);
+/* Reads the leader from the nodes: reported only if a majority agree on
+ * its term (a minority answer is never reported), else present = 0. A hint
+ * once returned: act on it only with the term as a fencing token. */
+REDLOCK_EXTERN int redlock_election_leader(redlock_election *e, redlock_leader *out);
+/* Waits for the first state later than *last (term, then revision; "none"
+ * after term T comes after every revision of T and every earlier term),
+ * writes it to *last and returns 0. Start from redlock_election_leader's
+ * answer, or from a zeroed struct (with version set): then the first
+ * leader, or "none" with the last term of an election that had one. Woken by the
+ * nodes' messages (the wake-up listener) within about a round trip; polls
+ * while listeners are down, and re-reads after a listener reconnects.
+ * wait_ms: REDLOCK_WAIT_NONE (one read), REDLOCK_WAIT_FOREVER, or 1 to
+ * REDLOCK_MAX_WAIT_MS, then REDLOCK_ETIMEDOUT. Changes that are replaced
+ * before a read can see them are coalesced: the latest is returned, never
+ * an earlier one. May run on one other thread while the handle campaigns. */
+REDLOCK_EXTERN int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
+/* Cancels campaign and observe, as redlock_lock_cancel does (sticky, any
+ * thread, async-signal-safe); reset clears it. */
+REDLOCK_EXTERN void redlock_election_cancel(redlock_election *e);
+REDLOCK_EXTERN void redlock_election_cancel_reset(redlock_election *e);
+/* 1 while this handle leads and its validity has not run out. Any thread. */
+REDLOCK_EXTERN int redlock_election_is_leader(const redlock_election *e);
+/* The term of the current leadership (its fencing token), 0 when not leading. Any thread. */
+REDLOCK_EXTERN uint64_t redlock_election_term(const redlock_election *e);
+/* The election's lock, borrowed: its validity, node report and loss; only
+ * the read-only redlock_lock_* calls. */
+REDLOCK_EXTERN const redlock_lock *redlock_election_lock(const redlock_election *e);
+/* The detail of the last failed call on the handle, "" after a success. */
+REDLOCK_EXTERN const char *redlock_election_errmsg(const redlock_election *e);
+
 /* ---- Read-write locks (docs/c-api.md, "Read-write locks") ----
  * A handle for one side of the read-write lock on resource: many readers
  * hold it together, a writer alone. The writer's key is the mutex's, so a

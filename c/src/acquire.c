@@ -103,11 +103,10 @@ static void read_hint(const rl_round *r, wait_hint *h)
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
                           int calm, int renew, int registered, char mode[8])
 {
-    redlock_client *c = lock->client;
     /* Fair mode orders waiters while the nodes are calm; right after a
      * node failed, nodes may name different heads, and a queue only some
      * of them know must not hold the lock up: everyone may take it then. */
-    int fencing = (c->opts.flags & REDLOCK_OPT_FENCING) != 0, fair = (lock->pol.flags & REDLOCK_OPT_FAIR) && calm;
+    int fencing = rl_lock_fencing(lock), fair = (lock->pol.flags & REDLOCK_OPT_FAIR) && calm;
     int n = 0;
     if (member[0])
         mode[n++] = 'j';
@@ -161,9 +160,9 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
-    if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING) && lock->kind == RL_KIND_READ)
+    if (code == 0 && rl_lock_fencing(lock) && lock->kind == RL_KIND_READ)
         token = rl_rw_reader_token(&r);   /* the counter as it is: readers commit nothing */
-    else if (code == 0 && (c->opts.flags & REDLOCK_OPT_FENCING))
+    else if (code == 0 && rl_lock_fencing(lock))
         code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {
         atomic_store(&lock->token, token);
@@ -412,7 +411,7 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
      * fencing need the script: queue work starts once someone has actually
      * been refused. */
     s->plain_first = s->join && !lock->contended && !(o->flags & REDLOCK_OPT_FAIR) &&
-                     !(lock->client->opts.flags & REDLOCK_OPT_FENCING);
+                     !rl_lock_fencing(lock);
     /* A registration's lease is renewed a few times per lease, not on
      * every attempt: the first registering attempt renews (the script
      * also does when it has to add us again, e.g. after a restart). */
@@ -443,7 +442,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
          * or fencing need the script. If it wins, its release leaves the
          * queue (scripts.c); if it loses, the winner's release wakes it. */
         if (*calm && s->woke && s->registered && s->listen && !fair && !renew_due &&
-            !(lock->client->opts.flags & REDLOCK_OPT_FENCING) && !rl_rw_kind(lock))
+            !rl_lock_fencing(lock) && !rl_rw_kind(lock))
             *plain = s->woken_plain = 1;
     }
     int registered = s->registered;

@@ -12,13 +12,13 @@
 
 #define LATER 1   /* results[k] until acquire.c has made the attempt */
 
-/* A lock this call cannot batch (fencing needs its token commit, fair mode
- * its queue, a read-write lock's side or a semaphore's permit its own
- * commands):
- * acquire.c does it, one attempt, after the batch. */
+/* A lock this call cannot batch (fencing, the client's or an election
+ * lock's, needs its token commit, fair mode its queue, a read-write lock's
+ * side or a semaphore's permit its own commands): acquire.c does it, one
+ * attempt, after the batch. */
 static int plain(const redlock_lock *lock)
 {
-    return !(lock->client->opts.flags & REDLOCK_OPT_FENCING) && !(lock->pol.flags & REDLOCK_OPT_FAIR) &&
+    return !rl_lock_fencing(lock) && !(lock->pol.flags & REDLOCK_OPT_FAIR) &&
            lock->kind == RL_KIND_MUTEX;
 }
 

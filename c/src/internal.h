@@ -85,6 +85,7 @@ typedef enum rl_cmd {
                            * fencing counter (scripts.c) */
     RL_CMD_FENCE_COMMIT,  /* raise the counter to the token if the key is still ours */
     RL_CMD_LEAVE,         /* a waiter that gives up leaves the queue */
+    RL_CMD_ELECT,         /* an election's record (election.c, scripts.c): write, clear or read */
     /* the read-write lock (rwlock.c, docs/algorithm.md "Read-write locks"):
      * each takes the keys of KEYS_RW (proto.c) */
     RL_CMD_RW_ACQUIRE,    /* a read, or a waiting write, acquisition */
@@ -103,6 +104,15 @@ typedef enum rl_cmd {
 #define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
 #define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
 #define RL_FENCE_SUFFIX_LEN 8
+
+/* ---- election.c: what one node says about an election (RL_CMD_ELECT) ---- */
+#define RL_ELECT_ARGS 7            /* op, owner, term, revision, value, observer, lease */
+typedef struct rl_elect_node {
+    int present;                   /* the record's owner holds the election's lock here */
+    uint64_t term, revision;       /* the record's (0 when there is none) */
+    int64_t pttl_ms;               /* the lock's PTTL here (-2: no lock) */
+    char value[REDLOCK_ELECTION_MAX_VALUE + 1];
+} rl_elect_node;
 
 typedef struct rl_round rl_round;
 struct rl_round {
@@ -161,6 +171,13 @@ struct rl_round {
     rl_round *next;          /* the client's list of rounds under way */
     pthread_cond_t cv;       /* a follower waits here (made when first needed) */
     int cv_ready, following;
+    /* RL_CMD_ELECT (election.c): the record's and the observers' keys,
+     * the script's arguments after the key's, and per node what a read
+     * found (the caller's array of n, or NULL) */
+    const char *ekeys[2];
+    size_t ekey_len[2];
+    const char *eargv[RL_ELECT_ARGS];
+    struct rl_elect_node *elect;
 };
 
 /* ---- extend_many.c: many locks' extensions in one round ---- */
@@ -310,6 +327,7 @@ struct redlock_lock {
     int lost_code;            /* why state became LOCK_LOST */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
+    int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
     /* What the handle locks: a mutex, a side of a read-write lock
      * (rwlock.c) or a semaphore's permit (semaphore.c); 4 (several
      * resources) is reserved. */
@@ -329,6 +347,12 @@ struct redlock_lock {
     uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
 };
+
+/* 1 when an acquisition of lock mints a fencing token. */
+static inline int rl_lock_fencing(const struct redlock_lock *lock)
+{
+    return (lock->client->opts.flags & REDLOCK_OPT_FENCING) || lock->fencing;
+}
 
 /* report.c: the handle's error detail (printf-style); extend.c: the TTL
  * check, a round for the lock */
@@ -526,6 +550,8 @@ extern char rl_sha_set_many[41];
 extern const char rl_script_set_many[];
 extern char rl_sha_release_many[41];
 extern const char rl_script_release_many[];
+extern char rl_sha_elect[41];
+extern const char rl_script_elect[];
 extern char rl_sha_rw_acquire[41];
 extern char rl_sha_rw_extend[41];
 extern char rl_sha_rw_release[41];
@@ -536,7 +562,7 @@ extern const char rl_script_rw_acquire[];
 extern const char rl_script_rw_extend[];
 extern const char rl_script_rw_release[];
 extern const char rl_script_rw_downgrade[];
-#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 20 KB now */
+#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 22 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 

@@ -142,6 +142,41 @@ const char rl_script_release_many[] =
     "redis.call('del', KEYS[i]) r[i] = 1 else r[i] = 0 end end return r";
 char rl_sha_set_many[41];
 char rl_sha_release_many[41];
+/* Elections (election.c, docs/algorithm.md "Leader election"). KEYS: K
+ * (the election's lock), K:leader (the record: a hash of the owner's lock
+ * value o, term t, revision n and value v) and K:obs (the observers'
+ * registrations, scored by when they lapse on the node's clock). ARGV: op,
+ * owner, term, revision, value, observer, lease ms. 'w' writes the record
+ * if the lock is ours and the record is not newer (terms and revisions are
+ * compared as decimal strings); 'c' clears the owner if it is ours; both
+ * then publish "<registration> <term>:<revision>" to every observer still
+ * listening (a hint, by redis.pcall). Any other op reads: {1 when the
+ * record's owner holds the lock, term, revision, value (only then), the
+ * lock's PTTL}, and renews the observer's registration if one is given. */
+const char rl_script_elect[] =
+    "local k, rec, obs, op = KEYS[1], KEYS[2], KEYS[3], ARGV[1] "
+    "local function bad(v) return type(v) == 'table' and v.err ~= nil end "
+    "local function older(a, b) return #a < #b or (#a == #b and a < b) end "
+    "local function now() local t = redis.pcall('time') if bad(t) then return nil end "
+    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end "
+    "local function tell(tag) local n = now() if not n then return end "
+    "redis.pcall('zremrangebyscore', obs, '-inf', n) local m = redis.pcall('zrange', obs, 0, 255) "
+    "if bad(m) then return end for _, x in ipairs(m) do "
+    "local c = redis.pcall('publish', 'redlock:wake:' .. string.match(x, '^[^:]*'), x .. ' ' .. tag) "
+    "if c == 0 then redis.pcall('zrem', obs, x) end end end "
+    "if op == 'w' then if redis.call('get', k) ~= ARGV[2] then return 0 end "
+    "local r = redis.call('hmget', rec, 't', 'n') "
+    "if r[1] and (older(ARGV[3], r[1]) or (r[1] == ARGV[3] and r[2] and older(ARGV[4], r[2]))) then return 0 end "
+    "redis.call('hset', rec, 'o', ARGV[2], 't', ARGV[3], 'n', ARGV[4], 'v', ARGV[5]) "
+    "tell(ARGV[3] .. ':' .. ARGV[4]) return 1 end "
+    "if op == 'c' then if redis.call('hget', rec, 'o') ~= ARGV[2] then return 0 end "
+    "redis.call('hset', rec, 'o', '') tell(ARGV[3] .. ':0') return 1 end "
+    "if ARGV[6] ~= '' then local n = now() if n then local lease = tonumber(ARGV[7]) "
+    "redis.pcall('zadd', obs, n + lease, ARGV[6]) redis.pcall('pexpire', obs, lease) end end "
+    "local v = redis.call('get', k) local r = redis.call('hmget', rec, 'o', 't', 'n', 'v') "
+    "local here = v and r[1] and r[1] == v "
+    "return {here and 1 or 0, r[2] or '0', r[3] or '0', here and r[4] or '', redis.call('pttl', k)}";
+
 /* ---- the read-write lock (rwlock.c; docs/algorithm.md, "Read-write
  * locks") ----
  * KEYS: K, K:wq, K:wl, the fencing counter, K:rd, K:wi. A writer holds K
@@ -244,6 +279,7 @@ char rl_sha_extend[41];
 char rl_sha_acquire[41];
 char rl_sha_leave[41];
 char rl_sha_fence_commit[41];
+char rl_sha_elect[41];
 char rl_sha_rw_acquire[41];
 char rl_sha_rw_extend[41];
 char rl_sha_rw_release[41];
@@ -259,6 +295,7 @@ static const struct {
     { "redlock_acquire", rl_script_acquire },
     { "redlock_leave", rl_script_leave },
     { "redlock_fence_commit", rl_script_fence_commit },
+    { "redlock_elect", rl_script_elect },
     { "redlock_rw_acquire", rl_script_rw_acquire },
     { "redlock_rw_extend", rl_script_rw_extend },
     { "redlock_rw_release", rl_script_rw_release },
@@ -286,6 +323,7 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_acquire, rl_sha_acquire);
     rl_sha1_hex(rl_script_leave, rl_sha_leave);
     rl_sha1_hex(rl_script_fence_commit, rl_sha_fence_commit);
+    rl_sha1_hex(rl_script_elect, rl_sha_elect);
     rl_sha1_hex(rl_script_rw_acquire, rl_sha_rw_acquire);
     rl_sha1_hex(rl_script_rw_extend, rl_sha_rw_extend);
     rl_sha1_hex(rl_script_rw_release, rl_sha_rw_release);

@@ -124,6 +124,7 @@ static void test_function_mode(void)
     CHECK_RC(redlock_client_load_functions(admin, err, sizeof err), 0);
     char out[16384];   /* the library lists every function, the semaphore's and read-write lock's too */
     CHECK(ctl(out, sizeof out, "cmd 1 FUNCTION LIST LIBRARYNAME redlock") == 0 && strstr(out, "redlock_release"));
+    CHECK(strstr(out, "redlock_elect") && strstr(out, "redlock_rw_acquire") && strstr(out, "redlock_sem_acquire"));
 
     /* FCALL, no EVAL permission: works, and nothing is denied */
     all_nodes("ACL LOG RESET");

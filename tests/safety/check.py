@@ -557,7 +557,12 @@ def main(argv):
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         sys.stderr.write("usage: check.py RUN_DIR\n")
         return 2
-    r = analyze(argv[0])
+    # Leader election runs (client.c --mode elect) have their own checks.
+    import check_elect
+    if check_elect.is_elect_run(argv[0]):
+        r = check_elect.analyze(argv[0])
+    else:
+        r = analyze(argv[0])
     print(r.summary())
     return 0 if r.ok else 1
 

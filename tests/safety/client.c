@@ -144,9 +144,10 @@ static const char *oneline(const char *s, char *out, size_t size)
  * library then reports, measured the same way as after acquire. */
 static redlock_lock *main_lock;   /* the checked lock; background locks are not logged */
 static redlock_lock *rw_read, *rw_write;   /* --mode rw: the checked locks */
+static const redlock_lock *elect_lock;     /* --mode elect: the election's lock */
 static int checked_lock(const redlock_lock *l)
 {
-    return l && (l == main_lock || l == rw_read || l == rw_write);
+    return l && (l == main_lock || l == rw_read || l == rw_write || l == elect_lock);
 }
 static atomic_long bg_lost;
 
@@ -176,6 +177,126 @@ static void on_bg_lost(redlock_lock *lock, int code, const char *message, void *
     atomic_fetch_add(&bg_lost, 1);
     logline("BGLOST %ld %lld %lld %d %s %s %s", client_id, atomic_load(&cur_seq), (long long)now_ns(), code,
             redlock_error_name(code), redlock_lock_resource(lock), oneline(message, msg, sizeof msg));
+}
+
+/* ---- --mode elect: leader election (docs/algorithm.md, "Leader election") ----
+ * A campaigner loops: campaign, act as leader for --hold ms, writing with its
+ * term as the fencing token every --step ms while it leads, then resign. An
+ * observer (--role observer) logs every state redlock_election_observe
+ * returns. Log lines: see check_elect.py. */
+typedef struct elect_params {
+    long id, ttl, hold, margin, gap, step;
+    long long wait;
+    int observer;
+    int64_t end;
+} elect_params;
+
+/* The fenced store of a leader: its term must be >= the highest stored
+ * (a leader writes many times per term), as UPDATE ... WHERE fence <= $t. */
+static int elect_store(int sfd, int cfd, uint64_t term, store_result *res)
+{
+    while (flock(sfd, LOCK_EX) != 0)
+        if (errno != EINTR)
+            return -1;
+    char b[64] = {0};
+    unsigned long long highest = 0, count = 0;
+    if (pread(sfd, b, sizeof b - 1, 0) > 0)
+        sscanf(b, "%llu %llu", &highest, &count);
+    res->t_at = now_ns();
+    res->before = highest;
+    res->accepted = term >= highest;
+    int rc = 0;
+    if (res->accepted) {
+        char o[64];
+        snprintf(o, sizeof o, "%-20" PRIu64 " %-20llu\n", term, count + 1);
+        if (write_counter(cfd, read_counter(cfd) + 1) != 0 || pwrite(sfd, o, 42, 0) != 42)
+            rc = -1;
+    }
+    flock(sfd, LOCK_UN);
+    return rc;
+}
+
+static int run_observer(redlock_election *e, const elect_params *p)
+{
+    redlock_leader cur = { .version = REDLOCK_LEADER_VERSION };
+    char msg[1024];
+    while (!stop_requested && now_ns() < p->end) {
+        int64_t t_call = now_ns();
+        int rc = redlock_election_observe(e, &cur, 300);
+        int64_t t_ret = now_ns();
+        if (rc == 0)
+            logline("SEEN %ld %lld %lld %d %" PRIu64 " %" PRIu64 " %s", p->id, (long long)t_call, (long long)t_ret,
+                    cur.present, cur.term, cur.revision, cur.present ? cur.value : "-");
+        else if (rc != REDLOCK_ETIMEDOUT)
+            logline("OFAIL %ld %lld %d %s %s", p->id, (long long)t_ret, rc, redlock_error_name(rc),
+                    oneline(redlock_election_errmsg(e), msg, sizeof msg));
+    }
+    return 0;
+}
+
+static int run_campaigner(redlock_election *e, const elect_params *p, int sfd, int cfd)
+{
+    char value[32], msg[1024];
+    snprintf(value, sizeof value, "c%ld", p->id);
+    unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
+    long long seq = 0, led = 0;
+    redlock_election_on_lost(e, on_lost, NULL);
+    const redlock_lock *lock = redlock_election_lock(e);
+    while (!stop_requested && now_ns() < p->end) {
+        seq++;
+        atomic_store(&cur_seq, seq);
+        int64_t t_call = now_ns();
+        int rc = redlock_election_campaign(e, value, (uint32_t)p->ttl, p->wait);
+        int64_t t_ret = now_ns();
+        if (rc != 0) {
+            logline("EFAIL %ld %lld %lld %lld %d %s %s", p->id, seq, (long long)t_call, (long long)t_ret, rc,
+                    redlock_error_name(rc), oneline(redlock_election_errmsg(e), msg, sizeof msg));
+            continue;
+        }
+        led++;
+        int64_t validity = redlock_lock_validity_ms(lock);
+        uint64_t term = redlock_election_term(e);
+        logline("LEAD %ld %lld %lld %lld %lld %" PRIu64, p->id, seq, (long long)t_call, (long long)t_ret,
+                (long long)(t_ret + validity * 1000000), term);
+        int64_t until = t_ret + (int64_t)p->hold * 1000000;
+        while (!stop_requested && now_ns() < until) {
+            int64_t t_check = now_ns();
+            if (!redlock_election_is_leader(e) || redlock_lock_validity_ms(lock) <= p->margin)
+                break;
+            store_result res;
+            int64_t t_begin = now_ns();
+            if (elect_store(sfd, cfd, term, &res) != 0) {
+                perror("storage");
+                return 1;
+            }
+            logline("EWRITE %ld %lld %lld %lld %lld %" PRIu64 " %s %llu", p->id, seq, (long long)t_check,
+                    (long long)res.t_at, (long long)now_ns(), term, res.accepted ? "ACCEPT" : "REJECT", res.before);
+            (void)t_begin;
+            sleep_ms(p->step);
+        }
+        int64_t t_res = now_ns();
+        rc = redlock_election_resign(e);
+        logline("RESIGN %ld %lld %lld %lld %d %s", p->id, seq, (long long)t_res, (long long)now_ns(), rc,
+                rc ? redlock_error_name(rc) : "OK");
+        if (p->gap > 0)
+            sleep_ms(rand_r(&seed) % (p->gap + 1));
+    }
+    logline("LED %ld %lld", p->id, led);
+    return 0;
+}
+
+static int run_elect(redlock_client *client, const char *resource, const elect_params *p, int sfd, int cfd)
+{
+    redlock_election *e;
+    int rc = redlock_election_new(&e, client, resource);
+    if (rc != 0) {
+        fprintf(stderr, "client %ld: election_new: %s\n", p->id, redlock_strerror(rc));
+        return 1;
+    }
+    elect_lock = redlock_election_lock(e);   /* its extensions are logged (on_event) */
+    rc = p->observer ? run_observer(e, p) : run_campaigner(e, p, sfd, cfd);
+    redlock_election_free(e);
+    return rc;
 }
 
 /* ---- --mode rw: the read-write lock (docs/algorithm.md, "Read-write
@@ -250,7 +371,10 @@ static void usage(void)
             "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
             "                      mutex: no counter write (check.py counts holders)\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
-            "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n");
+            "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n"
+            "  --mode elect        leader election: campaign, write with the term to --storage\n"
+            "                      every --step MS for --hold MS, resign; --role observer logs\n"
+            "                      what redlock_election_observe returns (check_elect.py)\n");
 }
 
 int main(int argc, char **argv)
@@ -269,7 +393,9 @@ int main(int argc, char **argv)
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
            O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND,
-           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT };
+           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP };
+    const char *role = "campaigner";
+    long step = 20;
     static const struct option lopts[] = {
         {"id", required_argument, 0, 'i'},
         {"log", required_argument, 0, 'l'},
@@ -297,6 +423,8 @@ int main(int argc, char **argv)
         {"background", required_argument, 0, O_BACKGROUND},
         {"mode", required_argument, 0, O_MODE},
         {"write-every", required_argument, 0, O_WRITE_EVERY},
+        {"role", required_argument, 0, O_ROLE},
+        {"step", required_argument, 0, O_STEP},
         {"limit", required_argument, 0, O_SEM_LIMIT},
         {0, 0, 0, 0}};
     int ch;
@@ -327,7 +455,8 @@ int main(int argc, char **argv)
         case O_FAIR: fair = 1; break;
         case O_BACKGROUND: background = atol(optarg); break;
         case O_MODE:
-            if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0) {
+            if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0 &&
+                strcmp(optarg, "elect") != 0) {
                 usage();
                 return 2;
             }
@@ -335,6 +464,8 @@ int main(int argc, char **argv)
             rw_mode = strcmp(mode, "rw") == 0;
             break;
         case O_WRITE_EVERY: rw_write_every = atol(optarg); break;
+        case O_ROLE: role = optarg; break;
+        case O_STEP: step = atol(optarg); break;
         case O_SEM_LIMIT: sem_limit = atol(optarg); break;
         default: usage(); return 2;
         }
@@ -344,7 +475,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing)) {
+    if (id < 0 || !log_path || !counter_path || ttl <= 0 || (storage_path && !fencing && strcmp(mode, "elect") != 0)) {
         usage();
         return 2;
     }
@@ -355,7 +486,7 @@ int main(int argc, char **argv)
         o.flags |= REDLOCK_OPT_NO_WAKE;
     if (fair)
         o.flags |= REDLOCK_OPT_FAIR;
-    if (auto_extend || background)
+    if (auto_extend || background || strcmp(mode, "elect") == 0)
         o.on_event = on_event;
     if (margin < 0)
         margin = ttl / 10;
@@ -400,6 +531,28 @@ int main(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "client %ld: %s\n", id, err);
         return 1;
+    }
+    if (strcmp(mode, "elect") == 0) {
+        /* Election mode: its own loop (run_elect); extensions logged by on_event. */
+        elect_params ep = { id, ttl, hold, margin, gap, step, wait, strcmp(role, "observer") == 0,
+                            duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX };
+        if (!ep.observer && sfd < 0) {
+            fprintf(stderr, "client %ld: --mode elect needs --storage\n", id);
+            return 2;
+        }
+        logline("START %ld %lld pid=%ld mode=elect role=%s ttl=%ld drift_ms=%.3f hold=%ld margin=%ld wait=%lld "
+                "nodes=%zu node_timeout=%u connect_timeout=%u", id, (long long)now_ns(), (long)getpid(), role, ttl,
+                (double)ttl * o.drift_factor + o.drift_min_ms, hold, margin, wait, n, o.node_timeout_ms,
+                o.connect_timeout_ms);
+        rc = run_elect(client, resource, &ep, sfd, cfd);
+        logline("END %ld %lld", id, (long long)now_ns());
+        redlock_client_free(client);
+        close(cfd);
+        if (sfd >= 0)
+            close(sfd);
+        close(log_fd);
+        free(envcopy);
+        return rc;
     }
     redlock_lock *lock;
     rc = sem ? sem_lock_new(&lock, client, resource) : redlock_lock_new(&lock, client, resource);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._callbacks import Event, EventType, ListenerState, NodeOutcome, NodeResult
 from ._core import AsyncLock, Lock, Redlock, redlock
+from ._election import Election, Leader, Leadership
 from ._errors import (
     AuthError,
     Cancelled,
@@ -41,6 +42,7 @@ __all__ = [
     "RedlockError", "InvalidArgument", "RedlockMemoryError", "LockNotAcquired", "QuorumError",
     "LockExpired", "LockLost", "LockTimeout", "RedlockIOError", "ServerError", "AuthError",
     "TLSError", "NotSupported", "Cancelled", "ExtensionLimit", "LockStateError", "NodesUnreachable",
+    "Election", "Leader", "Leadership",
     "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
 ]

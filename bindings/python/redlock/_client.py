@@ -18,6 +18,7 @@ from ._lock import Lock, OnLost
 from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
+    from ._election import Election
     from ._rwlock import RWLock
     from ._semaphore import AsyncSemaphore, Semaphore
 
@@ -274,6 +275,13 @@ class Redlock:
         """An AsyncLock on ``name`` (asyncio's shape): ``async with client.alock(...)``,
         ``await lock.acquire()``... Takes lock()'s arguments."""
         return AsyncLock(self, name, **kwargs)
+
+    # -- leader election (_election.py) ----------------------------------
+    def election(self, name: Name, *, ttl: Seconds = 10.0) -> "Election":
+        """An Election on ``name``: ``with client.election(name).campaign(value) as term:``,
+        ``leader()``, ``observe()``. ``ttl`` is the leadership's lock TTL (auto-extended)."""
+        from ._election import Election
+        return Election(self, name, ttl=ttl)
 
     def rwlock(self, name: Name, **kwargs: Any) -> "RWLock":
         """The read-write lock on ``name``: ``with client.rwlock(name).read():``

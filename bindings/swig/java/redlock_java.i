@@ -25,7 +25,8 @@
 
 /* A handle used after close() has a NULL pointer: an exception, not a crash. */
 %typemap(in, noblock=1) struct redlock_client *self, struct redlock_lock *self,
-                        struct redlock_options *self, struct redlock_lock_options *self {
+                        struct redlock_options *self, struct redlock_lock_options *self,
+                        struct redlock_election *self {
   $1 = *($&1_ltype)&$input;
   if (!$1) {
     rl_java_throw(jenv, REDLOCK_ESTATE, "the handle is closed");
@@ -132,6 +133,7 @@
 %rename(LockNative) redlock_lock;
 %rename(OptionsNative) redlock_options;
 %rename(LockOptionsNative) redlock_lock_options;
+%rename(ElectionNative) redlock_election;
 
 %define RL_JAVA_HANDLE(CTYPE, JNAME)
 %typemap(javabase) CTYPE "NativeHandle"
@@ -151,6 +153,7 @@ RL_JAVA_HANDLE(struct redlock_client, RedlockNative)
 RL_JAVA_HANDLE(struct redlock_lock, LockNative)
 RL_JAVA_HANDLE(struct redlock_options, OptionsNative)
 RL_JAVA_HANDLE(struct redlock_lock_options, LockOptionsNative)
+RL_JAVA_HANDLE(struct redlock_election, ElectionNative)
 
 /* Handles returned and taken are the public classes. Freed options must not
  * silently mean "the defaults" (a NULL pointer): getCPtrChecked throws. */
@@ -158,6 +161,11 @@ RL_JAVA_HANDLE(struct redlock_lock_options, LockOptionsNative)
 %typemap(javaout) redlock_lock * {
     long cPtr = $jnicall;
     return (cPtr == 0) ? null : new Lock(cPtr, $owner);
+  }
+%typemap(jstype) redlock_election * "Election"
+%typemap(javaout) redlock_election * {
+    long cPtr = $jnicall;
+    return (cPtr == 0) ? null : new Election(cPtr, $owner);
   }
 %typemap(jstype) redlock_lock_options * "LockOptions"
 %typemap(javaout) redlock_lock_options * {
@@ -211,6 +219,16 @@ RL_JAVA_NATIVE(redlock_options::rl_setEventListener, setEventListenerNative)
 %javamethodmodifiers redlock_lock_options::redlock_lock_options "";
 RL_JAVA_NATIVE(redlock_lock_options::rl_setWake, setWakeNative)
 RL_JAVA_NATIVE(redlock_lock_options::rl_setFair, setFairNative)
+RL_JAVA_NATIVE(redlock_client::rl_newElection, newElectionNative)
+RL_JAVA_NATIVE(redlock_election::rl_campaign, campaignNative)
+RL_JAVA_NATIVE(redlock_election::rl_proclaim, proclaimNative)
+RL_JAVA_NATIVE(redlock_election::rl_resign, resignNative)
+RL_JAVA_NATIVE(redlock_election::rl_cancel, cancelNative)
+RL_JAVA_NATIVE(redlock_election::rl_cancelReset, resetCancelNative)
+RL_JAVA_NATIVE(redlock_election::rl_isLeader, isLeaderNative)
+RL_JAVA_NATIVE(redlock_election::rl_term, termNative)
+RL_JAVA_NATIVE(redlock_election::rl_leaderLine, leaderLineNative)
+RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
 
 /* Java composes these from newLock and Lock.acquire (so that close() never
  * waits for a slow acquire), and reads the node report in one call. */

@@ -235,6 +235,7 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     }
     rl_parsed p;
     unsigned char cmd = e->cmd;
+    p.node = i;
     rl_proto_parse(r, e->via, rep, &p);
     if (r->batch && p.out == RL_YES)
         rl_proto_many_results(r, i, rep);

@@ -43,6 +43,7 @@ typedef struct rl_parsed {
     int64_t hint_ms;               /* ACQUIRE refused: wait at most this long (-1: unknown) */
     int marked;                    /* ACQUIRE refused: the holder's release wakes waiters */
     char msg[RL_NODE_MSG_MAX];
+    size_t node;                   /* the node that replied (set by the caller) */
     uint32_t sem_other, sem_nfree; /* SEM_ACQUIRE: another limit; free slots (semaphore.c) */
     unsigned char sem_listed;
     uint16_t sem_free[RL_SEM_FREE_MAX];

@@ -24,6 +24,8 @@ static void parse_script(const rl_round *r, const redisReply *rep, rl_parsed *p)
 static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static long long format_elect(char **out, const rl_round *r, int via);
 static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
@@ -59,6 +61,8 @@ static const struct cmd_spec {
                           parse_many, 0 },
     [RL_CMD_RELEASE_MANY] = { "release_many", "redlock_release_many", rl_script_release_many,
                               rl_sha_release_many, KEYS_ONE, ARG_TTL, parse_many, 0 },
+    [RL_CMD_ELECT] = { "election", "redlock_elect", rl_script_elect, rl_sha_elect, KEYS_ONE, ARG_NONE, parse_elect,
+                       0 },
     /* the read-write lock (rwlock.c): KEYS_RW is KEYS_QUEUE_FENCE and the
      * round's two rw_keys */
     [RL_CMD_RW_ACQUIRE] = { "acquire", "redlock_rw_acquire", rl_script_rw_acquire, rl_sha_rw_acquire, KEYS_RW,
@@ -140,6 +144,8 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         return redisFormatCommand(out, "SET %b %s NX PX %s", r->key, r->key_len, r->value, ttl);
     if (r->cmd == RL_CMD_LOAD_FUNCTIONS)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
+    if (r->cmd == RL_CMD_ELECT)
+        return format_elect(out, r, via);
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
     snprintf(wake, sizeof wake, "%d", r->wake);
@@ -363,6 +369,9 @@ void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep)
 
 void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed *p)
 {
+    size_t node = p->node;
+    memset(p, 0, sizeof *p);
+    p->node = node;
     p->out = RL_PENDING;
     p->counter = 0;
     p->hint_ms = -1;
@@ -380,4 +389,67 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
         say(p, RL_ERR_SERVER, "%.80s (load it with redlock_client_load_functions)", rep->str);
     else
         say(p, rl_proto_is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, "%.150s", rep->str);
+}
+
+/* ---- elections (election.c): KEYS K, K:leader, K:obs; ARGV as scripts.c says ---- */
+
+static long long format_elect(char **out, const rl_round *r, int via)
+{
+    const char *argv[4 + 3 + RL_ELECT_ARGS];
+    size_t len[4 + 3 + RL_ELECT_ARGS];
+    int n = 0;
+    argv[n] = via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA";
+    argv[n] = argv[n], len[n] = strlen(argv[n]), n++;
+    argv[n] = via == RL_VIA_FCALL ? "redlock_elect" : via == RL_VIA_EVAL ? rl_script_elect : rl_sha_elect;
+    len[n] = strlen(argv[n]), n++;
+    argv[n] = "3", len[n++] = 1;
+    argv[n] = r->key, len[n++] = r->key_len;
+    for (int k = 0; k < 2; k++)
+        argv[n] = r->ekeys[k], len[n++] = r->ekey_len[k];
+    for (int k = 0; k < RL_ELECT_ARGS; k++)
+        argv[n] = r->eargv[k] ? r->eargv[k] : "", len[n] = strlen(argv[n]), n++;
+    return redisFormatCommandArgv(out, n, argv, len);
+}
+
+/* A number the script sent as a decimal string; 0 if it is not one. */
+static int elect_number(const redisReply *e, uint64_t *v)
+{
+    *v = 0;
+    if (e->type == REDIS_REPLY_INTEGER) {
+        if (e->integer < 0)
+            return -1;
+        *v = (uint64_t)e->integer;
+        return 0;
+    }
+    return decimal(e, v);
+}
+
+/* A write or clear: 1 or 0, as the lock's scripts. A read: {present, term,
+ * revision, value, pttl}, kept in the round's array for the node. */
+static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    if (rep->type == REDIS_REPLY_INTEGER) {
+        parse_script(r, rep, p);
+        return;
+    }
+    rl_elect_node *e = r->elect ? &r->elect[p->node] : NULL;
+    if (!e || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 || rep->element[0]->type != REDIS_REPLY_INTEGER ||
+        rep->element[3]->type != REDIS_REPLY_STRING || rep->element[4]->type != REDIS_REPLY_INTEGER) {
+        unexpected(r, rep, p);
+        return;
+    }
+    if (elect_number(rep->element[1], &e->term) != 0 || elect_number(rep->element[2], &e->revision) != 0) {
+        say(p, RL_ERR_SERVER, "the election record's term or revision is not a number");
+        return;
+    }
+    if (rep->element[3]->len > REDLOCK_ELECTION_MAX_VALUE) {
+        say(p, RL_ERR_SERVER, "the election record's value is %zu bytes, over the limit of %d", rep->element[3]->len,
+            REDLOCK_ELECTION_MAX_VALUE);
+        return;
+    }
+    e->present = rep->element[0]->integer == 1;
+    memcpy(e->value, rep->element[3]->str, rep->element[3]->len);
+    e->value[rep->element[3]->len] = '\0';
+    e->pttl_ms = rep->element[4]->integer;
+    p->out = RL_YES;
 }

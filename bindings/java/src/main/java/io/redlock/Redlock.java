@@ -144,6 +144,16 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
     return Collections.unmodifiableList(out);
   }
 
+  /**
+   * A campaigner or observer of the leader election {@code name}: see {@link Election}.
+   * No network I/O; a bad name throws InvalidArgumentException.
+   */
+  public Election newElection(String name) {
+    synchronized (this) {
+      return newElectionNative(name);
+    }
+  }
+
   /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
   public Lock newLock(String resource) {
     List<String> urls = nodeUrls();

@@ -59,6 +59,7 @@ public final class RedlockTest {
       case "tls": tls(); break;
       case "no_nodes": noNodes(); break;
       case "unreachable": unreachable(); break;
+      case "election": election(); break;
       case "rwlock": rwLock(); break;
       case "semaphore": semaphore(); break;
       default:
@@ -1778,6 +1779,47 @@ public final class RedlockTest {
       check(held.isHeld(), "the holder still holds it");
     }
     tight.free();
+  }
+
+  // ---------------------------------------------------------------- election
+
+  /** Leader election: campaign, proclaim, resign, leader, observe, and the latch listener. */
+  static void election() throws Exception {
+    String name = "java-election-" + ProcessHandle.current().pid();
+    try (Redlock a = new Redlock(nodes()); Redlock b = new Redlock(nodes());
+         Election ea = a.newElection(name); Election eb = b.newElection(name)) {
+      Leader none = eb.leader();
+      check(!none.isPresent() && none.value() == null, "no leader at first: " + none);
+      ea.campaign("alpha", 10_000, Redlock.WAIT_NONE);
+      long t1 = ea.term();
+      check(t1 >= 1 && ea.isLeader(), "alpha leads with term " + t1);
+      checkEq(new Leader(true, t1, 1, "alpha"), eb.leader(), "leader read by another client");
+      expect(LockNotAcquiredException.class, "second campaigner, one attempt",
+          () -> eb.campaign("beta", 10_000, Redlock.WAIT_NONE));
+      expect(LockStateException.class, "proclaim by a non-leader", () -> eb.proclaim("beta"));
+      ea.proclaim("alpha-2");
+      checkEq(new Leader(true, t1, 2, "alpha-2"), eb.leader(), "after proclaim");
+      // observe: the next state after the current one
+      Leader seen = eb.leader();
+      checkEq(null, eb.observe(seen, 100), "no change: null after the wait");
+      ea.resign();
+      Leader after = eb.observe(seen, 5_000);
+      check(after != null && !after.isPresent() && after.term() == t1, "observed the resign: " + after);
+      // the latch: isLeader then notLeader
+      java.util.concurrent.BlockingQueue<String> told = new java.util.concurrent.LinkedBlockingQueue<>();
+      eb.start("beta", 10_000, new LeaderLatchListener() {
+        public void isLeader(long term) { told.add("leader " + term); }
+        public void notLeader() { told.add("not leader"); }
+      });
+      String first = told.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+      check(first != null && first.startsWith("leader ") && Long.parseLong(first.substring(7)) > t1,
+          "latch told isLeader with a higher term: " + first);
+      checkEq("beta", ea.leader().value(), "the latch's value");
+      eb.stop();
+      checkEq("not leader", told.poll(10, java.util.concurrent.TimeUnit.SECONDS), "latch told notLeader on stop");
+      check(!ea.leader().isPresent(), "stop resigned");
+      expect(InvalidArgumentException.class, "empty name", () -> a.newElection(""));
+    }
   }
 
   // ------------------------------------------------------ issue 24: read-write lock

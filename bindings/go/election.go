@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Election: leader election over C's redlock_election_* (docs/algorithm.md,
+// "Leader election"), on the model of go.etcd.io/etcd/client/v3/concurrency's
+// Election: Campaign blocks until leader, Proclaim, Resign, Leader, Observe.
+// The term is the leadership's fencing token.
+
+//go:build cgo
+
+package redlock
+
+// #include <stdlib.h>
+// #include "redlock.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// ErrNoLeader is returned by Election.Leader when no leader holds the
+// election on a majority (etcd's ErrElectionNoLeader).
+var ErrNoLeader = errors.New("redlock: election has no leader")
+
+// Leader is what a read of an election found.
+type Leader struct {
+	Present  bool   // a leader holds the election on a majority
+	Term     uint64 // its term (fencing token); with Present false, the last term recorded
+	Revision uint64 // 1 when elected, +1 per Proclaim; 0 with no leader
+	Value    string // the leader's value; "" with no leader
+}
+
+// observeSlice bounds each C observe call, so that a cancelled ctx ends Observe promptly.
+const observeSlice = 500
+
+// Election is one campaigner (or observer) of the election name on a Client.
+// Campaign, Proclaim and Resign are for one goroutine at a time; Leader,
+// Observe, Term and IsLeader may be called from any goroutine.
+type Election struct {
+	name   string
+	client *Client
+	ttlMs  uint32
+	mu     sync.Mutex // serialises Campaign, Proclaim and Resign
+	p      *C.redlock_election
+}
+
+// NewElection makes an Election on name, leaderships lasting ttl while not
+// extended (they are auto-extended; 0: the client's expiry). No network I/O.
+func (c *Client) NewElection(name string, ttl time.Duration) (*Election, error) {
+	if ttl == 0 {
+		ttl = c.cfg.expiry
+	}
+	e := &Election{name: name, client: c, ttlMs: uint32(ttl / time.Millisecond)}
+	p, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	e.p = p
+	runtime.SetFinalizer(e, func(e *Election) { C.redlock_election_free(e.p) })
+	return e, nil
+}
+
+// open makes a C election handle on the client (which keeps the C client's
+// memory alive as long as the handle lives, after Close too).
+func (e *Election) open() (*C.redlock_election, error) {
+	cname := C.CString(e.name)
+	defer C.free(unsafe.Pointer(cname))
+	e.client.mu.RLock()
+	defer e.client.mu.RUnlock()
+	if e.client.p == nil {
+		return nil, ErrClosed
+	}
+	var p *C.redlock_election
+	if rc := C.redlock_election_new(&p, e.client.p, cname); rc != 0 {
+		return nil, &Error{Op: "election", Resource: e.name, Code: int(rc),
+			Detail: "the name is empty, too long, or ends in \":fencing\""}
+	}
+	return p, nil
+}
+
+func (e *Election) err(op string, p *C.redlock_election, rc C.int, also ...error) error {
+	return &Error{Op: op, Resource: e.name, Code: int(rc), Detail: C.GoString(C.redlock_election_errmsg(p)), also: also}
+}
+
+// waitFor runs call (a C wait on p) with ctx's deadline as wait_ms and its
+// cancellation as redlock_election_cancel.
+func waitFor(ctx context.Context, p *C.redlock_election, call func(wait C.int64_t) C.int) (C.int, error) {
+	wait := C.int64_t(C.REDLOCK_WAIT_FOREVER)
+	if dl, ok := ctx.Deadline(); ok {
+		ms := max(int64((time.Until(dl)+time.Millisecond-1)/time.Millisecond), 1)
+		if ms <= maxWaitMs {
+			wait = C.int64_t(ms)
+		}
+	}
+	C.redlock_election_cancel_reset(p)
+	stop := context.AfterFunc(ctx, func() { C.redlock_election_cancel(p) })
+	rc := call(wait)
+	stop()
+	if rc != 0 && ctx.Err() != nil {
+		return rc, ctx.Err()
+	}
+	return rc, nil
+}
+
+// Campaign blocks until this process leads (or ctx ends: an error matching
+// ErrCanceled or ErrTimeout and ctx's error), writes value with the new
+// term on a majority and keeps the leadership auto-extended.
+func (e *Election) Campaign(ctx context.Context, value string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cval := C.CString(value)
+	defer C.free(unsafe.Pointer(cval))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rc, cerr := waitFor(ctx, e.p, func(wait C.int64_t) C.int {
+		return C.redlock_election_campaign(e.p, cval, C.uint32_t(e.ttlMs), wait)
+	})
+	runtime.KeepAlive(e)
+	if rc != 0 {
+		if cerr != nil {
+			return e.err("campaign", e.p, rc, cerr)
+		}
+		return e.err("campaign", e.p, rc)
+	}
+	return nil
+}
+
+// Proclaim lets the leader change its value without a new election.
+// ErrState when not the leader, ErrLost when the election is no longer ours.
+func (e *Election) Proclaim(value string) error {
+	cval := C.CString(value)
+	defer C.free(unsafe.Pointer(cval))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rc := C.redlock_election_proclaim(e.p, cval); rc != 0 {
+		return e.err("proclaim", e.p, rc)
+	}
+	return nil
+}
+
+// Resign gives leadership up and wakes the next campaigner at once. Not
+// leading is not an error (as etcd's Resign).
+func (e *Election) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rc := C.redlock_election_resign(e.p)
+	if rc != 0 && rc != C.REDLOCK_ESTATE {
+		return e.err("resign", e.p, rc)
+	}
+	return nil
+}
+
+// IsLeader is true while this Election leads (its validity not run out).
+func (e *Election) IsLeader() bool { return C.redlock_election_is_leader(e.p) != 0 }
+
+// Term is the term of this Election's leadership (its fencing token), 0 when not leading.
+func (e *Election) Term() uint64 { return uint64(C.redlock_election_term(e.p)) }
+
+// Key is the election's name.
+func (e *Election) Key() string { return e.name }
+
+func leaderOf(l *C.redlock_leader) Leader {
+	if l.present == 0 {
+		return Leader{Term: uint64(l.term)}
+	}
+	return Leader{Present: true, Term: uint64(l.term), Revision: uint64(l.revision),
+		Value: C.GoStringN(&l.value[0], C.int(l.value_len))}
+}
+
+// Leader reads the leader from a majority of the nodes: ErrNoLeader (with
+// the last term in the Leader) when there is none. A hint: it may have
+// changed by the time it returns; fence with the term.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	var out C.redlock_leader
+	out.version = C.REDLOCK_LEADER_VERSION
+	p, err := e.open() // its own handle: any goroutine may read
+	if err != nil {
+		return Leader{}, err
+	}
+	defer C.redlock_election_free(p)
+	if rc := C.redlock_election_leader(p, &out); rc != 0 {
+		return Leader{}, e.err("leader", p, rc)
+	}
+	l := leaderOf(&out)
+	if !l.Present {
+		return l, ErrNoLeader
+	}
+	return l, nil
+}
+
+// Observe sends the current state, then every change of leader or value in
+// term order (never a term back), until ctx ends; then the channel is
+// closed. Changes replaced before a read can see them are coalesced.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	ch := make(chan Leader)
+	p, err := e.open()
+	if err != nil {
+		close(ch)
+		return ch
+	}
+	go func() {
+		defer close(ch)
+		defer C.redlock_election_free(p)
+		var cur C.redlock_leader
+		cur.version = C.REDLOCK_LEADER_VERSION
+		rc := C.redlock_election_leader(p, &cur)
+		for ctx.Err() == nil {
+			if rc == 0 {
+				select {
+				case ch <- leaderOf(&cur):
+				case <-ctx.Done():
+					return
+				}
+			}
+			for {
+				rc, _ = waitFor(ctx, p, func(C.int64_t) C.int {
+					return C.redlock_election_observe(p, &cur, observeSlice)
+				})
+				if rc != C.REDLOCK_ETIMEDOUT || ctx.Err() != nil {
+					break
+				}
+			}
+			if rc != 0 && ctx.Err() == nil {
+				time.Sleep(observeSlice * time.Millisecond) // nodes failing: try again
+			}
+		}
+	}()
+	return ch
+}
+
+// Close frees the Election's C handle; a leadership is left to expire
+// (Resign first to hand over at once). Idempotent.
+func (e *Election) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p != nil {
+		runtime.SetFinalizer(e, nil)
+		C.redlock_election_free(e.p)
+		e.p = nil
+	}
+	return nil
+}
