@@ -4,6 +4,7 @@
  * same ways: EVAL, EVALSHA and the "redlock" function library. Data only,
  * so that the engine (proto.c) and scripts.c depend on nothing else. */
 #include "internal.h"
+#include "wake_lua.h"
 
 /* The keys beside K, named in one place: "K:limit", "K:s<i>". The C side
  * never needs them (the scripts derive them from KEYS[1]); this Lua helper
@@ -11,22 +12,6 @@
 #define RL_SEM_AUX_LUA \
     "local function rl_aux(k, w) return k .. '" RL_SEM_SEP "' .. w end " \
     "local function rl_slot(k, i) return rl_aux(k, '" RL_SEM_SLOT_PREFIX "' .. i) end "
-
-/* The wake-up helpers of scripts.c, repeated here (scripts.c keeps them to
- * itself): the same text, so waiters of both kinds are woken the same way. */
-#define RL_SEM_WAKE_LUA \
-    "local function rl_bad(v) return type(v) == 'table' and v.err ~= nil end " \
-    "local function rl_now() local t = redis.pcall('time') if rl_bad(t) then return nil end " \
-    "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end " \
-    "local function rl_chan(m) return 'redlock:wake:' .. string.match(m, '^[^:]*') end " \
-    "local function rl_drop(q, l, m) redis.pcall('zrem', q, m) redis.pcall('zrem', l, m) end " \
-    "local function rl_purge(q, l, now) local g = redis.pcall('zrangebyscore', l, '-inf', now, 'LIMIT', 0, 32) " \
-    "if rl_bad(g) then return false end for _, m in ipairs(g) do rl_drop(q, l, m) end return true end " \
-    "local function rl_wake(q, l, skip, tag, key) " \
-    "for _ = 1, 8 do local h = redis.pcall('zrange', q, 0, 1) if rl_bad(h) or not h[1] then return end " \
-    "local m = h[1] if m == skip then m = h[2] end if not m then return end " \
-    "local n = redis.pcall('publish', rl_chan(m), m .. ' ' .. tag .. '\\n' .. key) if rl_bad(n) then return end " \
-    "if n > 0 then return end rl_drop(q, l, m) end end "
 
 /* Acquisition. KEYS: K, K:wq, K:wl, K:fencing. ARGV: value, ttl, our
  * registration, ticket, lease, mode (as rl_script_acquire's, 'f' aside),
@@ -40,7 +25,7 @@
  * first one asked for on, up to 16, "5,6"}: the client's next round asks
  * for a slot free on a majority. A refusal reads every slot: O(L). */
 const char rl_script_sem_acquire[] =
-    RL_SEM_WAKE_LUA RL_SEM_AUX_LUA
+    RL_WAKE_LUA RL_SEM_AUX_LUA
     "local k, q, l, me, mode = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[6] "
     "local lk, lim = rl_aux(k, 'limit'), tonumber(ARGV[7]) "
     "local cur = redis.call('get', lk) "
@@ -91,7 +76,7 @@ const char rl_script_sem_release[] =
     "if redis.call('get', sk) == ARGV[1] then redis.call('del', sk) gone = gone + 1 else all = 0 end end "
     "if gone == 0 then return 0 end "
     "local e = redis.pcall('get', KEYS[2]) if not (type(e) == 'table' and e.err ~= nil) then return all end "
-    RL_SEM_WAKE_LUA
+    RL_WAKE_LUA
     "if ARGV[2] ~= '0' then rl_wake(KEYS[2], KEYS[3], ARGV[3], ARGV[1], KEYS[1]) end return all";
 /* KEYS: K, K:fencing. ARGV: value, token, the slots: the counter rises to
  * the token if the slots are still ours (as rl_script_fence_commit). */

@@ -6,6 +6,8 @@
 // instrument read back through the OpenTelemetry SDK's in-memory reader.
 package io.redlock.otel;
 
+import io.redlock.testsupport.Nodes;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

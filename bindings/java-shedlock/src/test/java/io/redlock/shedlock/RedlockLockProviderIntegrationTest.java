@@ -6,6 +6,8 @@
 // lock), run against the real nodes of tests/harness/nodes.py.
 package io.redlock.shedlock;
 
+import io.redlock.testsupport.Nodes;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

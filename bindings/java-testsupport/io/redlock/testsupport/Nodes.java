@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// Nodes.java: the test's view of the real nodes that tests/harness/nodes.py
-// started ($REDLOCK_TEST_NODES), with a minimal RESP client to look at keys.
-package io.redlock.otel;
+// Nodes.java: the Java integration modules' view of the real nodes that
+// tests/harness/nodes.py started ($REDLOCK_TEST_NODES), with a minimal RESP
+// client to look at keys; one copy, added to each module's test sources.
+package io.redlock.testsupport;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
@@ -17,11 +18,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
-final class Nodes {
+public final class Nodes {
   private Nodes() {}
 
   /** The node URLs; fails (in CI too) when the tests are not run under the harness. */
-  static String[] urls() {
+  public static String[] urls() {
     String env = System.getenv("REDLOCK_TEST_NODES");
     if (env == null || env.isEmpty())
       throw new IllegalStateException("REDLOCK_TEST_NODES is not set: run these tests under "
@@ -30,7 +31,7 @@ final class Nodes {
   }
 
   /** One command on node url (redis://host:port); the reply as String, Long, List or null. */
-  static Object cmd(String url, String... args) {
+  public static Object cmd(String url, String... args) {
     URI u = URI.create(url);
     try (Socket s = new Socket()) {
       s.connect(new InetSocketAddress(u.getHost(), u.getPort()), 2000);
@@ -89,14 +90,24 @@ final class Nodes {
   }
 
   /** On how many nodes key exists. */
-  static int existsOn(String key) {
+  public static int existsOn(String key) {
     int n = 0;
     for (String url : urls())
       n += ((Long) cmd(url, "EXISTS", key)).intValue();
     return n;
   }
 
-  static void flushAll() {
+  /** A command to the harness ($REDLOCK_HARNESS_CTL: kill I, restart I...); fails unless it succeeds. */
+  public static void ctl(String... args) throws IOException, InterruptedException {
+    String prefix = System.getenv("REDLOCK_HARNESS_CTL");
+    if (prefix == null)
+      throw new IllegalStateException("REDLOCK_HARNESS_CTL is not set: run under tests/harness/nodes.py exec");
+    Process p = new ProcessBuilder("sh", "-c", prefix + " " + String.join(" ", args)).inheritIO().start();
+    if (p.waitFor() != 0)
+      throw new IOException("harness ctl " + String.join(" ", args) + " exited with " + p.exitValue());
+  }
+
+  public static void flushAll() {
     for (String url : urls())
       cmd(url, "FLUSHALL");
   }
