@@ -58,13 +58,14 @@ const (
 	EventWoken         EventType = C.REDLOCK_EVENT_WOKEN          // a waiting Lock was woken by a release: Node, NodeURL (whose message woke it)
 	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
 	EventAcquireDone   EventType = C.REDLOCK_EVENT_ACQUIRE_DONE   // an acquire call ended: Err (nil: acquired), Attempt (attempts made), Elapsed (the whole call)
+	EventWatchBehind   EventType = C.REDLOCK_EVENT_WATCH_BEHIND   // the auto-extension starts extensions late (Elapsed: how late): more locks than the nodes keep up with
 )
 
 var eventNames = map[EventType]string{
 	EventAcquired: "acquired", EventAcquireFailed: "acquire failed", EventExtended: "extended",
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
 	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
-	EventListener: "listener", EventAcquireDone: "acquire done",
+	EventListener: "listener", EventAcquireDone: "acquire done", EventWatchBehind: "watch behind",
 }
 
 func (t EventType) String() string {

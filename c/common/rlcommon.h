@@ -75,8 +75,10 @@ typedef struct rl_reply_guard {
     const char *why;       /* set when something was refused */
 } rl_reply_guard;
 
-/* Limits for the lock commands, and for the tool's INFO-sized replies. */
-#define RL_REPLY_GUARD_LOCK { 4096, 16, 64 * 1024, NULL }
+/* Limits for the lock commands (an array as long as the auto-extend
+ * thread's batch of RL_BATCH_MAX keys, internal.h), and for the tool's
+ * INFO-sized replies. */
+#define RL_REPLY_GUARD_LOCK { 4096, 256, 64 * 1024, NULL }
 #define RL_REPLY_GUARD_INSPECT { 1024 * 1024, 4096, 4 * 1024 * 1024, NULL }
 
 /* Makes ctx's reader build replies through the guard (which must outlive

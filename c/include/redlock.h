@@ -73,9 +73,14 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_LISTENER       = 10,/* a node's wake-up listener changed state: node,
                                        * listener_state, message; told to (lock, resource)
                                        * a waiting acquire that saw it */
-    REDLOCK_EVENT_ACQUIRE_DONE   = 11 /* an acquire call ended, after its last attempt: code
+    REDLOCK_EVENT_ACQUIRE_DONE   = 11,/* an acquire call ended, after its last attempt: code
                                        * (0 = acquired), attempt (the attempts made, 0 if
                                        * none), elapsed_us (the whole call, waits included) */
+    REDLOCK_EVENT_WATCH_BEHIND   = 12 /* the client's auto-extend thread starts extensions
+                                       * late: more locks than the nodes can extend in time.
+                                       * lock: the latest; elapsed_us: how late; message: how
+                                       * many were due. At most once a second, while the
+                                       * validity left is still about half the TTL */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one
@@ -344,6 +349,18 @@ REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lo
  * lock's delay and jitter) until wait_ms have passed, then REDLOCK_ETIMEDOUT.
  * Any other value gives REDLOCK_EINVAL. */
 REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+/* One attempt at each of locks[0..n) (handles of one client), all pipelined:
+ * what n calls of redlock_lock_acquire(locks[k], ttl_ms, REDLOCK_WAIT_NONE)
+ * would do, in about one round trip instead of n. results[k] gets what that
+ * call would return (the detail in each handle). Returns 0, or REDLOCK_EINVAL
+ * (NULL, n of 0 or over REDLOCK_ACQUIRE_MANY_MAX, a NULL handle, handles of
+ * different clients, a handle twice) or REDLOCK_ENOMEM, with results untouched.
+ * Locks of a client with REDLOCK_OPT_FENCING, in fair mode, or of another
+ * kind than the mutex (a read-write lock's side, a semaphore's permit) get
+ * their attempts one after another. */
+#define REDLOCK_ACQUIRE_MANY_MAX 65536
+REDLOCK_EXTERN int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
+                                             int *results);
 
 /* Extends a held lock to ttl_ms from now, on a majority and within its
  * validity; never re-creates an expired key. */

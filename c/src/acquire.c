@@ -44,7 +44,7 @@ static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_u
     else
         rl_lock_err(lock, code, "acquired, but token %s was recorded on %d of %zu nodes, %d needed", digits, t.yes, r.n,
                 c->quorum);
-    rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+    rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, &r);
     return code;
 }
 
@@ -178,7 +178,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
         return 0;
     }
 
-    if (lock->errcode != code || !lock->errmsg[0]) {
+    if (lock->errcode != code || !rl_errmsg(lock)[0]) {
         int hard = t.auth + t.server + t.io + t.tls;
         if (code == REDLOCK_EEXPIRED)
             rl_lock_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
@@ -189,7 +189,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
         else
             rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
                     code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
-        rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
+        rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, &r);
     }
 
     /* Release wherever our SET may have landed: every node but those that
@@ -215,7 +215,7 @@ static int attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const c
     if (any)
         rl_round_run(c, &rel);
     atomic_store(&lock->state, LOCK_IDLE);
-    rl_emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, lock->errmsg, &r, 0, number, rl_now_us() - r.start_us);
+    rl_emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, rl_errmsg(lock), &r, 0, number, rl_now_us() - r.start_us);
     return code;
 }
 
@@ -363,9 +363,10 @@ typedef struct waiting {
 /* The checks before any I/O: 0, or the code with the lock's message set. */
 static int check_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
-    int rc = rl_ttl_problem(lock, ttl_ms, lock->errmsg, sizeof lock->errmsg);
+    char why[RL_MSG_MAX];
+    int rc = rl_ttl_problem(lock, ttl_ms, why, sizeof why);
     if (rc)
-        return lock->errcode = rc;
+        return rl_lock_err(lock, rc, "%s", why);
     if ((wait_ms < REDLOCK_WAIT_DEFAULT && wait_ms != REDLOCK_WAIT_FOREVER) || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
         return rl_lock_err(lock, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
     if (redlock_lock_is_held(lock))
@@ -474,7 +475,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
 static int give_up(redlock_lock *lock, int code, const char *what, uint64_t n)
 {
     char last[RL_MSG_MAX];
-    memcpy(last, lock->errmsg, sizeof last);
+    rl_fmt(last, sizeof last, "%s", rl_errmsg(lock));
     return rl_lock_err(lock, code, "%s %llu attempt%s; last attempt: %.1900s", what, (unsigned long long)n,
                        n == 1 ? "" : "s", last);
 }
@@ -491,7 +492,7 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
     }
     if (n >= s->max_attempts) {
         if (n > 1)
-            rl_append(lock->errmsg, sizeof lock->errmsg, " (after %llu attempts)", (unsigned long long)n);
+            rl_append(rl_errbuf(lock), RL_MSG_MAX, " (after %llu attempts)", (unsigned long long)n);
         return 0;
     }
     int64_t now = rl_now_us();

@@ -89,11 +89,40 @@ int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, 
     return decided ? 0 : pending;
 }
 
+void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out)
+{
+    const rl_batch *b = r->batch;
+    for (size_t i = 0; i < r->n; i++)
+        out[i] = r->out[i] != RL_YES ? r->out[i] : b->res[i * b->m + k] ? RL_YES : RL_NO;
+}
+
+/* An EXTEND_MANY round is decided once each of its locks is, as a round of
+ * its own would be: a node that refused one key must not end the wait for
+ * the others' quorum. */
+static int batch_decided(const rl_round *r)
+{
+    unsigned char wait[REDLOCK_MAX_NODES];
+    rl_outcome out[REDLOCK_MAX_NODES];
+    int any_pending = 0;
+    for (size_t i = 0; i < r->n; i++)
+        any_pending |= r->out[i] == RL_PENDING;
+    if (!any_pending)
+        return 1;
+    for (size_t k = 0; k < r->batch->m; k++) {
+        rl_batch_outcomes(r, k, out);
+        if (rl_round_wait_set(out, r->n, r->quorum, r->cmd == RL_CMD_SET_MANY, wait) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 int rl_round_decided(const rl_round *r)
 {
     unsigned char wait[REDLOCK_MAX_NODES];
     if (r->no_wait)
         return 1;
+    if (r->batch)
+        return batch_decided(r);
     int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                   r->cmd == RL_CMD_SEM_ACQUIRE;
     return rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) == 0;

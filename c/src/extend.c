@@ -3,6 +3,7 @@
  * round every operation on it starts from, one extension (the owner's
  * redlock_extend and the auto-extend thread both run rl_extend_locked),
  * and its loss. Below lock.c and watch.c, which both use it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -53,6 +54,7 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->quorum = lock->client->quorum;
     r->no_wait = 0;
     r->n = lock->client->n;
+    r->batch = NULL;
     memset(r->skip, 0, r->n);
     /* A read-write lock's rounds carry its keys (rwlock.c); a reader
      * extends and releases its own lease. */
@@ -75,17 +77,15 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)
 {
     lock->lost_code = code;
-    rl_fmt(lock->lost_msg, sizeof lock->lost_msg, "%s", msg);
+    free(lock->lost_msg);
+    lock->lost_msg = strdup(msg);   /* NULL if out of memory: read as "" */
     atomic_store(&lock->state, LOCK_LOST);
     atomic_store(&lock->token, 0);
     rl_emit(lock, REDLOCK_EVENT_LOST, code, msg, NULL, automatic, 0, 0);
 }
 
-/* One extension of a held lock, its mutex held: by the owner
- * (redlock_extend) or by the auto-extend thread (automatic). Not past the
- * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
- * code with the reason in m; a lock found lost is marked so. */
-int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
+/* What rules an extension out before any round (shared with extend_many.c). */
+int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize)
 {
     m[0] = '\0';
     int rc = rl_ttl_problem(lock, ttl_ms, m, msize);
@@ -93,7 +93,7 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
         return rc;
     int state = atomic_load(&lock->state);
     if (state == LOCK_LOST) {
-        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg);
+        rl_fmt(m, msize, "lock '%s' was already lost: %s", lock->resource, lock->lost_msg ? lock->lost_msg : "");
         return lock->lost_code == REDLOCK_ELOST ? REDLOCK_ELOST : REDLOCK_EEXPIRED;
     }
     if (state != LOCK_HELD) {
@@ -102,7 +102,6 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
     }
 
     redlock_client *c = lock->client;
-    int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&lock->valid_until_us);
     if (valid_until <= now) {
         rl_fmt(m, msize, "lock '%s' expired %lld ms ago; an expired lock is never extended", lock->resource,
@@ -119,6 +118,20 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
                c->opts.max_hold_ms);
         return REDLOCK_ELIMIT;
     }
+    return 0;
+}
+
+/* One extension of a held lock, its mutex held: by the owner
+ * (redlock_extend) or by the auto-extend thread (automatic). Not past the
+ * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
+ * code with the reason in m; a lock found lost is marked so. */
+int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
+{
+    int rc = rl_extend_check(lock, ttl_ms, rl_now_us(), m, msize);
+    if (rc)
+        return rc;
+    redlock_client *c = lock->client;
+    int64_t valid_until = atomic_load(&lock->valid_until_us);
 
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_EXTEND, ttl_ms);
@@ -154,13 +167,53 @@ int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m
     return code;
 }
 
+/* 1 if the auto-extend thread is extending the lock right now, in a batch
+ * (watch.c): the owner's own extension waits, with the mutex let go. Here,
+ * not in watch.c, which calls this file. */
+static int watch_busy(redlock_lock *l)
+{
+    if (!atomic_load_explicit(&l->ae.used, memory_order_acquire))
+        return 0;
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    int busy = l->ae.busy && !(w->started && pthread_equal(pthread_self(), w->thread));
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+static void watch_wait_idle(redlock_lock *l)
+{
+    rl_watch *w = &l->client->watch;
+    pthread_mutex_lock(&w->mu);
+    while (l->ae.busy && !pthread_equal(pthread_self(), w->thread))
+        pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void rl_lock_unbatched(redlock_lock *lock)
+{
+    for (;;) {
+        pthread_mutex_lock(&lock->mu);
+        if (!watch_busy(lock))
+            break;
+        pthread_mutex_unlock(&lock->mu);
+        watch_wait_idle(lock);
+    }
+}
+
 int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
 {
     if (!lock)
         return REDLOCK_EINVAL;
-    pthread_mutex_lock(&lock->mu);
-    int rc = rl_extend_locked(lock, ttl_ms, 0, lock->errmsg, sizeof lock->errmsg);
-    lock->errcode = rc;
+    /* Not while the auto-extend thread extends it in a batch (it holds
+     * the mutex only to check and to record). */
+    rl_lock_unbatched(lock);
+    char m[RL_MSG_MAX];
+    int rc = rl_extend_locked(lock, ttl_ms, 0, m, sizeof m);
+    if (rc)
+        rl_lock_err(lock, rc, "%s", m);
+    else
+        rl_lock_ok(lock);
     pthread_mutex_unlock(&lock->mu);
     return rc;
 }

@@ -95,7 +95,10 @@ typedef enum rl_cmd {
     RL_CMD_RW_GIVE_UP,    /* a writer that stops waiting takes its intent back */
     /* The counting semaphore (semaphore.c): the same operations on a
      * permit's slots, keyed by the semaphore's name K. */
-    RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT
+    RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT,
+    RL_CMD_EXTEND_MANY,   /* many locks' extensions in one script (extend_many.c) */
+    RL_CMD_SET_MANY,      /* many locks' SET NX PX in one script (acquire_many.c) */
+    RL_CMD_RELEASE_MANY   /* many locks' compare-and-delete, waking nobody (acquire_many.c) */
 } rl_cmd;
 
 #define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
@@ -137,6 +140,7 @@ struct rl_round {
     int quorum;              /* nodes needed; the round returns once decided */
     int no_wait;             /* send and return without waiting for replies */
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
+    struct rl_batch *batch;  /* EXTEND_MANY: its locks and what each node said; else NULL */
     size_t n;
     unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
     rl_outcome out[REDLOCK_MAX_NODES];
@@ -176,6 +180,51 @@ struct rl_round {
     struct rl_elect_node *elect;
 };
 
+/* ---- extend_many.c: many locks' extensions in one round ---- */
+/* An EXTEND_MANY round's locks: one script per node over all their keys,
+ * whose reply says for each key whether the node extended it. */
+typedef struct rl_batch {
+    size_t m;                /* locks */
+    const char **keys;
+    size_t *key_lens;
+    const char **values;
+    uint32_t *ttl_ms;
+    unsigned char *res;      /* res[node * m + k]: 1 if that node extended lock k
+                              * (meaningful where out[node] is RL_YES) */
+    int64_t wait_until_us;   /* a node is waited for until then at least (absolute) */
+} rl_batch;
+/* Lock k's outcome on each node of an EXTEND_MANY round, into out. */
+void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
+/* Extends locks[0..n) by ttls[k], pipelined as a few rounds of
+ * RL_BATCH_MAX locks, each decided per lock at quorum as rl_extend_locked
+ * decides one. Each lock's mutex is taken only to check it and to record
+ * its outcome, never across the rounds (a thread holding hundreds of
+ * mutexes at once is beyond what TSan can follow, and needs no owner's
+ * call to wait that long): the caller keeps the owner's own extension out
+ * meanwhile (ae.busy, which redlock_extend waits for). rcs[k] gets what
+ * rl_extend_locked would return, msgs[k] NULL or its message (the
+ * caller frees it). Locks whose extension is not the mutex's (a reader's,
+ * a semaphore's) get rl_extend_locked itself, one at a time, after the
+ * batch. */
+#define RL_BATCH_MAX 256
+void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char **msgs);
+/* extend.c: takes lock->mu once the auto-extend thread is not extending
+ * the lock in a batch (waiting with the mutex let go): for a call that
+ * changes what an extension of the lock would send (redlock_extend's own,
+ * a downgrade). */
+void rl_lock_unbatched(redlock_lock *lock);
+/* extend.c: the checks before an extension (0, or the code with the reason in m). */
+int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, size_t msize);
+/* round.c: runs rounds[0..n) at once, every one pipelined on the same
+ * connections, returning once each is decided. */
+void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
+/* report.c: rl_record_round and rl_emit with lock-specific outcomes (out,
+ * for r's nodes; r may be NULL for an event of no round). */
+void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
+void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, const rl_outcome *out,
+                 int automatic, uint32_t attempt, int64_t elapsed_us);
+
 /* ---- watch.c: the auto-extend thread, one per client, started on first use ---- */
 /* A lock's auto-extension, owned by watch.c: everything but `used` is
  * guarded by the client's watch.mu. */
@@ -187,10 +236,17 @@ typedef struct rl_autoextend {
     int64_t due_us;
     int64_t until_us;         /* hold bound (absolute) */
     int limited;              /* bound reached: no more extensions */
-    char msg[RL_MSG_MAX];     /* the last failed extension (thread only) */
+    char *msg;                /* the last failed extension, or the loss to tell
+                               * (thread only; allocated on first failure) */
     redlock_lost_fn fn;
     void *userdata;
     void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
+    int busy;                 /* in the thread's batch under way, or its callback:
+                               * add and remove wait until it is 0 */
+    int last;                 /* the batch's extension is cut short by the hold bound */
+    uint32_t batch_ttl;       /* the batch's extension, in ms */
+    int fire, fire_code, done; /* the batch's verdict: tell the owner, leave the list */
+    int64_t next_due;
     int running;              /* the thread is calling fn with userdata right now */
     void (*free_after)(void *userdata); /* fn itself ended its hook: free this */
     void *free_after_userdata;            /* once fn has returned */
@@ -204,7 +260,12 @@ typedef struct rl_watch {
     int started, stop;
     pid_t pid;                  /* the process that started the thread */
     struct redlock_lock *head;  /* locks being extended (lock->ae.next) */
-    struct redlock_lock *current; /* the lock the thread works on, or NULL */
+    /* the batch under way (thread only) */
+    struct redlock_lock **batch;
+    size_t batch_cap;
+    int64_t behind_told_us;     /* when REDLOCK_EVENT_WATCH_BEHIND was last emitted */
+    int64_t sleep_until_us;     /* the thread sleeps until then (INT64_MAX: until woken);
+                                 * a lock added later than that needs no wake-up */
 } rl_watch;
 
 struct redlock_client {
@@ -233,7 +294,7 @@ typedef struct rl_report {
     unsigned char unreachable; /* the round's unreachable[i] */
     int code;
     int64_t rtt_us;
-    char msg[RL_NODE_MSG_MAX];
+    const char *msg;         /* "" or the node's message, in the lock's report_msgs */
 } rl_report;
 
 struct redlock_lock {
@@ -256,12 +317,15 @@ struct redlock_lock {
     redlock_lock_options pol; /* retries and drift: the client's unless set */
     uint32_t n_ext;
     int errcode;
-    char errmsg[RL_MSG_MAX];
+    char *errmsg;             /* the last failure's detail: NULL ("") until the first
+                               * failure (rl_errbuf), then kept with the handle */
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
     rl_report *report;        /* per node: the last round */
+    char *report_msgs;        /* per node RL_NODE_MSG_MAX bytes, made when a round
+                               * first has something to say about a node */
     int lost_code;            /* why state became LOCK_LOST */
-    char lost_msg[RL_MSG_MAX];
+    char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
     /* What the handle locks: a mutex, a side of a read-write lock
@@ -294,6 +358,10 @@ static inline int rl_lock_fencing(const struct redlock_lock *lock)
  * check, a round for the lock */
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rl_lock_ok(redlock_lock *lock);
+/* The handle's detail buffer (RL_MSG_MAX bytes), made on first need, and
+ * its message ("" if none). Held locks that never failed carry none. */
+char *rl_errbuf(redlock_lock *lock);
+const char *rl_errmsg(const redlock_lock *lock);
 int rl_ttl_problem(const redlock_lock *lock, uint32_t ttl_ms, char *msg, size_t size);
 void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms);
 
@@ -324,6 +392,7 @@ int rl_watch_add(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn fn, v
 /* Takes the lock off the thread's list, waiting for work under way on it
  * (unless called from the thread itself). 1 if it was on. */
 int rl_watch_remove(redlock_lock *lock);
+
 
 /* Creates c->tls_ctx from c->opts when a node uses TLS (REDLOCK_ETLS with a
  * reason if a file cannot be loaded), and frees it. */
@@ -404,6 +473,16 @@ int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
+/* The auto-extend thread takes every lock due within an eighth of its
+ * interval (TTL/3), at most this window, into one batch; a lock is extended
+ * at most that much early. Fewer, larger batches: each costs the thread a
+ * look at every lock it keeps. */
+#define RL_POLICY_WATCH_WINDOW_US 250000
+/* The thread is behind when a lock's extension starts later than this
+ * after it was due: told through REDLOCK_EVENT_WATCH_BEHIND, at most once
+ * per RL_POLICY_WATCH_TELL_US, while the validity left is still ample. */
+int64_t rl_policy_watch_behind_us(uint32_t ttl_ms);
+#define RL_POLICY_WATCH_TELL_US 1000000
 
 /* ---- rwlock.c: the read-write lock's hooks into the mutex's code ---- */
 /* How long a waiting writer's intent keeps new readers out after its last
@@ -465,6 +544,12 @@ extern char rl_sha_fence_commit[41];
 extern const char rl_script_acquire[];
 extern const char rl_script_leave[];
 extern const char rl_script_fence_commit[];
+extern char rl_sha_extend_many[41];
+extern const char rl_script_extend_many[];
+extern char rl_sha_set_many[41];
+extern const char rl_script_set_many[];
+extern char rl_sha_release_many[41];
+extern const char rl_script_release_many[];
 extern char rl_sha_elect[41];
 extern const char rl_script_elect[];
 extern char rl_sha_rw_acquire[41];
@@ -477,7 +562,7 @@ extern const char rl_script_rw_acquire[];
 extern const char rl_script_rw_extend[];
 extern const char rl_script_rw_release[];
 extern const char rl_script_rw_downgrade[];
-#define RL_FUNCTION_LIBRARY_MAX 32768
+#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 22 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 

@@ -89,6 +89,8 @@ int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *re
         rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
+    for (size_t i = 0; i < client->n; i++)
+        l->report[i].msg = "";
     memcpy(l->key, client->prefix, client->prefix_len);
     memcpy(l->key + client->prefix_len, resource, rlen);
     memcpy(l->key + l->key_len, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN + 1);
@@ -119,6 +121,10 @@ void redlock_lock_free(redlock_lock *lock)
     if (fd >= 0)
         close(fd);
     free(lock->report);
+    free(lock->report_msgs);
+    free(lock->errmsg);
+    free(lock->lost_msg);
+    free(lock->ae.msg);
     pthread_mutex_destroy(&lock->mu);
     rl_client_unref(lock->client);   /* no I/O, even for the last reference */
     free(lock->resource);
@@ -163,8 +169,8 @@ static int release_locked(redlock_lock *lock)
         rl_lock_err(lock, code, "release of '%s' not confirmed: %d of %zu nodes confirmed, %d needed, %d could not answer",
                 lock->resource, t.yes, r.n, c->quorum, unknown);
     }
-    rl_describe_round(lock->errmsg, sizeof lock->errmsg, c, &r);
-    rl_emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, lock->errmsg, &r, 0, 0,
+    rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, &r);
+    rl_emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, rl_errmsg(lock), &r, 0, 0,
          took);
     return lock->errcode;
 }
@@ -247,9 +253,10 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
         check.wait_ms = opts->wait_ms;
         check.drift_factor = opts->drift_factor;
         check.drift_min_ms = opts->drift_min_ms;
-        rc = rl_check_options(&check, lock->errmsg, sizeof lock->errmsg);
+        char why[RL_MSG_MAX];
+        rc = rl_check_options(&check, why, sizeof why);
         if (rc)
-            lock->errcode = rc;
+            rl_lock_err(lock, rc, "%s", why);
         else {
             /* A version 1 struct leaves the flags as they were. */
             memcpy(&lock->pol, opts, size);
@@ -268,7 +275,7 @@ const char *redlock_lock_resource(const redlock_lock *lock)
 
 const char *redlock_lock_errmsg(const redlock_lock *lock)
 {
-    return lock ? lock->errmsg : "lock is NULL";
+    return lock ? rl_errmsg(lock) : "lock is NULL";
 }
 
 int redlock_lock_errcode(const redlock_lock *lock)

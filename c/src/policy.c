@@ -46,6 +46,13 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms)
     return (int64_t)ttl_ms * 1000 / 3;
 }
 
+int64_t rl_policy_watch_behind_us(uint32_t ttl_ms)
+{
+    /* Due at a third of the TTL, behind at half: a sixth of the TTL, and
+     * about half the validity, is still left. */
+    return rl_policy_extend_interval_us(ttl_ms) / 2;
+}
+
 int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 {
     /* Just past the holder's expiry, spread a little so that the waiters of

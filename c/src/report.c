@@ -4,16 +4,32 @@
  * round, and the metrics hook. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+char *rl_errbuf(redlock_lock *lock)
+{
+    if (!lock->errmsg && !(lock->errmsg = calloc(1, RL_MSG_MAX))) {
+        /* Out of memory: the detail is written nowhere anyone reads. */
+        static _Thread_local char lost[RL_MSG_MAX];
+        return lost;
+    }
+    return lock->errmsg;
+}
+
+const char *rl_errmsg(const redlock_lock *lock)
+{
+    return lock->errmsg ? lock->errmsg : lock->errcode ? "(no detail: out of memory)" : "";
+}
 
 int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
 {
     va_list ap;
     lock->errcode = code;
     va_start(ap, fmt);
-    vsnprintf(lock->errmsg, sizeof lock->errmsg, fmt, ap);
+    vsnprintf(rl_errbuf(lock), RL_MSG_MAX, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -21,7 +37,8 @@ int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
 int rl_lock_ok(redlock_lock *lock)
 {
     lock->errcode = 0;
-    lock->errmsg[0] = '\0';
+    if (lock->errmsg)
+        lock->errmsg[0] = '\0';
     return 0;
 }
 
@@ -54,10 +71,10 @@ void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl
 }
 
 /* A node's part of a round as the public report has it. */
-static int node_outcome(const rl_round *r, size_t i, int *code)
+static int node_outcome(const rl_round *r, const rl_outcome *out, size_t i, int *code)
 {
     *code = 0;
-    switch (r->out[i]) {
+    switch (out[i]) {
     case RL_YES: return REDLOCK_NODE_OK;
     case RL_NO: return REDLOCK_NODE_REFUSED;
     case RL_ERR_SERVER: *code = REDLOCK_ESERVER; return REDLOCK_NODE_ERROR;
@@ -87,17 +104,52 @@ static void event_init(redlock_event *ev, const redlock_lock *lock, int type, in
     ev->elapsed_us = elapsed_us;
 }
 
+/* The messages that most rounds give a node, kept once for every lock
+ * (proto.c, fifo.c): the static copy of m, or NULL. */
+static const char *common_msg(const char *m)
+{
+    static const char *const common[] = {
+        "", "held by another owner", "key gone or held by another owner",
+        "free, but kept for a waiter that came first", "not waited for (decided without it)", "sent",
+    };
+    for (size_t k = 0; k < sizeof common / sizeof common[0]; k++)
+        if (strcmp(m, common[k]) == 0)
+            return common[k];
+    return NULL;
+}
+
 /* Keeps the round as the lock's last (mutex held), and tells on_event about
  * each node that failed in it. */
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
 {
+    rl_record_round_out(lock, r, r->out, automatic);
+}
+
+/* The same with out for the round's outcomes: one lock's part of a round
+ * over many (a node that answered for every key may have refused this one). */
+void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic)
+{
     redlock_client *c = lock->client;
     for (size_t i = 0; i < r->n; i++) {
         rl_report *rep = &lock->report[i];
-        rep->outcome = (unsigned char)node_outcome(r, i, &rep->code);
+        rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
         rep->unreachable = r->unreachable[i];
-        rep->rtt_us = r->out[i] == RL_UNSENT || r->out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        memcpy(rep->msg, r->msg[i], sizeof rep->msg);
+        rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
+        /* A message takes room only once a node has had something of its
+         * own to say: the common ones are the same for every lock. */
+        const char *m = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
+        const char *common = common_msg(m);
+        if (!common && !lock->report_msgs)
+            lock->report_msgs = malloc(r->n * RL_NODE_MSG_MAX);
+        if (common) {
+            rep->msg = common;
+        } else if (lock->report_msgs) {
+            char *slot = lock->report_msgs + i * RL_NODE_MSG_MAX;
+            rl_fmt(slot, RL_NODE_MSG_MAX, "%s", m);
+            rep->msg = slot;
+        } else {
+            rep->msg = "";
+        }
         if (rep->code)
             atomic_store(&c->trouble_us, rl_now_us());
     }
@@ -116,8 +168,8 @@ void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
     }
 }
 
-void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
-                 uint32_t attempt, int64_t elapsed_us)
+void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, const rl_outcome *out,
+                 int automatic, uint32_t attempt, int64_t elapsed_us)
 {
     redlock_client *c = lock->client;
     if (!c->opts.on_event)
@@ -125,7 +177,7 @@ void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_r
     redlock_event ev;
     event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
     ev.attempt = attempt;
-    ev.nodes_ok = r ? rl_tally_of(r->out, r->n).yes : 0;
+    ev.nodes_ok = r ? rl_tally_of(out, r->n).yes : 0;
     if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED)
         ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
     if (type == REDLOCK_EVENT_ACQUIRED)
@@ -141,12 +193,18 @@ void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_r
     int64_t rtts[REDLOCK_MAX_NODES];
     if (r) {
         for (size_t i = 0; i < r->n; i++) {
-            rl_outcome o = r->out[i];
+            rl_outcome o = out[i];
             rtts[i] = o == RL_YES || o == RL_NO || o == RL_ERR_SERVER || o == RL_ERR_AUTH ? r->rtt_us[i] : -1;
         }
         ev.node_rtts_us = rtts;
     }
     c->opts.on_event(&ev, c->opts.on_event_userdata);
+}
+
+void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
+                 uint32_t attempt, int64_t elapsed_us)
+{
+    rl_emit_out(lock, type, code, msg, r, r ? r->out : NULL, automatic, attempt, elapsed_us);
 }
 
 void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us)
@@ -155,7 +213,7 @@ void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us)
     if (!c->opts.on_event)
         return;
     redlock_event ev;
-    event_init(&ev, lock, REDLOCK_EVENT_ACQUIRE_DONE, rc, rc ? lock->errmsg : NULL, 0, rl_now_us() - start_us);
+    event_init(&ev, lock, REDLOCK_EVENT_ACQUIRE_DONE, rc, rc ? rl_errmsg(lock) : NULL, 0, rl_now_us() - start_us);
     ev.attempt = lock->attempts;
     c->opts.on_event(&ev, c->opts.on_event_userdata);
 }

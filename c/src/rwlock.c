@@ -129,7 +129,8 @@ static int downgrade_locked(redlock_lock *lock)
     int state = atomic_load(&lock->state);
     if (state == LOCK_LOST)
         return rl_lock_err(lock, lock->lost_code == REDLOCK_ELOST ? REDLOCK_ELOST : REDLOCK_EEXPIRED,
-                           "lock '%s' was already lost: %.1900s", lock->resource, lock->lost_msg);
+                           "lock '%s' was already lost: %.1900s", lock->resource,
+                           lock->lost_msg ? lock->lost_msg : "");
     if (state != LOCK_HELD)
         return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is not held", lock->resource);
     redlock_client *c = lock->client;
@@ -169,8 +170,10 @@ int redlock_lock_downgrade(redlock_lock *lock)
 {
     if (!lock)
         return REDLOCK_EINVAL;
-    /* The auto-extend thread extends under the mutex: after this, as a reader. */
-    pthread_mutex_lock(&lock->mu);
+    /* Not while the auto-extend thread extends it as a writer in a batch
+     * (it holds the mutex only to check and to record): after this, it
+     * extends it as a reader. */
+    rl_lock_unbatched(lock);
     int rc = downgrade_locked(lock);
     pthread_mutex_unlock(&lock->mu);
     return rc;

@@ -90,6 +90,27 @@ const char rl_script_fence_commit[] =
     "if not c or #c < #ARGV[2] or (#c == #ARGV[2] and c < ARGV[2]) then redis.call('set', KEYS[2], ARGV[2]) end "
     "return 1";
 
+/* Many locks extended at once (the auto-extend thread's batches): KEYS are
+ * the locks' keys, ARGV each one's value and ttl in turn. One array entry per
+ * key, 1 if extended: the same compare-and-extend as rl_script_extend, done
+ * for each key on its own. */
+const char rl_script_extend_many[] =
+    "local r = {} for i = 1, #KEYS do if redis.call('get', KEYS[i]) == ARGV[2 * i - 1] then "
+    "r[i] = redis.call('pexpire', KEYS[i], ARGV[2 * i]) else r[i] = 0 end end return r";
+char rl_sha_extend_many[41];
+/* Many independent acquisitions' first attempts (redlock_lock_acquire_many):
+ * SET NX PX for each key (KEYS) with its value and ttl (ARGV in turn), 1 if
+ * set; and the clean-up of those that lost, compare-and-delete of each key
+ * that still holds its value (ARGV's second of each pair unused), waking
+ * nobody, as a lost attempt's clean-up never does. */
+const char rl_script_set_many[] =
+    "local r = {} for i = 1, #KEYS do "
+    "r[i] = redis.call('set', KEYS[i], ARGV[2 * i - 1], 'NX', 'PX', ARGV[2 * i]) and 1 or 0 end return r";
+const char rl_script_release_many[] =
+    "local r = {} for i = 1, #KEYS do if redis.call('get', KEYS[i]) == ARGV[2 * i - 1] then "
+    "redis.call('del', KEYS[i]) r[i] = 1 else r[i] = 0 end end return r";
+char rl_sha_set_many[41];
+char rl_sha_release_many[41];
 /* Elections (election.c, docs/algorithm.md "Leader election"). KEYS: K
  * (the election's lock), K:leader (the record: a hash of the owner's lock
  * value o, term t, revision n and value v) and K:obs (the observers'
@@ -254,6 +275,9 @@ static const struct {
     { "redlock_sem_extend", rl_script_sem_extend },
     { "redlock_sem_release", rl_script_sem_release },
     { "redlock_sem_fence_commit", rl_script_sem_fence_commit },
+    { "redlock_extend_many", rl_script_extend_many },
+    { "redlock_set_many", rl_script_set_many },
+    { "redlock_release_many", rl_script_release_many },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -278,6 +302,9 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_sem_extend, rl_sha_sem_extend);
     rl_sha1_hex(rl_script_sem_release, rl_sha_sem_release);
     rl_sha1_hex(rl_script_sem_fence_commit, rl_sha_sem_fence_commit);
+    rl_sha1_hex(rl_script_extend_many, rl_sha_extend_many);
+    rl_sha1_hex(rl_script_set_many, rl_sha_set_many);
+    rl_sha1_hex(rl_script_release_many, rl_sha_release_many);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

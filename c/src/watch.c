@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* watch.c: auto-extension. One thread per client, started by the first
  * redlock_lock_auto_extend, keeps a list of locks and extends each one when
- * it is due (every TTL/3), one at a time, each under its lock's mutex. It
- * tells the owner about a loss through the lock's redlock_lost_fn, and
- * stops with the client. */
+ * it is due (every TTL/3): all the locks due in the same window go out
+ * together (extend_many.c), each under its lock's mutex, and are decided
+ * one by one. It tells the owner about a loss through the lock's
+ * redlock_lost_fn, tells on_event when it falls behind, and stops with the
+ * client. */
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,7 +26,11 @@ void rl_watch_init(rl_watch *w)
     pthread_cond_init(&w->idle, &ca);
     pthread_condattr_destroy(&ca);
     w->started = w->stop = 0;
-    w->head = w->current = NULL;
+    w->head = NULL;
+    w->batch = NULL;
+    w->batch_cap = 0;
+    w->behind_told_us = 0;
+    w->sleep_until_us = 0;
 }
 
 void rl_watch_destroy(rl_watch *w)
@@ -44,6 +51,8 @@ void rl_watch_destroy(rl_watch *w)
     pthread_cond_destroy(&w->wake);
     pthread_cond_destroy(&w->idle);
     pthread_mutex_destroy(&w->mu);
+    free(w->batch);
+    w->batch = NULL;
 }
 
 static void unlink_lock(rl_watch *w, redlock_lock *l)
@@ -89,134 +98,250 @@ static void run_free(hook_free f)
         f.fn(f.userdata);
 }
 
-/* One due lock, its mutex taken here: extends it, or finds it lost. Returns
- * 1 when the lock leaves the list; *fire then says whether to tell the owner
- * (code and msg). *next_due is when to come back otherwise. */
-static int step(redlock_lock *l, int64_t *next_due, int *fire, int *code, char *msg, size_t msgsize)
+/* Replaces the lock's message (thread only) with owned, which may be NULL. */
+static void set_msg(redlock_lock *l, char *owned)
 {
-    int done = 0;
-    *fire = 0;
-    pthread_mutex_lock(&l->mu);
+    free(l->ae.msg);
+    l->ae.msg = owned;
+}
+
+static const char *msg_of(const redlock_lock *l)
+{
+    return l->ae.msg ? l->ae.msg : "";
+}
+
+/* A due lock, its mutex held, before the batch: 1 if it goes into the
+ * batch (ae.batch_ttl, ae.last set); 0 if the thread is done with it for
+ * now: ae.done (it leaves the list), ae.fire (tell the owner: lost, with
+ * lost_code and lost_msg), or ae.next_due. */
+static int before(redlock_lock *l, int64_t now)
+{
+    l->ae.fire = l->ae.done = 0;
     int state = atomic_load(&l->state);
-    int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&l->valid_until_us);
+    char msg[RL_MSG_MAX];
     if (state == LOCK_IDLE) {
-        done = 1;                                  /* released meanwhile */
+        l->ae.done = 1;                            /* released meanwhile */
     } else if (state == LOCK_LOST) {
-        *fire = done = 1;                          /* the owner's own extend found it lost */
-        *code = l->lost_code;
-        rl_fmt(msg, msgsize, "%s", l->lost_msg);
+        l->ae.fire = l->ae.done = 1;               /* the owner's own extend found it lost */
     } else if (valid_until <= now) {
-        *fire = done = 1;
+        l->ae.fire = l->ae.done = 1;
+        int code;
         if (l->ae.limited) {
-            *code = REDLOCK_ELIMIT;
-            rl_fmt(msg, msgsize, "lock '%s' reached its hold bound and its validity ran out", l->resource);
+            code = REDLOCK_ELIMIT;
+            rl_fmt(msg, sizeof msg, "lock '%s' reached its hold bound and its validity ran out", l->resource);
         } else {
-            *code = REDLOCK_EEXPIRED;
-            rl_fmt(msg, msgsize, "the validity of lock '%s' ran out before an extension succeeded%s%s", l->resource,
-                   l->ae.msg[0] ? "; last try: " : "", l->ae.msg);
+            code = REDLOCK_EEXPIRED;
+            rl_fmt(msg, sizeof msg, "the validity of lock '%s' ran out before an extension succeeded%s%s",
+                   l->resource, msg_of(l)[0] ? "; last try: " : "", msg_of(l));
         }
-        rl_mark_lost(l, *code, msg, 1);
+        rl_mark_lost(l, code, msg, 1);
     } else if (l->ae.limited) {
-        *next_due = valid_until;                   /* only the end is left to see */
+        l->ae.next_due = valid_until;              /* only the end is left to see */
     } else {
         uint32_t ttl = l->ttl_ms;
         int64_t left_ms = (l->ae.until_us - now) / 1000;
-        int last = 0;
+        l->ae.last = 0;
         if (left_ms < (int64_t)ttl) {
             /* The bound cuts this extension short; a too short one is no use. */
             if (left_ms <= 0 || rl_drift_us(l, (uint32_t)left_ms) >= left_ms * 1000 ||
                 now + left_ms * 1000 - rl_drift_us(l, (uint32_t)left_ms) <= valid_until) {
                 l->ae.limited = 1;
-                *next_due = valid_until;
-                pthread_mutex_unlock(&l->mu);
+                l->ae.next_due = valid_until;
                 return 0;
             }
             ttl = (uint32_t)left_ms;
-            last = 1;
+            l->ae.last = 1;
         }
-        int rc = rl_extend_locked(l, ttl, 1, l->ae.msg, sizeof l->ae.msg);
-        now = rl_now_us();
-        if (rc == 0) {
-            l->ae.msg[0] = '\0';
-            l->ae.limited = last;
-            *next_due = last ? atomic_load(&l->valid_until_us) : now + rl_policy_extend_interval_us(l->ttl_ms);
-        } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
-            if (rc == REDLOCK_EEXPIRED)
-                rl_mark_lost(l, rc, l->ae.msg, 1);     /* ELOST was marked by the extension */
-            *fire = done = 1;
-            *code = rc;
-            rl_fmt(msg, msgsize, "%s", l->ae.msg);
-        } else if (rc == REDLOCK_ELIMIT) {
-            l->ae.limited = 1;                     /* the client's max_hold_ms / max_extensions */
-            *next_due = valid_until;
-        } else {
-            /* No quorum, I/O, server errors: try again soon, while validity is left. */
-            int64_t left = valid_until - now;
-            int64_t retry = (int64_t)l->ttl_ms * 1000 / 10;
-            if (retry > left / 2)
-                retry = left / 2;
-            if (retry < RL_POLICY_EXTEND_RETRY_MIN_US)
-                retry = RL_POLICY_EXTEND_RETRY_MIN_US;
-            *next_due = now + retry < valid_until ? now + retry : valid_until;
-        }
+        l->ae.batch_ttl = ttl;
+        return 1;
     }
-    pthread_mutex_unlock(&l->mu);
-    return done;
+    if (l->ae.fire) {
+        l->ae.fire_code = l->lost_code;
+        set_msg(l, strdup(l->lost_msg ? l->lost_msg : ""));   /* for the callback */
+    }
+    return 0;
+}
+
+/* After the batch, mutex held: what the extension's outcome rc means, with
+ * msg (owned, NULL on success) its detail. */
+static void after(redlock_lock *l, int rc, char *msg)
+{
+    int64_t now = rl_now_us();
+    int64_t valid_until = atomic_load(&l->valid_until_us);
+    set_msg(l, msg);
+    if (rc == 0) {
+        l->ae.limited = l->ae.last;
+        l->ae.next_due = l->ae.last ? valid_until : now + rl_policy_extend_interval_us(l->ttl_ms);
+    } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
+        if (rc == REDLOCK_EEXPIRED)
+            rl_mark_lost(l, rc, msg_of(l), 1);     /* ELOST was marked by the extension */
+        l->ae.fire = l->ae.done = 1;
+        l->ae.fire_code = rc;
+    } else if (rc == REDLOCK_ELIMIT) {
+        l->ae.limited = 1;                         /* the client's max_hold_ms / max_extensions */
+        l->ae.next_due = valid_until;
+    } else {
+        /* No quorum, I/O, server errors: try again soon, while validity is left. */
+        int64_t left = valid_until - now;
+        int64_t retry = (int64_t)l->ttl_ms * 1000 / 10;
+        if (retry > left / 2)
+            retry = left / 2;
+        if (retry < RL_POLICY_EXTEND_RETRY_MIN_US)
+            retry = RL_POLICY_EXTEND_RETRY_MIN_US;
+        l->ae.next_due = now + retry < valid_until ? now + retry : valid_until;
+    }
+}
+
+/* The batch: every lock's mutex is tried, never waited for (an owner in
+ * the middle of its own call is taken in the next batch, soon), and held
+ * only for a moment; those that need an extension get it in one go. busy
+ * keeps the owner's own extension out meanwhile (redlock_extend), and its
+ * acquire, release and free wait in rl_watch_remove. */
+static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
+{
+    size_t m = 0;
+    int64_t now = rl_now_us();
+    redlock_lock **ext = malloc((n ? n : 1) * sizeof *ext);
+    uint32_t *ttls = malloc((n ? n : 1) * sizeof *ttls);
+    int *rcs = malloc((n ? n : 1) * sizeof *rcs);
+    char **msgs = malloc((n ? n : 1) * sizeof *msgs);
+    int mem = ext && ttls && rcs && msgs;
+    for (size_t k = 0; k < n; k++) {
+        redlock_lock *l = batch[k];
+        if (pthread_mutex_trylock(&l->mu) != 0) {
+            /* Its owner is in a call on the handle: the next batch, soon. */
+            l->ae.fire = l->ae.done = 0;
+            l->ae.next_due = now + RL_POLICY_EXTEND_RETRY_MIN_US;
+            continue;
+        }
+        if (before(l, now)) {
+            if (mem) {
+                ext[m] = l;
+                ttls[m] = l->ae.batch_ttl;
+                m++;
+            } else {
+                after(l, REDLOCK_ENOMEM, NULL);
+            }
+        }
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (m)
+        rl_extend_many(c, ext, ttls, m, 1, rcs, msgs);
+    for (size_t k = 0; k < m; k++) {
+        pthread_mutex_lock(&ext[k]->mu);
+        after(ext[k], rcs[k], msgs[k]);
+        pthread_mutex_unlock(&ext[k]->mu);
+    }
+    free(ext);
+    free(ttls);
+    free(rcs);
+    free(msgs);
+}
+
+/* Tells on_event that the thread is behind (w->mu held; the event is
+ * emitted without it). */
+static void tell_behind(redlock_lock *l, int64_t late_us, size_t n)
+{
+    char msg[256];
+    rl_fmt(msg, sizeof msg,
+           "auto-extension is behind: %zu locks due, the oldest %lld ms late (due every %lld ms); "
+           "the nodes do not keep up with this client's extensions",
+           n, (long long)(late_us / 1000), (long long)(rl_policy_extend_interval_us(l->ttl_ms) / 1000));
+    rl_emit_out(l, REDLOCK_EVENT_WATCH_BEHIND, 0, msg, NULL, NULL, 1, 0, late_us);
 }
 
 static void *watch_main(void *arg)
 {
     redlock_client *c = arg;
     rl_watch *w = &c->watch;
-    char msg[RL_MSG_MAX];
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        redlock_lock *due = NULL;
-        for (redlock_lock *l = w->head; l; l = l->ae.next)
-            if (!due || l->ae.due_us < due->ae.due_us)
-                due = l;
-        if (!due) {
-            pthread_cond_wait(&w->wake, &w->mu);
+        int64_t now = rl_now_us(), next = INT64_MAX, late = 0;
+        size_t n = 0;
+        redlock_lock *latest = NULL;
+        for (redlock_lock *l = w->head; l; l = l->ae.next) {
+            int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 8;
+            if (early > RL_POLICY_WATCH_WINDOW_US)
+                early = RL_POLICY_WATCH_WINDOW_US;
+            if (l->ae.due_us - early > now) {
+                if (l->ae.due_us < next)
+                    next = l->ae.due_us;
+                continue;
+            }
+            if (n == w->batch_cap) {
+                size_t cap = w->batch_cap ? 2 * w->batch_cap : 64;
+                redlock_lock **b = realloc(w->batch, cap * sizeof *b);
+                if (!b)
+                    break;   /* the rest in the next batch */
+                w->batch = b;
+                w->batch_cap = cap;
+            }
+            w->batch[n++] = l;
+            l->ae.busy = 1;
+            int64_t behind = now - l->ae.due_us - rl_policy_watch_behind_us(l->ttl_ms);
+            if (behind > 0 && now - l->ae.due_us > late) {
+                late = now - l->ae.due_us;
+                latest = l;
+            }
+        }
+        if (!n) {
+            w->sleep_until_us = next;
+            if (next == INT64_MAX) {
+                pthread_cond_wait(&w->wake, &w->mu);
+            } else {
+                struct timespec ts = { (time_t)(next / 1000000), (long)(next % 1000000) * 1000 };
+                pthread_cond_timedwait(&w->wake, &w->mu, &ts);
+            }
+            w->sleep_until_us = 0;
             continue;
         }
-        int64_t now = rl_now_us();
-        if (due->ae.due_us > now) {
-            struct timespec ts = { (time_t)(due->ae.due_us / 1000000), (long)(due->ae.due_us % 1000000) * 1000 };
-            pthread_cond_timedwait(&w->wake, &w->mu, &ts);
-            continue;
-        }
-        w->current = due;
+        int tell = latest && c->opts.on_event && (!w->behind_told_us || now - w->behind_told_us >= RL_POLICY_WATCH_TELL_US);
+        if (tell)
+            w->behind_told_us = now;
+        redlock_lock **batch = w->batch;
         pthread_mutex_unlock(&w->mu);
-        int64_t next_due = 0;
-        int fire = 0, code = 0;
-        int done = step(due, &next_due, &fire, &code, msg, sizeof msg);
+        if (tell)
+            tell_behind(latest, late, n);   /* latest is busy: it stays */
+        run_batch(c, batch, n);
         pthread_mutex_lock(&w->mu);
-        redlock_lost_fn fn = due->ae.fn;
-        void *userdata = due->ae.userdata;
-        if (due->ae.on) {
-            if (done)
-                unlink_lock(w, due);
+        size_t nfire = 0;
+        for (size_t k = 0; k < n; k++) {
+            redlock_lock *l = batch[k];
+            if (l->ae.on) {
+                if (l->ae.done)
+                    unlink_lock(w, l);
+                else
+                    l->ae.due_us = l->ae.next_due;
+            }
+            if (l->ae.fire && l->ae.fn)
+                batch[nfire++] = l;
             else
-                due->ae.due_us = next_due;
+                l->ae.busy = 0;
         }
-        if (fire && fn) {
-            /* current stays set: the lock cannot be freed under the callback. */
-            due->ae.running = 1;
+        pthread_cond_broadcast(&w->idle);
+        for (size_t k = 0; k < nfire; k++) {
+            redlock_lock *l = batch[k];
+            redlock_lost_fn fn = l->ae.fn;
+            void *userdata = l->ae.userdata;
+            /* busy stays set: the lock cannot be freed under the callback,
+             * and ae.msg (the loss, thread only) stays as it is. */
+            l->ae.running = 1;
             pthread_mutex_unlock(&w->mu);
-            fn(due, code, msg, userdata);
+            fn(l, l->ae.fire_code, msg_of(l), userdata);
             pthread_mutex_lock(&w->mu);
-            due->ae.running = 0;
-            hook_free f = { due->ae.free_after, due->ae.free_after_userdata };
-            due->ae.free_after = NULL;
+            l->ae.running = 0;
+            hook_free f = { l->ae.free_after, l->ae.free_after_userdata };
+            l->ae.free_after = NULL;
             if (f.fn) {
                 pthread_mutex_unlock(&w->mu);
                 run_free(f);
                 pthread_mutex_lock(&w->mu);
             }
+            l->ae.busy = 0;
+            pthread_cond_broadcast(&w->idle);
         }
-        w->current = NULL;
-        pthread_cond_broadcast(&w->idle);
+        /* The batch array is the thread's: a realloc above happens only here. */
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -248,7 +373,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     }
     /* A callback for this lock may be running: the caller may free its old
      * userdata once this returns. */
-    while (w->current == l && !pthread_equal(pthread_self(), w->thread))
+    while (l->ae.busy && !pthread_equal(pthread_self(), w->thread))
         pthread_cond_wait(&w->idle, &w->mu);
     atomic_store_explicit(&l->ae.used, 1, memory_order_release);
     hook_free old = detach_hook(l);
@@ -257,7 +382,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae.userdata_free = userdata_free;
     l->ae.until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
     l->ae.limited = 0;
-    l->ae.msg[0] = '\0';
+    set_msg(l, NULL);
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
         l->ae.prev = NULL;
@@ -267,7 +392,11 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
         w->head = l;
         l->ae.on = 1;
     }
-    pthread_cond_signal(&w->wake);
+    /* Each wake-up costs the thread a look at every lock: none for a lock
+     * due after the thread wakes anyway (a busy thread looks again before
+     * it sleeps). */
+    if (l->ae.due_us < w->sleep_until_us)
+        pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
     run_free(old);
     return 0;
@@ -285,7 +414,7 @@ int rl_watch_remove(redlock_lock *l)
     if (was)
         unlink_lock(w, l);
     if (w->started && w->pid == getpid() && !pthread_equal(pthread_self(), w->thread)) {
-        while (w->current == l)
+        while (l->ae.busy)
             pthread_cond_wait(&w->idle, &w->mu);
     }
     hook_free f = detach_hook(l);

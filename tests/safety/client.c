@@ -5,7 +5,10 @@
  * exclusion across processes. With --fencing it logs each acquisition's
  * fencing token; with --storage the counter write goes through a fake storage
  * that refuses stale tokens; with --auto-extend the library's watchdog keeps
- * the lock alive and a loss is logged. Log format: see check.py. */
+ * the lock alive and a loss is logged; with --background N the client also
+ * holds N other locks on the watchdog for its whole run (many locks per
+ * client), logging any of them lost (BGLOST) and how many it still held at
+ * the end (BGEND). Log format: see check.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -139,10 +142,19 @@ static const char *oneline(const char *s, char *out, size_t size)
 /* --auto-extend: extensions are logged from the metrics hook, which runs on the
  * thread that extended (the client's background thread), as the validity the
  * library then reports, measured the same way as after acquire. */
+static redlock_lock *main_lock;   /* the checked lock; background locks are not logged */
+static redlock_lock *rw_read, *rw_write;   /* --mode rw: the checked locks */
+static const redlock_lock *elect_lock;     /* --mode elect: the election's lock */
+static int checked_lock(const redlock_lock *l)
+{
+    return l && (l == main_lock || l == rw_read || l == rw_write || l == elect_lock);
+}
+static atomic_long bg_lost;
+
 static void on_event(const redlock_event *ev, void *userdata)
 {
     (void)userdata;
-    if (ev->type != REDLOCK_EVENT_EXTENDED)
+    if (ev->type != REDLOCK_EVENT_EXTENDED || !checked_lock(ev->lock))
         return;
     int64_t t = now_ns();
     int64_t left = redlock_lock_validity_ms(ev->lock);
@@ -158,6 +170,14 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
             redlock_error_name(code), redlock_lock_is_held(lock), oneline(message, msg, sizeof msg));
 }
 
+static void on_bg_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    (void)userdata;
+    char msg[1024];
+    atomic_fetch_add(&bg_lost, 1);
+    logline("BGLOST %ld %lld %lld %d %s %s %s", client_id, atomic_load(&cur_seq), (long long)now_ns(), code,
+            redlock_error_name(code), redlock_lock_resource(lock), oneline(message, msg, sizeof msg));
+}
 
 /* ---- --mode elect: leader election (docs/algorithm.md, "Leader election") ----
  * A campaigner loops: campaign, act as leader for --hold ms, writing with its
@@ -273,6 +293,7 @@ static int run_elect(redlock_client *client, const char *resource, const elect_p
         fprintf(stderr, "client %ld: election_new: %s\n", p->id, redlock_strerror(rc));
         return 1;
     }
+    elect_lock = redlock_election_lock(e);   /* its extensions are logged (on_event) */
     rc = p->observer ? run_observer(e, p) : run_campaigner(e, p, sfd, cfd);
     redlock_election_free(e);
     return rc;
@@ -285,7 +306,6 @@ static int run_elect(redlock_client *client, const char *resource, const elect_p
  * follows each ACQ: check.py lets readers overlap readers only. */
 static int rw_mode;
 static long rw_write_every = 3;
-static redlock_lock *rw_read, *rw_write;
 
 static int rw_open(redlock_client *client, const char *resource)
 {
@@ -343,6 +363,9 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
+            "                      auto-extend for the whole run; log losses (BGLOST) and\n"
+            "                      how many are still held at the end (BGEND)\n"
             "  --mode rw           the read-write lock: readers only read the counter\n"
             "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
             "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
@@ -366,9 +389,10 @@ int main(int argc, char **argv)
     const char *storage_path = NULL;
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
+    long background = 0;
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR,
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND,
            O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP };
     const char *role = "campaigner";
     long step = 20;
@@ -396,6 +420,7 @@ int main(int argc, char **argv)
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
+        {"background", required_argument, 0, O_BACKGROUND},
         {"mode", required_argument, 0, O_MODE},
         {"write-every", required_argument, 0, O_WRITE_EVERY},
         {"role", required_argument, 0, O_ROLE},
@@ -428,6 +453,7 @@ int main(int argc, char **argv)
         case O_AUTO_EXTEND: auto_extend = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
+        case O_BACKGROUND: background = atol(optarg); break;
         case O_MODE:
             if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0 &&
                 strcmp(optarg, "elect") != 0) {
@@ -460,7 +486,7 @@ int main(int argc, char **argv)
         o.flags |= REDLOCK_OPT_NO_WAKE;
     if (fair)
         o.flags |= REDLOCK_OPT_FAIR;
-    if (auto_extend || strcmp(mode, "elect") == 0)
+    if (auto_extend || background || strcmp(mode, "elect") == 0)
         o.on_event = on_event;
     if (margin < 0)
         margin = ttl / 10;
@@ -534,11 +560,52 @@ int main(int argc, char **argv)
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;
     }
+    main_lock = lock;
+    redlock_lock **bg = background > 0 ? calloc((size_t)background, sizeof *bg) : NULL;
+    for (long k = 0; k < background; k++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s:bg:%ld:%ld", resource, id, k);
+        if ((rc = redlock_lock_new(&bg[k], client, name)) != 0) {
+            fprintf(stderr, "client %ld: background lock %ld: %s\n", id, k, redlock_error_name(rc));
+            return 1;
+        }
+    }
+    /* Taken together (redlock_lock_acquire_many), again for those that a
+     * loaded machine's node timeouts failed, then kept on auto-extend. */
+    int *bg_rc = background > 0 ? calloc((size_t)background, sizeof *bg_rc) : NULL;
+    for (int tries = 0; background > 0; tries++) {
+        long pending = 0;
+        redlock_lock **todo = calloc((size_t)background, sizeof *todo);
+        for (long k = 0; k < background; k++)
+            if (!redlock_lock_is_held(bg[k]))
+                todo[pending++] = bg[k];
+        if (pending && (rc = redlock_lock_acquire_many(todo, (size_t)pending, (uint32_t)ttl, bg_rc)) != 0) {
+            fprintf(stderr, "client %ld: acquire_many: %s\n", id, redlock_error_name(rc));
+            return 1;
+        }
+        for (long k = 0; k < pending; k++)
+            if (bg_rc[k] == 0 && (rc = redlock_lock_auto_extend(todo[k], 0, on_bg_lost, NULL)) != 0) {
+                fprintf(stderr, "client %ld: auto_extend: %s\n", id, redlock_error_name(rc));
+                return 1;
+            }
+        free(todo);
+        if (!pending)
+            break;
+        if (tries == 50) {
+            fprintf(stderr, "client %ld: %ld background locks not acquired after 50 tries: %s\n", id, pending,
+                    redlock_error_name(bg_rc[0]));
+            return 1;
+        }
+    }
+    free(bg_rc);
+    if (background)
+        logline("BGHELD %ld 0 %lld %ld", id, (long long)now_ns(), background);
     if (rw_mode) {
         redlock_lock_free(lock);
         if (rw_open(client, resource) != 0)
             return 1;
         lock = rw_read;
+        main_lock = NULL;   /* freed: rw_read and rw_write are checked instead */
         logline("MODE %ld rw write_every=%ld", id, rw_write_every);
     }
 
@@ -637,6 +704,18 @@ int main(int argc, char **argv)
                 rc ? oneline(redlock_lock_errmsg(lock), msg, sizeof msg) : "");
         if (gap > 0)
             sleep_ms(rand_r(&seed) % (gap + 1));
+    }
+    if (background) {
+        long held = 0;
+        for (long k = 0; k < background; k++)
+            held += redlock_lock_is_held(bg[k]);
+        logline("BGEND %ld %lld %lld %ld %ld %ld", id, seq, (long long)now_ns(), background, held,
+                atomic_load(&bg_lost));
+        for (long k = 0; k < background; k++) {
+            redlock_release(bg[k]);
+            redlock_lock_free(bg[k]);
+        }
+        free(bg);
     }
     logline("END %ld %lld acquired=%lld", id, (long long)now_ns(), acquired);
     if (rw_mode)

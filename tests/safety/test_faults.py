@@ -742,6 +742,46 @@ def test_timeout_cleanup():
 
 
 # ---------------------------------------------------------------------------------------------
+# Many locks per client: the batched watchdog under a minority outage
+
+def test_many_locks_minority_stopped(make_run):
+    """Client 0 holds many locks on the library's watchdog for its whole run (2,000 here;
+    REDLOCK_SAFETY_MANY=20000 is the long form, make safety-many) while it and two others contend
+    for the checked resource with auto-extend: the sample the checker verifies. Two of five nodes
+    are SIGSTOPped for 3 s. The batches decide each lock at quorum without the stopped nodes: no
+    background lock is lost, all are still held at the end, and the checker finds no violation."""
+    many = int(os.environ.get("REDLOCK_SAFETY_MANY", "2000"))
+    ttl = 3000
+    with S.nodes.Cluster(5) as c:
+        run = make_run(c.urls, "safety:many")
+        f = S.Faults(run, c)
+        run.spawn(0, ttl=ttl, hold=50, gap=20, auto_extend=True, background=many, duration=120)
+        deadline = time.monotonic() + 120
+        while not run.events(0, "BGHELD") and time.monotonic() < deadline:
+            assert run.procs[0].poll() is None, "client 0 exited before holding its locks"
+            time.sleep(0.05)
+        assert run.events(0, "BGHELD"), "client 0 did not acquire its %d locks" % many
+        run.spawn(1, ttl=ttl, hold=50, gap=20, auto_extend=True, duration=120)
+        run.spawn(2, ttl=ttl, hold=50, gap=20, auto_extend=True, duration=120)
+        time.sleep(1.5)
+        t_p = f.pause(1)
+        f.pause(2)
+        time.sleep(3.0)
+        f.resume(1)
+        t_r = f.resume(2)
+        time.sleep(2.0 * ttl / 1000)
+        r = finish(run)
+    assert_safe(r)
+    assert not run.events(0, "BGLOST"), "background locks lost: %s" % run.events(0, "BGLOST")[:3]
+    end = run.events(0, "BGEND")
+    assert end, "client 0 did not report its background locks"
+    total, held, lost = (int(x) for x in end[-1][4:7])
+    assert (total, held, lost) == (many, many, 0)
+    # The checked resource stayed available during the outage.
+    assert acq_between(r, t_p, t_r), "no acquisition of the checked resource during the outage"
+
+
+# ---------------------------------------------------------------------------------------------
 # Leader election (client.c --mode elect, check_elect.py): campaigners that write with their term
 # to a fenced store, observers, and the faults that matter to a leader.
 

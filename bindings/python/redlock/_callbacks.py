@@ -45,6 +45,7 @@ class EventType(enum.IntEnum):
     WOKEN = lib.REDLOCK_EVENT_WOKEN          # a waiting acquire was woken by a release
     LISTENER = lib.REDLOCK_EVENT_LISTENER    # a node's wake-up listener changed state
     ACQUIRE_DONE = lib.REDLOCK_EVENT_ACQUIRE_DONE  # an acquire call ended (code 0: acquired)
+    WATCH_BEHIND = lib.REDLOCK_EVENT_WATCH_BEHIND  # auto-extension starts late: more locks than the nodes keep up with
 
 
 class NodeOutcome(enum.IntEnum):

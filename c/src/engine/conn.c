@@ -237,6 +237,8 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     unsigned char cmd = e->cmd;
     p.node = i;
     rl_proto_parse(r, e->via, rep, &p);
+    if (r->batch && p.out == RL_YES)
+        rl_proto_many_results(r, i, rep);
     rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */
@@ -569,6 +571,17 @@ void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     rl_node *node = &cl->nodes[i];
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
+    /* A batch of extensions takes a node longer than one command, behind
+     * other batches on the same connection: it is waited for while the
+     * node keeps answering (it replied within a node timeout) and its
+     * locks' validity leaves time (extend_many.c). A node that has gone
+     * quiet, paused or stopped, is given up as for any round. */
+    int64_t step = (int64_t)cl->opts.node_timeout_ms * 1000;
+    if (r->batch && now < r->batch->wait_until_us && c && c->state == RL_CONN_READY &&
+        now - c->last_reply_us < step) {
+        r->deadline[i] = now + step < r->batch->wait_until_us ? now + step : r->batch->wait_until_us;
+        return;
+    }
     int handshake = c && c->state == RL_CONN_HANDSHAKE;
     /* Still connecting: no reply could come; not a slow node. */
     r->unreachable[i] = c && c->state == RL_CONN_CONNECTING;

@@ -57,6 +57,9 @@ int rl_proto_is_script(rl_cmd cmd);
 int rl_proto_resend_late(rl_cmd cmd);
 /* Reads a reply to r's command into p. NOSCRIPT gives RL_PENDING: re-send as EVAL. */
 void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed *p);
+/* An EXTEND_MANY reply that rl_proto_parse found whole (RL_YES): what node
+ * i said of each key, into r->batch. */
+void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep);
 /* 1 if an error reply says authentication is missing or wrong. */
 int rl_proto_is_auth_error(const char *err);
 

@@ -23,6 +23,7 @@ static void parse_set(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_script(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static long long format_elect(char **out, const rl_round *r, int via);
 static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
@@ -53,6 +54,13 @@ static const struct cmd_spec {
                               KEYS_FENCE, ARG_TOKEN, parse_script, 0 },
     [RL_CMD_LEAVE] = { "leave", "redlock_leave", rl_script_leave, rl_sha_leave, KEYS_QUEUE, ARG_LEAVE, parse_script,
                        1 },
+    /* Late, an extension is useless: its locks were decided without it. */
+    [RL_CMD_EXTEND_MANY] = { "extend_many", "redlock_extend_many", rl_script_extend_many, rl_sha_extend_many,
+                             KEYS_ONE, ARG_TTL, parse_many, 0 },
+    [RL_CMD_SET_MANY] = { "set_many", "redlock_set_many", rl_script_set_many, rl_sha_set_many, KEYS_ONE, ARG_TTL,
+                          parse_many, 0 },
+    [RL_CMD_RELEASE_MANY] = { "release_many", "redlock_release_many", rl_script_release_many,
+                              rl_sha_release_many, KEYS_ONE, ARG_TTL, parse_many, 0 },
     [RL_CMD_ELECT] = { "election", "redlock_elect", rl_script_elect, rl_sha_elect, KEYS_ONE, ARG_NONE, parse_elect,
                        0 },
     /* the read-write lock (rwlock.c): KEYS_RW is KEYS_QUEUE_FENCE and the
@@ -90,9 +98,46 @@ int rl_proto_resend_late(rl_cmd cmd)
     return specs[cmd].resend_late;
 }
 
+/* EXTEND_MANY: the script, its keys, then each lock's value and ttl. */
+static long long format_many(char **out, const rl_round *r, int via)
+{
+    const struct cmd_spec *s = &specs[r->cmd];
+    const rl_batch *b = r->batch;
+    size_t argc = 3 + 3 * b->m;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *len = malloc(argc * sizeof *len);
+    char *ttls = malloc(b->m * 11 + 1), nkeys[24];
+    long long rc = -1;
+    if (argv && len && ttls) {
+        snprintf(nkeys, sizeof nkeys, "%zu", b->m);
+        argv[0] = via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA";
+        argv[1] = via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha;
+        argv[2] = nkeys;
+        for (size_t k = 0; k < 3; k++)
+            len[k] = strlen(argv[k]);
+        for (size_t k = 0; k < b->m; k++) {
+            argv[3 + k] = b->keys[k];
+            len[3 + k] = b->key_lens[k];
+            char *t = ttls + k * 11;
+            size_t a = 3 + b->m + 2 * k;
+            argv[a] = b->values[k];
+            len[a] = strlen(b->values[k]);
+            argv[a + 1] = t;
+            len[a + 1] = (size_t)snprintf(t, 11, "%u", b->ttl_ms[k]);
+        }
+        rc = redisFormatCommandArgv(out, (int)argc, argv, len);
+    }
+    free(argv);
+    free(len);
+    free(ttls);
+    return rc;
+}
+
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
+    if (r->batch)
+        return format_many(out, r, via);
     char ttl[16], ticket[24], lease[16], wake[16], intent[16], limit[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)
@@ -295,6 +340,31 @@ static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
     (void)r; (void)rep;
     p->out = RL_YES;
+}
+
+/* One 0 or 1 per key of the batch, in order. */
+static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != r->batch->m) {
+        say(p, RL_ERR_SERVER, "unexpected reply to %s: type %d, %zu elements for %zu keys", specs[r->cmd].name, rep->type,
+            rep->type == REDIS_REPLY_ARRAY ? rep->elements : (size_t)0, r->batch->m);
+        return;
+    }
+    for (size_t k = 0; k < rep->elements; k++) {
+        const redisReply *e = rep->element[k];
+        if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
+            say(p, RL_ERR_SERVER, "unexpected element %zu of the reply to %s", k, specs[r->cmd].name);
+            return;
+        }
+    }
+    p->out = RL_YES;
+}
+
+void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep)
+{
+    rl_batch *b = r->batch;
+    for (size_t k = 0; k < b->m; k++)
+        b->res[i * b->m + k] = rep->element[k]->integer == 1;
 }
 
 void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed *p)

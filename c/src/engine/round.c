@@ -12,12 +12,9 @@
 
 #include "engine.h"
 
-void rl_round_run(redlock_client *cl, rl_round *r)
+/* Before a round is linked: nothing heard from any node yet. */
+static void prepare(redlock_client *cl, rl_round *r)
 {
-    rl_io *io = cl->io;
-    rl_scripts_init();
-    rl_sigpipe pipe;
-    rl_sigpipe_block(cl, &pipe);
     r->via_fcall = (cl->opts.flags & REDLOCK_OPT_FUNCTIONS) != 0;
     memset(r->fmt, 0, sizeof r->fmt);
     for (size_t i = 0; i < r->n; i++) {
@@ -34,18 +31,27 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     }
     r->following = r->cv_ready = 0;
     r->decided_us = 0;
+}
 
-    rl_io_enter(cl);
+/* Linked and handed to every node's connection (mu held): 1 if the leader
+ * must be woken. */
+static int submit(redlock_client *cl, rl_round *r)
+{
+    rl_io *io = cl->io;
     r->next = io->active;
     io->active = r;
     int64_t now = rl_now_us();
     int wake = 0;
     for (size_t i = 0; i < r->n; i++)
         wake |= rl_conn_submit(cl, i, r, now);
-    if (wake)
-        rl_io_wake_leader(cl);
-    if (!r->no_wait)
-        rl_io_wait(cl, r);
+    return wake;
+}
+
+/* Decided: the nodes not waited for keep their command as an orphan, and
+ * the round leaves the list (mu held). */
+static void unlink_round(redlock_client *cl, rl_round *r)
+{
+    rl_io *io = cl->io;
     if (!r->decided_us)
         r->decided_us = rl_now_us();
     for (size_t i = 0; i < r->n; i++)
@@ -56,12 +62,59 @@ void rl_round_run(redlock_client *cl, rl_round *r)
             break;
         }
     }
-    rl_io_done(cl);
-    rl_io_leave(cl);
+}
 
+static void cleanup(rl_round *r)
+{
     if (r->cv_ready)
         pthread_cond_destroy(&r->cv);
     for (size_t k = 0; k < sizeof r->fmt / sizeof r->fmt[0]; k++)
         redisFreeCommand(r->fmt[k]);
+}
+
+void rl_round_run(redlock_client *cl, rl_round *r)
+{
+    rl_scripts_init();
+    rl_sigpipe pipe;
+    rl_sigpipe_block(cl, &pipe);
+    prepare(cl, r);
+    rl_io_enter(cl);
+    if (submit(cl, r))
+        rl_io_wake_leader(cl);
+    if (!r->no_wait)
+        rl_io_wait(cl, r);
+    unlink_round(cl, r);
+    rl_io_done(cl);
+    rl_io_leave(cl);
+    cleanup(r);
+    rl_sigpipe_restore(&pipe);
+}
+
+void rl_round_run_many(redlock_client *cl, rl_round *rounds, size_t n)
+{
+    rl_scripts_init();
+    rl_sigpipe pipe;
+    rl_sigpipe_block(cl, &pipe);
+    for (size_t k = 0; k < n; k++)
+        prepare(cl, &rounds[k]);
+    rl_io_enter(cl);
+    int wake = 0;
+    for (size_t k = 0; k < n; k++)
+        wake |= submit(cl, &rounds[k]);
+    if (wake)
+        rl_io_wake_leader(cl);
+    /* Whoever drives reads every connection: while this thread waits for
+     * the first round, the others' replies are read too. A round is taken
+     * off the list as soon as it is decided, so that its stragglers become
+     * orphans and nothing waits for them. */
+    for (size_t k = 0; k < n; k++) {
+        if (!rounds[k].no_wait)
+            rl_io_wait(cl, &rounds[k]);
+        unlink_round(cl, &rounds[k]);
+    }
+    rl_io_done(cl);
+    rl_io_leave(cl);
+    for (size_t k = 0; k < n; k++)
+        cleanup(&rounds[k]);
     rl_sigpipe_restore(&pipe);
 }

@@ -45,6 +45,12 @@ public final class RedlockEvent {
      * #attempt()} (the attempts made), {@link #elapsedMicros()} (the whole call, waits included).
      */
     ACQUIRE_DONE,
+    /**
+     * The client's auto-extension starts extensions late: more locks than the nodes keep up
+     * with. {@link #resource()} is the latest lock's, {@link #message()} says how late and how
+     * many were due. Told at most once a second, while about half the validity is still left.
+     */
+    WATCH_BEHIND,
     /** An event type newer than this jar. */
     UNKNOWN;
 
@@ -61,6 +67,7 @@ public final class RedlockEvent {
         case EventTypeCodes.EVENT_WOKEN: return WOKEN;
         case EventTypeCodes.EVENT_LISTENER: return LISTENER;
         case EventTypeCodes.EVENT_ACQUIRE_DONE: return ACQUIRE_DONE;
+        case EventTypeCodes.EVENT_WATCH_BEHIND: return WATCH_BEHIND;
         default: return UNKNOWN;
       }
     }
