@@ -440,9 +440,11 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting
          * with a plain SET NX PX, the cheapest command a node can refuse,
          * unless its registration's lease is due for renewal or fair mode
          * or fencing need the script. If it wins, its release leaves the
-         * queue (scripts.c); if it loses, the winner's release wakes it. */
+         * queue (scripts.c); if it loses, the winner's release wakes it.
+         * A mutex only: the other kinds' attempts are scripts anyway, and
+         * their releases do not take a registration out of the queue. */
         if (*calm && s->woke && s->registered && s->listen && !fair && !renew_due &&
-            !rl_lock_fencing(lock) && !rl_rw_kind(lock))
+            !rl_lock_fencing(lock) && lock->kind == RL_KIND_MUTEX)
             *plain = s->woken_plain = 1;
     }
     int registered = s->registered;
