@@ -481,6 +481,11 @@ int cli_common_resolve(cli_common *c, const char *cmd, int need_nodes)
         (rc = parse_dur_setting(cmd, c->cli_node_timeout, "--node-timeout", &f.node_timeout, "node_timeout", path, 0,
                                 &c->node_timeout_ms)))
         goto out;
+    if (c->wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS) {
+        /* the library's longest finite wait; longer is "forever" */
+        rc = cli_usage(cmd, "--wait must be at most 7d, or forever");
+        goto out;
+    }
     const char *prefix = c->cli_prefix ? c->cli_prefix : f.key_prefix.value;
     if (prefix && *prefix && !(c->key_prefix = strdup(prefix))) {
         rc = cli_usage(cmd, "out of memory");

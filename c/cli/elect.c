@@ -16,7 +16,6 @@
 #define DEFAULT_TTL_MS 30000
 #define DEFAULT_KILL_AFTER_MS 10000
 #define MIN_TTL_MS 100
-#define WAIT_PIECE_MS ((int64_t)REDLOCK_MAX_WAIT_MS)
 #define LISTEN_PIECE_MS 1000
 
 static void help(void)
@@ -258,16 +257,7 @@ int cli_elect(int argc, char **argv)
         redlock_lock *lock = (redlock_lock *)redlock_election_lock(e);
         run_signals_catch(lock);
         run_vlog(&o, "campaigning in '%s' with value '%s' on %zu nodes", o.resource, value, o.common.n_urls);
-        int64_t left = wait;
-        int crc;
-        for (;;) {
-            int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;
-            crc = redlock_election_campaign(e, value, (uint32_t)ttl, piece);
-            if (crc != REDLOCK_ETIMEDOUT || (wait != CLI_WAIT_FOREVER && left <= piece))
-                break;
-            if (wait != CLI_WAIT_FOREVER)
-                left -= piece;
-        }
+        int crc = redlock_election_campaign(e, value, (uint32_t)ttl, run_lib_wait(wait));
         if (crc == 0 && run_signal) {
             redlock_election_resign(e);
             crc = REDLOCK_ECANCELED;

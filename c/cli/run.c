@@ -14,7 +14,6 @@
 #define DEFAULT_KILL_AFTER_MS 10000
 #define MIN_TTL_MS 100
 /* The library caps one acquire's wait; longer waits are done in pieces. */
-#define WAIT_PIECE_MS ((int64_t)REDLOCK_MAX_WAIT_MS)
 
 /* Arguments, then the merged settings: 0, or the exit code of a usage
  * error, already reported. */
@@ -106,22 +105,14 @@ static void log_acquiring(const run_opts *o, redlock_lock *lock, int64_t ttl, in
              o->no_wake ? ", no wake-up" : ", cut short by a release", o->fair ? "; fair mode" : "");
 }
 
-/* Acquires the lock, waiting up to `wait` (CLI_WAIT_FOREVER) in pieces the
- * library accepts. 0 once held; else -1 with the exit code in *exit_code. */
+/* Acquires the lock, waiting up to `wait` (CLI_WAIT_FOREVER: until held or
+ * a signal cancels it). 0 once held; else -1 with the exit code in *exit_code. */
 static int acquire(const run_opts *o, redlock_lock *lock, int64_t ttl, int64_t wait, int *exit_code, int *reraise)
 {
     run_signals_catch(lock);
     log_acquiring(o, lock, ttl, wait);
-    int64_t left = wait, started_ms = cli_now_ms();
-    int rc;
-    for (;;) {
-        int64_t piece = wait == CLI_WAIT_FOREVER || left > WAIT_PIECE_MS ? WAIT_PIECE_MS : left;
-        rc = redlock_lock_acquire(lock, (uint32_t)ttl, piece);
-        if (rc != REDLOCK_ETIMEDOUT || (wait != CLI_WAIT_FOREVER && left <= piece))
-            break;
-        if (wait != CLI_WAIT_FOREVER)
-            left -= piece;
-    }
+    int64_t started_ms = cli_now_ms();
+    int rc = redlock_lock_acquire(lock, (uint32_t)ttl, run_lib_wait(wait));
     if (rc == 0 && run_signal) {
         /* A signal arrived during the attempt that succeeded. */
         redlock_release(lock);

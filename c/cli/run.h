@@ -102,6 +102,12 @@ void run_take_terminal(int tty_fd, pid_t pgid);
 /* Reports an acquisition that failed with rc and returns the exit code;
  * *reraise is set when a signal interrupted it. */
 int run_acquire_failed(const run_opts *o, redlock_lock *lock, int rc, int64_t wait_ms, int *reraise);
+/* The library's wait_ms for a CLI wait (CLI_WAIT_FOREVER or 0 to 7d): the
+ * library waits forever itself, and run's signal handlers cancel it. */
+static inline int64_t run_lib_wait(int64_t wait)
+{
+    return wait == CLI_WAIT_FOREVER ? REDLOCK_WAIT_FOREVER : wait;
+}
 /* The exit code after the release (which gave `released`) of a lock held
  * while COMMAND ran, whose run gave rc. */
 int run_after_release(const run_opts *o, redlock_lock *lock, int released, int rc, int passthrough);

@@ -119,6 +119,17 @@ def test_unreachable_nodes_end_the_wait_with_69(runner, first):
     assert "attempt 1 to acquire 'res' failed with nodes down or failing" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("cmd", ["run", "elect"])
+def test_wait_beyond_seven_days_is_refused(runner, cluster5, resource, cmd):
+    # The library's longest finite wait is 7 days; the CLI says so rather than waiting in pieces.
+    args = [resource, "true"] if cmd == "run" else [resource, "me", "--", "true"]
+    r = runner.run(cmd, "--nodes", nodes_arg(cluster5), "--wait", "8d", *args)
+    assert r.returncode == EXIT_USAGE, r.stderr
+    assert "--wait must be at most 7d, or forever" in r.stderr, r.stderr
+    r = runner.run(cmd, "--nodes", nodes_arg(cluster5), "--wait", "7d", *args)
+    assert r.returncode == 0, r.stderr
+
+
 def test_duration_forms_are_accepted(runner, cluster5, resource):
     for ttl in ("2", "1.5s", "1500ms", "0.05m"):
         r = runner.run("run", "--nodes", nodes_arg(cluster5), "--ttl", ttl, resource, "true")
