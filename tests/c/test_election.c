@@ -443,19 +443,7 @@ static void test_bad_input(void)
 
 static void test_functions(void)
 {
-    redlock_options o;
-    redlock_options_init(&o);
-    o.node_timeout_ms = 2000;
-    o.flags = REDLOCK_OPT_FUNCTIONS;
-    redlock_client *c = make_client(t_nurls, &o);
-    char err[1024];
-    int rc = redlock_client_load_functions(c, err, sizeof err);
-    if (rc == REDLOCK_ESERVER && strstr(err, "unknown command")) {
-        fprintf(stderr, "  SKIPPED: the nodes have no FUNCTION (before Redis 7)\n");
-        redlock_client_free(c);
-        return;
-    }
-    CHECK_RC(rc, 0);
+    redlock_client *c = make_functions_client();
     redlock_election *e, *obs;
     const char *name = uniq("fcall");
     CHECK_RC(redlock_election_new(&e, c, name), 0);

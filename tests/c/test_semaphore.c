@@ -310,13 +310,7 @@ static void test_fencing(void)
 
 static void test_functions(void)
 {
-    redlock_options o;
-    redlock_options_init(&o);
-    o.node_timeout_ms = 2000;
-    o.flags = REDLOCK_OPT_FUNCTIONS;
-    redlock_client *c = make_client(t_nurls, &o);
-    char err[1024];
-    CHECK_RC(redlock_client_load_functions(c, err, sizeof err), 0);
+    redlock_client *c = make_functions_client();
     const char *res = uniq("sem-fcall");
     redlock_lock *a = sem(c, res, 1, 1), *b = sem(c, res, 1, 1);
     CHECK_LOCK_RC(a, redlock_lock_acquire(a, 10000, REDLOCK_WAIT_NONE), 0);

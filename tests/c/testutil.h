@@ -177,6 +177,25 @@ static __attribute__((unused)) redlock_client *make_client(size_t n, const redlo
     return c;
 }
 
+/* A client on every node whose scripts go through FCALL (REDLOCK_OPT_FUNCTIONS),
+ * with the "redlock" library loaded; exits if it cannot be loaded (the
+ * harness's nodes are Redis 7 / Valkey 7 or later, so that is a failure). */
+static __attribute__((unused)) redlock_client *make_functions_client(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_FUNCTIONS;
+    redlock_client *c = make_client(t_nurls, &o);
+    char err[1024];
+    int rc = redlock_client_load_functions(c, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "load_functions: %s: %s\n", redlock_error_name(rc), err);
+        exit(1);
+    }
+    return c;
+}
+
 /* A unique resource name per call, so tests never see each other's keys. */
 static __attribute__((unused)) const char *uniq(const char *base)
 {
