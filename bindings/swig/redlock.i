@@ -33,7 +33,8 @@ static void rl_set_owned(rl_status *st, const char **field, const char *value) {
     *field = copy;
 }
 
-/* Elections: a leader read as one line, "present term revision value". */static char *rl_leader_line(const redlock_leader *w) {
+/* Elections: a leader read as one line, "present term revision value". */
+static char *rl_leader_line(const redlock_leader *w) {
     char *buf = malloc(64 + w->value_len + 1);
     if (buf)
         snprintf(buf, 64 + w->value_len + 1, "%d %llu %llu %s", w->present, (unsigned long long)w->term,

@@ -149,6 +149,53 @@ delete_Options $t
 expect_error REDLOCK_EINVAL "empty resource" {$a acquire "" 1000 0}
 expect_error REDLOCK_EINVAL "ttl 0" {$a acquire x 0 0}
 
+# The primitives beyond the mutex come to Tcl through the same wrappers.
+# A semaphore of limit 2: two permits, a third refused, the limit checked.
+set s1 [$a newSemaphore tcl-sem 2 1]
+set s2 [$b newSemaphore tcl-sem 2 1]
+set s3 [$b newSemaphore tcl-sem 2 1]
+$s1 acquire 10000 0
+$s2 acquire 10000 0
+check {[$s1 isHeld] && [$s2 isHeld]} "two permits of a limit-2 semaphore"
+expect_error REDLOCK_ENOTACQUIRED "a third permit" {$s3 acquire 10000 0}
+set msg [expect_error REDLOCK_EINVAL "another limit" {set s4 [$b newSemaphore tcl-sem 3 1]; $s4 acquire 10000 0}]
+check [string match "*limit*" $msg] "the limit mismatch is named: $msg"
+$s1 release
+$s3 acquire 10000 0
+check [$s3 isHeld] "a released permit is taken"
+foreach s [list $s2 $s3] { $s close }
+# A read-write lock: readers share, a writer waits for them, downgrade keeps it shared.
+set r1 [$a newReadLock tcl-rw]
+set r2 [$b newReadLock tcl-rw]
+set w [$b newWriteLock tcl-rw]
+$r1 acquire 10000 0
+$r2 acquire 10000 0
+check {[$r1 isHeld] && [$r2 isHeld]} "two readers at once"
+expect_error REDLOCK_ENOTACQUIRED "a writer while readers hold" {$w acquire 10000 0}
+$r1 release
+$r2 release
+$w acquire 10000 3000
+check [$w isHeld] "the writer once the readers left"
+expect_error REDLOCK_ENOTACQUIRED "a reader while the writer holds" {$r1 acquire 10000 0}
+$w downgrade
+$r1 acquire 10000 0
+check [$r1 isHeld] "a reader beside the downgraded writer"
+foreach l [list $r1 $w] { $l release }
+# An election: the leader is read as "present term revision value".
+set e1 [$a newElection tcl-elect]
+set e2 [$b newElection tcl-elect]
+$e1 campaign one 10000 0
+check [$e1 isLeader] "the first campaigner leads"
+expect_error REDLOCK_ENOTACQUIRED "a second campaigner" {$e2 campaign two 10000 0}
+set line [$e2 leaderLine]
+check {[lindex $line 0] == 1 && [lindex $line 1] == [$e1 term] && [lindex $line 3] eq "one"} "leader line: $line"
+$e1 resign
+$e2 campaign two 10000 3000
+check {[$e2 isLeader] && [$e2 term] > [lindex $line 1]} "the next leader has a higher term"
+$e2 resign
+delete_Election $e1
+delete_Election $e2
+
 foreach c [list $a $b $p $plain $f] {
     delete_Redlock $c
 }
