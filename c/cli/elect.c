@@ -14,7 +14,6 @@
 
 #define CMD "elect"
 #define DEFAULT_TTL_MS 30000
-#define DEFAULT_KILL_AFTER_MS 10000
 #define MIN_TTL_MS 100
 #define LISTEN_PIECE_MS 1000
 
@@ -194,12 +193,7 @@ int cli_elect(int argc, char **argv)
     if (is_listen(argc, argv))
         return elect_listen(argc, argv);
     run_opts o;
-    memset(&o, 0, sizeof o);
-    cli_common_init(&o.common);
-    o.conflict_code = CLI_EXIT_CONFLICT;
-    o.lost_code = CLI_EXIT_LOST;
-    o.lost_signal = SIGTERM;
-    o.kill_after_ms = DEFAULT_KILL_AFTER_MS;
+    run_opts_init(&o, CMD);
     /* run's arguments: NAME is its RESOURCE, and VALUE the first word of
      * what it takes for COMMAND. */
     int rc = run_parse_args(&o, argc, argv);

@@ -11,7 +11,6 @@
 
 #define CMD RUN_CMD
 #define DEFAULT_TTL_MS 30000
-#define DEFAULT_KILL_AFTER_MS 10000
 #define MIN_TTL_MS 100
 /* The library caps one acquire's wait; longer waits are done in pieces. */
 
@@ -144,12 +143,7 @@ static int hold(const run_opts *o, redlock_lock *lock, const fdset *inherited, i
 int cli_run(int argc, char **argv)
 {
     run_opts o;
-    memset(&o, 0, sizeof o);
-    cli_common_init(&o.common);
-    o.conflict_code = CLI_EXIT_CONFLICT;
-    o.lost_code = CLI_EXIT_LOST;
-    o.lost_signal = SIGTERM;
-    o.kill_after_ms = DEFAULT_KILL_AFTER_MS;
+    run_opts_init(&o, RUN_CMD);
     int64_t ttl = 0, wait = 0;
     int rc = settings(&o, argc, argv, &ttl, &wait);
     if (rc) {

@@ -19,6 +19,7 @@
 #define RUN_CMD "run"
 
 typedef struct run_opts {
+    const char *cmd;           /* the subcommand messages name: RUN_CMD, or "elect" */
     cli_common common;
     const char *resource;
     char **argv;               /* COMMAND and its arguments */
@@ -37,6 +38,8 @@ typedef struct run_opts {
 } run_opts;
 
 /* ---- run_args.c ---- */
+/* o zeroed, with the defaults of run and elect; messages name cmd. */
+void run_opts_init(run_opts *o, const char *cmd);
 /* Parses run's arguments into o (--help prints it and exits 0): 0, or the
  * exit code of a usage error, already reported. */
 int run_parse_args(run_opts *o, int argc, char **argv);

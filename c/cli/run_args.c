@@ -10,7 +10,7 @@
 
 #include "run.h"
 
-#define CMD RUN_CMD
+#define CMD (o->cmd)  /* "run", or "elect" for the parts it shares */
 
 static void help(void)
 {
@@ -95,7 +95,7 @@ static const struct option longopts[] = {
 
 /* flock's options: accepted when they change nothing here, refused with
  * the reason when they cannot be honoured. 1 if c was one of them. */
-static int flock_option(int c, int *rc)
+static int flock_option(const run_opts *o, int c, int *rc)
 {
     switch (c) {
     case 'o':
@@ -146,7 +146,7 @@ static int n_attached(run_opts *o, const char *arg, const char *bad)
 static int one_option(run_opts *o, int c, const char *arg, const char *bad)
 {
     int rc = 0;
-    if (flock_option(c, &rc))
+    if (flock_option(o, c, &rc))
         return rc;
     switch (c) {
     case 'h':
@@ -233,6 +233,17 @@ static int command_words(run_opts *o, int argc, char **argv, int first)
         return cli_usage(CMD, "missing COMMAND to run under the lock");
     o->argv = argv + first;
     return 0;
+}
+
+void run_opts_init(run_opts *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    cli_common_init(&o->common);
+    o->conflict_code = CLI_EXIT_CONFLICT;
+    o->lost_code = CLI_EXIT_LOST;
+    o->lost_signal = SIGTERM;
+    o->kill_after_ms = 10000;   /* --kill-after's default */
 }
 
 int run_parse_args(run_opts *o, int argc, char **argv)

@@ -174,7 +174,7 @@ static int run_scrub_environment(const run_opts *o)
 
 /* ---- running COMMAND ---- */
 
-#define CMD RUN_CMD
+#define CMD (o->cmd)  /* "run", or "elect" for the parts it shares */
 
 /* COMMAND's environment: REDLOCK_RESOURCE, REDLOCK_VALIDITY_MS and, with
  * --fencing, REDLOCK_FENCING_TOKEN; nothing that reaches a node. */
@@ -281,7 +281,7 @@ static int start_child(const run_opts *o, const fdset *inherited, child *ch)
 /* COMMAND was stopped; waitid(WNOWAIT) saw it, this takes the stop. On
  * Ctrl-Z redlock stops too, so that the shell sees the job stopped; the
  * lock is not extended meanwhile (see docs/cli.md). */
-static void relay_stop(pid_t pid, int tty_fd)
+static void relay_stop(const run_opts *o, pid_t pid, int tty_fd)
 {
     siginfo_t consume;
     memset(&consume, 0, sizeof consume);
@@ -348,7 +348,7 @@ void supervise_child(const run_opts *o, pid_t pid, int tty_fd, const sigset_t *w
         if (si.si_pid != pid)
             wait_for_signal(o, pid, waitset, &hard_killed);
         else if (si.si_code == CLD_STOPPED)
-            relay_stop(pid, tty_fd);
+            relay_stop(o, pid, tty_fd);
         else
             return;
     }

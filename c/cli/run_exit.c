@@ -5,11 +5,12 @@
  * status. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "run.h"
 
-#define CMD RUN_CMD
+#define CMD (o->cmd)  /* "run", or "elect" for the parts it shares */
 
 int run_acquire_failed(const run_opts *o, redlock_lock *lock, int rc, int64_t wait_ms, int *reraise)
 {
@@ -22,6 +23,8 @@ int run_acquire_failed(const run_opts *o, redlock_lock *lock, int rc, int64_t wa
     case REDLOCK_ENOTACQUIRED:
         if (o->sem_limit)
             cli_err(CMD, "all %ld permits of '%s' are held: %s", o->sem_limit, o->resource, redlock_lock_errmsg(lock));
+        else if (strcmp(o->cmd, RUN_CMD) != 0)
+            cli_err(CMD, "'%s' has a leader already: %s", o->resource, redlock_lock_errmsg(lock));
         else
             cli_err(CMD, "'%s' is locked by another owner: %s", o->resource, redlock_lock_errmsg(lock));
         return (int)o->conflict_code;

@@ -17,7 +17,7 @@
 
 #include "run.h"
 
-#define CMD RUN_CMD
+#define CMD (o->cmd)  /* "run", or "elect" for the parts it shares */
 
 typedef struct watch {
     pthread_mutex_t mu;

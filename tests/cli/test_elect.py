@@ -44,6 +44,7 @@ def test_second_campaigner_waits_or_fails(cli, cluster5, resource):
         r = subprocess.run([cli, "elect", "-n", resource, "second", "--", "true"], capture_output=True, text=True,
                            env=env, timeout=60)
         assert r.returncode == 75, r.stderr
+        assert r.stderr.startswith(f"redlock elect: '{resource}' has a leader already: "), r.stderr
         start = time.monotonic()
         r = subprocess.run([cli, "elect", "-w", "20s", resource, "second", "--", "sh", "-c", "echo $REDLOCK_TERM"],
                            capture_output=True, text=True, env=env, timeout=60)
