@@ -99,14 +99,16 @@ static int write_counter(int fd, long long v)
  * token and the write (of the counter, and of the storage file) are one atomic
  * step under flock(2) on the storage file, which is the storage's own
  * atomicity, not the lock's. t_at is read while the flock is held, so the
- * t_at of all accepted and refused writes are in the storage's own order. */
+ * t_at of all accepted and refused writes are in the storage's own order.
+ * A leader's writes (same_ok) take fence <= $t instead: it writes many times
+ * per term; a value < 0 stores the counter plus one, read under the flock. */
 typedef struct {
     int accepted;
     unsigned long long before;   /* the highest token stored before this write */
     int64_t t_at;
 } store_result;
 
-static int storage_write(int sfd, int cfd, uint64_t token, long long value, store_result *res)
+static int storage_write(int sfd, int cfd, uint64_t token, int same_ok, long long value, store_result *res)
 {
     while (flock(sfd, LOCK_EX) != 0)
         if (errno != EINTR)
@@ -117,11 +119,13 @@ static int storage_write(int sfd, int cfd, uint64_t token, long long value, stor
         sscanf(b, "%llu %llu", &highest, &count);
     res->t_at = now_ns();
     res->before = highest;
-    res->accepted = token > highest;
+    res->accepted = same_ok ? token >= highest : token > highest;
     int rc = 0;
     if (res->accepted) {
         char o[64];
         snprintf(o, sizeof o, "%-20" PRIu64 " %-20llu\n", token, count + 1);
+        if (value < 0)
+            value = read_counter(cfd) + 1;
         if (write_counter(cfd, value) != 0 || pwrite(sfd, o, 42, 0) != 42)
             rc = -1;
     }
@@ -191,31 +195,6 @@ typedef struct elect_params {
     int64_t end;
 } elect_params;
 
-/* The fenced store of a leader: its term must be >= the highest stored
- * (a leader writes many times per term), as UPDATE ... WHERE fence <= $t. */
-static int elect_store(int sfd, int cfd, uint64_t term, store_result *res)
-{
-    while (flock(sfd, LOCK_EX) != 0)
-        if (errno != EINTR)
-            return -1;
-    char b[64] = {0};
-    unsigned long long highest = 0, count = 0;
-    if (pread(sfd, b, sizeof b - 1, 0) > 0)
-        sscanf(b, "%llu %llu", &highest, &count);
-    res->t_at = now_ns();
-    res->before = highest;
-    res->accepted = term >= highest;
-    int rc = 0;
-    if (res->accepted) {
-        char o[64];
-        snprintf(o, sizeof o, "%-20" PRIu64 " %-20llu\n", term, count + 1);
-        if (write_counter(cfd, read_counter(cfd) + 1) != 0 || pwrite(sfd, o, 42, 0) != 42)
-            rc = -1;
-    }
-    flock(sfd, LOCK_UN);
-    return rc;
-}
-
 static int run_observer(redlock_election *e, const elect_params *p)
 {
     redlock_leader cur = { .version = REDLOCK_LEADER_VERSION };
@@ -265,7 +244,7 @@ static int run_campaigner(redlock_election *e, const elect_params *p, int sfd, i
                 break;
             store_result res;
             int64_t t_begin = now_ns();
-            if (elect_store(sfd, cfd, term, &res) != 0) {
+            if (storage_write(sfd, cfd, term, 1, -1, &res) != 0) {
                 perror("storage");
                 return 1;
             }
@@ -673,7 +652,7 @@ int main(int argc, char **argv)
                 /* Through the storage: the counter is written only if it accepts the token. */
                 store_result res;
                 int64_t t_begin = now_ns();
-                if (storage_write(sfd, cfd, token, v + 1, &res) != 0) {
+                if (storage_write(sfd, cfd, token, 0, v + 1, &res) != 0) {
                     perror("storage");
                     return 1;
                 }
