@@ -601,10 +601,13 @@ def test_auto_extend_holder_paused(make_run):
 
 def _hold_on_three_of_five(run, f, ttl, hold):
     """Client A (id 0) acquires while nodes 3 and 4 are down, so its majority is exactly
-    {0, 1, 2}; returns once A is inside its critical section."""
+    {0, 1, 2}; returns once A is inside its critical section. A waits up to 1 s for a node
+    (not the default 50 ms): its release goes to 3 and 4 on new connections, just after they
+    come back, and must hear them to know its lock is gone (ELOST, not ENOQUORUM) even on a
+    loaded machine."""
     f.kill(3)
     f.kill(4)
-    run.spawn(0, ttl=ttl, hold=hold, margin=100, iterations=1, duration=60)
+    run.spawn(0, ttl=ttl, hold=hold, margin=100, iterations=1, node_timeout=1000, duration=60)
     acq = run.wait_event(0, "ACQ", timeout=10)
     run.wait_event(0, "CS", timeout=10)
     return acq
