@@ -419,9 +419,10 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
     }
     lock->member[0] = '\0';
     /* The first attempt is a plain SET NX PX, as Redlock needs and nothing
-     * more, unless this handle had to wait last time, or fair mode or
-     * fencing need the script: queue work starts once someone has actually
-     * been refused. */
+     * more, unless this handle had to wait last time (and did not come
+     * straight back after its own release), or fair mode or fencing need
+     * the script: queue work starts once someone has actually been
+     * refused. */
     s->plain_first = s->join && (!lock->contended || came_straight_back(lock, s->start)) &&
                      !(o->flags & REDLOCK_OPT_FAIR) && !rl_lock_fencing(lock);
     /* A registration's lease is renewed a few times per lease, not on
