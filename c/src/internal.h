@@ -307,6 +307,8 @@ struct redlock_lock {
     char member[RL_MEMBER_MAX]; /* its registration as a waiter in the last acquire, or "" */
     int contended;            /* its last waiting acquire was refused: the next one
                                * registers from its first attempt (acquire.c) */
+    int64_t released_us;      /* when its last release returned (acquire.c: a holder
+                               * that comes straight back asks with a plain SET) */
     pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
                                * thread's extensions take it */
     _Atomic int state;

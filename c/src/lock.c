@@ -148,6 +148,7 @@ static int release_locked(redlock_lock *lock)
     r.wake = rl_wake_calm(c);
     rl_round_run(c, &r);
     rl_record_round(lock, &r, 0);
+    lock->released_us = rl_now_us();
     atomic_store(&lock->state, LOCK_IDLE);
     atomic_store(&lock->valid_until_us, 0);
     atomic_store(&lock->token, 0);
