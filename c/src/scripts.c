@@ -230,14 +230,16 @@ const char rl_script_rw_acquire[] =
  * rl_script_rw_acquire's decision in a short script with short arguments,
  * as every argument costs the node time to parse and to copy into Lua.
  * KEYS: K, K:rd, K:wi. ARGV: value, ttl. Where K is free and no writer's
- * intent waits it is one MGET and one SET, before any function is made. */
+ * intent waits it is one MGET and one SET, before any function is made.
+ * Granted: 1 (not {1}: a table reply costs the node more to convert);
+ * refused: as rl_script_rw_acquire's. */
 const char rl_script_rw_read[] =
-    "local k, rd, wi, ttl = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[2]) "
+    "local k, rd, wi = KEYS[1], KEYS[2], KEYS[3] "
     "local g = redis.call('mget', k, wi) local v = g[1] "
-    "if not v and not g[2] then redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'PX', ttl) return {1} end "
+    "if not v and not g[2] then redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'PX', ARGV[2]) return 1 end "
     RL_RW_FNS
     "if g[2] and (not v or rl_rdr(v)) then return {0, redis.call('pttl', wi), 0} end "
-    "if rl_rdr(v) then rl_take(v, ARGV[1], ttl) return {1} end "
+    "if rl_rdr(v) then rl_take(v, ARGV[1], tonumber(ARGV[2])) return 1 end "
     "return {0, redis.call('pttl', k), " RL_RW_WRITER_VALUE("v") " and 1 or 0}";
 /* ARGV: value, ttl. A reader's lease runs ttl from now if it still runs:
  * the lone form's is K's TTL. */

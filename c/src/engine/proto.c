@@ -266,6 +266,12 @@ static int decimal(const redisReply *e, uint64_t *v)
 /* {1} or {1, counter} granted; {0, ms to wait at most, marked[, kept]} refused. */
 static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
+    /* The short read attempt (rl_script_rw_read, mode "R") says 1 when granted. */
+    if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 && r->cmd == RL_CMD_RW_ACQUIRE &&
+        strcmp(r->mode, "R") == 0) {
+        p->out = RL_YES;
+        return;
+    }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || rep->element[0]->type != REDIS_REPLY_INTEGER) {
         unexpected(r, rep, p);
         return;
