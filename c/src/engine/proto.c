@@ -148,7 +148,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         return format_elect(out, r, via);
     /* A read attempt with nothing but the read to do goes as the short
      * script (scripts.c, rl_script_rw_read): K, K:rd, K:wi, value, ttl. */
-    if (r->cmd == RL_CMD_RW_ACQUIRE && r->mode && strcmp(r->mode, "R") == 0) {
+    if (r->cmd == RL_CMD_RW_ACQUIRE && r->mode && strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
         const char *script = via == RL_VIA_FCALL ? "redlock_rw_read"
                              : via == RL_VIA_EVAL ? rl_script_rw_read : rl_sha_rw_read;
         return redisFormatCommand(out, "%s %s 3 %b %b %b %s %s", via == RL_VIA_FCALL ? "FCALL"
@@ -268,7 +268,7 @@ static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p
 {
     /* The short read attempt (rl_script_rw_read, mode "R") says 1 when granted. */
     if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 && r->cmd == RL_CMD_RW_ACQUIRE &&
-        strcmp(r->mode, "R") == 0) {
+        strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
         p->out = RL_YES;
         return;
     }
