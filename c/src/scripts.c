@@ -169,7 +169,8 @@ const char rl_script_elect[] =
 #define RL_RW_LUA \
     "local k, q, l, rd, wi = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6] " RL_RW_FNS
 /* The functions, on the locals k and rd. rl_take writes a granted reader's
- * lease, v being K's value (false if free): the lone form where K was free
+ * lease, v being K's value (false if free, or of another type: then SET NX
+ * fails and GET raises WRONGTYPE, rl_script_rw_read's): the lone form where K was free
  * (or already this reader's), a lease in K:rd where readers share, and the
  * lone form turned into the shared one (the first reader's lease ends when
  * K's TTL does). */
@@ -180,7 +181,8 @@ const char rl_script_elect[] =
     "redis.call('pexpire', k, ms) redis.call('pexpire', rd, ms) end end " \
     "local function rl_rdr(v) return v == '" RL_RW_MARK "' or string.sub(v, 1, 8) == '" RL_RW_MARK ":' end " \
     "local function rl_take(v, val, ttl) local one = '" RL_RW_MARK ":' .. val " \
-    "if not v or v == one then redis.call('set', k, one, 'PX', ttl) " \
+    "if not v then if not redis.call('set', k, one, 'NX', 'PX', ttl) then redis.call('get', k) end " \
+    "elseif v == one then redis.call('set', k, one, 'PX', ttl) " \
     "elseif v == '" RL_RW_MARK "' then redis.call('zadd', rd, rl_clock() + ttl, val) rl_cover(ttl) " \
     "else local now, p = rl_clock(), redis.call('pttl', k) if p < 0 then p = ttl end " \
     "redis.call('zadd', rd, now + p, string.sub(v, 9), now + ttl, val) " \
@@ -232,11 +234,15 @@ const char rl_script_rw_acquire[] =
  * KEYS: K, K:rd, K:wi. ARGV: value, ttl. Where K is free and no writer's
  * intent waits it is one MGET and one SET, before any function is made.
  * Granted: 1 (not {1}: a table reply costs the node more to convert);
- * refused: as rl_script_rw_acquire's. */
+ * refused: as rl_script_rw_acquire's. MGET says nothing (nil) of a key of
+ * another type, so the SET is NX: where K is such a key, GET then fails
+ * with WRONGTYPE, as it does in the other scripts, and K stays. */
 const char rl_script_rw_read[] =
     "local k, rd, wi = KEYS[1], KEYS[2], KEYS[3] "
     "local g = redis.call('mget', k, wi) local v = g[1] "
-    "if not v and not g[2] then redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'PX', ARGV[2]) return 1 end "
+    "if not v and not g[2] then "
+    "if redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
+    "return redis.call('get', k) end "
     RL_RW_FNS
     "if g[2] and (not v or rl_rdr(v)) then return {0, redis.call('pttl', wi), 0} end "
     "if rl_rdr(v) then rl_take(v, ARGV[1], tonumber(ARGV[2])) return 1 end "

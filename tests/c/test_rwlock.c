@@ -472,6 +472,40 @@ static void test_lone_and_shared(void)
     redlock_client_free(c);
 }
 
+/* A read on a key of another type (here a sorted set, as another lock's
+ * waiters' queue K:wq is) fails, and leaves the key as it was: MGET, which
+ * the read scripts use, says nil of such a key, as of a free one. */
+static void test_wrong_type(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("wrongtype");
+    char cmd[300], out[64];
+    snprintf(cmd, sizeof cmd, "ZADD %s 1 m", res);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(node_int((int)i, cmd) == 1);
+    redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0);
+    CHECK(redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE) != 0);
+    CHECK(!redlock_lock_is_held(r));
+    redlock_client *cf = rw_client(REDLOCK_OPT_FENCING);   /* the full script: mode "Rc" */
+    redlock_lock *rf = side(cf, res, 0);
+    CHECK(redlock_lock_acquire(rf, 5000, REDLOCK_WAIT_NONE) != 0);
+    snprintf(cmd, sizeof cmd, "TYPE %s", res);
+    for (size_t i = 0; i < t_nurls; i++) {
+        node_text((int)i, cmd, out, sizeof out);
+        CHECK(strcmp(out, "zset") == 0);
+    }
+    snprintf(cmd, sizeof cmd, "DEL %s", res);
+    for (size_t i = 0; i < t_nurls; i++)
+        node_int((int)i, cmd);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    redlock_lock_free(r);
+    redlock_lock_free(r2);
+    redlock_lock_free(rf);
+    redlock_client_free(c);
+    redlock_client_free(cf);
+}
+
 int main(void)
 {
     load_nodes();
@@ -486,5 +520,6 @@ int main(void)
     run_test("fencing", test_fencing);
     run_test("functions", test_functions);
     run_test("lone_and_shared", test_lone_and_shared);
+    run_test("wrong_type", test_wrong_type);
     return finish_tests();
 }
