@@ -11,7 +11,8 @@
  *    hold), against 17 mutex threads in the same way: acquisitions per
  *    second, and the writer's longest wait.
  * 3. node work: the commands and the CPU time (used_cpu_sys + used_cpu_user
- *    of INFO) the nodes spent per cycle of section 1, for each kind.
+ *    of INFO) the nodes spent per cycle of section 1, for each kind; and
+ *    the CPU time this process (the client) spent per cycle.
  *
  * Run through bench/run-rwlock, which starts the nodes. */
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +50,16 @@ static int cmp_i64(const void *a, const void *b)
 typedef struct node_work {
     double cpu_s;
     long long calls;
+    double client_cpu_s;   /* this process's CPU (every thread: the client's engine too) */
 } node_work;
+
+static double process_cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+           ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) / 1e6;
+}
 
 static void read_work(redisContext **ctx, size_t n, node_work *w)
 {
@@ -88,6 +99,7 @@ static int cycles(redlock_client *c, size_t iterations, size_t block, int64_t *o
     while (done[K_MUTEX] < iterations && rc == 0) {
         for (int k = 0; k < NK && rc == 0; k++) {
             read_work(ctx, n, &before);
+            double cpu0 = process_cpu_s();
             size_t b0 = done[k];
             for (size_t j = 0; j < block && done[k] < iterations; j++) {
                 int64_t t0 = bench_now_ns();
@@ -102,6 +114,7 @@ static int cycles(redlock_client *c, size_t iterations, size_t block, int64_t *o
                 }
                 out[k][done[k]++] = t1 - t0;
             }
+            per[k].client_cpu_s += process_cpu_s() - cpu0;
             read_work(ctx, n, &after);
             per[k].cpu_s += after.cpu_s - before.cpu_s;
             /* INFO itself is one call per node per sample: not the cycle's */
@@ -274,12 +287,12 @@ int main(int argc, char **argv)
         }
         printf("\ncycle (acquire, one attempt, + release; reused handle), %zu cycles each, blocks of %zu in turn\n",
                iterations, block);
-        printf("%-6s %10s %10s %9s %9s %14s %16s\n", "kind", "p50 us", "mean us", "p50/mutex", "mean/mutex",
-               "node cmds/cyc", "node CPU us/cyc");
+        printf("%-6s %10s %10s %9s %9s %14s %16s %18s\n", "kind", "p50 us", "mean us", "p50/mutex", "mean/mutex",
+               "node cmds/cyc", "node CPU us/cyc", "client CPU us/cyc");
         for (int k = 0; k < NK; k++)
-            printf("%-6s %10.1f %10.1f %8.2fx %8.2fx %14.2f %16.1f\n", kname[k], p50[k], mean[k], p50[k] / p50[K_MUTEX],
-                   mean[k] / mean[K_MUTEX], (double)per[k].calls / (double)iterations,
-                   per[k].cpu_s * 1e6 / (double)iterations);
+            printf("%-6s %10.1f %10.1f %8.2fx %8.2fx %14.2f %16.1f %18.1f\n", kname[k], p50[k], mean[k],
+                   p50[k] / p50[K_MUTEX], mean[k] / mean[K_MUTEX], (double)per[k].calls / (double)iterations,
+                   per[k].cpu_s * 1e6 / (double)iterations, per[k].client_cpu_s * 1e6 / (double)iterations);
         printf("(node commands count EVALSHA and the commands its script runs, over all %zu nodes)\n", nodes);
     }
     for (int k = 0; k < NK; k++)

@@ -58,8 +58,9 @@ typedef struct node_state {
 } node_state;
 
 /* What the read-write lock keeps next to the key K (c/src/scripts.c): K
- * holds RW_MARK while readers hold it, K:rd their leases, K:wi a waiting
- * writer's intent; K:wq is every lock's waiters' queue. */
+ * holds RW_MARK ':' the reader's value while one reader holds it, RW_MARK
+ * while several do, with K:rd their leases; K:wi a waiting writer's intent;
+ * K:wq is every lock's waiters' queue. */
 #define RW_MARK "readers"
 
 /* Readers, intent and waiters of node i, on ctx after GET and PTTL: 0, or
@@ -92,6 +93,10 @@ static void probe_rw(redisContext *ctx, const char *key, size_t key_len, node_st
         for (size_t i = 1; i < r[1]->elements; i += 2)
             ns->readers += r[1]->element[i]->type == REDIS_REPLY_STRING && atoll(r[1]->element[i]->str) > now;
     }
+    /* A lone reader holds K itself (RW_MARK ':' its value), not K:rd. */
+    if (ns->readers >= 0 && ns->state == ST_HELD && ns->value && ns->value_len > strlen(RW_MARK) + 1 &&
+        !memcmp(ns->value, RW_MARK ":", strlen(RW_MARK) + 1))
+        ns->readers++;
     if (r[2] && r[2]->type == REDIS_REPLY_INTEGER)
         ns->intent_ms = r[2]->integer;
     if (r[3] && r[3]->type == REDIS_REPLY_INTEGER)
@@ -237,10 +242,13 @@ static void print_value(FILE *f, const char *v, size_t len)
     }
 }
 
-/* The key holds the readers' marker. */
+/* The key holds the readers' marker, or a lone reader's (RW_MARK ':' its
+ * value). */
 static int is_readers(const node_state *s)
 {
-    return s->state == ST_HELD && s->value && s->value_len == strlen(RW_MARK) && !memcmp(s->value, RW_MARK, s->value_len);
+    size_t m = strlen(RW_MARK);
+    return s->state == ST_HELD && s->value && s->value_len >= m && !memcmp(s->value, RW_MARK, m) &&
+           (s->value_len == m || (s->value_len > m + 1 && s->value[m] == ':'));
 }
 
 /* What the nodes say together. */

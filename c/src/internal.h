@@ -564,6 +564,10 @@ extern const char rl_script_rw_acquire[];
 extern const char rl_script_rw_extend[];
 extern const char rl_script_rw_release[];
 extern const char rl_script_rw_downgrade[];
+/* A read attempt with mode "R" only: RL_CMD_RW_ACQUIRE's short form
+ * (engine/proto.c), with three keys and two arguments. */
+extern char rl_sha_rw_read[41];
+extern const char rl_script_rw_read[];
 #define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 22 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);

@@ -150,28 +150,54 @@ const char rl_script_elect[] =
  * locks") ----
  * KEYS: K, K:wq, K:wl, the fencing counter, K:rd, K:wi. A writer holds K
  * as a mutex holder does (its value), so the two exclude each other.
- * Readers hold K together: it holds RL_RW_MARK, and K:rd has each
- * reader's value scored by the end of its lease on the node's clock. K and
- * K:rd always last at least as long as every lease that runs (rl_cover),
- * so K is free only when no reader's lease runs on this node. Ended leases
- * are ignored and go with K:rd's TTL; the last reader to leave frees K. K:wi, a waiting writer's
- * intent, keeps new readers out for ARGV[7] ms after each of its refused
- * attempts; it holds the writer's registration (or value), so the last
- * reader's release wakes that writer first. */
+ * Readers hold K in one of two forms. A lone reader holds it as
+ * RL_RW_MARK ':' and its value, and K's TTL is its lease, as a mutex
+ * holder's is: it takes and gives back the lock with the mutex's commands,
+ * no clock, no sorted set. Shared, K holds RL_RW_MARK alone, and K:rd has
+ * each reader's value scored by the end of its lease on the node's clock
+ * (a second reader turns the lone form into this one, with the first
+ * reader's lease end read from K's TTL). K and K:rd always last at least
+ * as long as every lease that runs (rl_cover), so K is free only when no
+ * reader's lease runs on this node; while K has the lone form, its reader's
+ * lease is the only one that runs (that form is only written where K was
+ * free or a writer's). Ended leases are ignored and go with K:rd's TTL;
+ * the last reader to leave frees K. K:wi, a waiting writer's intent, keeps
+ * new readers out for ARGV[7] ms after each of its refused attempts; it
+ * holds the writer's registration (or value), so the last reader's release
+ * wakes that writer first. */
 #define RL_RW_MARK "readers"
 #define RL_RW_LUA \
-    "local k, q, l, rd, wi = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6] " \
+    "local k, q, l, rd, wi = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6] " RL_RW_FNS
+/* The functions, on the locals k and rd. rl_take writes a granted reader's
+ * lease, v being K's value (false if free, or of another type: then SET NX
+ * fails and GET raises WRONGTYPE, rl_script_rw_read's): the lone form where K was free
+ * (or already this reader's), a lease in K:rd where readers share, and the
+ * lone form turned into the shared one (the first reader's lease ends when
+ * K's TTL does). */
+#define RL_RW_FNS \
     "local function rl_clock() local t = redis.call('time') " \
     "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end " \
     "local function rl_cover(ms) if redis.call('pttl', k) < ms then " \
-    "redis.call('pexpire', k, ms) redis.call('pexpire', rd, ms) end end "
+    "redis.call('pexpire', k, ms) redis.call('pexpire', rd, ms) end end " \
+    "local function rl_rdr(v) return v == '" RL_RW_MARK "' or string.sub(v, 1, 8) == '" RL_RW_MARK ":' end " \
+    "local function rl_take(v, val, ttl) local one = '" RL_RW_MARK ":' .. val " \
+    "if not v then if not redis.call('set', k, one, 'NX', 'PX', ttl) then redis.call('get', k) end " \
+    "elseif v == one then redis.call('set', k, one, 'PX', ttl) " \
+    "elseif v == '" RL_RW_MARK "' then redis.call('zadd', rd, rl_clock() + ttl, val) rl_cover(ttl) " \
+    "else local now, p = rl_clock(), redis.call('pttl', k) if p < 0 then p = ttl end " \
+    "redis.call('zadd', rd, now + p, string.sub(v, 9), now + ttl, val) " \
+    "if ttl > p then p = ttl end redis.call('set', k, '" RL_RW_MARK "', 'PX', p) redis.call('pexpire', rd, p) end end "
+#define RL_RW_WRITER_VALUE(v) \
+    "(#" v " == 41 and string.sub(" v ", 1, 1) == 'w' and not string.find(" v ", '[^0-9a-f]', 2))"
 /* ARGV: value, ttl, registration ('' none), ticket, lease, mode, intent ms.
  * Mode: 'R' read or 'W' write; 'j', 'r', 'd', 'c' as rl_script_acquire's; 'i'
  * leave an intent when refused (a registered writer's intent is not
  * overwritten by another's; an unregistered one's value changes with each
  * attempt, so it is). A writer's grant clears the intent: other writers
  * still waiting set it again on their next refusal. Replies as
- * rl_script_acquire's. A granted reader that waited wakes the next
+ * rl_script_acquire's. A reader that finds K free takes it in the lone form
+ * (one SET); one that finds a lone reader there (not itself) turns K into
+ * the shared form. A granted reader that waited wakes the next
  * waiter: readers queued behind a writer's release come in one after
  * another, and the chain stops at a writer, which is refused while they
  * read. (A reader that did not wait found the lock free for readers, so
@@ -181,61 +207,91 @@ const char rl_script_rw_acquire[] =
     "local me, mode, ttl = ARGV[3], ARGV[6], tonumber(ARGV[2]) "
     "local function has(c) return string.find(mode, c, 1, true) ~= nil end "
     "local read, tag = has('R'), ARGV[1] if me ~= '' then tag = me end "
-    "local v = redis.call('get', k) local ok, t, marked = false, -1, 0 "
-    "if read then if not v or v == '" RL_RW_MARK "' then "
-    "if redis.call('exists', wi) == 1 then t = redis.call('pttl', wi) else ok = true end end "
-    "else ok = not v end "
+    "local v, ok, t, marked = false, false, -1, 0 "
+    "if read then local g = redis.call('mget', k, wi) v = g[1] "
+    "if not v or rl_rdr(v) then if g[2] then t = redis.call('pttl', wi) else ok = true end end "
+    "else v = redis.call('get', k) ok = not v end "
     "if ok then "
-    "if read then redis.call('zadd', rd, rl_clock() + ttl, ARGV[1]) "
-    "if v then rl_cover(ttl) else redis.call('set', k, '" RL_RW_MARK "', 'PX', ttl) redis.call('pexpire', rd, ttl) end "
-    "else redis.call('set', k, ARGV[1], 'PX', ttl) redis.call('del', wi) end "
+    "if read then rl_take(v, ARGV[1], ttl) else redis.call('set', k, ARGV[1], 'PX', ttl) redis.call('del', wi) end "
     "if me ~= '' then if has('d') then rl_drop(q, l, me) end "
     "if read and rl_has(q) then rl_wake(q, l, me, ARGV[1], k) end end "
     "if has('c') then return {1, redis.call('get', KEYS[4]) or '0'} end return {1} end "
     "if not read and has('i') then local i = redis.call('get', wi) "
     "if not i or i == tag or not string.find(i, ':', 1, true) then redis.call('set', wi, tag, 'PX', ARGV[7]) i = tag end "
-    "if v == '" RL_RW_MARK "' and i == tag and me ~= '' then marked = 1 end end "
+    "if v and rl_rdr(v) and i == tag and me ~= '' then marked = 1 end end "
     "if me ~= '' and has('j') then local added = redis.pcall('zadd', q, 'NX', ARGV[4], me) "
     "if added == 1 or has('r') then local now = rl_now() if now then "
     "local lease = tonumber(ARGV[5]) if added == 1 then rl_purge(q, l, now) end "
     "redis.pcall('zadd', l, now + lease, me) redis.pcall('pexpire', q, lease) redis.pcall('pexpire', l, lease) "
     "end end end "
     "if t < 0 and v then t = redis.call('pttl', k) "
-    "if v ~= '" RL_RW_MARK "' and #v == 41 and string.sub(v, 1, 1) == 'w' and not string.find(v, '[^0-9a-f]', 2) "
-    "then marked = 1 end end "
+    "if not rl_rdr(v) and " RL_RW_WRITER_VALUE("v") " then marked = 1 end end "
     "return {0, t, marked}";
-/* ARGV: value, ttl. A reader's lease runs ttl from now if it still runs. */
+/* A read attempt with nothing more to do (mode "R": no registration, no
+ * counter), which is every first attempt of a reader that is not woken:
+ * rl_script_rw_acquire's decision in a short script with short arguments,
+ * as every argument costs the node time to parse and to copy into Lua.
+ * KEYS: K, K:rd, K:wi. ARGV: value, ttl. Where K is free and no writer's
+ * intent waits it is one MGET and one SET, before any function is made.
+ * Granted: 1 (not {1}: a table reply costs the node more to convert);
+ * refused: as rl_script_rw_acquire's. MGET says nothing (nil) of a key of
+ * another type, so the SET is NX: where K is such a key, GET then fails
+ * with WRONGTYPE, as it does in the other scripts, and K stays. */
+const char rl_script_rw_read[] =
+    "local k, rd, wi = KEYS[1], KEYS[2], KEYS[3] "
+    "local g = redis.call('mget', k, wi) local v = g[1] "
+    "if not v and not g[2] then "
+    "if redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
+    "return redis.call('get', k) end "
+    RL_RW_FNS
+    "if g[2] and (not v or rl_rdr(v)) then return {0, redis.call('pttl', wi), 0} end "
+    "if rl_rdr(v) then rl_take(v, ARGV[1], tonumber(ARGV[2])) return 1 end "
+    "return {0, redis.call('pttl', k), " RL_RW_WRITER_VALUE("v") " and 1 or 0}";
+/* ARGV: value, ttl. A reader's lease runs ttl from now if it still runs:
+ * the lone form's is K's TTL. */
 const char rl_script_rw_extend[] =
     RL_RW_LUA
+    "local v = redis.call('get', k) "
+    "if v == '" RL_RW_MARK ":' .. ARGV[1] then return redis.call('pexpire', k, ARGV[2]) end "
+    "if v ~= '" RL_RW_MARK "' then return 0 end "
     "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) "
-    "if not s or tonumber(s) <= now or redis.call('get', k) ~= '" RL_RW_MARK "' then return 0 end "
+    "if not s or tonumber(s) <= now then return 0 end "
     "redis.call('zadd', rd, now + tonumber(ARGV[2]), ARGV[1]) rl_cover(tonumber(ARGV[2])) return 1";
 /* ARGV: value, wake ('0': nobody), our registration ('' if none): a
  * reader that won with a plain attempt while the nodes were not calm
  * (acquire.c) is still in the queue, and leaves it here, as with
- * rl_script_release. 0 if the reader's lease had run out here. The last reader frees K and, when waiters are
- * queued, wakes the writer whose intent waits (a waiting writer that left
+ * rl_script_release. 0 if the reader's lease had run out here. A lone
+ * reader deletes K, as a mutex holder does, and with no queue that is all
+ * (GET, DEL and the queue's check, before any function is made); in the
+ * shared form, the last reader frees K. Then, when waiters are queued, the
+ * release wakes the writer whose intent waits (a waiting writer that left
  * an intent under its registration is queued), or else the first one. */
 const char rl_script_rw_release[] =
+    "local v, freed = redis.call('get', KEYS[1]), false "
+    "if ARGV[3] == '' and v == '" RL_RW_MARK ":' .. ARGV[1] then redis.call('del', KEYS[1]) freed = true "
+    "if ARGV[2] == '0' then return 1 end local e = redis.pcall('get', KEYS[2]) "
+    "if not (type(e) == 'table' and e.err ~= nil) then return 1 end end "
     RL_WAKE_LUA RL_RW_LUA
+    "if not freed then "
     "if ARGV[3] ~= '' and rl_has(q) then rl_drop(q, l, ARGV[3]) end "
+    "if v == '" RL_RW_MARK ":' .. ARGV[1] then redis.call('del', k) else "
     "local now = rl_clock() local s = redis.call('zscore', rd, ARGV[1]) if not s then return 0 end "
     "redis.call('zrem', rd, ARGV[1]) if tonumber(s) <= now then return 0 end "
     "if redis.call('zcount', rd, '(' .. now, '+inf') > 0 then return 1 end "
-    "if redis.call('get', k) == '" RL_RW_MARK "' then redis.call('del', k) end "
-    "if ARGV[2] == '0' or not rl_has(q) then return 1 end "
+    "if v == '" RL_RW_MARK "' then redis.call('del', k) end end "
+    "if ARGV[2] == '0' or not rl_has(q) then return 1 end end "
     "local i = redis.call('get', wi) "
     "if i and string.find(i, ':', 1, true) then "
     "local n = redis.pcall('publish', rl_chan(i), i .. ' ' .. ARGV[1] .. '\\n' .. k) "
     "if not rl_bad(n) and n > 0 then return 1 end end "
     "rl_wake(q, l, ARGV[3], ARGV[1], k) return 1";
-/* ARGV: value, ttl. The writer becomes a reader in one step, so no other
- * writer can come in between; readers waiting are woken. */
+/* ARGV: value, ttl. The writer becomes a lone reader in one step (one SET
+ * of K), so no other writer can come in between; readers waiting are
+ * woken. */
 const char rl_script_rw_downgrade[] =
     RL_WAKE_LUA RL_RW_LUA
     "if redis.call('get', k) ~= ARGV[1] then return 0 end "
-    "redis.call('zadd', rd, rl_clock() + tonumber(ARGV[2]), ARGV[1]) "
-    "redis.call('set', k, '" RL_RW_MARK "', 'PX', ARGV[2]) redis.call('pexpire', rd, ARGV[2]) "
+    "redis.call('set', k, '" RL_RW_MARK ":' .. ARGV[1], 'PX', ARGV[2]) "
     "if rl_has(q) then rl_wake(q, l, '', ARGV[1], k) end return 1";
 /* ARGV: value, wake, registration. A writer that stops waiting: its intent
  * goes, if it is still its own (its registration, or its last value). */
@@ -254,6 +310,7 @@ char rl_sha_rw_extend[41];
 char rl_sha_rw_release[41];
 char rl_sha_rw_downgrade[41];
 char rl_sha_rw_give_up[41];
+char rl_sha_rw_read[41];
 
 static const struct {
     const char *function;
@@ -278,6 +335,7 @@ static const struct {
     { "redlock_extend_many", rl_script_extend_many },
     { "redlock_set_many", rl_script_set_many },
     { "redlock_release_many", rl_script_release_many },
+    { "redlock_rw_read", rl_script_rw_read },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -305,6 +363,7 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_extend_many, rl_sha_extend_many);
     rl_sha1_hex(rl_script_set_many, rl_sha_set_many);
     rl_sha1_hex(rl_script_release_many, rl_sha_release_many);
+    rl_sha1_hex(rl_script_rw_read, rl_sha_rw_read);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,

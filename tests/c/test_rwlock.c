@@ -3,7 +3,8 @@
  * locks") on real nodes: readers share, a writer excludes readers, writers
  * and mutex holders, writers are preferred, a dead writer's intent lapses,
  * downgrade, no upgrade, an honest ELOST, extension and auto-extension of
- * a reader, fencing, FCALL, and bad input. */
+ * a reader, fencing, FCALL, bad input, and the lone reader's form of the
+ * key turning into the shared one. */
 #include "testutil.h"
 
 #include <pthread.h>
@@ -390,6 +391,121 @@ static void test_functions(void)
     redlock_client_free(c);
 }
 
+/* The reply of a command on node i as text ("" if none). */
+static void node_text(int i, const char *command, char *out, size_t size)
+{
+    if (ctl(out, size, "cmd %d %s", i, command) != 0)
+        out[0] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+/* How many nodes hold key res in a reader's form: the lone reader's
+ * ("readers:" and its value) when lone, the shared marker otherwise. */
+static int nodes_in_form(const char *res, int lone)
+{
+    char cmd[300], out[256];
+    snprintf(cmd, sizeof cmd, "GET %s", res);
+    int n = 0;
+    for (size_t i = 0; i < t_nurls; i++) {
+        node_text((int)i, cmd, out, sizeof out);
+        n += lone ? strncmp(out, "readers:", 8) == 0 && strlen(out) > 8 : strcmp(out, "readers") == 0;
+    }
+    return n;
+}
+
+/* A lone reader holds the key itself, as a mutex holder does, with no
+ * sorted set; a second reader turns it into the shared form, in which the
+ * first reader's lease still runs as long as it did; each form's release
+ * and extension are honest. */
+static void test_lone_and_shared(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("lone");
+    redlock_lock *r1 = side(c, res, 0), *r2 = side(c, res, 0), *r3 = side(c, res, 0), *w = side(c, res, 1);
+    char cmd[300];
+    CHECK_LOCK_RC(r1, redlock_lock_acquire(r1, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(key_on_every_node(t_nurls, res));
+    CHECK(nodes_in_form(res, 1) == (int)t_nurls);
+    CHECK(nodes_with(res, ":rd") == 0);
+    CHECK_LOCK_RC(r1, redlock_extend(r1, 10000), 0);   /* the lone form's lease is the key's TTL */
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+
+    /* a short second reader: the shared form, the key still covering r1 */
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 400, REDLOCK_WAIT_NONE), 0);
+    CHECK(EVENTUALLY(nodes_in_form(res, 0) == (int)t_nurls, 3000, "the shared form on every node"));
+    snprintf(cmd, sizeof cmd, "ZCARD %s:rd", res);
+    int both = 0;
+    for (size_t i = 0; i < t_nurls; i++)
+        both += node_int((int)i, cmd) == 2;
+    CHECK(both == (int)t_nurls);
+    snprintf(cmd, sizeof cmd, "PTTL %s", res);
+    int covers = 0;
+    for (size_t i = 0; i < t_nurls; i++)
+        covers += node_int((int)i, cmd) > 5000;
+    CHECK(covers == (int)t_nurls);
+    msleep(700);   /* r2's lease ran out; r1's runs, and keeps the writer out */
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(r2, redlock_release(r2), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r1, redlock_extend(r1, 10000), 0);
+    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
+    CHECK(EVENTUALLY(nodes_with(res, "") == 0, 3000, "the key gone with the last reader"));
+
+    /* a lone reader whose lease ran out: ELOST, and the key is free */
+    CHECK_LOCK_RC(r3, redlock_lock_acquire(r3, 300, REDLOCK_WAIT_NONE), 0);
+    msleep(600);
+    CHECK_LOCK_RC(r3, redlock_release(r3), REDLOCK_ELOST);
+
+    /* a downgrade leaves a lone reader, which a second reader joins */
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
+    CHECK(EVENTUALLY(nodes_in_form(res, 1) == (int)t_nurls, 3000, "the downgraded writer a lone reader"));
+    CHECK_LOCK_RC(r3, redlock_lock_acquire(r3, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(EVENTUALLY(nodes_in_form(res, 0) == (int)t_nurls, 3000, "two readers sharing"));
+    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK(nodes_with(res, "") * 2 > (int)t_nurls);   /* r3 still reads */
+    CHECK_LOCK_RC(r3, redlock_release(r3), 0);
+    CHECK(EVENTUALLY(nodes_with(res, "") == 0, 3000, "the key gone"));
+    redlock_lock_free(r1);
+    redlock_lock_free(r2);
+    redlock_lock_free(r3);
+    redlock_lock_free(w);
+    redlock_client_free(c);
+}
+
+/* A read on a key of another type (here a sorted set, as another lock's
+ * waiters' queue K:wq is) fails, and leaves the key as it was: MGET, which
+ * the read scripts use, says nil of such a key, as of a free one. */
+static void test_wrong_type(void)
+{
+    redlock_client *c = rw_client(0);
+    const char *res = uniq("wrongtype");
+    char cmd[300], out[64];
+    snprintf(cmd, sizeof cmd, "ZADD %s 1 m", res);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(node_int((int)i, cmd) == 1);
+    redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0);
+    CHECK(redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE) != 0);
+    CHECK(!redlock_lock_is_held(r));
+    redlock_client *cf = rw_client(REDLOCK_OPT_FENCING);   /* the full script: mode "Rc" */
+    redlock_lock *rf = side(cf, res, 0);
+    CHECK(redlock_lock_acquire(rf, 5000, REDLOCK_WAIT_NONE) != 0);
+    snprintf(cmd, sizeof cmd, "TYPE %s", res);
+    for (size_t i = 0; i < t_nurls; i++) {
+        node_text((int)i, cmd, out, sizeof out);
+        CHECK(strcmp(out, "zset") == 0);
+    }
+    snprintf(cmd, sizeof cmd, "DEL %s", res);
+    for (size_t i = 0; i < t_nurls; i++)
+        node_int((int)i, cmd);
+    CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    redlock_lock_free(r);
+    redlock_lock_free(r2);
+    redlock_lock_free(rf);
+    redlock_client_free(c);
+    redlock_client_free(cf);
+}
+
 int main(void)
 {
     load_nodes();
@@ -403,5 +519,7 @@ int main(void)
     run_test("extend_reader", test_extend_reader);
     run_test("fencing", test_fencing);
     run_test("functions", test_functions);
+    run_test("lone_and_shared", test_lone_and_shared);
+    run_test("wrong_type", test_wrong_type);
     return finish_tests();
 }

@@ -146,6 +146,15 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
     if (r->cmd == RL_CMD_ELECT)
         return format_elect(out, r, via);
+    /* A read attempt with nothing but the read to do goes as the short
+     * script (scripts.c, rl_script_rw_read): K, K:rd, K:wi, value, ttl. */
+    if (r->cmd == RL_CMD_RW_ACQUIRE && r->mode && strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
+        const char *script = via == RL_VIA_FCALL ? "redlock_rw_read"
+                             : via == RL_VIA_EVAL ? rl_script_rw_read : rl_sha_rw_read;
+        return redisFormatCommand(out, "%s %s 3 %b %b %b %s %s", via == RL_VIA_FCALL ? "FCALL"
+                                  : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA", script, r->key, r->key_len,
+                                  r->rw_keys[0], r->rw_keys_len[0], r->rw_keys[1], r->rw_keys_len[1], r->value, ttl);
+    }
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
     snprintf(wake, sizeof wake, "%d", r->wake);
@@ -257,6 +266,12 @@ static int decimal(const redisReply *e, uint64_t *v)
 /* {1} or {1, counter} granted; {0, ms to wait at most, marked[, kept]} refused. */
 static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
+    /* The short read attempt (rl_script_rw_read, mode "R") says 1 when granted. */
+    if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 && r->cmd == RL_CMD_RW_ACQUIRE &&
+        strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
+        p->out = RL_YES;
+        return;
+    }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || rep->element[0]->type != REDIS_REPLY_INTEGER) {
         unexpected(r, rep, p);
         return;
