@@ -278,6 +278,12 @@ static const struct {
     { "redlock_extend_many", rl_script_extend_many },
     { "redlock_set_many", rl_script_set_many },
     { "redlock_release_many", rl_script_release_many },
+    /* The multi-resource lock (multilock.c) */
+    { "redlock_multi_acquire", rl_script_multi_acquire },
+    { "redlock_multi_extend", rl_script_multi_extend },
+    { "redlock_multi_release", rl_script_multi_release },
+    { "redlock_multi_fence_commit", rl_script_multi_fence_commit },
+    { "redlock_multi_leave", rl_script_multi_leave },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -305,6 +311,11 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_extend_many, rl_sha_extend_many);
     rl_sha1_hex(rl_script_set_many, rl_sha_set_many);
     rl_sha1_hex(rl_script_release_many, rl_sha_release_many);
+    rl_sha1_hex(rl_script_multi_acquire, rl_sha_multi_acquire);
+    rl_sha1_hex(rl_script_multi_extend, rl_sha_multi_extend);
+    rl_sha1_hex(rl_script_multi_release, rl_sha_multi_release);
+    rl_sha1_hex(rl_script_multi_fence_commit, rl_sha_multi_fence_commit);
+    rl_sha1_hex(rl_script_multi_leave, rl_sha_multi_leave);
     rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
         rl_append(rl_function_library, sizeof rl_function_library,
