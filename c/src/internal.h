@@ -328,8 +328,8 @@ struct redlock_lock {
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
     rl_report *report;        /* per node: the last round */
-    char *report_msgs;        /* per node RL_NODE_MSG_MAX bytes, made when a round
-                               * first has something to say about a node */
+    char *report_msgs;        /* the last round's messages that are not common ones,
+                               * packed (report.c); NULL when it had none */
     int lost_code;            /* why state became LOCK_LOST */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
