@@ -167,6 +167,10 @@ int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const ch
                             size_t n, char *errbuf, size_t errbuf_size);
 int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out);
 
+/* One attempt at each of many locks, pipelined (Redlock.try_acquire_many). */
+#define REDLOCK_ACQUIRE_MANY_MAX ...
+int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results);
+
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {
     unsigned int version;

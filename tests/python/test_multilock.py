@@ -161,3 +161,46 @@ def test_bad_input(client, name):
     m = client.lock([f"{name}:{i}" for i in range(redlock.MultiLock.MAX)])
     with m:
         assert m.held
+
+
+# -- Redlock.try_acquire_many: one attempt at each of many locks, pipelined -----------------------
+
+def test_try_acquire_many(client, other, name):
+    locks = [client.lock(f"{name}:{i}", ttl=10) for i in range(50)]
+    taken = other.lock(f"{name}:7")
+    assert taken.acquire(blocking=False)
+    got = client.try_acquire_many(locks)
+    assert got == [i != 7 for i in range(50)]
+    assert all(lk.held for i, lk in enumerate(locks) if i != 7)
+    assert not locks[7].held and isinstance(locks[7].last_error, redlock.LockNotAcquired)
+    for lk in locks:
+        if lk.held:
+            lk.release()
+    taken.release()
+    assert client.try_acquire_many(locks, ttl=5) == [True] * 50
+    assert all(4 < lk.validity <= 5 for lk in locks)
+    # already held: each says so, nothing raises
+    again = client.try_acquire_many(locks[:3])
+    assert again == [False] * 3 and isinstance(locks[0].last_error, redlock.LockStateError)
+    for lk in locks:
+        lk.release()
+    assert client.try_acquire_many([]) == []
+
+
+def test_try_acquire_many_bad_input(client, other, name):
+    a, b = client.lock(name + ":a", ttl=10), client.lock(name + ":b", ttl=20)
+    with pytest.raises(ValueError, match="different TTLs"):
+        client.try_acquire_many([a, b])
+    with pytest.raises(redlock.InvalidArgument, match="twice"):
+        client.try_acquire_many([a, a])
+    with pytest.raises(redlock.InvalidArgument, match="another client"):
+        client.try_acquire_many([a, other.lock(name + ":c")])
+    with pytest.raises(TypeError):
+        client.try_acquire_many([a, "x"])
+    assert not a.held and not b.held
+    # a MultiLock takes part like any other Lock
+    m = client.lock([name + ":x", name + ":y"], ttl=10)
+    assert client.try_acquire_many([a, m]) == [True, True]
+    assert m.held
+    m.release()
+    a.release()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import threading
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._callbacks import Event, EventSink, ListenerState, _enum, finalize
 from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NO_WAKE, _NODE_MSG_SIZE, _UNSET,
@@ -279,6 +279,14 @@ class Redlock:
         lock = self.lock(name, **kwargs)
         lock._acquire_or_raise()
         return lock
+
+    def try_acquire_many(self, locks: Sequence["Lock"], ttl: Optional[Seconds] = None) -> List[bool]:
+        """One attempt at each of ``locks`` (this client's), as ``acquire(blocking=False)`` makes,
+        all pipelined in about one round trip instead of one each: for a dispatcher that takes a
+        lock per message. One bool per lock; a lock that was not had says why in ``last_error``.
+        ``ttl`` applies to every lock (None: their own, which must be the same)."""
+        from ._acquire_many import try_acquire_many
+        return try_acquire_many(self, locks, ttl)
 
     def alock(self, name: Union[Name, Sequence[Name]], **kwargs: Any) -> "AsyncLock":
         """An AsyncLock on ``name`` (asyncio's shape): ``async with client.alock(...)``,
