@@ -165,3 +165,59 @@ func TestMultiMutexBadInput(t *testing.T) {
 		t.Fatalf("Unlock: %v %v", ok, err)
 	}
 }
+
+// TryLockMany: one attempt each, pipelined; what each TryLock would return.
+func TestTryLockMany(t *testing.T) {
+	a, b := newClient(t), newClient(t)
+	name := lockName(t)
+	ms := make([]*redlock.Mutex, 40)
+	for i := range ms {
+		ms[i] = a.NewMutex(fmt.Sprintf("%s:%d", name, i))
+	}
+	taken := b.NewMutex(name + ":7")
+	if err := taken.TryLock(); err != nil {
+		t.Fatal(err)
+	}
+	errs := a.TryLockMany(ms...)
+	for i, err := range errs {
+		if (i == 7) != (err != nil) {
+			t.Fatalf("mutex %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[7], redlock.ErrNotAcquired) {
+		t.Fatalf("the held one: %v, want ErrNotAcquired", errs[7])
+	}
+	for i, m := range ms {
+		if i != 7 {
+			if m.Until().IsZero() {
+				t.Fatalf("mutex %d: no validity after TryLockMany", i)
+			}
+			if ok, err := m.Unlock(); !ok || err != nil {
+				t.Fatalf("Unlock %d: %v %v", i, ok, err)
+			}
+		}
+	}
+	taken.Unlock()
+	// a multi-resource Mutex takes part as any other
+	multi := a.NewMultiMutex(name+":x", name+":y")
+	for _, err := range a.TryLockMany(ms[0], multi) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms[0].Unlock()
+	multi.Unlock()
+	// bad input: every element an ErrInvalid, nothing acquired
+	for _, bad := range [][]*redlock.Mutex{{ms[0], ms[0]}, {ms[0], b.NewMutex(name + ":z")}, {ms[0], nil},
+		{ms[0], a.NewMutex(name+":w", redlock.WithExpiry(3*time.Second))}} {
+		for _, err := range a.TryLockMany(bad...) {
+			if !errors.Is(err, redlock.ErrInvalid) {
+				t.Fatalf("bad input: %v, want ErrInvalid", err)
+			}
+		}
+	}
+	if err := ms[0].TryLock(); err != nil { // nothing was acquired above
+		t.Fatal(err)
+	}
+	ms[0].Unlock()
+}
