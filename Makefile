@@ -170,6 +170,11 @@ safety-many: build $(VENV)/bin/python
 bench-many: build
 	bench/run-many --build-dir $(BUILD)
 
+# A multi-resource lock's cycle against the mutex's (bench/multi.c, docs/performance.md).
+.PHONY: bench-multi
+bench-multi: build
+	bench/run-multi --build-dir $(BUILD)
+
 # Leader election: hand-over after resign, observer latency, a killed leader (bench/README.md).
 .PHONY: bench-elect
 bench-elect: build
