@@ -69,6 +69,8 @@ static int open_lock(run_opts *o, redlock_client **client, redlock_lock **lock)
     if (o->n_also && (o->shared || o->sem_limit))
         return cli_usage(CMD, "--also and %s: several resources are held together exclusively",
                          o->shared ? "-s/--shared" : "--limit/-nN");
+    if (o->n_also && o->fair)
+        return cli_usage(CMD, "--also and --fair: the waiters for several resources are woken, not ordered");
     char why[512] = "";
     if (o->n_also) {
         /* RESOURCE and every --also NAME, all or none, in one step. */

@@ -43,7 +43,7 @@ static void help(void)
           "      --also NAME             also lock NAME, together with RESOURCE, all or none (repeat\n"
           "                              for more, up to 64 names in all): one multi-resource lock,\n"
           "                              taken in one step, so commands that list the same names in\n"
-          "                              any order never deadlock; excludes -s and --limit\n"
+          "                              any order never deadlock; not with -s, --limit, --fair\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
           "      --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"

@@ -59,7 +59,8 @@ def test_also_bad_input(runner, cluster5, resource):
     for args, say in (((resource, "--also", resource), "twice"),
                       ((resource, "--also", ""), "empty"),
                       (("-s", resource, "--also", "x"), "--also and -s/--shared"),
-                      (("--limit", "2", resource, "--also", "x"), "--also and --limit")):
+                      (("--limit", "2", resource, "--also", "x"), "--also and --limit"),
+                      (("--fair", resource, "--also", "x"), "--also and --fair")):
         r = runner.run("run", "--nodes", nodes, *args, "--", "true")
         assert r.returncode == EXIT_USAGE, (args, r.stderr)
         assert say in r.stderr, (args, r.stderr)
