@@ -161,6 +161,16 @@ int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, cons
                                 uint32_t limit, uint32_t permits, char *errbuf, size_t errbuf_size);
 int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out, uint32_t *permits_out);
 
+/* The multi-resource lock: a kind of lock handle (docs/c-api.md). */
+#define REDLOCK_MAX_MULTI ...
+int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const char *const *resources,
+                            size_t n, char *errbuf, size_t errbuf_size);
+int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out);
+
+/* One attempt at each of many locks, pipelined (Redlock.try_acquire_many). */
+#define REDLOCK_ACQUIRE_MANY_MAX ...
+int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results);
+
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {
     unsigned int version;

@@ -620,3 +620,21 @@ struct redlock_election {};
       rl_lock_fail(st, $self, rc);
   }
 }
+
+/* ---------------------------------------------------------------------------
+ * The multi-resource lock (docs/c-api.md, "redlock_lock_new_multi"): a lock
+ * handle that holds every resource of the list together, all or none, so
+ * every method above applies to it. The list crosses as the language's
+ * sequence (each language's file applies its node-list typemap).
+ * ------------------------------------------------------------------------- */
+%newobject redlock_client::rl_newMultiLock;
+%extend redlock_client {
+  redlock_lock *rl_newMultiLock(rl_status *st, const char *const *resources, size_t n_resources) {
+    redlock_lock *l = NULL;
+    char err[512] = "";
+    int rc = redlock_lock_open_multi(&l, $self, resources, n_resources, err, sizeof err);
+    if (rc != 0)
+      rl_fail(st, rc, err);
+    return l;
+  }
+}

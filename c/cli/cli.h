@@ -172,7 +172,8 @@ enum {
     OPT_FLOCK_SHARED,
     OPT_NO_WAKE,
     OPT_FAIR,
-    OPT_SEM_LIMIT     /* run --limit N: a permit of a semaphore */
+    OPT_SEM_LIMIT,    /* run --limit N: a permit of a semaphore */
+    OPT_ALSO          /* run --also NAME: more resources, held with RESOURCE all or none */
 };
 
 /* The node options every subcommand accepts, for its getopt_long table. */

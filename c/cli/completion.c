@@ -14,7 +14,7 @@
 #define COMMON_OPTS "--nodes --config --key-prefix --tls-ca-file --tls-ca-dir --tls-cert --tls-key " \
                     "--tls-server-name --tls-insecure --help"
 #define RUN_OPTS    "--ttl --wait --timeout --nonblock --conflict-exit-code --lost-exit-code --lost-signal " \
-                    "--kill-after --node-timeout --fencing --no-wake --fair --limit --verbose --command --close " \
+                    "--kill-after --node-timeout --fencing --no-wake --fair --limit --also --verbose --command --close " \
                     "--exclusive -w -n -E -s -k -v -c -o -x"
 #define STATUS_OPTS "--timeout --json"
 #define DOCTOR_OPTS "--ttl --timeout --clock-probe --json"

@@ -36,7 +36,7 @@ static int settings(run_opts *o, int argc, char **argv, int64_t *ttl, int64_t *w
 }
 
 /* The client and the lock handle: 0, or an exit code (reported). */
-static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **lock)
+static int open_lock(run_opts *o, redlock_client **client, redlock_lock **lock)
 {
     redlock_options opts;
     cli_lib_options(&o->common, &opts);
@@ -64,8 +64,22 @@ static int open_lock(const run_opts *o, redlock_client **client, redlock_lock **
      * mutex's waiters. */
     if (o->sem_limit && o->shared)
         return cli_usage(CMD, "-s/--shared and --limit/-nN: a semaphore's permits have no shared side");
+    if (o->n_also && (o->shared || o->sem_limit))
+        return cli_usage(CMD, "--also and %s: several resources are held together exclusively",
+                         o->shared ? "-s/--shared" : "--limit/-nN");
+    if (o->n_also && o->fair)
+        return cli_usage(CMD, "--also and --fair: the waiters for several resources are woken, not ordered");
     char why[512] = "";
-    if (o->sem_limit)
+    if (o->n_also) {
+        /* RESOURCE and every --also NAME, all or none, in one step. */
+        const char *names[REDLOCK_MAX_MULTI];
+        names[0] = o->resource;
+        for (int k = 0; k < o->n_also; k++)
+            names[k + 1] = o->also[k];
+        rc = redlock_lock_open_multi(lock, *client, names, (size_t)o->n_also + 1, why, sizeof why);
+        if (rc == 0)
+            o->resource = redlock_lock_resource(*lock);   /* "a,b": the names in canonical order */
+    } else if (o->sem_limit)
         rc = redlock_lock_open_semaphore(lock, *client, o->resource, (uint32_t)o->sem_limit, 1, why, sizeof why);
     else if (o->shared)
         rc = redlock_lock_new_read(lock, *client, o->resource);

@@ -35,6 +35,10 @@ typedef struct run_opts {
     int64_t kill_after_ms;
     int shared;                /* -s, --shared: the read side of RESOURCE's read-write lock */
     long sem_limit;            /* -nN, --limit N: a permit of a semaphore of N (0: the mutex) */
+    /* --also NAME (repeated): RESOURCE and these held together, all or none
+     * (a multi-resource lock, redlock_lock_new_multi) */
+    const char *also[REDLOCK_MAX_MULTI];
+    int n_also;
 } run_opts;
 
 /* ---- run_args.c ---- */

@@ -16,6 +16,7 @@ static void help(void)
 {
     fputs("usage: redlock run [options] RESOURCE [--] COMMAND [ARG...]\n"
           "       redlock run [options] RESOURCE -c 'SHELL COMMAND'\n"
+          "       redlock run [options] RESOURCE --also NAME [--also NAME...] [--] COMMAND [ARG...]\n"
           "\n"
           "Acquires the Redlock on RESOURCE, runs COMMAND while holding it (extending it in the\n"
           "background every TTL/3), then releases it. Exits with COMMAND's status.\n"
@@ -39,6 +40,10 @@ static void help(void)
           "      --limit N               a semaphore: hold one of N permits of RESOURCE, so that up\n"
           "                              to N commands run at once (as consul lock -n); every user\n"
           "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N\n"
+          "      --also NAME             also lock NAME, together with RESOURCE, all or none (repeat\n"
+          "                              for more, up to 64 names in all): one multi-resource lock,\n"
+          "                              taken in one step, so commands that list the same names in\n"
+          "                              any order never deadlock; not with -s, --limit, --fair\n"
           "  -E, --conflict-exit-code N  exit code when the lock cannot be had (default 75)\n"
           "      --lost-exit-code N      exit code when the lock is lost while COMMAND runs (default 76)\n"
           "      --lost-signal SIG       signal sent to COMMAND's process group when the lock is\n"
@@ -88,6 +93,7 @@ static const struct option longopts[] = {
     { "no-wake", no_argument, NULL, OPT_NO_WAKE },
     { "fair", no_argument, NULL, OPT_FAIR },
     { "limit", required_argument, NULL, OPT_SEM_LIMIT },
+    { "also", required_argument, NULL, OPT_ALSO },
     CLI_TLS_LONGOPTS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -163,6 +169,12 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
         return 0;
     case OPT_SEM_LIMIT:
         return sem_limit(o, "--limit", arg);
+    case OPT_ALSO:
+        if (o->n_also + 1 >= REDLOCK_MAX_MULTI)
+            return cli_usage(CMD, "--also '%.100s': at most %d resources in one lock, RESOURCE included", arg,
+                             REDLOCK_MAX_MULTI);
+        o->also[o->n_also++] = arg;
+        return 0;
     case 'E':
         if (cli_parse_long(arg, 0, 255, &o->conflict_code))
             return cli_usage(CMD, "--conflict-exit-code: '%s' is not a number in 0..255", arg);

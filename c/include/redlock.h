@@ -600,6 +600,35 @@ REDLOCK_EXTERN int redlock_lock_new_write(redlock_lock **out, redlock_client *cl
  * which the handle is not held and its keys are released. */
 REDLOCK_EXTERN int redlock_lock_downgrade(redlock_lock *lock);
 
+/* ---- Multi-resource locks (docs/algorithm.md, "Multi-resource locks") ----
+ * A handle that holds n resources together, all or none, under one value:
+ * each node sets every key of the set or none, in one script that takes
+ * the keys in canonical order (the names sorted bytewise), so callers that
+ * list the same resources in any order exclude each other and never
+ * deadlock. Each key is the mutex's key of its resource, so a multi lock
+ * and a redlock_lock_new lock on one of its resources exclude each other.
+ * Everything that takes a lock applies: acquire (granted when a quorum set
+ * every key), extend, release (REDLOCK_ELOST when not every key is ours on
+ * a majority), auto-extend, validity, fencing (one token for the set,
+ * above every counter of its resources, and committed to each of them:
+ * docs/fencing.md), node results, cancel, wake-up (a release of any of the
+ * keys wakes the waiter). Fair mode (REDLOCK_OPT_FAIR) does not apply to a
+ * set. redlock_lock_resource gives the names in canonical order, joined by
+ * commas. On a Redis Cluster node all the keys must hash to one slot (a
+ * hash tag), else the node refuses each command. No network I/O. */
+#define REDLOCK_MAX_MULTI 64
+/* REDLOCK_EINVAL for NULL, n of 0 or over REDLOCK_MAX_MULTI, a resource
+ * listed twice, or any name redlock_lock_new refuses. */
+REDLOCK_EXTERN int redlock_lock_new_multi(redlock_lock **out, redlock_client *client, const char *const *resources,
+                                          size_t n);
+/* redlock_lock_new_multi, and errbuf, if not NULL, receives a
+ * NUL-terminated reason for a failure ("" on success). */
+REDLOCK_EXTERN int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const char *const *resources,
+                                           size_t n, char *errbuf, size_t errbuf_size);
+/* How many resources a multi-resource handle holds (n_out may be NULL); 0,
+ * or REDLOCK_EINVAL for NULL or a handle of another kind. */
+REDLOCK_EXTERN int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out);
+
 #ifdef __cplusplus
 }
 #endif

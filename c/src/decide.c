@@ -124,6 +124,6 @@ int rl_round_decided(const rl_round *r)
     if (r->batch)
         return batch_decided(r);
     int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
-                  r->cmd == RL_CMD_SEM_ACQUIRE;
+                  r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE;
     return rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) == 0;
 }

@@ -72,6 +72,10 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->sem_limit = lock->sem_limit;
     if (lock->kind == RL_KIND_SEM)
         r->cmd = rl_sem_cmd(cmd);
+    /* A multi-resource lock: the same operation on every key of its set (multilock.c). */
+    r->multi = lock->multi;
+    if (lock->kind == RL_KIND_MULTI)
+        r->cmd = rl_multi_cmd(cmd);
 }
 
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)

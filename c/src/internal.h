@@ -98,7 +98,11 @@ typedef enum rl_cmd {
     RL_CMD_SEM_ACQUIRE, RL_CMD_SEM_EXTEND, RL_CMD_SEM_RELEASE, RL_CMD_SEM_FENCE_COMMIT,
     RL_CMD_EXTEND_MANY,   /* many locks' extensions in one script (extend_many.c) */
     RL_CMD_SET_MANY,      /* many locks' SET NX PX in one script (acquire_many.c) */
-    RL_CMD_RELEASE_MANY   /* many locks' compare-and-delete, waking nobody (acquire_many.c) */
+    RL_CMD_RELEASE_MANY,  /* many locks' compare-and-delete, waking nobody (acquire_many.c) */
+    /* The multi-resource lock (multilock.c): the mutex's operations on
+     * every key of the set at once, in one script per node. */
+    RL_CMD_MULTI_ACQUIRE, RL_CMD_MULTI_EXTEND, RL_CMD_MULTI_RELEASE, RL_CMD_MULTI_FENCE_COMMIT,
+    RL_CMD_MULTI_LEAVE
 } rl_cmd;
 
 #define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
@@ -178,6 +182,8 @@ struct rl_round {
     size_t ekey_len[2];
     const char *eargv[RL_ELECT_ARGS];
     struct rl_elect_node *elect;
+    /* RL_CMD_MULTI_* (multilock.c): the set's keys, or NULL */
+    const struct rl_multi *multi;
 };
 
 /* ---- extend_many.c: many locks' extensions in one round ---- */
@@ -324,19 +330,20 @@ struct redlock_lock {
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
     rl_report *report;        /* per node: the last round */
-    char *report_msgs;        /* per node RL_NODE_MSG_MAX bytes, made when a round
-                               * first has something to say about a node */
+    char *report_msgs;        /* the last round's messages that are not common ones,
+                               * packed (report.c); NULL when it had none */
     int lost_code;            /* why state became LOCK_LOST */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
     /* What the handle locks: a mutex, a side of a read-write lock
-     * (rwlock.c) or a semaphore's permit (semaphore.c); 4 (several
-     * resources) is reserved. */
+     * (rwlock.c), a semaphore's permit (semaphore.c) or several
+     * resources at once (multilock.c). */
 #define RL_KIND_MUTEX 0
 #define RL_KIND_READ 1
 #define RL_KIND_WRITE 2
 #define RL_KIND_SEM 3
+#define RL_KIND_MULTI 4
     int kind;
     int rw_waiting;           /* RL_KIND_WRITE: the acquire under way waits
                                * (its refusals leave an intent) */
@@ -348,6 +355,7 @@ struct redlock_lock {
     char *sem_slots;
     uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
+    struct rl_multi *multi;   /* RL_KIND_MULTI: the set's keys (multilock.c) */
 };
 
 /* 1 when an acquisition of lock mints a fencing token. */
@@ -568,7 +576,39 @@ extern const char rl_script_rw_downgrade[];
  * (engine/proto.c), with three keys and two arguments. */
 extern char rl_sha_rw_read[41];
 extern const char rl_script_rw_read[];
-#define RL_FUNCTION_LIBRARY_MAX 32768   /* every script above: about 22 KB now */
+/* ---- multilock.c: the multi-resource lock (docs/algorithm.md,
+ * "Multi-resource locks") ---- */
+/* A multi lock's keys in canonical order (the names sorted bytewise), each
+ * with its queue's two keys and its fencing counter beside it: KEYS of
+ * every RL_CMD_MULTI_* script are these 4 * n keys, in this order. The
+ * lock's own key (lock->key) is the first name's. */
+typedef struct rl_multi {
+    size_t n;                 /* resources */
+    const char **keys;        /* 4 * n: K, K:wq, K:wl, K:fencing per resource */
+    size_t *lens;             /* keys, lens and the keys' bytes are in the one
+                               * allocation of the struct: free() frees it all */
+} rl_multi;
+static inline rl_cmd rl_multi_cmd(rl_cmd cmd)
+{
+    switch (cmd) {
+    case RL_CMD_SET:
+    case RL_CMD_ACQUIRE: return RL_CMD_MULTI_ACQUIRE;
+    case RL_CMD_EXTEND: return RL_CMD_MULTI_EXTEND;
+    case RL_CMD_RELEASE: return RL_CMD_MULTI_RELEASE;
+    case RL_CMD_FENCE_COMMIT: return RL_CMD_MULTI_FENCE_COMMIT;
+    case RL_CMD_LEAVE: return RL_CMD_MULTI_LEAVE;
+    default: return cmd;
+    }
+}
+/* lock.c: 0, or REDLOCK_EINVAL with why resource cannot be locked through
+ * client in errbuf (the checks of redlock_lock_open). */
+int rl_resource_problem(const redlock_client *client, const char *resource, char *errbuf, size_t size);
+extern char rl_sha_multi_acquire[41], rl_sha_multi_extend[41], rl_sha_multi_release[41],
+    rl_sha_multi_fence_commit[41], rl_sha_multi_leave[41];
+extern const char rl_script_multi_acquire[], rl_script_multi_extend[], rl_script_multi_release[],
+    rl_script_multi_fence_commit[], rl_script_multi_leave[];
+
+#define RL_FUNCTION_LIBRARY_MAX 65536   /* every script above: about 33 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
 

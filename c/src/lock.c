@@ -57,6 +57,11 @@ static int resource_problem(const redlock_client *client, const char *resource, 
     return 0;
 }
 
+int rl_resource_problem(const redlock_client *client, const char *resource, char *errbuf, size_t size)
+{
+    return resource_problem(client, resource, errbuf, size);
+}
+
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
                       size_t errbuf_size)
 {
@@ -131,6 +136,7 @@ void redlock_lock_free(redlock_lock *lock)
     free(lock->key);
     free(lock->rw_keys);
     free(lock->sem_slots);
+    free(lock->multi);
     free(lock);
 }
 

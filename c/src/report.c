@@ -130,29 +130,41 @@ void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic)
 {
     redlock_client *c = lock->client;
+    /* A message takes room only where a node had something of its own to
+     * say (the common ones are the same for every lock), and only as much
+     * as it needs: the round's such messages, packed into one allocation
+     * that replaces the last round's. A lock whose last round had none
+     * keeps none (docs/performance.md, memory per held lock). */
+    const char *ms[REDLOCK_MAX_NODES];
+    size_t need = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        ms[i] = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
+        if (!common_msg(ms[i]))
+            need += strnlen(ms[i], RL_NODE_MSG_MAX - 1) + 1;
+    }
+    char *msgs = need ? malloc(need) : NULL, *p = msgs;
     for (size_t i = 0; i < r->n; i++) {
         rl_report *rep = &lock->report[i];
         rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
         rep->unreachable = r->unreachable[i];
         rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        /* A message takes room only once a node has had something of its
-         * own to say: the common ones are the same for every lock. */
-        const char *m = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
-        const char *common = common_msg(m);
-        if (!common && !lock->report_msgs)
-            lock->report_msgs = malloc(r->n * RL_NODE_MSG_MAX);
+        const char *common = common_msg(ms[i]);
         if (common) {
             rep->msg = common;
-        } else if (lock->report_msgs) {
-            char *slot = lock->report_msgs + i * RL_NODE_MSG_MAX;
-            rl_fmt(slot, RL_NODE_MSG_MAX, "%s", m);
-            rep->msg = slot;
+        } else if (msgs) {
+            size_t len = strnlen(ms[i], RL_NODE_MSG_MAX - 1);
+            memcpy(p, ms[i], len);
+            p[len] = '\0';
+            rep->msg = p;
+            p += len + 1;
         } else {
-            rep->msg = "";
+            rep->msg = "";   /* out of memory: the outcome and code still tell */
         }
         if (rep->code)
             atomic_store(&c->trouble_us, rl_now_us());
     }
+    free(lock->report_msgs);
+    lock->report_msgs = msgs;
     if (!c->opts.on_event)
         return;
     for (size_t i = 0; i < r->n; i++) {

@@ -13,6 +13,7 @@
  * memory, still gets and releases locks, only without wake-ups. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -336,6 +337,12 @@ static const struct {
     { "redlock_set_many", rl_script_set_many },
     { "redlock_release_many", rl_script_release_many },
     { "redlock_rw_read", rl_script_rw_read },
+    /* The multi-resource lock (multilock.c) */
+    { "redlock_multi_acquire", rl_script_multi_acquire },
+    { "redlock_multi_extend", rl_script_multi_extend },
+    { "redlock_multi_release", rl_script_multi_release },
+    { "redlock_multi_fence_commit", rl_script_multi_fence_commit },
+    { "redlock_multi_leave", rl_script_multi_leave },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -364,11 +371,25 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_set_many, rl_sha_set_many);
     rl_sha1_hex(rl_script_release_many, rl_sha_release_many);
     rl_sha1_hex(rl_script_rw_read, rl_sha_rw_read);
-    rl_fmt(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
-    for (size_t k = 0; k < sizeof library / sizeof library[0]; k++)
-        rl_append(rl_function_library, sizeof rl_function_library,
-                  "redis.register_function('%s', function(KEYS, ARGV) %s end)\n", library[k].function,
-                  library[k].body);
+    rl_sha1_hex(rl_script_multi_acquire, rl_sha_multi_acquire);
+    rl_sha1_hex(rl_script_multi_extend, rl_sha_multi_extend);
+    rl_sha1_hex(rl_script_multi_release, rl_sha_multi_release);
+    rl_sha1_hex(rl_script_multi_fence_commit, rl_sha_multi_fence_commit);
+    rl_sha1_hex(rl_script_multi_leave, rl_sha_multi_leave);
+    size_t len = (size_t)snprintf(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
+    for (size_t k = 0; k < sizeof library / sizeof library[0]; k++) {
+        int w = snprintf(rl_function_library + len, sizeof rl_function_library - len,
+                         "redis.register_function('%s', function(KEYS, ARGV) %s end)\n", library[k].function,
+                         library[k].body);
+        if (w < 0 || (size_t)w >= sizeof rl_function_library - len) {
+            /* A cut library fails to compile on every node with a message
+             * that names no cause: a build that outgrew the buffer stops here. */
+            fprintf(stderr, "redlock: the function library outgrew RL_FUNCTION_LIBRARY_MAX (%d bytes) at '%s'\n",
+                    RL_FUNCTION_LIBRARY_MAX, library[k].function);
+            abort();
+        }
+        len += (size_t)w;
+    }
 }
 
 void rl_scripts_init(void)

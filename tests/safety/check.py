@@ -28,6 +28,8 @@ Client log lines (written by client.c, one write(2) each):
   END   id t acquired=N
   MODE  id rw write_every=N                  --mode rw: a read-write lock client
   RW    id seq R|W                           --mode rw: the side the ACQ before it took
+  (START mode=multi: a multi-resource lock on {R, R:pair}; its windows are checked as a mutex's,
+   against every other client on R, whichever order it listed the set in)
 Fault log lines (written by faults.py):
   FAULT t kind target loses_keys detail...   loses_keys=1: the fault can remove a lock key
   HEAL  t kind target detail...              (a restart without persistence, DEL, PEXPIRE...)

@@ -321,6 +321,26 @@ static int sem_lock_new(redlock_lock **lock, redlock_client *client, const char 
     return rc;
 }
 
+/* --mode multi: the client holds a multi-resource lock on {R, R:pair}
+ * (redlock_lock_new_multi), listed in that order by even ids and the other
+ * way by odd ones, and guards the counter with it as with the mutex: every
+ * client contends for R, so check.py's mutex checks apply, across the
+ * orders and against mutex clients on R. */
+static int multi_lock_new(redlock_lock **lock, redlock_client *client, const char *resource)
+{
+    char pair[600], err[512];
+    snprintf(pair, sizeof pair, "%s:pair", resource);
+    const char *names[2] = { resource, pair };
+    if (client_id % 2) {
+        names[0] = pair;
+        names[1] = resource;
+    }
+    int rc = redlock_lock_open_multi(lock, client, names, 2, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "client %ld: multi lock: %s\n", client_id, err);
+    return rc;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -349,6 +369,8 @@ static void usage(void)
             "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
             "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
             "                      mutex: no counter write (check.py counts holders)\n"
+            "  --mode multi        a multi-resource lock on {R, R:pair} (odd ids list it the\n"
+            "                      other way round), checked as the mutex\n"
             "  --node-timeout MS, --connect-timeout MS, --retry-count N,\n"
             "  --retry-delay MS, --retry-jitter MS   client options (library defaults)\n"
             "  --mode elect        leader election: campaign, write with the term to --storage\n"
@@ -435,7 +457,7 @@ int main(int argc, char **argv)
         case O_BACKGROUND: background = atol(optarg); break;
         case O_MODE:
             if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0 &&
-                strcmp(optarg, "elect") != 0) {
+                strcmp(optarg, "elect") != 0 && strcmp(optarg, "multi") != 0) {
                 usage();
                 return 2;
             }
@@ -534,7 +556,9 @@ int main(int argc, char **argv)
         return rc;
     }
     redlock_lock *lock;
-    rc = sem ? sem_lock_new(&lock, client, resource) : redlock_lock_new(&lock, client, resource);
+    rc = sem ? sem_lock_new(&lock, client, resource)
+         : strcmp(mode, "multi") == 0 ? multi_lock_new(&lock, client, resource)
+         : redlock_lock_new(&lock, client, resource);
     if (rc != 0) {
         fprintf(stderr, "client %ld: lock_new: %s\n", id, redlock_strerror(rc));
         return 1;

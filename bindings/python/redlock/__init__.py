@@ -28,6 +28,7 @@ from ._errors import (
 )
 from ._rwlock import AsyncReadLock, AsyncWriteLock, ReadLock, RWLock, WriteLock
 from ._semaphore import AsyncSemaphore, Permit, Semaphore
+from ._multilock import MultiLock
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
 
@@ -45,4 +46,5 @@ __all__ = [
     "Election", "Leader", "Leadership",
     "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
+    "MultiLock",
 ]

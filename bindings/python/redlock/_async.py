@@ -20,8 +20,12 @@ class AsyncLock:
     Everything else (held, validity, token, check(), lost, node_results...)
     is the underlying :class:`Lock`'s, also reachable as ``.lock``."""
 
-    def __init__(self, client: Redlock, name: Name, **kwargs: Any) -> None:
-        self.lock = Lock(client, name, **kwargs)
+    def __init__(self, client: Redlock, name: Any, **kwargs: Any) -> None:
+        if isinstance(name, (list, tuple)):  # several names: a MultiLock (_multilock.py)
+            from ._multilock import MultiLock
+            self.lock: Lock = MultiLock(client, name, **kwargs)
+        else:
+            self.lock = Lock(client, name, **kwargs)
 
     async def acquire(self, blocking: bool = _UNSET, timeout: Optional[Seconds] = _UNSET, *,
                       ttl: Optional[Seconds] = None, wait: Optional[Seconds] = _UNSET) -> bool:

@@ -211,6 +211,9 @@ RL_JAVA_NATIVE(redlock_lock::rl_nodeResult, nodeResultNative)
 RL_JAVA_NATIVE(redlock_client::rl_newReadLock, newReadLockNative)
 RL_JAVA_NATIVE(redlock_client::rl_newWriteLock, newWriteLockNative)
 RL_JAVA_NATIVE(redlock_lock::rl_downgrade, downgradeNative)
+/* the multi-resource lock: its names cross as the node list does */
+RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
 %javamethodmodifiers redlock_options::redlock_options "";
 RL_JAVA_NATIVE(redlock_options::rl_setFencing, setFencingNative)
 RL_JAVA_NATIVE(redlock_options::rl_setWake, setWakeNative)

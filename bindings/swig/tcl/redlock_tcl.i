@@ -42,3 +42,5 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
   $2 = (size_t)rl_n;
 }
 %typemap(freearg) (const char *const *nodes, size_t n_nodes) { free((void *)$1); }
+/* The multi-resource lock's names: a Tcl list, as the nodes. */
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }

@@ -195,6 +195,20 @@ check {[$e2 isLeader] && [$e2 term] > [lindex $line 1]} "the next leader has a h
 $e2 resign
 delete_Election $e1
 delete_Election $e2
+# A multi-resource lock: the names as a Tcl list, held together, all or none.
+set m [$a newMultiLock {tcl-m2 tcl-m1}]
+check {[$m resource] eq "tcl-m1,tcl-m2"} "multi lock's canonical name [$m resource]"
+$m acquire 10000 $REDLOCK_WAIT_NONE
+check [$m isHeld] "multi lock held"
+expect_error REDLOCK_ENOTACQUIRED "a lock on one of the set's names" {$b tryAcquire tcl-m1 10000}
+$m release
+$m close
+rename $m ""
+set l3 [$b tryAcquire tcl-m1 10000]
+check [$l3 isHeld] "one of the names after the set's release"
+$l3 close
+expect_error REDLOCK_EINVAL "a name twice" {$a newMultiLock {q q}}
+expect_error REDLOCK_EINVAL "no names" {$a newMultiLock {}}
 
 foreach c [list $a $b $p $plain $f] {
     delete_Redlock $c

@@ -515,7 +515,7 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
      * acquisitions stop at half the limit, so the releases that may follow
      * the SETs already queued still find room. */
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
-                     r->cmd == RL_CMD_SEM_ACQUIRE
+                     r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE
                      ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
     rl_req *e = c->len < limit ? rl_fifo_enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
     if (!e) {

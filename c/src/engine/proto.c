@@ -13,7 +13,7 @@
 #include "engine.h"
 
 /* What follows the key in KEYS, and the value in ARGV. */
-enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE, KEYS_RW };
+enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE, KEYS_RW, KEYS_MULTI };
 enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE, ARG_RW_ACQUIRE,
        ARG_SEM_ACQUIRE, ARG_SEM_EXTEND, ARG_SEM_RELEASE, ARG_SEM_TOKEN };
 
@@ -84,6 +84,18 @@ static const struct cmd_spec {
                              KEYS_QUEUE, ARG_SEM_RELEASE, parse_script, 1 },
     [RL_CMD_SEM_FENCE_COMMIT] = { "semaphore token commit", "redlock_sem_fence_commit", rl_script_sem_fence_commit,
                                   rl_sha_sem_fence_commit, KEYS_FENCE, ARG_SEM_TOKEN, parse_script, 0 },
+    /* The multi-resource lock (multilock.c): KEYS_MULTI is the set's keys
+     * (rl_multi), ARGV as the mutex's command of the same name. */
+    [RL_CMD_MULTI_ACQUIRE] = { "multi acquire", "redlock_multi_acquire", rl_script_multi_acquire,
+                               rl_sha_multi_acquire, KEYS_MULTI, ARG_ACQUIRE, parse_acquire, 0 },
+    [RL_CMD_MULTI_EXTEND] = { "multi extend", "redlock_multi_extend", rl_script_multi_extend, rl_sha_multi_extend,
+                              KEYS_MULTI, ARG_TTL, parse_script, 1 },
+    [RL_CMD_MULTI_RELEASE] = { "multi release", "redlock_multi_release", rl_script_multi_release,
+                               rl_sha_multi_release, KEYS_MULTI, ARG_RELEASE, parse_script, 1 },
+    [RL_CMD_MULTI_FENCE_COMMIT] = { "multi token commit", "redlock_multi_fence_commit", rl_script_multi_fence_commit,
+                                    rl_sha_multi_fence_commit, KEYS_MULTI, ARG_TOKEN, parse_script, 0 },
+    [RL_CMD_MULTI_LEAVE] = { "multi leave", "redlock_multi_leave", rl_script_multi_leave, rl_sha_multi_leave,
+                             KEYS_MULTI, ARG_LEAVE, parse_script, 1 },
 };
 
 static const char *const queue_suffix[2] = { ":wq", ":wl" };
@@ -133,11 +145,53 @@ static long long format_many(char **out, const rl_round *r, int via)
     return rc;
 }
 
+/* KEYS_MULTI: the script, the set's 4 * n keys, then ARGV as the mutex's
+ * command of the same kind takes it after its key(s). */
+static long long format_multi(char **out, const rl_round *r, int via)
+{
+    const struct cmd_spec *s = &specs[r->cmd];
+    const rl_multi *m = r->multi;
+    size_t nk = 4 * m->n, argc = 3 + nk + 6;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *len = malloc(argc * sizeof *len);
+    char nkeys[24], ttl[16], ticket[24], lease[16], wake[16];
+    long long rc = -1;
+    if (argv && len) {
+        snprintf(nkeys, sizeof nkeys, "%zu", nk);
+        snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
+        snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
+        snprintf(lease, sizeof lease, "%u", r->lease_ms);
+        snprintf(wake, sizeof wake, "%d", r->wake);
+        size_t n = 0;
+#define ARG(str) (argv[n] = (str), len[n] = strlen(argv[n]), n++)
+        ARG(via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA");
+        ARG(via == RL_VIA_FCALL ? s->function : via == RL_VIA_EVAL ? s->body : s->sha);
+        ARG(nkeys);
+        for (size_t k = 0; k < nk; k++)
+            argv[n] = m->keys[k], len[n++] = m->lens[k];
+        switch (s->arg) {
+        case ARG_TTL: ARG(r->value); ARG(ttl); break;
+        case ARG_TOKEN: ARG(r->value); ARG(r->token); break;
+        case ARG_RELEASE: ARG(r->value); ARG(wake); ARG(r->member); break;
+        case ARG_ACQUIRE: ARG(r->value); ARG(ttl); ARG(r->member); ARG(ticket); ARG(lease); ARG(r->mode); break;
+        case ARG_LEAVE: ARG(r->member); ARG(wake); break;
+        default: break;
+        }
+#undef ARG
+        rc = redisFormatCommandArgv(out, (int)n, argv, len);
+    }
+    free(argv);
+    free(len);
+    return rc;
+}
+
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
     const struct cmd_spec *s = &specs[r->cmd];
     if (r->batch)
         return format_many(out, r, via);
+    if (s->keys == KEYS_MULTI)
+        return format_multi(out, r, via);
     char ttl[16], ticket[24], lease[16], wake[16], intent[16], limit[16];
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     if (r->cmd == RL_CMD_SET)

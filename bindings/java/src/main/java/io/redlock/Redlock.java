@@ -181,4 +181,39 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
       throw e;
     }
   }
+
+  /**
+   * A handle that holds every one of resources together, all or none, not
+   * yet acquired (Redisson's MultiLock, Curator's InterProcessMultiLock):
+   * each node sets all the keys in one script, in one canonical order, so
+   * handles that list the same names in any order exclude each other and
+   * never deadlock, and a lock on any one of the names excludes them. Its
+   * methods are Lock's; {@link Lock#fencingToken()} is one token for the
+   * set, above every name's own counter; {@link Lock#resource()} is the
+   * names in canonical order joined by commas. An empty list, a name given
+   * twice, more than 64 names or a bad name throws InvalidArgumentException.
+   */
+  public Lock newMultiLock(String... resources) {
+    if (resources == null)
+      throw new NullPointerException("resources");
+    List<String> urls = nodeUrls();
+    Lock lock;
+    synchronized (this) {
+      lock = newMultiLockNative(resources);
+    }
+    lock.nodeUrls = urls;
+    return lock;
+  }
+
+  /** {@link #newMultiLock(String...)} with its own acquisition policy, as {@link #newLock(String, LockOptions)}. */
+  public Lock newMultiLock(List<String> resources, LockOptions options) {
+    Lock lock = newMultiLock(resources.toArray(new String[0]));
+    try {
+      lock.setOptions(options);
+      return lock;
+    } catch (RuntimeException | Error e) {
+      lock.swigFree();
+      throw e;
+    }
+  }
 }

@@ -38,7 +38,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore|multilock");
       System.exit(2);
     }
     switch (args[0]) {
@@ -62,6 +62,7 @@ public final class RedlockTest {
       case "election": election(); break;
       case "rwlock": rwLock(); break;
       case "semaphore": semaphore(); break;
+      case "multilock": multiLock(); break;
       default:
         System.err.println("unknown group " + args[0]);
         System.exit(2);
@@ -1947,6 +1948,80 @@ public final class RedlockTest {
       expect(InvalidArgumentException.class, "limit 1001", () -> new io.redlock.Semaphore(a, "x", 1001, 10_000));
       expect(InvalidArgumentException.class, "3 permits of 2", () -> s1.tryAcquire(3));
       expect(InvalidArgumentException.class, "empty name", () -> new io.redlock.Semaphore(a, "", 2, 10_000));
+    }
+  }
+
+  // ------------------------------------------------------------ multilock
+  // Redlock.newMultiLock: several names held together, all or none, as a Lock
+  // over a C multi-resource handle.
+
+  static void multiLock() throws Exception {
+    Options f = new Options();
+    f.setFencing(true);
+    try (Redlock a = new Redlock(nodes(), f); Redlock b = new Redlock(nodes(), f)) {
+      long last = 0;
+      for (int i = 0; i < 3; i++) {  // mb's counter runs ahead
+        try (Lock l = b.acquire("mb", 10_000)) {
+          last = l.fencingToken();
+        }
+      }
+      Lock x = a.newMultiLock("ma", "mb");
+      Lock y = b.newMultiLock("mb", "ma");
+      checkEq("ma,mb", x.resource(), "canonical name");
+      checkEq(x.resource(), y.resource(), "the same set in the other order");
+      x.tryAcquire(10_000);
+      check(x.isHeld(), "the set held");
+      long tok = x.fencingToken();
+      check(tok > last, "the set's token " + tok + " above mb's " + last);
+      expect(LockNotAcquiredException.class, "the set in the other order", () -> y.tryAcquire(10_000));
+      Lock single = b.newLock("ma");
+      expect(LockNotAcquiredException.class, "a lock on one of the names", () -> single.tryAcquire(10_000));
+      x.extend(20_000);
+      check(x.validityMs() > 10_000, "extended");
+      x.release();
+      y.tryAcquire(10_000);
+      check(y.isHeld(), "the other order after the release");
+      y.release();
+      try (Lock m = a.acquire("ma", 10_000)) {
+        check(m.fencingToken() > tok, "ma's next token is above the set's");
+      }
+
+      // Opposite orders in a loop, each waiting: both keep getting their set.
+      AtomicInteger gotX = new AtomicInteger(), gotY = new AtomicInteger();
+      AtomicReference<Throwable> err = new AtomicReference<>();
+      Thread tx = new Thread(() -> loopMulti(x, gotX, err)), ty = new Thread(() -> loopMulti(y, gotY, err));
+      tx.start();
+      ty.start();
+      tx.join(120_000);
+      ty.join(120_000);
+      check(err.get() == null, "no failed wait: " + err.get());
+      checkEq(20, gotX.get(), "{ma, mb} held every round");
+      checkEq(20, gotY.get(), "{mb, ma} held every round");
+      x.close();
+      y.close();
+      single.close();
+
+      expect(InvalidArgumentException.class, "no names", () -> a.newMultiLock());
+      expect(InvalidArgumentException.class, "a name twice", () -> a.newMultiLock("q", "q"));
+      expect(InvalidArgumentException.class, "an empty name", () -> a.newMultiLock("q", ""));
+      expect(InvalidArgumentException.class, "a NUL", () -> a.newMultiLock("q", "a\0b"));
+      String[] many = new String[65];
+      for (int i = 0; i < many.length; i++)
+        many[i] = "many" + i;
+      InvalidArgumentException e = expect(InvalidArgumentException.class, "65 names", () -> a.newMultiLock(many));
+      check(e != null && e.getMessage().contains("limit"), "the message says the limit: " + (e == null ? "" : e.getMessage()));
+    }
+  }
+
+  private static void loopMulti(Lock l, AtomicInteger got, AtomicReference<Throwable> err) {
+    try {
+      for (int i = 0; i < 20; i++) {
+        l.acquire(10_000, 30_000);
+        got.incrementAndGet();
+        l.release();
+      }
+    } catch (Throwable e) {
+      err.compareAndSet(null, e);
     }
   }
 }

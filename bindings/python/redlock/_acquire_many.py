@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Redlock.try_acquire_many: one attempt at each of many locks, pipelined in about one round trip
+# (redlock_lock_acquire_many), for a dispatcher that takes a lock per message.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+from ._convert import Seconds, _ttl_ms
+from ._errors import InvalidArgument, LockStateError, check
+from ._lock import Lock
+from . import _fork
+from ._redlock import ffi, lib
+
+if TYPE_CHECKING:
+    from ._client import Redlock
+
+
+def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Seconds] = None) -> List[bool]:
+    """One attempt at each lock, as ``lock.acquire(blocking=False)`` would make, all at once.
+    Returns one bool per lock; a False lock's ``last_error`` says why. ``ttl``: for every lock
+    (None: theirs, which must then be the same)."""
+    locks = list(locks)
+    if not locks:
+        return []
+    if len(locks) > lib.REDLOCK_ACQUIRE_MANY_MAX:
+        raise InvalidArgument(f"{len(locks)} locks at once, over the limit of {lib.REDLOCK_ACQUIRE_MANY_MAX}",
+                              detail="too many locks")
+    seen = set()
+    for lk in locks:
+        if not isinstance(lk, Lock):
+            raise TypeError(f"try_acquire_many takes Lock objects, not {type(lk).__name__}")
+        if lk.client is not client:
+            raise InvalidArgument(f"{lk._display!r} belongs to another client", detail="another client's lock")
+        if id(lk) in seen:
+            raise InvalidArgument(f"{lk._display!r} is listed twice", detail="a lock listed twice")
+        seen.add(id(lk))
+    if ttl is not None:
+        ttl_ms = _ttl_ms(ttl)
+    else:
+        ttls = {lk._ttl_ms for lk in locks}
+        if len(ttls) != 1:
+            raise ValueError("the locks have different TTLs: pass ttl= for all of them")
+        ttl_ms = ttls.pop()
+    entered: List[Lock] = []
+    try:
+        for lk in locks:
+            lk._enter()
+            entered.append(lk)
+            if lk._foreign and lib.redlock_lock_is_held(lk._ptr):
+                raise LockStateError(f"{lk._display!r}: this Lock holds the lock for process {lk._pid}; a "
+                                     f"forked child must make a Lock of its own",
+                                     detail="acquired by another process", resource=lk._display)
+        arr = ffi.new("redlock_lock *[]", [lk._ptr for lk in locks])
+        results = ffi.new("int[]", len(locks))
+        check(lib.redlock_lock_acquire_many(arr, len(locks), ttl_ms, results), "", None)
+        out = []
+        for k, lk in enumerate(locks):
+            rc = results[k]
+            if rc == 0:
+                lk._acquired = True
+                lk._pid = _fork.current_pid()
+                lk.last_error = None
+                lk._watch.reset()
+                if lk._auto_extend:
+                    arc = lk._arm(lk._max_hold_ms, lk._on_lost)
+                    if arc:  # held but not kept alive as asked: give it back, say why
+                        lk.last_error = lk._error(arc)
+                        lk._acquired = False
+                        lib.redlock_release(lk._ptr)
+                        rc = arc
+            else:
+                lk.last_error = lk._error(rc)
+            out.append(rc == 0)
+        return out
+    finally:
+        for lk in entered:
+            lk._busy.release()
