@@ -136,7 +136,7 @@ FLAKE_CTEST  ?= 20
 FLAKE_PYTEST ?= 5
 FLAKE_GO     ?= 10
 FLAKE_LOAD   ?= none
-FLAKE_BUDGET ?= 150
+FLAKE_BUDGET ?= 100
 .PHONY: flake-hunt flake-hunt-short
 flake-hunt: build
 	tools/flake-hunt --build $(BUILD) --ctest $(FLAKE_CTEST) --pytest $(FLAKE_PYTEST) --go $(FLAKE_GO) \
