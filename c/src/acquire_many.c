@@ -2,7 +2,7 @@
 /* acquire_many.c: one attempt at each of many independent locks of one
  * client, all pipelined as rounds under way at once (a dispatcher taking
  * a lock per message is not limited to one round trip at a time). Each
- * lock's attempt is the plain SET NX PX of acquire.c's first attempt,
+ * lock's attempt is the plain SET NX PX of attempt.c's first attempt,
  * decided at quorum on its own; a lost attempt is cleaned up as there. */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,7 +78,7 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
         rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
                     code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r->n, c->quorum, hard);
     rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, r);
-    /* As acquire.c: release wherever our SET may have landed, but for the
+    /* As attempt.c: release wherever our SET may have landed, but for the
      * nodes that refused it and those skipped while down. A node not
      * waited for gets it too: its late grant is not released by the
      * connection for a batch, and the release runs after the SET there. */

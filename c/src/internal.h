@@ -506,7 +506,7 @@ static inline int rl_rw_kind(const redlock_lock *lock)
 {
     return lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE;
 }
-/* acquire.c's: the round of an attempt for a side of a read-write lock. */
+/* attempt.c's: the round of an attempt for a side of a read-write lock. */
 void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
 /* acquire.c's: a waiting writer asks again before its intent lapses. */
 int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
@@ -611,5 +611,23 @@ extern const char rl_script_multi_acquire[], rl_script_multi_extend[], rl_script
 #define RL_FUNCTION_LIBRARY_MAX 65536   /* every script above: about 33 KB now */
 extern char rl_function_library[RL_FUNCTION_LIBRARY_MAX];    /* built by rl_scripts_init */
 void rl_scripts_init(void);
+
+/* ---- attempt.c: one acquisition attempt ---- */
+/* What a refused attempt says about waiting (scripts.c): the nodes that
+ * refused, how many of them said the holder's release wakes the queue, and
+ * the time until the lock can be free on a majority at the latest. */
+typedef struct wait_hint {
+    int yes, no, marked, trouble;
+    int64_t hint_ms;
+} wait_hint;
+
+/* One acquisition attempt (the number-th). On failure every node that may
+ * hold our value gets a release before returning. A waiter passes its
+ * registration (member, ticket; "" for none) and learns how to wait (h). */
+int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket, int calm,
+               int renew, int registered, wait_hint *h);
+/* A waiter is done: its registration leaves the queue, without waiting for
+ * replies; on every node (all), or where out says it was not granted. */
+void rl_leave_queue(redlock_lock *lock, const char *member, const rl_outcome *out, int all);
 
 #endif

@@ -8,7 +8,7 @@
  * extend, release, auto-extend, fencing and wake-up run the mutex's code,
  * with the commands swapped for the scripts of semaphore_scripts.c
  * (rl_init_round asks rl_sem_cmd), and an acquisition round that may be
- * repeated on slots the nodes said are free (rl_sem_run, from acquire.c's
+ * repeated on slots the nodes said are free (rl_sem_run, from attempt.c's
  * attempt). */
 #include <errno.h>
 #include <stdlib.h>
@@ -79,7 +79,7 @@ static void write_slots(redlock_lock *lock, const uint32_t *pick, uint32_t p)
 }
 
 /* The clean-up after a round lost: a release, waking nobody, wherever our
- * value may have landed (as acquire.c's attempt does). */
+ * value may have landed (as attempt.c does). */
 static void clean_up(redlock_lock *lock, const rl_round *r)
 {
     rl_round rel;
