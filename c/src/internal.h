@@ -61,6 +61,13 @@ typedef enum rl_outcome {
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
 
+/* ---- cluster.c: a client with a Redis/Valkey Cluster as a node ---- */
+/* 1 if any of c's nodes is a cluster (redis-cluster://). */
+int rl_client_has_cluster(const redlock_client *c);
+/* 0, or REDLOCK_EINVAL with the reason when the resource's keys could not
+ * share one slot on c's cluster nodes (semaphore: its slot keys too). */
+int rl_cluster_key_problem(const redlock_client *c, const char *resource, int semaphore, char *err, size_t size);
+
 /* ---- client.c ---- */
 /* Drops a reference without I/O (destroying the client with the last one). */
 void rl_client_unref(redlock_client *client);

@@ -242,11 +242,16 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */
-        if (!r->fmt[RL_VIA_EVAL]) {
+        char *own = NULL;
+        long long own_len = cl->nodes[i].ep.cluster ? rl_proto_format_node(&own, r, RL_VIA_EVAL, 1) : 0;
+        if (!cl->nodes[i].ep.cluster && !r->fmt[RL_VIA_EVAL]) {
             long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
             r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
         }
-        rl_req *n = r->fmt[RL_VIA_EVAL] ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
+                    : r->fmt[RL_VIA_EVAL] && !cl->nodes[i].ep.cluster
+                    ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        redisFreeCommand(own);
         if (n) {
             n->round = r;
             n->cmd = cmd;
@@ -465,6 +470,7 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
         finish(r, i, RL_ERR_IO, "out of memory", now);
         return 0;
     }
+    node->conn->tagged = node->ep.cluster != 0;   /* fifo.c formats its late commands so */
     rl_conn *c = node->conn;
     /* (A forked child never gets here with the parent's connections:
      * rl_io_enter drops them first.) */
@@ -501,7 +507,16 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
          * does not wait (a clean-up release, a leave) is answered later:
          * its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
         via = RL_VIA_EVAL;
-    if (!r->fmt[via]) {
+    /* A cluster node's command names the auxiliary keys its own way: it
+     * is formatted for it alone (the round's copy serves the others). */
+    char *own = NULL;
+    long long own_len = node->ep.cluster ? rl_proto_format_node(&own, r, via, 1) : 0;
+    if (own_len < 0) {
+        finish(r, i, RL_ERR_IO, rl_key_taggable(r->key, r->key_len) ? "out of memory"
+               : "the key holds a '}' but no hash tag: its keys cannot share a cluster slot", now);
+        return opened;
+    }
+    if (!own && !r->fmt[via]) {
         long long len = rl_proto_format(&r->fmt[via], r, via);
         if (len < 0) {
             finish(r, i, RL_ERR_IO, "out of memory", now);
@@ -517,7 +532,9 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                      r->cmd == RL_CMD_SEM_ACQUIRE
                      ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
-    rl_req *e = c->len < limit ? rl_fifo_enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
+    rl_req *e = c->len < limit ? rl_fifo_enqueue(c, own ? own : r->fmt[via], own ? (size_t)own_len : r->fmt_len[via],
+                                                  now) : NULL;
+    redisFreeCommand(own);
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
@@ -552,7 +569,7 @@ int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key
     r.wake = 1;
     int via = cl->opts.flags & REDLOCK_OPT_FUNCTIONS ? RL_VIA_FCALL : RL_VIA_EVAL;
     char *buf = NULL;
-    long long len = rl_proto_format(&buf, &r, via);
+    long long len = rl_proto_format_node(&buf, &r, via, cl->nodes[i].ep.cluster);
     rl_req *e = len > 0 ? rl_fifo_enqueue(c, buf, (size_t)len, now) : NULL;
     if (e) {
         e->round = NULL;   /* late from the start: its reply is read and dropped */

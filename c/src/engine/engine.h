@@ -51,6 +51,9 @@ typedef struct rl_parsed {
 
 /* Formats cmd for r in the given way; length, or -1. Free with redisFreeCommand. */
 long long rl_proto_format(char **out, const rl_round *r, int via);
+/* The same for a node; tagged (a cluster node): the auxiliary keys named to
+ * share the lock key's slot (docs/cluster.md). */
+long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagged);
 /* 1 if cmd runs a script (may meet NOSCRIPT when sent by EVALSHA). */
 int rl_proto_is_script(rl_cmd cmd);
 /* 1 if a late NOSCRIPT to cmd must be answered by re-sending it as EVAL. */
@@ -108,6 +111,7 @@ struct rl_conn {
     int wpending;              /* output not fully written */
     uint32_t gen;              /* counts opens: poll results name the socket they are for */
     uint32_t late_cmds;        /* owed replies with a leave or release waiting on them */
+    unsigned char tagged;      /* a cluster node's: auxiliary keys share the key's slot (slotmap.c) */
 };
 
 /* Moves c to state `to`; RL_CONN_CLOSED fails every request it carried
@@ -267,5 +271,14 @@ void rl_io_wake_leader(redlock_client *cl);
 /* Work that nobody may drive: the leader if there is one, else the helper
  * (started on first need). mu held. */
 void rl_io_kick(redlock_client *cl);
+
+/* ---- slotmap.c: where Redis Cluster puts a key ---- */
+/* 1 if key has a hash tag ({...} with something inside), its offset and length. */
+int rl_key_tag(const char *key, size_t len, size_t *start, size_t *tlen);
+/* 1 if key's auxiliary keys can share its slot on a cluster node: it has a
+ * tag (K + suffix), or holds no '}' ("{K}" + suffix hashes K whole). */
+int rl_key_taggable(const char *key, size_t len);
+/* The cluster slot of key, 0..16383. */
+unsigned rl_keyslot(const char *key, size_t len);
 
 #endif

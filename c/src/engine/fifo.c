@@ -109,7 +109,7 @@ static void late_command(rl_conn *c, rl_req *e, rl_round *r, rl_cmd cmd, int via
 {
     rl_cmd was = r->cmd;
     r->cmd = cmd;
-    long long len = rl_proto_format(&e->resend, r, via);
+    long long len = rl_proto_format_node(&e->resend, r, via, c->tagged);
     r->cmd = was;
     e->resend_len = len < 0 ? 0 : (size_t)len;
     if (len < 0)
