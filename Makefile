@@ -15,7 +15,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
         test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean \
-        test-java-integ
+        test-java-integ test-cluster
 
 all: build
 
@@ -67,6 +67,13 @@ test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
+
+# Redis/Valkey Clusters as Redlock nodes, with the failover test (docs/cluster.md); about 40 s.
+# make test-python runs the same file without the failover (tests/python/test_cluster.py).
+test-cluster: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]'
+	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
+	REDLOCK_CLUSTER_LONG=1 $(VENV)/bin/python -m pytest -q tests/python/test_cluster.py
 
 test-cli: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest

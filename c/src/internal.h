@@ -45,6 +45,7 @@ typedef struct rl_node {
     int down_unreachable;       /* it was a failed connect (not a TLS handshake) */
     int suspect;                /* timed out lately and silent since: not waited for long */
     struct rl_listener *listen; /* wake-up listener (engine/listen.c), made on the first wait */
+    size_t of;                  /* a cluster's shard connection (engine/route.c): the node it serves */
 } rl_node;
 
 /* What one node said in a round. */
@@ -185,6 +186,10 @@ struct rl_round {
     size_t ekey_len[2];
     const char *eargv[RL_ELECT_ARGS];
     struct rl_elect_node *elect;
+    /* a cluster node (engine/route.c): the connection that carries node
+     * i's request (i itself, or a shard's), and the redirects followed */
+    uint16_t shard[REDLOCK_MAX_NODES];
+    unsigned char hops[REDLOCK_MAX_NODES];
 };
 
 /* ---- extend_many.c: many locks' extensions in one round ---- */
@@ -292,6 +297,8 @@ struct redlock_client {
     rl_watch watch;
     _Atomic int64_t trouble_us; /* when a round of this client last saw a node fail
                               * (error, timeout, down); 0 never (report.c) */
+    struct rl_route *route;  /* cluster nodes' shard connections and slot maps
+                              * (engine/route.c), made when first needed; I/O mutex */
 };
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };

@@ -54,6 +54,8 @@ class RedisCluster:
             "cluster-node-timeout": str(node_timeout_ms),
             # A shard whose master is gone (and nobody to promote) must not stop the others.
             "cluster-require-full-coverage": "no",
+            # A replica may always be promoted, however long its link was down.
+            "cluster-replica-validity-factor": "0",
         }
         c.update(conf or {})
         self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c)
@@ -93,6 +95,9 @@ class RedisCluster:
                 i = self.shards * (1 + r) + s
                 self.nodes.cmd(i, "CLUSTER", "REPLICATE", self.ids[s])
         self.wait_ok()
+        # Replicas that have synced, so that a failover has something to promote.
+        self._wait(lambda: all("master_link_status:up" in self.nodes.cmd(i, "INFO", "replication")
+                               for i in range(self.shards, n)), "the replicas to sync")
         return self
 
     def _knows_all(self, i):
@@ -123,6 +128,15 @@ class RedisCluster:
                 maps.append(sorted(self._slot_owners(i)))
             return all(m == maps[0] for m in maps)
         self._wait(ok, "cluster_state:ok everywhere", timeout)
+
+    def wait_failover(self, dead, slot, timeout=60.0):
+        """Until a replica took over slot from the killed master `dead`, everywhere."""
+        def done():
+            live = [i for i in range(len(self.nodes)) if self.nodes.is_running(i)]
+            owners = {self.master_for_slot(slot, via=i) for i in live}
+            return len(owners) == 1 and None not in owners and dead not in owners
+        self._wait(done, "a replica to take over from process %d" % dead, timeout)
+        self.wait_ok(timeout)
 
     # -- what the cluster looks like ---------------------------------------------------------------
     def _slot_owners(self, i):
