@@ -188,3 +188,39 @@ class RedisCluster:
 
     def __len__(self):
         return len(self.nodes)
+
+
+def main(argv=None):
+    """rcluster.py exec [--clusters 3] [--shards 3] -- COMMAND...: starts independent clusters,
+    runs COMMAND with their redis-cluster:// URLs in REDLOCK_TEST_NODES (comma-separated) and
+    each cluster's master ports in REDLOCK_TEST_CLUSTER_PORTS ("p1 p2 p3,p1 p2 p3,..."), stops
+    them, and exits with COMMAND's status."""
+    import argparse
+    import os
+    import subprocess
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    if "--" not in argv or not argv or argv[0] != "exec":
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    k = argv.index("--")
+    ap = argparse.ArgumentParser(prog="rcluster.py exec")
+    ap.add_argument("--clusters", type=int, default=3)
+    ap.add_argument("--shards", type=int, default=3)
+    a = ap.parse_args(argv[1:k])
+    made = []
+    try:
+        for c in range(a.clusters):
+            made.append(RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis").__enter__())
+        env = dict(os.environ)
+        env["REDLOCK_TEST_NODES"] = ",".join(rc.url() for rc in made)
+        env["REDLOCK_TEST_CLUSTER_PORTS"] = ",".join(
+            " ".join(str(rc.nodes.port(i)) for i in range(rc.shards)) for rc in made)
+        return subprocess.call(argv[k + 1:], env=env)
+    finally:
+        for rc in made:
+            rc.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
