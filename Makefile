@@ -68,12 +68,15 @@ test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
 
-# Redis/Valkey Clusters as Redlock nodes, with the failover test (docs/cluster.md); about 40 s.
+# Redis/Valkey Clusters as Redlock nodes, with the failover test and the cluster fault matrix
+# (docs/cluster.md); about 60 s.
 # make test-python runs the same file without the failover (tests/python/test_cluster.py).
 test-cluster: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	REDLOCK_CLUSTER_LONG=1 $(VENV)/bin/python -m pytest -q tests/python/test_cluster.py
+	REDLOCK_CLUSTER_LONG=1 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
+	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_cluster_faults.py
 
 test-cli: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
