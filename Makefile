@@ -15,7 +15,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
         test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean \
-        test-java-integ
+        test-java-integ test-cluster
 
 all: build
 
@@ -56,7 +56,7 @@ test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j$(JOBS)
 	cd $(BUILD)-tsan && REDLOCK_STRESS_CYCLES=1000 REDLOCK_WAKE_WAITS=500 REDLOCK_GARBAGE_RESOURCES=1000 $(SAN_ENV) ctest -j$(TEST_JOBS) --output-on-failure \
-	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|election|rwlock|semaphore|many_|multilock'
+	  -R 'threads|core_5|faults|autoextend|report|fencing|engine_|election|rwlock|semaphore|many_|multilock|cluster_'
 
 
 $(VENV)/bin/python:
@@ -67,6 +67,16 @@ test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
+
+# Redis/Valkey Clusters as Redlock nodes, with the failover test and the cluster fault matrix
+# (docs/cluster.md); about 60 s.
+# make test-python runs the same file without the failover (tests/python/test_cluster.py).
+test-cluster: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]'
+	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
+	REDLOCK_CLUSTER_LONG=1 $(VENV)/bin/python -m pytest -q tests/python/test_cluster.py
+	REDLOCK_CLUSTER_LONG=1 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
+	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_cluster_faults.py
 
 test-cli: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest

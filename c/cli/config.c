@@ -172,11 +172,12 @@ int cli_inspect_options(cli_common *c, const char *cmd, int argc, char **argv, c
     return 0;
 }
 
-/* 1 if s (of length n) starts with a URL scheme: letters, then "://". */
+/* 1 if s (of length n) starts with a URL scheme: letters (and '-', as in
+ * redis-cluster), then "://". */
 static int has_scheme(const char *s, size_t n)
 {
     size_t i = 0;
-    while (i < n && isalpha((unsigned char)s[i]))
+    while (i < n && (isalpha((unsigned char)s[i]) || (i > 0 && s[i] == '-')))
         i++;
     return i > 0 && n - i >= 3 && !memcmp(s + i, "://", 3);
 }

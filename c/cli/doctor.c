@@ -132,6 +132,7 @@ static void cleanup(doctor *d, cli_common *common)
         if (d->nodes[i].ctx)
             redisFree(d->nodes[i].ctx);
         rl_endpoint_clear(&d->nodes[i].ep);
+        free(d->nodes[i].cluster_ids);
     }
     free(d->nodes);
     free(d->f);
@@ -156,6 +157,8 @@ int cli_doctor(int argc, char **argv)
         return rc == CLI_HELP_SHOWN ? 0 : rc;
     }
     signal(SIGPIPE, SIG_IGN);  /* a node that closes its end must not kill us mid-write */
+    d.common = &common;
+    d.timeout_ms = io.timeout_ms;
     for (size_t i = 0; i < d.n_nodes; i++)
         check_node(&d, &d.nodes[i], &common, &lib, io.timeout_ms);
     for (size_t k = 0; k < doctor_n_set_checks; k++)

@@ -43,6 +43,10 @@ typedef struct dnode {
     char clock_key[128];
     long long pttl0;
     int64_t mid0_us, rtt0_us;
+    /* a cluster member (doctor_cluster.c): the ids in its CLUSTER NODES,
+     * space-separated (or NULL), and the first slot it serves (-1: none) */
+    char *cluster_ids;
+    long own_slot;
 } dnode;
 
 typedef struct doctor {
@@ -56,6 +60,8 @@ typedef struct doctor {
     int tls_insecure;
     int64_t probe_ms;          /* clock probe; 0 = skipped */
     char ttl_text[32];         /* the longest TTL, for advice */
+    const cli_common *common;  /* for connections to a cluster's shards */
+    int64_t timeout_ms;
 } doctor;
 
 /* ---- doctor_report.c ---- */
@@ -86,5 +92,14 @@ extern const node_check doctor_node_checks[];
 extern const size_t doctor_n_node_checks;
 extern const set_check doctor_set_checks[];
 extern const size_t doctor_n_set_checks;
+
+/* ---- doctor_cluster.c ---- */
+/* The node check of cluster members: shards, replicas, failover settings. */
+int doctor_check_cluster(doctor *d, dnode *n);
+/* The set check: nodes that are members of one cluster. */
+void doctor_check_same_cluster(doctor *d);
+/* A hash tag ("{123}") whose slot the member n serves, or "" (not a cluster
+ * member): keys of doctor's probes stay on the node it talks to. */
+void doctor_cluster_tag(const dnode *n, char *out, size_t size);
 
 #endif

@@ -101,9 +101,12 @@ static void check_role(doctor *d, dnode *n, const char *info)
                    "node has %d replica(s): replication is asynchronous, so a failover to one can lose lock keys",
                    n->replicas);
     }
-    if (n->cluster)
-        doctor_add(d, n->index, SEV_SEVERE, "cluster-mode", "use standalone servers (cluster-enabled no) as Redlock nodes",
-                   "node runs in cluster mode: lock keys of other slots are redirected (MOVED) and fail");
+    if (n->cluster && !n->ep.cluster)
+        doctor_add(d, n->index, SEV_SEVERE, "cluster-mode",
+                   "give the whole cluster as one node, redis-cluster://host:port (docs/cluster.md), or use a "
+                   "standalone server",
+                   "node runs in cluster mode but is given as one server: lock keys of other slots are "
+                   "redirected (MOVED) and fail, and its cluster's other masters are not independent of it");
 }
 
 static int check_info(doctor *d, dnode *n)
@@ -244,7 +247,10 @@ static int check_set(doctor *d, dnode *n)
     char err[256], fix[400];
     probe_hex(n->probe_hex);
     probe_hex(n->probe_val);
-    snprintf(n->probe_key, sizeof n->probe_key, "%sredlock-doctor:%s", d->prefix ? d->prefix : "", n->probe_hex);
+    char tag[16];
+    doctor_cluster_tag(n, tag, sizeof tag);   /* a cluster member: a slot of its own */
+    snprintf(n->probe_key, sizeof n->probe_key, "%sredlock-doctor:%s%s", d->prefix ? d->prefix : "", tag,
+             n->probe_hex);
     acl_fix(d, fix, sizeof fix);
     redisReply *r = cli_command(n->ctx, err, sizeof err, "SET %s %s NX PX %d", n->probe_key, n->probe_val, 60000);
     int set_ok = r && r->type == REDIS_REPLY_STATUS;
@@ -326,6 +332,7 @@ const node_check doctor_node_checks[] = {
     { "info", check_info, 0 },               /* needs only a connection */
     { "eviction", check_eviction, 0 },
     { "persistence", check_persistence, 0 },
+    { "cluster", doctor_check_cluster, 0 },  /* doctor_cluster.c */
     { "ping", check_ping, 1 },               /* stops the node's checks if it fails */
     { "scripts", check_eval, 0 },
     { "set", check_set, 0 },                 /* the probe key; stops the node's checks if not set */
@@ -338,9 +345,10 @@ const size_t doctor_n_node_checks = sizeof doctor_node_checks / sizeof doctor_no
 
 static void clock_start(dnode *n, const char *prefix, int64_t probe_ms)
 {
-    char err[256], hex[33];
+    char err[256], hex[33], tag[16];
     probe_hex(hex);
-    snprintf(n->clock_key, sizeof n->clock_key, "%.60sredlock-doctor-clock:%s", prefix ? prefix : "", hex);
+    doctor_cluster_tag(n, tag, sizeof tag);
+    snprintf(n->clock_key, sizeof n->clock_key, "%.60sredlock-doctor-clock:%s%s", prefix ? prefix : "", tag, hex);
     redisReply *r = cli_command(n->ctx, err, sizeof err, "SET %s 1 PX %lld", n->clock_key,
                                 (long long)(probe_ms + 60000));
     int ok = r && r->type == REDIS_REPLY_STATUS;
@@ -495,5 +503,6 @@ const set_check doctor_set_checks[] = {
     { "tls-insecure", check_tls_insecure },
     { "node-count", check_node_count },
     { "no-quorum", check_quorum },
+    { "same-cluster", doctor_check_same_cluster },
 };
 const size_t doctor_n_set_checks = sizeof doctor_set_checks / sizeof doctor_set_checks[0];

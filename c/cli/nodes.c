@@ -11,16 +11,16 @@
 
 #include "cli.h"
 
-/* 1 if url starts with a scheme as rl_mask_url reads one: 1 to 10 letters,
- * then "://". */
+/* 1 if url starts with a scheme as rl_mask_url reads one: 1 to 16 letters
+ * (and '-' after the first, as in redis-cluster), then "://". */
 static int has_scheme(const char *url)
 {
     const char *sep = strstr(url, "://");
     size_t n = sep ? (size_t)(sep - url) : 0;
     for (size_t i = 0; i < n; i++)
-        if (!isalpha((unsigned char)url[i]))
+        if (!isalpha((unsigned char)url[i]) && !(i > 0 && url[i] == '-'))
             return 0;
-    return n > 0 && n <= 10;
+    return n > 0 && n <= 16;
 }
 
 void cli_show_url(char *out, size_t size, const char *url)

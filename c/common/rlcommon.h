@@ -30,6 +30,13 @@ typedef struct rl_endpoint {
     int db;
     int tls;           /* rediss:// */
     char *display;     /* URL with the password masked, for messages */
+    /* redis-cluster:// and rediss-cluster://: the node is a Redis or Valkey
+     * Cluster named by its seeds (host/port above is the first; the URL's
+     * seed= parameters follow in seed_hosts/seed_ports). */
+    int cluster;
+    size_t nseeds;     /* the extra seeds */
+    char **seed_hosts;
+    int *seed_ports;
 } rl_endpoint;
 
 /* Parses url into ep. On failure returns REDLOCK_EINVAL or REDLOCK_ENOTSUP

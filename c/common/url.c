@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* url.c: parses node URLs (redis://, rediss://, unix://) and decides whether two
+/* url.c: parses node URLs (redis://, rediss://, unix://, redis-cluster://) and decides whether two
  * endpoints are the same server, which would corrupt the quorum count. */
 #include <ctype.h>
 #include <errno.h>
@@ -92,6 +92,10 @@ void rl_endpoint_clear(rl_endpoint *ep)
         free(ep->password);
     }
     free(ep->display);
+    for (size_t i = 0; i < ep->nseeds; i++)
+        free(ep->seed_hosts[i]);
+    free(ep->seed_hosts);
+    free(ep->seed_ports);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -140,6 +144,9 @@ static int make_display(rl_endpoint *ep, const char *scheme)
         rl_fmt(buf, sizeof buf, "%s://%s%s:%d", scheme, auth, ep->host, ep->port);
     if (ep->db)
         rl_append(buf, sizeof buf, ep->path ? "?db=%d" : "/%d", ep->db);
+    for (size_t i = 0; i < ep->nseeds; i++)
+        rl_append(buf, sizeof buf, strchr(ep->seed_hosts[i], ':') ? "%sseed=[%s]:%d" : "%sseed=%s:%d",
+                  i ? "&" : "?", ep->seed_hosts[i], ep->seed_ports[i]);
     ep->display = strdup(buf);
     return ep->display ? 0 : -1;
 }
@@ -239,6 +246,82 @@ static int parse_tcp(rl_endpoint *ep, const char *rest, char *err, size_t errsiz
     return 0;
 }
 
+/* redis-cluster://[user:password@]host[:port][?seed=host:port&seed=...]:
+ * a cluster as one node, named by seeds that are all members of it. Only
+ * database 0 exists in a cluster. */
+#define RL_CLUSTER_SEEDS_MAX 64
+static int parse_cluster(rl_endpoint *ep, const char *rest, char *err, size_t errsize)
+{
+    const char *q = strchr(rest, '?');
+    size_t mlen = q ? (size_t)(q - rest) : strlen(rest);
+    if (memchr(rest, '#', mlen))
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "unexpected fragment in cluster URL");
+    char *main_part = dup_range(rest, mlen);
+    if (!main_part)
+        return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+    int rc = parse_tcp(ep, main_part, err, errsize);
+    free(main_part);
+    if (rc)
+        return rc;
+    ep->cluster = 1;
+    if (ep->db != 0)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "a cluster has only database 0: no /db in a cluster URL");
+    if (!q)
+        return 0;
+    const char *p = q + 1;
+    if (!*p)
+        return fail(ep, REDLOCK_EINVAL, err, errsize, "empty query in cluster URL (expected seed=host:port)");
+    while (*p) {
+        size_t n = strcspn(p, "&");
+        if (n < 5 || strncmp(p, "seed=", 5) != 0)
+            return fail(ep, REDLOCK_EINVAL, err, errsize,
+                        "cluster URL: the only query parameter is seed=host:port");
+        if (n == 5)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "cluster URL: empty seed=");
+        if (ep->nseeds >= RL_CLUSTER_SEEDS_MAX)
+            return fail(ep, REDLOCK_EINVAL, err, errsize, "cluster URL: too many seeds (at most 64)");
+        const char *s = p + 5;
+        size_t sn = n - 5;
+        if (memchr(s, '@', sn) || memchr(s, '/', sn) || memchr(s, '?', sn) || memchr(s, '#', sn))
+            return fail(ep, REDLOCK_EINVAL, err, errsize,
+                        "cluster URL: a seed is host:port only (credentials go before the first host)");
+        char *one = dup_range(s, sn);
+        if (!one)
+            return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+        rl_endpoint seed;
+        memset(&seed, 0, sizeof seed);
+        char why[200];
+        rc = parse_tcp(&seed, one, why, sizeof why);
+        free(one);
+        if (rc) {
+            char msg[300];
+            rl_fmt(msg, sizeof msg, "cluster URL: bad seed: %s", why);
+            return fail(ep, rc, err, errsize, msg);
+        }
+        char **hosts = realloc(ep->seed_hosts, (ep->nseeds + 1) * sizeof *hosts);
+        if (hosts)
+            ep->seed_hosts = hosts;
+        int *ports = hosts ? realloc(ep->seed_ports, (ep->nseeds + 1) * sizeof *ports) : NULL;
+        if (ports)
+            ep->seed_ports = ports;
+        if (!hosts || !ports) {
+            rl_endpoint_clear(&seed);
+            return fail(ep, REDLOCK_ENOMEM, err, errsize, "out of memory");
+        }
+        ep->seed_hosts[ep->nseeds] = seed.host;
+        ep->seed_ports[ep->nseeds++] = seed.port;
+        seed.host = NULL;
+        rl_endpoint_clear(&seed);
+        p += n;
+        if (*p == '&') {
+            p++;
+            if (!*p)
+                return fail(ep, REDLOCK_EINVAL, err, errsize, "cluster URL: trailing '&'");
+        }
+    }
+    return 0;
+}
+
 int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsize)
 {
     memset(ep, 0, sizeof *ep);
@@ -265,9 +348,17 @@ int rl_endpoint_parse(rl_endpoint *ep, const char *url, char *err, size_t errsiz
         scheme = "rediss";
         ep->tls = 1;
         rc = parse_tcp(ep, url + 9, err, errsize);
+    } else if (strncasecmp(url, "redis-cluster://", 16) == 0) {
+        scheme = "redis-cluster";
+        rc = parse_cluster(ep, url + 16, err, errsize);
+    } else if (strncasecmp(url, "rediss-cluster://", 17) == 0) {
+        scheme = "rediss-cluster";
+        ep->tls = 1;
+        rc = parse_cluster(ep, url + 17, err, errsize);
     } else {
         return fail(ep, REDLOCK_EINVAL, err, errsize,
-                    "unknown scheme: expected redis://host[:port][/db], rediss://host[:port][/db] or unix:///path");
+                    "unknown scheme: expected redis://host[:port][/db], rediss://host[:port][/db], unix:///path, "
+                    "redis-cluster://host:port[?seed=host:port&...] or rediss-cluster://");
     }
     if (rc)
         return rc;
@@ -367,6 +458,14 @@ static int printable_tail(const char *s, size_t n, int unix_path)
     if (i < n && s[i] == '/')
         for (i++; i < n && isdigit((unsigned char)s[i]); i++)
             ;
+    /* a cluster URL's seeds: ?seed=host:port&seed=... */
+    while (i < n && (s[i] == '?' || s[i] == '&') && n - i > 6 && !strncmp(s + i + 1, "seed=", 5)) {
+        size_t d = i += 6;
+        while (i < n && (isalnum((unsigned char)s[i]) || strchr(".-_:[]%", s[i])))
+            i++;
+        if (i == d)
+            return 0;
+    }
     return i == n;
 }
 
@@ -384,9 +483,9 @@ void rl_mask_url(char *out, size_t size, const char *url)
      * alone. */
     const char *sep = strstr(url, "://");
     size_t slen = sep ? (size_t)(sep - url) : 0;
-    int scheme_ok = sep && slen > 0 && slen <= 10;
+    int scheme_ok = sep && slen > 0 && slen <= 16;
     for (size_t i = 0; scheme_ok && i < slen; i++)
-        scheme_ok = isalpha((unsigned char)url[i]) != 0;
+        scheme_ok = isalpha((unsigned char)url[i]) != 0 || (url[i] == '-' && i > 0);
     if (!scheme_ok) {
         rl_fmt(out, size, "*** (not a URL; hidden, it may hold a password)");
         return;

@@ -45,6 +45,7 @@ typedef struct rl_node {
     int down_unreachable;       /* it was a failed connect (not a TLS handshake) */
     int suspect;                /* timed out lately and silent since: not waited for long */
     struct rl_listener *listen; /* wake-up listener (engine/listen.c), made on the first wait */
+    size_t of;                  /* a cluster's shard connection (engine/route.c): the node it serves */
 } rl_node;
 
 /* What one node said in a round. */
@@ -60,6 +61,16 @@ typedef enum rl_outcome {
     RL_ERR_TLS,      /* TLS handshake or certificate failure */
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
+
+/* ---- cluster.c: a client with a Redis/Valkey Cluster as a node ---- */
+/* 1 if any of c's nodes is a cluster (redis-cluster://). */
+int rl_client_has_cluster(const redlock_client *c);
+/* 0, or REDLOCK_EINVAL with why in err: on a client with a cluster node,
+ * the names of a multi-resource lock must carry hash tags of one slot. */
+int rl_cluster_multi_problem(const redlock_client *c, const char *const *resources, size_t n, char *err, size_t size);
+/* 0, or REDLOCK_EINVAL with the reason when the resource's keys could not
+ * share one slot on c's cluster nodes (semaphore: its slot keys too). */
+int rl_cluster_key_problem(const redlock_client *c, const char *resource, int semaphore, char *err, size_t size);
 
 /* ---- client.c ---- */
 /* Drops a reference without I/O (destroying the client with the last one). */
@@ -184,6 +195,10 @@ struct rl_round {
     struct rl_elect_node *elect;
     /* RL_CMD_MULTI_* (multilock.c): the set's keys, or NULL */
     const struct rl_multi *multi;
+    /* a cluster node (engine/route.c): the connection that carries node
+     * i's request (i itself, or a shard's), and the redirects followed */
+    uint16_t shard[REDLOCK_MAX_NODES];
+    unsigned char hops[REDLOCK_MAX_NODES];
 };
 
 /* ---- extend_many.c: many locks' extensions in one round ---- */
@@ -291,6 +306,8 @@ struct redlock_client {
     rl_watch watch;
     _Atomic int64_t trouble_us; /* when a round of this client last saw a node fail
                               * (error, timeout, down); 0 never (report.c) */
+    struct rl_route *route;  /* cluster nodes' shard connections and slot maps
+                              * (engine/route.c), made when first needed; I/O mutex */
 };
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };

@@ -54,7 +54,7 @@ static int resource_problem(const redlock_client *client, const char *resource, 
                "resource's token counter", resource, RL_FENCE_SUFFIX);
         return REDLOCK_EINVAL;
     }
-    return 0;
+    return rl_cluster_key_problem(client, resource, 0, errbuf, size);
 }
 
 int rl_resource_problem(const redlock_client *client, const char *resource, char *errbuf, size_t size)

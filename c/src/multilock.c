@@ -81,6 +81,9 @@ int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const ch
             return rc;
         }
     }
+    int crc = rl_cluster_multi_problem(client, resources, n, errbuf, errbuf_size);
+    if (crc)
+        return crc;
     const char **sorted = malloc(n * sizeof *sorted);
     if (!sorted) {
         rl_fmt(errbuf, errbuf_size, "out of memory");

@@ -36,7 +36,10 @@ int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, cons
         return REDLOCK_EINVAL;
     }
     redlock_lock *l;
-    int rc = redlock_lock_open(&l, client, resource, errbuf, errbuf_size);
+    int rc = client && resource ? rl_cluster_key_problem(client, resource, 1, errbuf, errbuf_size) : 0;
+    if (rc)
+        return rc;
+    rc = redlock_lock_open(&l, client, resource, errbuf, errbuf_size);
     if (rc)
         return rc;
     l->sem_slots = calloc(permits, 5);   /* "999," each, the last comma a NUL */

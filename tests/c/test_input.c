@@ -80,6 +80,42 @@ static void test_urls(void)
     char err[512];
     CHECK_RC(open1("redis://u:hunter2@host:bad", err, sizeof err), REDLOCK_EINVAL);
     CHECK(strstr(err, "hunter2") == NULL && strstr(err, "***") != NULL);
+
+    /* a Redis or Valkey Cluster as one node (issue #29) */
+    expect_url("redis-cluster://127.0.0.1:7000", 0, NULL);
+    expect_url("redis-cluster://u:pw@h1:7000?seed=h2:7001&seed=[::1]:7002", 0, NULL);
+    expect_url("rediss-cluster://h1:7000?seed=h2:7001", 0, NULL);
+    expect_url("REDIS-CLUSTER://h1", 0, NULL);
+    expect_url("redis-cluster://h1:7000/0", 0, NULL);
+    expect_url("redis-cluster://h1:7000/3", REDLOCK_EINVAL, "only database 0");
+    expect_url("redis-cluster://", REDLOCK_EINVAL, "empty host");
+    expect_url("redis-cluster://h1:7000?", REDLOCK_EINVAL, "empty query");
+    expect_url("redis-cluster://h1:7000?seed=", REDLOCK_EINVAL, "empty seed");
+    expect_url("redis-cluster://h1:7000?seed=h2:7001&", REDLOCK_EINVAL, "trailing");
+    expect_url("redis-cluster://h1:7000?db=1", REDLOCK_EINVAL, "seed=host:port");
+    expect_url("redis-cluster://h1:7000?seed=h2:x", REDLOCK_EINVAL, "bad seed: port is not a number");
+    expect_url("redis-cluster://h1:7000?seed=h2:0", REDLOCK_EINVAL, "port out of range");
+    expect_url("redis-cluster://h1:7000?seed=u:p@h2:1", REDLOCK_EINVAL, "host:port only");
+    expect_url("redis-cluster://h1:7000?seed=h2:1/2", REDLOCK_EINVAL, "host:port only");
+    expect_url("redis-cluster://h1:7000#x", REDLOCK_EINVAL, "fragment");
+    expect_url("redis-cluster://h$:7000", REDLOCK_EINVAL, "host");
+    expect_url("redis-clusters://h1:7000", REDLOCK_EINVAL, "scheme");
+    {
+        char many[2048] = "redis-cluster://h:1?";
+        for (int k = 0; k < 70; k++)
+            strcat(many, k ? "&seed=h:2" : "seed=h:2");
+        expect_url(many, REDLOCK_EINVAL, "too many seeds");
+    }
+    /* the same seed twice is the same server */
+    {
+        const char *two[] = { "redis-cluster://127.0.0.1:7000", "redis://127.0.0.1:7000" };
+        redlock_client *c2 = NULL;
+        CHECK_RC(redlock_client_open(&c2, two, 2, NULL, err, sizeof err), REDLOCK_EINVAL);
+        CHECK(strstr(err, "same server") != NULL);
+    }
+    /* a password in a cluster URL stays hidden, the seeds are shown */
+    CHECK_RC(open1("redis-cluster://u:hunter2@h1:7000?seed=h2:x", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(strstr(err, "hunter2") == NULL && strstr(err, "***") != NULL);
 }
 
 static void test_client_args(void)

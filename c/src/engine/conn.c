@@ -66,7 +66,7 @@ static void close_socket(rl_conn *c)
 
 void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outcome fail, const char *why)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, i)->conn;
     if (to != RL_CONN_CLOSED) {
         c->state = to;
         return;
@@ -75,12 +75,14 @@ void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outco
     /* A connect that failed: the node could not be reached (a TLS failure
      * means something answered). */
     int unreachable = c->state == RL_CONN_CONNECTING && fail != RL_ERR_TLS;
-    /* Everything it owed fails: the rounds that still wait learn why. */
+    /* Everything it owed fails: the rounds that still wait learn why (a
+     * shard connection's rounds, for the node it serves: route.c). */
+    size_t L = rl_logical(cl, i);
     while (c->len) {
         rl_req *e = rl_fifo_at(c, 0);
-        if (e->round && e->round->out[i] == RL_PENDING) {
-            e->round->unreachable[i] = (unsigned char)unreachable;
-            finish(e->round, i, fail, why, now);
+        if (e->round && e->round->out[L] == RL_PENDING && e->round->shard[L] == i) {
+            e->round->unreachable[L] = (unsigned char)unreachable;
+            finish(e->round, L, fail, why, now);
         }
         rl_fifo_pop(c);
     }
@@ -106,7 +108,7 @@ static void forget(rl_conn *c)
 
 void rl_conn_free(redlock_client *cl, size_t i)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, i)->conn;
     if (!c)
         return;
     if (c->pid != getpid())
@@ -115,7 +117,7 @@ void rl_conn_free(redlock_client *cl, size_t i)
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "client closed");
     free(c->q);
     free(c);
-    cl->nodes[i].conn = NULL;
+    rl_nodeat(cl, i)->conn = NULL;
 }
 
 /* ---- opening ---- */
@@ -134,7 +136,7 @@ static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
  * the reason in msg. */
 static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, i);
     rl_conn *c = node->conn;
     if (rl_conn_socket(cl, i, c, now, msg, msgsize) != 0) {
         if (strcmp(msg, "out of memory") != 0)
@@ -158,7 +160,7 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
 
 static void io_fail(redlock_client *cl, size_t i, const char *what)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, i)->conn;
     char msg[RL_NODE_MSG_MAX];
     if (c->ssl && !c->guard.why && !rl_tls_reason(NULL) && !c->last_reply_us) {
         /* A server that rejects the client after the handshake (no client
@@ -177,7 +179,7 @@ static void io_fail(redlock_client *cl, size_t i, const char *what)
         return;
     } else {
         rl_fmt(msg, sizeof msg, "%s: %s", what, c->ctx->errstr[0] ? c->ctx->errstr : "connection error");
-        if (!c->last_reply_us && !c->ssl && !cl->nodes[i].ep.path && strcmp(what, "protocol") != 0)
+        if (!c->last_reply_us && !c->ssl && !rl_nodeat(cl, i)->ep.path && strcmp(what, "protocol") != 0)
             rl_append(msg, sizeof msg, " (closed before any reply; a TLS port needs rediss://)");
     }
     rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
@@ -187,7 +189,7 @@ static void io_fail(redlock_client *cl, size_t i, const char *what)
  * the connection has been closed. */
 static int flush(redlock_client *cl, size_t i)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, i)->conn;
     if (c->state != RL_CONN_READY || !c->wpending)
         return 0;
     int done = 0;
@@ -201,10 +203,15 @@ static int flush(redlock_client *cl, size_t i)
     return 0;
 }
 
+static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_t now, int ask);
+static void wake_leader(redlock_client *cl);
+static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisReply *rep, int64_t now);
+#define RL_HOPS_MAX 5   /* redirects followed per node per round */
+
 /* The reply to the FIFO's front request. */
 static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, i);
     rl_conn *c = node->conn;
     c->last_reply_us = now;
     /* Any answer proves the node is back. */
@@ -217,6 +224,11 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     }
     rl_req *e = rl_fifo_at(c, 0);
     int err = rep->type == REDIS_REPLY_ERROR;
+    if (e->kind == RL_REQ_MAP) {
+        rl_fifo_pop(c);
+        rl_route_map_reply(cl, i, rep, now);
+        return;
+    }
     if (e->kind == RL_REQ_AUTH || e->kind == RL_REQ_SELECT) {
         int auth = e->kind == RL_REQ_AUTH;
         rl_fifo_pop(c);
@@ -230,7 +242,24 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     }
     rl_round *r = e->round;
     if (!r) {
-        rl_fifo_late_reply(c, rep, now);
+        if (node->ep.cluster)
+            late_redirect(cl, i, e, rep, now);
+        else
+            rl_fifo_late_reply(c, rep, now);
+        return;
+    }
+    /* A shard connection answers for the node it serves. */
+    size_t j = i;
+    i = rl_logical(cl, j);
+    size_t to;
+    int ask;
+    if (node->ep.cluster && r->hops[i] < RL_HOPS_MAX && rl_route_redirect(cl, j, rep, &to, &ask)) {
+        /* MOVED (the map is corrected) or ASK (a slot migrating): the
+         * command never ran here; it goes to the shard named. */
+        rl_fifo_pop(c);
+        r->hops[i]++;
+        if (submit_to(cl, i, to, r, now, ask))
+            wake_leader(cl);
         return;
     }
     rl_parsed p;
@@ -242,11 +271,16 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */
-        if (!r->fmt[RL_VIA_EVAL]) {
+        char *own = NULL;
+        long long own_len = node->ep.cluster ? rl_proto_format_node(&own, r, RL_VIA_EVAL, 1) : 0;
+        if (!node->ep.cluster && !r->fmt[RL_VIA_EVAL]) {
             long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
             r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
         }
-        rl_req *n = r->fmt[RL_VIA_EVAL] ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
+                    : r->fmt[RL_VIA_EVAL] && !node->ep.cluster
+                    ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+        redisFreeCommand(own);
         if (n) {
             n->round = r;
             n->cmd = cmd;
@@ -270,12 +304,20 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     r->sem_nfree[i] = p.sem_nfree;
     r->sem_listed[i] = p.sem_listed;
     memcpy(r->sem_free[i], p.sem_free, sizeof p.sem_free);
+    if (node->ep.cluster) {
+        char shard[300];   /* who answered */
+        rl_route_shard_name(cl, j, shard, sizeof shard);
+        if (!p.msg[0])
+            rl_fmt(p.msg, sizeof p.msg, "shard %s", shard);
+        else
+            rl_append(p.msg, sizeof p.msg, " (shard %s)", shard);
+    }
     finish(r, i, p.out, p.msg, now);
 }
 
 static void read_replies(redlock_client *cl, size_t i, int64_t now)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, i)->conn;
     for (;;) {
         if (c->ssl)
             ERR_clear_error();
@@ -309,7 +351,7 @@ static void read_replies(redlock_client *cl, size_t i, int64_t now)
 
 void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, i);
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
     if (c->state == RL_CONN_CONNECTING) {
@@ -356,7 +398,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
 
 short rl_conn_poll_events(const redlock_client *cl, size_t i)
 {
-    const rl_conn *c = cl->nodes[i].conn;
+    const rl_conn *c = rl_nodeat(cl, i)->conn;
     if (!c)
         return 0;
     switch (c->state) {
@@ -369,20 +411,20 @@ short rl_conn_poll_events(const redlock_client *cl, size_t i)
 
 int rl_conn_needs_driving(const redlock_client *cl, size_t i)
 {
-    const rl_conn *c = cl->nodes[i].conn;
+    const rl_conn *c = rl_nodeat(cl, i)->conn;
     return c && (c->state == RL_CONN_CONNECTING || c->state == RL_CONN_HANDSHAKE ||
                  (c->state == RL_CONN_READY && c->wpending));
 }
 
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
 {
-    const rl_conn *c = cl->nodes[i].conn;
+    const rl_conn *c = rl_nodeat(cl, i)->conn;
     return c && c->state != RL_CONN_CLOSED ? c->late_cmds : 0;
 }
 
 int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
 {
-    const rl_node *node = &cl->nodes[i];
+    const rl_node *node = rl_nodeat(cl, i);
     const rl_conn *c = node->conn;
     if (node->suspect || node->retry_after_us > now)
         return 0;
@@ -399,7 +441,7 @@ int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
 
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
 {
-    const rl_conn *c = cl->nodes[i].conn;
+    const rl_conn *c = rl_nodeat(cl, i)->conn;
     return c && c->state != RL_CONN_CLOSED ? c->len : 0;
 }
 
@@ -415,7 +457,7 @@ static int reply_waiting(rl_conn *c)
 
 void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, i);
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
     if (!c || c->state == RL_CONN_CLOSED)
@@ -453,40 +495,123 @@ static int closed_while_idle(rl_conn *c)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
+/* Before a cluster node's command on c: the slot map asked for when due
+ * (CLUSTER NODES, route.c), and ASKING for an ASK redirect. Their replies
+ * are read by dispatch (the map) or dropped (ASKING: no round). */
+static void cluster_extras(redlock_client *cl, size_t L, rl_conn *c, int ask, int64_t now)
 {
-    rl_node *node = &cl->nodes[i];
+    static const char nodes_cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n";
+    static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+    if (rl_route_refresh_due(cl, L, now)) {
+        rl_req *m = rl_fifo_enqueue(c, nodes_cmd, sizeof nodes_cmd - 1, now);
+        if (m)
+            m->kind = RL_REQ_MAP;
+    }
+    if (ask)
+        rl_fifo_enqueue(c, asking_cmd, sizeof asking_cmd - 1, now);
+}
+
+/* A redirect read by a follower (no poll under way of its own) may open a
+ * socket that the leader, in poll(), does not know of: wake it. A write to
+ * the client's eventfd, as rl_io_wake_leader does (mux.c is above). */
+static void wake_leader(redlock_client *cl)
+{
+    if (cl->io->polling) {
+        uint64_t one = 1;
+        ssize_t w = write(cl->io->wake_fd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+/* A late reply on cluster connection j to e, whose round returned (a
+ * clean-up release, a leave, an acquisition decided without this node): a
+ * MOVED or ASK sends its command on to the shard named, with what it was
+ * to send on a condition (fifo.c), so that a release is not lost to a
+ * resharding; anything else is a late reply as on any node. */
+static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisReply *rep, int64_t now)
+{
+    rl_conn *c = rl_nodeat(cl, j)->conn;
+    size_t to;
+    int ask;
+    if (!e->redirect || e->hops >= RL_HOPS_MAX || !rl_route_redirect(cl, j, rep, &to, &ask)) {
+        rl_fifo_late_reply(c, rep, now);
+        return;
+    }
+    rl_req was = *e;
+    if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
+        c->late_cmds--;
+    e->resend = NULL;
+    e->redirect = NULL;
+    rl_fifo_pop(c);
+    rl_node *node = rl_nodeat(cl, to);
     char msg[RL_NODE_MSG_MAX];
-    if (r->skip[i]) {
-        r->out[i] = RL_UNSENT;
-        return 0;
-    }
+    if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn)))
+        goto drop;
+    node->conn->tagged = 1;
+    rl_conn *d = node->conn;
+    if (d->state == RL_CONN_CLOSED && (node->retry_after_us > now || conn_open(cl, to, now, msg, sizeof msg) != 0))
+        goto drop;
+    if (d->len >= RL_PIPE_MAX / 2)
+        goto drop;
+    cluster_extras(cl, rl_logical(cl, to), d, ask, now);
+    rl_req *n = rl_fifo_enqueue(d, was.redirect, was.redirect_len, now);
+    if (!n)
+        goto drop;
+    n->round = NULL;
+    n->cmd = was.cmd;
+    n->via = was.via;
+    n->redirect = was.redirect;
+    n->redirect_len = was.redirect_len;
+    n->hops = (unsigned char)(was.hops + 1);
+    n->resend = was.resend;
+    n->resend_len = was.resend_len;
+    n->resend_cmd = was.resend_cmd;
+    n->resend_via = was.resend_via;
+    n->resend_if = was.resend_if;
+    if (n->resend && n->resend_if != RL_IF_NOSCRIPT)
+        d->late_cmds++;
+    flush(cl, to);
+    wake_leader(cl);
+    return;
+drop:
+    free(was.resend);
+    redisFreeCommand(was.redirect);
+}
+
+/* Hands r's command for node L to connection j (L itself, or one of its
+ * cluster's shards: route.c); ask: an ASK redirect, ASKING goes first. */
+static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_t now, int ask)
+{
+    rl_node *node = rl_nodeat(cl, j);
+    char msg[RL_NODE_MSG_MAX];
+    r->shard[L] = (uint16_t)j;
     if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn))) {
-        finish(r, i, RL_ERR_IO, "out of memory", now);
+        finish(r, L, RL_ERR_IO, "out of memory", now);
         return 0;
     }
+    node->conn->tagged = node->ep.cluster != 0;   /* fifo.c formats its late commands so */
     rl_conn *c = node->conn;
     /* (A forked child never gets here with the parent's connections:
      * rl_io_enter drops them first.) */
-    rl_conn_check_stall(cl, i, now);
+    rl_conn_check_stall(cl, j, now);
     /* A node that answered within the last millisecond is not checked: one
      * syscall per node per round saved on a busy client, and no node
      * restarts that fast. (A node timeout was too long: a release right
      * after a quick restart went down the dead connection and was lost.) */
     if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && closed_while_idle(c))
-        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
+        rl_conn_transition(cl, j, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
     int fresh = c->state != RL_CONN_READY, opened = 0;
     if (c->state == RL_CONN_CLOSED) {
         if (node->retry_after_us > now) {
             rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms (%s)",
                    (long long)((node->retry_after_us - now + 999) / 1000), node->down_why);
-            r->unreachable[i] = (unsigned char)node->down_unreachable;
-            finish(r, i, RL_ERR_DOWN, msg, now);
+            r->unreachable[L] = (unsigned char)node->down_unreachable;
+            finish(r, L, RL_ERR_DOWN, msg, now);
             return 0;
         }
-        if (conn_open(cl, i, now, msg, sizeof msg) != 0) {
-            r->unreachable[i] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
-            finish(r, i, RL_ERR_IO, msg, now);
+        if (conn_open(cl, j, now, msg, sizeof msg) != 0) {
+            r->unreachable[L] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
+            finish(r, L, RL_ERR_IO, msg, now);
             return 0;
         }
         opened = 1;   /* a new socket: the leader must poll it */
@@ -501,10 +626,19 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
          * does not wait (a clean-up release, a leave) is answered later:
          * its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
         via = RL_VIA_EVAL;
-    if (!r->fmt[via]) {
+    /* A cluster node's command names the auxiliary keys its own way: it
+     * is formatted for it alone (the round's copy serves the others). */
+    char *own = NULL;
+    long long own_len = node->ep.cluster ? rl_proto_format_node(&own, r, via, 1) : 0;
+    if (own_len < 0) {
+        finish(r, L, RL_ERR_IO, rl_key_taggable(r->key, r->key_len) ? "out of memory"
+               : "the key holds a '}' but no hash tag: its keys cannot share a cluster slot", now);
+        return opened;
+    }
+    if (!own && !r->fmt[via]) {
         long long len = rl_proto_format(&r->fmt[via], r, via);
         if (len < 0) {
-            finish(r, i, RL_ERR_IO, "out of memory", now);
+            finish(r, L, RL_ERR_IO, "out of memory", now);
             return opened;
         }
         r->fmt_len[via] = (size_t)len;
@@ -517,11 +651,21 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                      r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE
                      ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
-    rl_req *e = c->len < limit ? rl_fifo_enqueue(c, r->fmt[via], r->fmt_len[via], now) : NULL;
+    if (node->ep.cluster && c->len < limit)
+        cluster_extras(cl, L, c, ask, now);
+    rl_req *e = c->len < limit ? rl_fifo_enqueue(c, own ? own : r->fmt[via], own ? (size_t)own_len : r->fmt_len[via],
+                                                  now) : NULL;
+    if (e && own) {
+        e->redirect = own;   /* kept, should a redirect come after the round returned */
+        e->redirect_len = (size_t)own_len;
+        e->hops = r->hops[L];
+    } else {
+        redisFreeCommand(own);
+    }
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
-        finish(r, i, RL_ERR_IO, msg, now);
+        finish(r, L, RL_ERR_IO, msg, now);
         return opened;
     }
     e->round = r;
@@ -529,18 +673,32 @@ int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     e->via = (unsigned char)via;
     if (via == RL_VIA_EVAL)
         c->scripts_sent |= 1u << r->cmd;
-    r->seq[i] = c->seq0 + c->len - 1;
-    r->via[i] = (unsigned char)via;
+    r->seq[L] = c->seq0 + c->len - 1;
+    r->via[L] = (unsigned char)via;
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
-    r->deadline[i] = r->cap_us && d > r->cap_us ? r->cap_us : d;
+    r->deadline[L] = r->cap_us && d > r->cap_us ? r->cap_us : d;
     /* The socket took part of it: the leader writes the rest. */
-    return (flush(cl, i) == 0 && c->wpending) || opened;
+    return (flush(cl, j) == 0 && c->wpending) || opened;
+}
+
+int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
+{
+    if (r->skip[i]) {
+        r->out[i] = RL_UNSENT;
+        return 0;
+    }
+    r->hops[i] = 0;
+    /* A cluster node: the connection of the shard that owns the key's slot. */
+    size_t j = cl->nodes[i].ep.cluster ? rl_route_pick(cl, i, r->key, r->key_len, now) : i;
+    return submit_to(cl, i, j, r, now, 0);
 }
 
 int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key_len, const char *member,
                        int64_t now)
 {
-    rl_conn *c = cl->nodes[i].conn;
+    /* a cluster node's: the shard that owns the key's slot */
+    size_t j = cl->nodes[i].ep.cluster ? rl_route_pick(cl, i, key, key_len, now) : i;
+    rl_conn *c = rl_nodeat(cl, j)->conn;
     if (!c || c->state != RL_CONN_READY || c->len >= RL_PIPE_MAX / 2)
         return 0;
     rl_round r;
@@ -552,7 +710,7 @@ int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key
     r.wake = 1;
     int via = cl->opts.flags & REDLOCK_OPT_FUNCTIONS ? RL_VIA_FCALL : RL_VIA_EVAL;
     char *buf = NULL;
-    long long len = rl_proto_format(&buf, &r, via);
+    long long len = rl_proto_format_node(&buf, &r, via, cl->nodes[i].ep.cluster);
     rl_req *e = len > 0 ? rl_fifo_enqueue(c, buf, (size_t)len, now) : NULL;
     if (e) {
         e->round = NULL;   /* late from the start: its reply is read and dropped */
@@ -562,13 +720,13 @@ int rl_conn_send_leave(redlock_client *cl, size_t i, const char *key, size_t key
             c->scripts_sent |= 1u << RL_CMD_LEAVE;
     }
     redisFreeCommand(buf);
-    return e && flush(cl, i) == 0 && c->wpending;
+    return e && flush(cl, j) == 0 && c->wpending;
 }
 
 /* The round's deadline for node i passed with no reply. */
 void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, r->shard[i]);   /* the connection that carries it (route.c) */
     rl_conn *c = node->conn;
     char msg[RL_NODE_MSG_MAX];
     /* A batch of extensions takes a node longer than one command, behind

@@ -16,7 +16,7 @@
 
 int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *msg, size_t msgsize)
 {
-    rl_node *node = &cl->nodes[i];
+    rl_node *node = rl_nodeat(cl, i);
     redisOptions o;
     memset(&o, 0, sizeof o);
     if (node->ep.path)
@@ -45,6 +45,11 @@ int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *
     fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
     rl_conn_nosignal(c->ctx);
     c->guard = (rl_reply_guard)RL_REPLY_GUARD_LOCK;
+    if (node->ep.cluster) {
+        /* CLUSTER NODES (route.c): a line of about 200 bytes per member */
+        c->guard.max_string = 1024 * 1024;
+        c->guard.max_buffered = 4 * 1024 * 1024;
+    }
     rl_reply_harden(c->ctx, &c->guard);
     c->pid = getpid();
     c->gen++;

@@ -59,7 +59,7 @@ void rl_tls_client_free(redlock_client *c)
 
 static const char *tls_name(const redlock_client *cl, size_t i)
 {
-    return cl->tls_server_name ? cl->tls_server_name : cl->nodes[i].ep.host;
+    return cl->tls_server_name ? cl->tls_server_name : rl_nodeat(cl, i)->ep.host;
 }
 
 /* Continues the handshake: 0 done, 1 waiting (c->tls_want says for what),

@@ -51,6 +51,9 @@ typedef struct rl_parsed {
 
 /* Formats cmd for r in the given way; length, or -1. Free with redisFreeCommand. */
 long long rl_proto_format(char **out, const rl_round *r, int via);
+/* The same for a node; tagged (a cluster node): the auxiliary keys named to
+ * share the lock key's slot (docs/cluster.md). */
+long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagged);
 /* 1 if cmd runs a script (may meet NOSCRIPT when sent by EVALSHA). */
 int rl_proto_is_script(rl_cmd cmd);
 /* 1 if a late NOSCRIPT to cmd must be answered by re-sending it as EVAL. */
@@ -71,7 +74,7 @@ typedef enum rl_conn_state {
     RL_CONN_READY         /* commands are written and replies matched, in order */
 } rl_conn_state;
 
-enum { RL_REQ_AUTH = 1, RL_REQ_SELECT, RL_REQ_CMD };
+enum { RL_REQ_AUTH = 1, RL_REQ_SELECT, RL_REQ_CMD, RL_REQ_MAP /* CLUSTER NODES (route.c) */ };
 
 /* One command a connection has been handed and owes a reply to. */
 typedef struct rl_req {
@@ -86,6 +89,10 @@ typedef struct rl_req {
                             * release (granted, though the acquisition lost) */
     size_t resend_len;
     unsigned char resend_cmd, resend_via, resend_if;
+    char *redirect;        /* a cluster node's command (route.c): what a MOVED or ASK to it re-sends
+                            * elsewhere once its round no longer waits */
+    size_t redirect_len;
+    unsigned char hops;    /* redirects it has followed */
 } rl_req;
 
 enum { RL_IF_NOSCRIPT = 0, RL_IF_REFUSED, RL_IF_GRANTED };
@@ -108,6 +115,7 @@ struct rl_conn {
     int wpending;              /* output not fully written */
     uint32_t gen;              /* counts opens: poll results name the socket they are for */
     uint32_t late_cmds;        /* owed replies with a leave or release waiting on them */
+    unsigned char tagged;      /* a cluster node's: auxiliary keys share the key's slot (slotmap.c) */
 };
 
 /* Moves c to state `to`; RL_CONN_CLOSED fails every request it carried
@@ -267,5 +275,38 @@ void rl_io_wake_leader(redlock_client *cl);
 /* Work that nobody may drive: the leader if there is one, else the helper
  * (started on first need). mu held. */
 void rl_io_kick(redlock_client *cl);
+
+/* ---- route.c: a cluster node's shard connections and slot map ----
+ * Connection indexes j: below cl->n the nodes themselves, above them the
+ * shard connections of cluster nodes (each serving one node). */
+rl_node *rl_nodeat(const redlock_client *cl, size_t j);
+/* How many connection indexes there are (nodes and shard connections). */
+size_t rl_nconns(const redlock_client *cl);
+/* The node that connection j serves. */
+size_t rl_logical(const redlock_client *cl, size_t j);
+/* The connection that owns key's slot for cluster node i (i itself when
+ * not known, or another seed while the first is down). */
+size_t rl_route_pick(redlock_client *cl, size_t i, const char *key, size_t len, int64_t now);
+/* 1 if node i's slot map should be asked for now (CLUSTER NODES); marks it asked. */
+int rl_route_refresh_due(redlock_client *cl, size_t i, int64_t now);
+/* 1 if rep, read on connection j, is a MOVED or ASK redirect: the
+ * connection to follow it on into *to (made if new), *ask for ASK; a
+ * MOVED updates the slot map and marks it stale. */
+int rl_route_redirect(redlock_client *cl, size_t j, const redisReply *rep, size_t *to, int *ask);
+/* A CLUSTER NODES reply read on connection j: the slot map of its node. */
+void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int64_t now);
+/* host:port of connection j, for reports. */
+void rl_route_shard_name(redlock_client *cl, size_t j, char *out, size_t size);
+/* Frees the shard connections' endpoints and the maps (their rl_conns first: rl_conn_free). */
+void rl_route_free(redlock_client *cl);
+
+/* ---- slotmap.c: where Redis Cluster puts a key ---- */
+/* 1 if key has a hash tag ({...} with something inside), its offset and length. */
+int rl_key_tag(const char *key, size_t len, size_t *start, size_t *tlen);
+/* 1 if key's auxiliary keys can share its slot on a cluster node: it has a
+ * tag (K + suffix), or holds no '}' ("{K}" + suffix hashes K whole). */
+int rl_key_taggable(const char *key, size_t len);
+/* The cluster slot of key, 0..16383. */
+unsigned rl_keyslot(const char *key, size_t len);
 
 #endif

@@ -46,6 +46,7 @@ void rl_fifo_pop(rl_conn *c)
     if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
         c->late_cmds--;
     free(e->resend);
+    redisFreeCommand(e->redirect);
     c->head = (c->head + 1) % c->cap;
     c->len--;
     c->seq0++;
@@ -109,7 +110,7 @@ static void late_command(rl_conn *c, rl_req *e, rl_round *r, rl_cmd cmd, int via
 {
     rl_cmd was = r->cmd;
     r->cmd = cmd;
-    long long len = rl_proto_format(&e->resend, r, via);
+    long long len = rl_proto_format_node(&e->resend, r, via, c->tagged);
     r->cmd = was;
     e->resend_len = len < 0 ? 0 : (size_t)len;
     if (len < 0)
@@ -145,7 +146,7 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
 {
     if (r->out[i] != RL_PENDING)
         return;
-    rl_conn *c = cl->nodes[i].conn;
+    rl_conn *c = rl_nodeat(cl, r->shard[i])->conn;   /* node i's, or its cluster shard's */
     rl_req *e = c ? rl_fifo_find(c, r->seq[i]) : NULL;
     if (e && e->round == r) {
         e->round = NULL;

@@ -85,6 +85,8 @@ static void after_fork(redlock_client *cl)
             rl_conn_free(cl, i);   /* drops the parent's sockets without I/O */
             rl_listen_free(cl, i);
         }
+        for (size_t j = cl->n; j < rl_nconns(cl); j++)
+            rl_conn_free(cl, j);   /* a cluster's shard connections (route.c) */
         /* A wake-up meant for the parent's leader must not be taken here. */
         int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (fd >= 0) {
@@ -127,7 +129,7 @@ static int64_t next_deadline(redlock_client *cl)
     return next;
 }
 
-#define POLL_MAX (2 * REDLOCK_MAX_NODES + 1)
+#define POLL_MAX (2 * REDLOCK_MAX_NODES + 128 + 1)   /* + route.c's shard connections */
 typedef struct pollset {
     struct pollfd pfd[POLL_MAX];
     size_t map[POLL_MAX];
@@ -146,14 +148,14 @@ static void pollset_build(redlock_client *cl, pollset *ps, int leader)
     ps->pfd[ps->n].events = POLLIN;
     ps->pfd[ps->n].revents = 0;
     ps->n++;
-    for (size_t i = 0; i < cl->n; i++) {
+    for (size_t i = 0; i < rl_nconns(cl); i++) {
         short ev = rl_conn_poll_events(cl, i);
         if (!ev)
             continue;
-        ps->pfd[ps->n].fd = cl->nodes[i].conn->ctx->fd;
+        ps->pfd[ps->n].fd = rl_nodeat(cl, i)->conn->ctx->fd;
         ps->pfd[ps->n].events = ev;
         ps->map[ps->n] = i;
-        ps->gen[ps->n] = cl->nodes[i].conn->gen;
+        ps->gen[ps->n] = rl_nodeat(cl, i)->conn->gen;
         ps->listen[ps->n] = 0;
         ps->n++;
     }
@@ -189,7 +191,7 @@ static void pollset_handle(redlock_client *cl, pollset *ps, int64_t now)
                 rl_io_wake_leader(cl);
             continue;
         }
-        rl_conn *c = cl->nodes[i].conn;
+        rl_conn *c = rl_nodeat(cl, i)->conn;
         /* Another thread may have read it, or closed and reopened it, meanwhile:
          * a stale event then finds nothing to read. */
         if (c && c->state != RL_CONN_CLOSED && c->gen == ps->gen[k])
@@ -229,7 +231,7 @@ static void drive(redlock_client *cl, int64_t max_wait_us)
     if (n > 0)
         pollset_handle(cl, &ps, now);
     expire(cl, now);
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < rl_nconns(cl); i++)
         rl_conn_check_stall(cl, i, now);
 }
 
@@ -247,7 +249,7 @@ static void drive_now(redlock_client *cl)
 
 static int needs_driving(const redlock_client *cl)
 {
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < rl_nconns(cl); i++)
         if (rl_conn_needs_driving(cl, i))
             return 1;
     return 0;
@@ -256,7 +258,7 @@ static int needs_driving(const redlock_client *cl)
 /* Late replies that a leave or a release waits on: read them soon. */
 static int late_cmds(const redlock_client *cl)
 {
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < rl_nconns(cl); i++)
         if (rl_conn_late_cmds(cl, i))
             return 1;
     return 0;
@@ -264,7 +266,7 @@ static int late_cmds(const redlock_client *cl)
 
 static int owes_anything(const redlock_client *cl)
 {
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < rl_nconns(cl); i++)
         if (rl_conn_owed(cl, i))
             return 1;
     return 0;
@@ -416,7 +418,7 @@ static void stop_helper(redlock_client *cl)
 static uint64_t owed_total(const redlock_client *cl)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < cl->n; i++)
+    for (size_t i = 0; i < rl_nconns(cl); i++)
         n += rl_conn_owed(cl, i);
     return n;
 }
@@ -470,6 +472,9 @@ void rl_io_destroy(redlock_client *cl)
         rl_conn_free(cl, i);
         rl_listen_free(cl, i);
     }
+    for (size_t j = cl->n; j < rl_nconns(cl); j++)
+        rl_conn_free(cl, j);
+    rl_route_free(cl);
     close(io->wake_fd);
     pthread_cond_destroy(&io->helper_cv);
     pthread_mutex_destroy(&io->mu);

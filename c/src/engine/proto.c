@@ -25,7 +25,8 @@ static void parse_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p
 static void parse_any(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_many(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p);
-static long long format_elect(char **out, const rl_round *r, int via);
+static long long format_elect(char **out, const rl_round *r, int via, int tagged);
+static int tag_keys(const rl_round *r, const char **argv, size_t *len, int from, int to, char **buf);
 static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
@@ -187,6 +188,11 @@ static long long format_multi(char **out, const rl_round *r, int via)
 
 long long rl_proto_format(char **out, const rl_round *r, int via)
 {
+    return rl_proto_format_node(out, r, via, 0);
+}
+
+long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagged)
+{
     const struct cmd_spec *s = &specs[r->cmd];
     if (r->batch)
         return format_many(out, r, via);
@@ -199,15 +205,25 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     if (r->cmd == RL_CMD_LOAD_FUNCTIONS)
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
     if (r->cmd == RL_CMD_ELECT)
-        return format_elect(out, r, via);
+        return format_elect(out, r, via, tagged);
     /* A read attempt with nothing but the read to do goes as the short
      * script (scripts.c, rl_script_rw_read): K, K:rd, K:wi, value, ttl. */
     if (r->cmd == RL_CMD_RW_ACQUIRE && r->mode && strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
-        const char *script = via == RL_VIA_FCALL ? "redlock_rw_read"
-                             : via == RL_VIA_EVAL ? rl_script_rw_read : rl_sha_rw_read;
-        return redisFormatCommand(out, "%s %s 3 %b %b %b %s %s", via == RL_VIA_FCALL ? "FCALL"
-                                  : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA", script, r->key, r->key_len,
-                                  r->rw_keys[0], r->rw_keys_len[0], r->rw_keys[1], r->rw_keys_len[1], r->value, ttl);
+        const char *argv[8] = {
+            via == RL_VIA_FCALL ? "FCALL" : via == RL_VIA_EVAL ? "EVAL" : "EVALSHA",
+            via == RL_VIA_FCALL ? "redlock_rw_read" : via == RL_VIA_EVAL ? rl_script_rw_read : rl_sha_rw_read,
+            "3", r->key, r->rw_keys[0], r->rw_keys[1], r->value, ttl,
+        };
+        size_t len[8];
+        for (int k = 0; k < 8; k++)
+            len[k] = strlen(argv[k]);
+        len[3] = r->key_len, len[4] = r->rw_keys_len[0], len[5] = r->rw_keys_len[1];
+        char *tagbuf = NULL;   /* on a cluster node K:rd and K:wi share K's slot */
+        if (tagged && tag_keys(r, argv, len, 4, 6, &tagbuf) != 0)
+            return -1;
+        long long rc = redisFormatCommandArgv(out, 8, argv, len);
+        free(tagbuf);
+        return rc;
     }
     snprintf(ticket, sizeof ticket, "%llu", (unsigned long long)r->ticket);
     snprintf(lease, sizeof lease, "%u", r->lease_ms);
@@ -239,6 +255,13 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
         argv[n] = r->fkey, len[n++] = r->fkey_len;
     for (int k = 0; s->keys == KEYS_RW && k < 2; k++)
         argv[n] = r->rw_keys[k], len[n++] = r->rw_keys_len[k];
+    /* On a cluster node the auxiliary keys share K's slot (slotmap.c). */
+    char *tagbuf = NULL;
+    if (tagged && tag_keys(r, argv, len, 4, n, &tagbuf) != 0) {
+        if (qkeys != local)
+            free(qkeys);
+        return -1;
+    }
     if (s->arg != ARG_LEAVE)
         ARG(r->value);
     switch (s->arg) {
@@ -259,6 +282,7 @@ long long rl_proto_format(char **out, const rl_round *r, int via)
     long long rc = redisFormatCommandArgv(out, n, argv, len);
     if (qkeys != local)
         free(qkeys);
+    free(tagbuf);
     return rc;
 }
 
@@ -462,7 +486,40 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
 
 /* ---- elections (election.c): KEYS K, K:leader, K:obs; ARGV as scripts.c says ---- */
 
-static long long format_elect(char **out, const rl_round *r, int via)
+/* The names of a lock's auxiliary keys on a cluster node (docs/cluster.md):
+ * argv[from..to) each K + suffix; when K has no hash tag of its own, each
+ * becomes "{K}" + suffix, which hashes K whole, as K does, and so shares
+ * its slot. With a tag, K + suffix already does. A key K that holds a '}'
+ * but no tag is refused earlier (rl_cluster_key_check): -1 then, as for
+ * out of memory. The new names go into *buf, the caller's to free. */
+static int tag_keys(const rl_round *r, const char **argv, size_t *len, int from, int to, char **buf)
+{
+    size_t st, tl, need = 0;
+    *buf = NULL;
+    if (from >= to || rl_key_tag(r->key, r->key_len, &st, &tl))
+        return 0;
+    if (memchr(r->key, '}', r->key_len))
+        return -1;
+    for (int k = from; k < to; k++)
+        need += len[k] + 2;
+    char *w = *buf = malloc(need);
+    if (!w)
+        return -1;
+    for (int k = from; k < to; k++) {
+        if (len[k] < r->key_len || memcmp(argv[k], r->key, r->key_len) != 0)
+            continue;
+        w[0] = '{';
+        memcpy(w + 1, r->key, r->key_len);
+        w[1 + r->key_len] = '}';
+        memcpy(w + 2 + r->key_len, argv[k] + r->key_len, len[k] - r->key_len);
+        argv[k] = w;
+        len[k] += 2;
+        w += len[k];
+    }
+    return 0;
+}
+
+static long long format_elect(char **out, const rl_round *r, int via, int tagged)
 {
     const char *argv[4 + 3 + RL_ELECT_ARGS];
     size_t len[4 + 3 + RL_ELECT_ARGS];
@@ -475,9 +532,14 @@ static long long format_elect(char **out, const rl_round *r, int via)
     argv[n] = r->key, len[n++] = r->key_len;
     for (int k = 0; k < 2; k++)
         argv[n] = r->ekeys[k], len[n++] = r->ekey_len[k];
+    char *tagbuf = NULL;
+    if (tagged && tag_keys(r, argv, len, 4, n, &tagbuf) != 0)
+        return -1;
     for (int k = 0; k < RL_ELECT_ARGS; k++)
         argv[n] = r->eargv[k] ? r->eargv[k] : "", len[n] = strlen(argv[n]), n++;
-    return redisFormatCommandArgv(out, n, argv, len);
+    long long rc = redisFormatCommandArgv(out, n, argv, len);
+    free(tagbuf);
+    return rc;
 }
 
 /* A number the script sent as a decimal string; 0 if it is not one. */

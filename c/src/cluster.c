@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cluster.c: what a client with a cluster node (redis-cluster://, a Redis
+ * or Valkey Cluster as one Redlock node; docs/cluster.md) must refuse or do
+ * differently above the engine: names whose keys cannot share one slot,
+ * and batches of many locks' keys, which span slots. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "engine/engine.h"
+
+int rl_client_has_cluster(const redlock_client *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->nodes[i].ep.cluster)
+            return 1;
+    return 0;
+}
+
+int rl_cluster_key_problem(const redlock_client *c, const char *resource, int semaphore, char *err, size_t size)
+{
+    if (!rl_client_has_cluster(c))
+        return 0;
+    size_t rlen = strlen(resource), klen = c->prefix_len + rlen, st, tl;
+    char *key = malloc(klen + 1);
+    if (!key) {
+        rl_fmt(err, size, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    memcpy(key, c->prefix, c->prefix_len);
+    memcpy(key + c->prefix_len, resource, rlen);
+    int tagged = rl_key_tag(key, klen, &st, &tl), ok = rl_key_taggable(key, klen);
+    free(key);
+    if (!ok) {
+        rl_fmt(err, size, "the key of '%s' holds a '}' but no hash tag ({...} with something inside): on a cluster "
+               "node its auxiliary keys could not share its slot; name it with a tag, e.g. '{%s}'", resource, resource);
+        return REDLOCK_EINVAL;
+    }
+    /* A semaphore's scripts name its slot keys from its key, K:s<i> and
+     * K:limit: they share K's slot only when K has a tag. */
+    if (semaphore && !tagged) {
+        rl_fmt(err, size, "a semaphore on a cluster node needs a hash tag in its key (its slot keys are K:s<i>): "
+               "name it '{%s}'", resource);
+        return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+int rl_cluster_multi_problem(const redlock_client *c, const char *const *resources, size_t n, char *err, size_t size)
+{
+    if (!rl_client_has_cluster(c))
+        return 0;
+    /* One script per node takes every key of the set, with its queue and
+     * counter keys beside it (multilock.c names them K + suffix): on a
+     * cluster node all of them must hash to one slot, so every name
+     * carries a hash tag, and the tags agree on the slot. */
+    unsigned first = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t rlen = strlen(resources[k]), klen = c->prefix_len + rlen, st, tl;
+        char *key = malloc(klen + 1);
+        if (!key) {
+            rl_fmt(err, size, "out of memory");
+            return REDLOCK_ENOMEM;
+        }
+        memcpy(key, c->prefix, c->prefix_len);
+        memcpy(key + c->prefix_len, resources[k], rlen);
+        int tagged = rl_key_tag(key, klen, &st, &tl);
+        unsigned slot = rl_keyslot(key, klen);
+        free(key);
+        if (!tagged) {
+            rl_fmt(err, size, "resource '%.200s' has no hash tag: on a cluster node every name of a multi-resource "
+                   "lock needs one, the same for all (e.g. '{orders}:17' and '{orders}:42'), so that its keys "
+                   "share one slot", resources[k]);
+            return REDLOCK_EINVAL;
+        }
+        if (k == 0)
+            first = slot;
+        else if (slot != first) {
+            rl_fmt(err, size, "resources '%.200s' and '%.200s' hash to slots %u and %u: on a cluster node the names "
+                   "of a multi-resource lock must share one slot (one hash tag)", resources[0], resources[k], first,
+                   slot);
+            return REDLOCK_EINVAL;
+        }
+    }
+    return 0;
+}
