@@ -16,6 +16,7 @@ import pytest
 
 from redlock import (EventType, ExtensionLimit, InvalidArgument, LockExpired, LockLost,
                      LockNotAcquired, LockStateError, _callbacks, _client, redlock)
+from _waits import eventually as wait_until
 
 TTL = 0.6  # short, so that a lock outliving a few of them must have been extended
 
@@ -39,16 +40,6 @@ def released(cluster, lock, key):
     confirmed = [i for i, r in enumerate(lock.node_results) if r.ok]
     assert len(confirmed) >= cluster.count // 2 + 1, lock.node_results
     return [cluster.cmd(i, "EXISTS", key) for i in confirmed] == [0] * len(confirmed)
-
-
-def wait_until(pred, timeout=10.0):
-    """Polls pred; the bound only separates "happened" from "never happens"."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_short_ttl_is_kept_for_several_ttls(client, other, cluster5, name):

@@ -12,20 +12,11 @@ import pytest
 import redlock
 from redlock import (ExtensionLimit, Lock, LockLost, LockNotAcquired, LockStateError, Redlock,
                      RedlockError)
+from _waits import eventually as wait_until
 
 
 def key_count(cluster, key):
     return sum(cluster.cmd(i, "EXISTS", key) for i in range(cluster.count))
-
-
-def wait_until(pred, timeout=10.0):
-    """Polls pred; the bound only separates "happened" from "never happens"."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def on_every_node(cluster, key):

@@ -14,17 +14,9 @@ import pytest
 import rcluster
 import redlock
 from redlock import EventType, Redlock
+from _waits import wait_until
 
 SLOW_RETRY = {"retry_delay": 20.0, "retry_jitter": 0.0}
-
-
-def wait_until(pred, what, timeout=30.0):
-    # A bound for a hung test, not a timing assertion.
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 
 import redlock
 from redlock import EventType, ListenerState, LockStateError, Redlock
+from _waits import wait_until
 
 # Waiters that only a wake-up gets the lock in time: their next retry is far away. A broken
 # wake-up then shows as a missing WOKEN event, not as a hang (the retry still comes).
@@ -30,15 +31,6 @@ class Recorder:
     def of(self, type_):
         with self._mutex:
             return [e for e in self.events if e.type == type_]
-
-
-def wait_until(pred, what, timeout=30.0):
-    # A bound for a hung test, not a timing assertion.
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def all_ready(client):

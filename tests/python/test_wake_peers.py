@@ -14,6 +14,7 @@ import time
 import pytest
 
 from redlock import EventType, Redlock
+from _waits import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,15 +36,6 @@ class Recorder:
     def count(self, type_):
         with self._mutex:
             return sum(1 for e in self.events if int(e.type) == int(type_))
-
-
-def wait_until(pred, what, timeout=30.0):
-    # A bound for a hung test, not a timing assertion.
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def queue_keys(cluster, key):
