@@ -87,7 +87,10 @@ void rl_fifo_late_reply(rl_conn *c, const redisReply *rep, int64_t now)
     unsigned char cmd = e->resend_cmd, via = e->resend_via, cond = e->resend_if;
     int first = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
                 rep->element[0]->type == REDIS_REPLY_INTEGER ? (int)rep->element[0]->integer : -1;
-    int granted = first == 1 || (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0);
+    /* A grant: SET's OK, the acquire script's {1, ...}, or a bare 1 (the
+     * read-write lock's read scripts answer a grant so). */
+    int granted = first == 1 || (rep->type == REDIS_REPLY_INTEGER && rep->integer == 1) ||
+                  (rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0);
     if (resend && cond != RL_IF_NOSCRIPT)
         c->late_cmds--;
     e->resend = NULL;

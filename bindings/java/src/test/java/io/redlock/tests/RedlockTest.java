@@ -202,6 +202,22 @@ public final class RedlockTest {
    * second is a thin margin on a loaded machine). The bound stays at half
    * the 10 s TTL the callers use, so that expiry cannot pass for a release.
    */
+  /** What each node holds at key, with its PTTL and the rest of the lock's keys, for messages. */
+  private static String describeKey(String key) throws IOException {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < nodes().length; i++) {
+      Object v = get(i, key);
+      if (v == null)
+        continue;
+      b.append("node ").append(i).append(": ").append(v)
+          .append(" pttl ").append(harness("CMD", Integer.toString(i), "PTTL", key))
+          .append(" keys ").append(harness("CMD", Integer.toString(i), "KEYS", key + "*"))
+          .append(" readers ").append(harness("CMD", Integer.toString(i), "ZRANGE", key + ":rd", "0", "-1", "WITHSCORES"))
+          .append(" at ").append(harness("CMD", Integer.toString(i), "TIME")).append("; ");
+    }
+    return b.toString();
+  }
+
   private static int holders(String key, int expected) throws IOException, InterruptedException {
     long end = System.nanoTime() + 5_000_000_000L;
     int n;
@@ -1884,7 +1900,8 @@ public final class RedlockTest {
           m.downgrade();
         }
       });
-      checkEq(0, holders("rw", 0), "nothing left behind");
+      int left = holders("rw", 0);
+      checkEq(0, left, "nothing left behind" + (left == 0 ? "" : ": " + describeKey("rw")));
     }
   }
 
