@@ -26,10 +26,10 @@
 // WithFencing makes each acquisition mint a fencing token (Mutex.Token);
 // Mutex.Nodes reports what each node did in the last round; and
 // WithEventHandler is a metrics hook called for every attempt, extension,
-// loss, release and node failure. A waiting Lock is woken by the holder's
-// Unlock rather than at its next retry (WithWake; Client.Listeners shows the
-// connections that hear releases), and WithFair serves waiters in arrival
-// order.
+// loss, release and node failure. A waiting Lock polls by default, as
+// redsync's does; WithWake(true) has it woken by the holder's Unlock rather
+// than at its next retry (Client.Listeners shows the connections that hear
+// releases), and WithFair serves waiters in arrival order.
 //
 // Errors are *Error values that match the sentinel errors (ErrNotAcquired,
 // ErrNoQuorum, ErrLost, ...) with errors.Is, and carry the C library's

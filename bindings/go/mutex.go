@@ -196,7 +196,8 @@ func (m *Mutex) Format(f fmt.State, verb rune) { formatString(f, verb, m.String(
 func (m *Mutex) waitFlags() (wake, fair bool) {
 	m.h.read(func(p *C.redlock_lock) {
 		f := C.rl_go_lock_flags(p)
-		wake, fair = f&C.REDLOCK_OPT_NO_WAKE == 0, f&C.REDLOCK_OPT_FAIR != 0
+		wake = f&C.REDLOCK_OPT_WAKE != 0 && f&C.REDLOCK_OPT_NO_WAKE == 0
+		fair = f&C.REDLOCK_OPT_FAIR != 0
 	})
 	return wake, fair
 }

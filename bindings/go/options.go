@@ -57,7 +57,7 @@ type settings struct {
 	maxHoldMs        uint32
 	functions        bool
 	fencing          bool
-	noWake           bool       // WithWake(false): waiting only polls
+	wake             bool       // WithWake(true): a release wakes a waiter
 	fair             bool       // WithFair(true)
 	hook             *eventHook // WithEventHandler; compared by identity
 	tlsCAFile        string
@@ -187,25 +187,27 @@ func WithDriftFactor(f float64) Option {
 }
 
 // WithWake chooses how a waiting Lock or LockContext spends the pauses
-// between its attempts. With true, the default, it is woken as soon as the
-// holder releases the lock: the release publishes on the name's channel,
-// the nodes keep a queue of waiters per name, and each release wakes one,
-// which tries again at once. The client listens for that on one more
-// connection per node (Client.Listeners). With false it only polls, with
-// WithRetryDelay and WithRetryJitter; its releases still wake other
-// clients' waiters. Where a node's listener is not ready (down, or the node
-// refuses SUBSCRIBE: an ACL user without the channel &redlock:wake:*),
-// waiters poll anyway. WithRetryDelayFunc's pauses are cut short by a
-// release too.
+// between its attempts. With false, the default, it polls, with
+// WithRetryDelay and WithRetryJitter, as redsync does. With true it is
+// woken as soon as the holder releases the lock: the nodes keep a queue of
+// waiters per name, and each release wakes one, which tries again at once.
+// The client listens for that on one more connection per node
+// (Client.Listeners). Wake-up hands a lock over in about a millisecond and
+// starves no waiter; under contention it costs the nodes more CPU per
+// acquisition than polling (docs/performance.md). Releases wake other
+// clients' waiters whatever this says, and elections wake their candidates.
+// Where a node's listener is not ready (down, or the node refuses
+// SUBSCRIBE: an ACL user without the channel &redlock:wake:*), waiters poll
+// anyway. WithRetryDelayFunc's pauses are cut short by a release too.
 func WithWake(on bool) Option {
-	return optionFunc(func(c *config) { c.s.noWake = !on })
+	return optionFunc(func(c *config) { c.s.wake = on })
 }
 
 // WithFair turns fair mode on or off (default off). In fair mode the nodes
 // refuse a lock that becomes free to anyone but the waiter that has waited
 // longest, as Redisson's fair lock serves its queue. It holds only when
-// every contender of a name uses it, and with WithWake(false) a fair waiter
-// gets the lock only if it polls while first in line.
+// every contender of a name uses it. Fair waiters are woken by releases
+// (fair mode implies wake-up).
 func WithFair(on bool) Option {
 	return optionFunc(func(c *config) { c.s.fair = on })
 }
@@ -405,7 +407,7 @@ func WithExpiry(d time.Duration) Option {
 type policy struct {
 	retryCount, retryDelayMs, retryJitterMs uint32
 	driftFactor                             float64
-	flags                                   uint32 // REDLOCK_OPT_NO_WAKE, REDLOCK_OPT_FAIR
+	flags                                   uint32 // REDLOCK_OPT_WAKE, REDLOCK_OPT_FAIR
 }
 
 func (s settings) policy() policy {
@@ -415,8 +417,8 @@ func (s settings) policy() policy {
 // lockFlags are the flags a lock handle can carry as well as the client.
 func (s settings) lockFlags() uint32 {
 	var f uint32
-	if s.noWake {
-		f |= C.REDLOCK_OPT_NO_WAKE
+	if s.wake {
+		f |= C.REDLOCK_OPT_WAKE
 	}
 	if s.fair {
 		f |= C.REDLOCK_OPT_FAIR

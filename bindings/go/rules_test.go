@@ -54,7 +54,7 @@ func TestDelayFuncPauseIsWokenByARelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := make(chan int, 8)
-	waiter := c.NewMutex(name, redlock.WithExpiry(30*time.Second), redlock.WithTries(3),
+	waiter := c.NewMutex(name, redlock.WithExpiry(30*time.Second), redlock.WithTries(3), redlock.WithWake(true),
 		redlock.WithRetryDelayFunc(func(n int) time.Duration { calls <- n; return time.Hour }))
 	errc := make(chan error, 1)
 	go func() { errc <- waiter.Lock() }()

@@ -161,7 +161,7 @@ func (s *Semaphore) hold(m *Mutex, n int64) {
 
 // Acquire takes n permits at once (all or none), waiting until they are
 // free or ctx is done (then an error matching ctx's, and ErrCanceled or
-// ErrTimeout). A release anywhere wakes the wait. Unlike Weighted's, it
+// ErrTimeout). With WithWake(true), a release anywhere wakes the wait. Unlike Weighted's, it
 // can fail for reasons of the nodes (ErrNoQuorum, ErrUnreachable...), and n
 // over the limit fails at once with ErrInvalid.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {

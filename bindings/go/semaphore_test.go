@@ -48,7 +48,7 @@ func TestSemaphoreLimit(t *testing.T) {
 // leaves the wake-up as the only quick way in).
 func TestSemaphoreReleaseWakes(t *testing.T) {
 	a := newClient(t)
-	b := newClient(t, redlock.WithRetryDelay(15*time.Second), redlock.WithRetryJitter(0))
+	b := newClient(t, redlock.WithRetryDelay(15*time.Second), redlock.WithRetryJitter(0), redlock.WithWake(true))
 	name := lockName(t)
 	holder := a.NewSemaphore(name, 1, redlock.WithExpiry(30*time.Second))
 	waiter := b.NewSemaphore(name, 1, redlock.WithExpiry(30*time.Second))

@@ -19,7 +19,9 @@ import (
 
 // slowRetry makes a waiter's next poll far away, so that only a wake-up
 // gets it the lock soon: a broken wake-up shows as a missing EventWoken.
-var slowRetry = []redlock.Option{redlock.WithRetryDelay(20 * time.Second), redlock.WithRetryJitter(0)}
+// Wake-up is opt-in.
+var slowRetry = []redlock.Option{redlock.WithRetryDelay(20 * time.Second), redlock.WithRetryJitter(0),
+	redlock.WithWake(true)}
 
 func allReady(c *redlock.Client) bool {
 	ls := c.Listeners()
@@ -49,9 +51,9 @@ func TestWakeOptions(t *testing.T) {
 			t.Fatalf("%v: wake %v fair %v, want %v %v", m, wake, fair, wantWake, wantFair)
 		}
 	}
-	check(c.NewMutex(name), true, false)
-	m := c.NewMutex(name, redlock.WithWake(false), redlock.WithFair(true), redlock.WithTries(2))
-	check(m, false, true)
+	check(c.NewMutex(name), false, false) // polling by default
+	m := c.NewMutex(name, redlock.WithWake(true), redlock.WithFair(true), redlock.WithTries(2))
+	check(m, true, true)
 	if err := m.TryLock(); err != nil { // a policy option, not refused as a client one
 		t.Fatal(err)
 	}

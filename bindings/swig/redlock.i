@@ -420,12 +420,17 @@ struct redlock_election {};
   bool rl_get##NAME() { return ($self->flags & BIT) != 0; }
 %enddef
 
-/* The bits a client's options and a lock's share: REDLOCK_OPT_NO_WAKE, as a
- * positive (true, the default, wakes waiting acquires on a release), and
+/* The bits a client's options and a lock's share: REDLOCK_OPT_WAKE (true
+ * wakes waiting acquires on a release; off by default, when they poll; true
+ * also clears REDLOCK_OPT_NO_WAKE, which C callers may have set), and
  * REDLOCK_OPT_FAIR (a free lock goes to the waiter that has waited longest). */
 %define RL_WAKE_FAIR
-  void rl_setWake(bool wake) { rl_flag_set(&$self->flags, REDLOCK_OPT_NO_WAKE, !wake); }
-  bool rl_getWake() { return ($self->flags & REDLOCK_OPT_NO_WAKE) == 0; }
+  void rl_setWake(bool wake) {
+    rl_flag_set(&$self->flags, REDLOCK_OPT_WAKE, wake);
+    if (wake)
+      rl_flag_set(&$self->flags, REDLOCK_OPT_NO_WAKE, 0);
+  }
+  bool rl_getWake() { return ($self->flags & REDLOCK_OPT_WAKE) && !($self->flags & REDLOCK_OPT_NO_WAKE); }
   RL_FLAG(Fair, REDLOCK_OPT_FAIR)
 %enddef
 

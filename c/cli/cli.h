@@ -171,6 +171,7 @@ enum {
     OPT_TLS_INSECURE,
     OPT_FLOCK_SHARED,
     OPT_NO_WAKE,
+    OPT_WAKE,
     OPT_FAIR,
     OPT_SEM_LIMIT,    /* run --limit N: a permit of a semaphore */
     OPT_ALSO          /* run --also NAME: more resources, held with RESOURCE all or none */

@@ -14,7 +14,7 @@
 #define COMMON_OPTS "--nodes --config --key-prefix --tls-ca-file --tls-ca-dir --tls-cert --tls-key " \
                     "--tls-server-name --tls-insecure --help"
 #define RUN_OPTS    "--ttl --wait --timeout --nonblock --conflict-exit-code --lost-exit-code --lost-signal " \
-                    "--kill-after --node-timeout --fencing --no-wake --fair --limit --also --verbose --command --close " \
+                    "--kill-after --node-timeout --fencing --wake --no-wake --fair --limit --also --verbose --command --close " \
                     "--exclusive -w -n -E -s -k -v -c -o -x"
 #define STATUS_OPTS "--timeout --json"
 #define DOCTOR_OPTS "--ttl --timeout --clock-probe --json"
@@ -147,7 +147,8 @@ static const char zsh_script[] =
     "        \"(-k --kill-after)\"{-k+,--kill-after=}\"[then SIGKILL after]:$dur\" \\\n"
     "        \"--node-timeout=[per-node reply deadline]:$dur\" \\\n"
     "        '--fencing[mint a fencing token]' \\\n"
-    "        '--no-wake[while waiting, poll only; do not listen for releases]' \\\n"
+    "        '--wake[while waiting, listen for releases]' \\\n"
+    "        '--no-wake[while waiting, poll only (the default)]' \\\n"
     "        '--fair[the lock goes to the longest waiter]' \\\n"
     "        '--limit=[a semaphore: one of N permits]:permits: ' \\\n"
     "        '(-v --verbose)'{-v,--verbose}'[log on stderr]' \\\n"

@@ -42,6 +42,8 @@ static int open_lock(run_opts *o, redlock_client **client, redlock_lock **lock)
     cli_lib_options(&o->common, &opts);
     if (o->fencing)
         opts.flags |= REDLOCK_OPT_FENCING;
+    if (o->wake)
+        opts.flags |= REDLOCK_OPT_WAKE;
     if (o->no_wake)
         opts.flags |= REDLOCK_OPT_NO_WAKE;
     if (o->fair)
@@ -115,7 +117,8 @@ static void log_acquiring(const run_opts *o, redlock_lock *lock, int64_t ttl, in
              o->resource, cli_fmt_duration(ttl, d1, sizeof d1),
              wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o->common.n_urls,
              (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms,
-             o->no_wake ? ", no wake-up" : ", cut short by a release", o->fair ? "; fair mode" : "");
+             (o->wake || o->fair) && !o->no_wake ? ", cut short by a release" : ", polling",
+             o->fair ? "; fair mode" : "");
 }
 
 /* Acquires the lock, waiting up to `wait` (CLI_WAIT_FOREVER: until held or

@@ -28,7 +28,8 @@ typedef struct run_opts {
     int nonblock;
     int verbose;
     int fencing;
-    int no_wake;               /* --no-wake: REDLOCK_OPT_NO_WAKE, waiting only polls */
+    int wake;                  /* --wake: REDLOCK_OPT_WAKE, a release wakes the wait */
+    int no_wake;               /* --no-wake: REDLOCK_OPT_NO_WAKE, waiting only polls (the default) */
     int fair;                  /* --fair: REDLOCK_OPT_FAIR, waiters served in arrival order */
     long conflict_code, lost_code;
     int lost_signal;

@@ -27,12 +27,13 @@ static void help(void)
           "      --ttl DURATION          lock TTL, extended while COMMAND runs (default 30s)\n"
           "  -c, --command 'CMD'         run CMD with /bin/sh -c instead of COMMAND (as flock -c)\n"
           "  -w, --wait, --timeout DURATION\n"
-          "                              wait at most this long for the lock (default: forever);\n"
-          "                              a release of the lock wakes the wait at once\n"
-          "      --no-wake               while waiting, only poll (retry delay and jitter); do not\n"
-          "                              listen for releases\n"
+          "                              wait at most this long for the lock (default: forever),\n"
+          "                              trying again after the retry delay and jitter\n"
+          "      --wake                  while waiting, listen for releases: a release of the lock\n"
+          "                              wakes the wait at once (costs the nodes more under contention)\n"
+          "      --no-wake               while waiting, only poll (the default); wins over --wake\n"
           "      --fair                  fair mode: the lock goes to the waiter that has waited\n"
-          "                              longest; give it to every contender of RESOURCE\n"
+          "                              longest (implies --wake); give it to every contender of RESOURCE\n"
           "  -s, --shared                a shared (read) lock: other -s holders may hold it too\n"
           "  -x, -e, --exclusive         an exclusive (write) lock, the default; waiting exclusive\n"
           "                              holders go before new shared ones\n"
@@ -91,6 +92,7 @@ static const struct option longopts[] = {
     { "verbose", no_argument, NULL, 'v' },
     { "fencing", no_argument, NULL, OPT_FENCING },
     { "no-wake", no_argument, NULL, OPT_NO_WAKE },
+    { "wake", no_argument, NULL, OPT_WAKE },
     { "fair", no_argument, NULL, OPT_FAIR },
     { "limit", required_argument, NULL, OPT_SEM_LIMIT },
     { "also", required_argument, NULL, OPT_ALSO },
@@ -210,6 +212,9 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
         return 0;
     case OPT_NO_WAKE:
         o->no_wake = 1;
+        return 0;
+    case OPT_WAKE:
+        o->wake = 1;
         return 0;
     case OPT_FAIR:
         o->fair = 1;

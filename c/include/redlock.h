@@ -155,13 +155,24 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
 #define REDLOCK_OPT_FENCING   0x2u   /* every acquisition mints a fencing token
                                       * (redlock_lock_fencing_token, docs/fencing.md): one
                                       * more round trip per acquisition; nothing without it */
-#define REDLOCK_OPT_NO_WAKE   0x4u   /* waiting acquires only poll (retry_delay_ms + jitter):
-                                      * no listening for releases. Wake-up is on by default
-                                      * (docs/algorithm.md, "Waking waiters"); releases by this
-                                      * client still wake other clients' waiters */
+#define REDLOCK_OPT_NO_WAKE   0x4u   /* waiting acquires only poll (retry_delay_ms + jitter),
+                                      * even with REDLOCK_OPT_WAKE or REDLOCK_OPT_FAIR, and an
+                                      * election's candidates too; without any of the three
+                                      * a mutex's waiters poll as well */
 #define REDLOCK_OPT_FAIR      0x8u   /* fair mode: a free lock goes to the waiter that has
                                       * waited longest, not to whoever asks first. Every
-                                      * contender of a resource should use it */
+                                      * contender of a resource should use it. Implies
+                                      * REDLOCK_OPT_WAKE */
+#define REDLOCK_OPT_WAKE      0x10u  /* wake-up: a waiting acquire registers in the lock's
+                                      * queue on the nodes and is woken by the holder's
+                                      * release, instead of sleeping retry_delay_ms + jitter
+                                      * (docs/algorithm.md, "Waking waiters"). Opt-in: it
+                                      * hands a lock over in about a millisecond and starves
+                                      * no waiter, but under contention costs the nodes more
+                                      * CPU per acquisition than polling (docs/performance.md).
+                                      * Releases wake other clients' waiters whatever this
+                                      * client's flags; elections wake their candidates
+                                      * unless REDLOCK_OPT_NO_WAKE */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
@@ -311,7 +322,7 @@ typedef struct redlock_lock_options {
     double   drift_factor;       /* drift allowance = ttl * factor + drift_min_ms, in [0, 0.5) */
     uint32_t drift_min_ms;       /* at most 60000 */
     /* Version 2 */
-    uint32_t flags;              /* REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR for this lock; the
+    uint32_t flags;              /* REDLOCK_OPT_WAKE, REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR for this lock; the
                                   * client's flags give the default; other bits are refused */
 } redlock_lock_options;
 

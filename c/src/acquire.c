@@ -200,8 +200,9 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
             s->deadline = s->start + (int64_t)o->wait_ms * 1000;
     }
     /* A waiter registers in the resource's queue (for wake-up and fair
-     * mode) and listens for releases, unless wake-up is off. */
-    int listen = !(o->flags & REDLOCK_OPT_NO_WAKE);
+     * mode) and listens for releases when wake-up is asked for (fair mode
+     * asks for it) and not refused; by default it polls. */
+    int listen = rl_policy_wakes(o->flags);
     s->join = s->max_attempts > 1 && (listen || (o->flags & REDLOCK_OPT_FAIR));
     s->listen = s->join && listen;
     s->ticket = ticket_now();

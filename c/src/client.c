@@ -75,10 +75,11 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
         rl_fmt(err, errsize, "key_prefix longer than %d bytes", REDLOCK_MAX_PREFIX_LEN);
         return REDLOCK_EINVAL;
     }
-    const uint32_t known = REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_FENCING | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR;
+    const uint32_t known =
+        REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_FENCING | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR | REDLOCK_OPT_WAKE;
     if (o->flags & ~known) {
         rl_fmt(err, errsize, "flags has unknown bits 0x%x (the flags are REDLOCK_OPT_FUNCTIONS, REDLOCK_OPT_FENCING, "
-               "REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR)",
+               "REDLOCK_OPT_WAKE, REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR)",
                o->flags & ~known);
         return REDLOCK_EINVAL;
     }

@@ -8,7 +8,7 @@
 
 #include "internal.h"
 
-#define LOCK_FLAGS (REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR)   /* the flags a lock may set */
+#define LOCK_FLAGS (REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR)   /* the flags a lock may set */
 
 /* ---- lock handles ---- */
 
@@ -249,8 +249,8 @@ int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opt
         rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock options are NULL or of an unknown version (set version to "
                                            "REDLOCK_LOCK_OPTIONS_VERSION)");
     } else if (opts->version >= 2 && (opts->flags & ~LOCK_FLAGS)) {
-        rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock option flags 0x%x: only REDLOCK_OPT_NO_WAKE and "
-                         "REDLOCK_OPT_FAIR belong to a lock", (unsigned)(opts->flags & ~LOCK_FLAGS));
+        rc = rl_lock_err(lock, REDLOCK_EINVAL, "lock option flags 0x%x: only REDLOCK_OPT_WAKE, "
+                         "REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR belong to a lock", (unsigned)(opts->flags & ~LOCK_FLAGS));
     } else {
         /* The same rules as the client's options of the same names. */
         redlock_options check = lock->client->opts;

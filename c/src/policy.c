@@ -75,6 +75,11 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol)
     return 3 * poll;
 }
 
+int rl_policy_wakes(uint32_t flags)
+{
+    return (flags & (REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR)) && !(flags & REDLOCK_OPT_NO_WAKE);
+}
+
 int rl_policy_wake_calm(int64_t trouble_us, int64_t now_us)
 {
     return !trouble_us || now_us - trouble_us >= (int64_t)RL_POLICY_WAKE_CALM_MS * 1000;

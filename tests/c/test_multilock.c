@@ -286,6 +286,7 @@ static void test_release_of_any_key_wakes(void)
     redlock_options o;
     redlock_options_init(&o);
     o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_WAKE;   /* opt-in */
     o.on_event = count_woken;
     o.retry_delay_ms = 15000;
     o.retry_jitter_ms = 0;

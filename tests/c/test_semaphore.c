@@ -120,6 +120,7 @@ static void test_release_wakes_waiter(void)
     redlock_options o;
     redlock_options_init(&o);
     o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_WAKE;   /* opt-in */
     o.on_event = count_woken;
     /* Polling alone would wait retry_delay_ms between attempts: a long delay
      * leaves the wake-up as the only way to get the permit soon. */

@@ -260,38 +260,48 @@ def _wake_channels(cluster5) -> list:
     return [cluster5.cmd(i, "PUBSUB", "CHANNELS", "redlock:wake:*") for i in range(cluster5.count)]
 
 
-def test_fair_wait_is_woken_by_the_release(runner, cluster5, resource, tmp_path):
-    # --fair -w: the waiter listens for releases on every node and is woken by the holder's
-    # release; it would otherwise sleep until the holder's key would expire (30 s, extended).
+@pytest.mark.parametrize("mode", ["--fair", "--wake"])
+def test_woken_wait_is_woken_by_the_release(runner, cluster5, resource, tmp_path, mode):
+    # --wake or --fair -w: the waiter listens for releases on every node and is woken by the
+    # holder's release; it would otherwise sleep until the holder's key would expire (30 s, extended).
     go, log = tmp_path / "go", tmp_path / "waiter.log"
-    holder = _hold_until(runner, cluster5, resource, go, "--fair")
+    holder = _hold_until(runner, cluster5, resource, go, mode, "-v")
     try:
         assert _wake_channels(cluster5) == [[]] * 5  # nobody waits yet
         with open(log, "w") as err:
-            waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), "--fair", "-w", "60", "-v", resource,
+            waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), mode, "-w", "60", "-v", resource,
                                   "echo", "ran", stderr=err)
         wait_for(lambda: all(len(c) == 1 for c in _wake_channels(cluster5)), what="the waiter's listeners")
+        # and registered in the queue on a majority (with --wake only its second attempt
+        # registers: a release before that would find nobody to wake)
+        wait_for(lambda: sum(1 for i in range(5) if cluster5.cmd(i, "KEYS", "*%s:wq" % resource)) >= 3,
+                 what="the waiter's registration")
         assert waiter.poll() is None, log.read_text()
         go.touch()
         assert holder.wait(timeout=30) == 0
         out, _ = waiter.communicate(timeout=60)
     finally:
         go.touch()
-        holder.communicate(timeout=30)
+        _, herr = holder.communicate(timeout=30)
     text = log.read_text()
     assert waiter.returncode == 0, text
     assert out == "ran\n"
-    assert "fair mode" in text and "woken by a release of '%s'" % resource in text, text
+    print("HOLDER", herr)
+    print("WAITER", text)
+    assert ("fair mode" in text) == (mode == "--fair"), text
+    assert "cut short by a release" in text and "woken by a release of '%s'" % resource in text, text
     assert text.count(": ready") == 5, text  # -v: each node's listener, told after the wait
     assert key_count(cluster5, resource) == 0
 
 
-def test_no_wake_wait_polls(runner, cluster5, resource, tmp_path):
-    # --no-wake: the waiter opens no listener and gets the lock by polling once it is free.
+@pytest.mark.parametrize("flags", [[], ["--no-wake"], ["--wake", "--no-wake"]])
+def test_wait_polls_by_default_and_with_no_wake(runner, cluster5, resource, tmp_path, flags):
+    # By default, and with --no-wake (which wins over --wake): the waiter opens no listener and
+    # gets the lock by polling once it is free.
     go = tmp_path / "go"
     holder = _hold_until(runner, cluster5, resource, go)
     try:
-        waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), "--no-wake", "-w", "30", "-v", resource,
+        waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), *flags, "-w", "30", "-v", resource,
                               "echo", "ran")
         time.sleep(0.3)
         assert waiter.poll() is None
@@ -302,7 +312,8 @@ def test_no_wake_wait_polls(runner, cluster5, resource, tmp_path):
         holder.communicate(timeout=30)
     assert waiter.returncode == 0, err
     assert out == "ran\n"
-    assert "no wake-up" in err and "woken" not in err and "listener" not in err, err
+    assert ", polling" in err and "woken" not in err and "listener" not in err, err
+    assert _wake_channels(cluster5) == [[]] * 5
 
 
 def test_descriptors_reach_the_command_but_node_sockets_do_not(runner, cluster5, resource, tmp_path):
@@ -423,9 +434,9 @@ def test_signal_while_waiting_ends_the_wait(runner, cluster5, resource, tmp_path
     try:
         wait_for(lambda: key_count(cluster5, resource) >= 3, what="holder")
         marker = tmp_path / "ran"
-        waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), resource, "touch", str(marker))
+        waiter = runner.popen("run", "--nodes", nodes_arg(cluster5), "--wake", resource, "touch", str(marker))
         # The signal must come once the waiter waits (its handlers are set before its acquire
-        # starts), not while it is still starting up: its wake-up listeners show that it waits.
+        # starts), not while it is still starting up: its wake-up listeners (--wake) show that it waits.
         wait_for(lambda: sum(1 for c in _wake_channels(cluster5) if c) >= 3, what="the waiter's listeners")
         assert waiter.poll() is None
         waiter.send_signal(signal.SIGINT)

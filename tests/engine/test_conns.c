@@ -2,7 +2,7 @@
 /* test_conns.c: one client, 1, 8 and 64 threads cycling locks: the nodes
  * see one connection from it each, whatever the thread count (connections
  * are multiplexed, docs/design.md); then 16 threads waiting for one
- * resource: one more each (the wake-up listener), however many wait and
+ * resource with wake-up on: one more each (the listener), however many wait and
  * however often. Counted on the nodes with CLIENT LIST. */
 #include "../c/testutil.h"
 
@@ -79,7 +79,11 @@ int main(void)
 {
     load_nodes();
     t_current = "connections";
-    client = make_client(t_nurls, NULL);
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_WAKE;   /* the waiters below listen: wake-up is opt-in */
+    client = make_client(t_nurls, &o);
     static const int counts[] = { 1, 8, 64 };
     for (size_t k = 0; k < 3; k++) {
         pthread_t th[64];

@@ -2,9 +2,10 @@
 /* test_wake.c: waking waiting acquires on real nodes (docs/algorithm.md,
  * "Waking waiters"). The evidence of a wake-up is the WOKEN event, never a
  * timing: a waiter that only a wake-up can serve in time has a retry delay
- * far beyond its wait. Cases: a plain wake-up and wake-up turned off; a node
- * restarted under a waiter (3-node client), and the queue lost on the only
- * node of a 1-node client; a paused node; a winner leaving the queue on a
+ * far beyond its wait. Wake-up is opt-in (REDLOCK_OPT_WAKE): the clients
+ * here ask for it. Cases: a plain wake-up, and polling (the default, and
+ * REDLOCK_OPT_NO_WAKE); a node restarted under a waiter (3-node client),
+ * and the queue lost on the only node of a 1-node client; a paused node; a winner leaving the queue on a
  * node whose reply it did not wait for; no connection, descriptor or
  * queue entry left behind by many waits that give up; fair mode's arrival
  * order; an ACL user without the queue's commands or the wake channel.
@@ -219,6 +220,7 @@ static void roomy(redlock_options *o)
     o->node_timeout_ms = 500;
     o->connect_timeout_ms = 500;
     o->key_prefix = PREFIX;
+    o->flags = REDLOCK_OPT_WAKE;   /* wake-up is opt-in; this file tests it */
 }
 
 /* A client over nodes first .. first+n-1, with the given URLs (NULL: the harness's). */
@@ -237,6 +239,10 @@ static redlock_client *client_over(size_t first, size_t n, const redlock_options
     return c;
 }
 
+/* client_rec's flags: the library's defaults (polling), not wake-up. */
+#define DEFAULT_FLAGS 0xffffffffu
+
+/* A client with REDLOCK_OPT_WAKE and flags (DEFAULT_FLAGS: flags 0). */
 static redlock_client *client_rec(size_t first, size_t n, rec *r, uint32_t retry_delay, uint32_t jitter,
                                   uint32_t flags)
 {
@@ -244,7 +250,7 @@ static redlock_client *client_rec(size_t first, size_t n, rec *r, uint32_t retry
     roomy(&o);
     o.retry_delay_ms = retry_delay;
     o.retry_jitter_ms = jitter;
-    o.flags = flags;
+    o.flags = flags == DEFAULT_FLAGS ? 0 : REDLOCK_OPT_WAKE | flags;
     o.on_event = r ? on_event : NULL;
     o.on_event_userdata = r;
     return client_over(first, n, &o, NULL);
@@ -384,15 +390,18 @@ static void test_wakeup_basic(void)
     rec_free(rb);
 }
 
-/* REDLOCK_OPT_NO_WAKE on the client, then on one lock only: polls, no
- * registration, no listener, no WOKEN; still acquires. */
+/* The default options (flags 0), REDLOCK_OPT_NO_WAKE on a client that also
+ * says REDLOCK_OPT_WAKE, then on one lock only: polls, no registration, no
+ * listener, no WOKEN; still acquires. */
 static void test_no_wake(void)
 {
-    for (int per_lock = 0; per_lock < 2; per_lock++) {
+    for (int mode = 0; mode < 3; mode++) {
+        int per_lock = mode == 2;
         rec *rb = rec_new();
         redlock_client *a = client_rec(0, 5, NULL, 0, 200, 0);
-        redlock_client *b = client_rec(0, 5, rb, 0, 200, per_lock ? 0 : REDLOCK_OPT_NO_WAKE);
-        const char *res = uniq(per_lock ? "nowake-lock" : "nowake-client");
+        redlock_client *b = client_rec(0, 5, rb, 0, 200,
+                                       mode == 0 ? DEFAULT_FLAGS : mode == 1 ? REDLOCK_OPT_NO_WAKE : 0);
+        const char *res = uniq(mode == 0 ? "nowake-default" : per_lock ? "nowake-lock" : "nowake-client");
         redlock_lock *la;
         holder(a, res, 30000, &la);
         waiter w = { .c = b, .res = res, .ttl = 10000, .wait = 20000, .id = 1,

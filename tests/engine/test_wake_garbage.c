@@ -28,6 +28,7 @@ static redlock_client *client_with(redlock_event_fn fn, void *ud)
     redlock_options o;
     redlock_options_init(&o);
     o.node_timeout_ms = 2000;   /* a loaded machine, or sanitizers: no spurious timeouts */
+    o.flags = REDLOCK_OPT_WAKE;  /* the queue is wake-up's, which is opt-in */
     o.on_event = fn;
     o.on_event_userdata = ud;
     return make_client(5, &o);

@@ -80,7 +80,7 @@ def test_standalone_nodes_keep_the_legacy_names(one_shard, cluster5, name):
 def test_a_waiter_is_woken_on_cluster_nodes(one_shard, name):
     rec = []
     with Redlock(urls_of(one_shard), node_timeout=0.5) as other, \
-            Redlock(urls_of(one_shard), node_timeout=0.5, on_event=rec.append, **SLOW_RETRY) as c:
+            Redlock(urls_of(one_shard), node_timeout=0.5, on_event=rec.append, wake=True, **SLOW_RETRY) as c:
         holder = other.acquire(name, ttl=30.0)
         got = []
         waiter = c.lock(name, ttl=10.0)
@@ -240,7 +240,8 @@ def test_wake_up_on_a_shard_other_than_the_seed(three_shards, name):
     res = "%s:%d" % (name, k)
     rec = []
     with Redlock(urls_of(three_shards), node_timeout=0.5) as other, \
-            Redlock(urls_of(three_shards), node_timeout=0.5, on_event=rec.append, **SLOW_RETRY) as c:
+            Redlock(urls_of(three_shards), node_timeout=0.5, on_event=rec.append, wake=True,
+                    **SLOW_RETRY) as c:
         holder = other.acquire(res, ttl=30.0)
         got = []
         waiter = c.lock(res, ttl=10.0)

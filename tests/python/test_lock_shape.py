@@ -134,7 +134,7 @@ def test_per_lock_policy_goes_through_the_c_lock_options(cluster5, make_client, 
     slow = c.lock(name, ttl=5.0, retry_delay=0.25, retry_jitter=0, retry_count=1,
                   drift_factor=0.02, drift_min=0.005)
     assert slow.options == {"retry_count": 1, "retry_delay": 0.25, "retry_jitter": 0.0,
-                            "drift_factor": 0.02, "drift_min": 0.005, "wake": True, "fair": False}
+                            "drift_factor": 0.02, "drift_min": 0.005, "wake": False, "fair": False}
     plain = c.lock(name + ":plain")
     assert plain.options["retry_delay"] == 0.001 and plain.options["retry_count"] == 3
     holder = other.acquire(name, ttl=10.0)

@@ -67,7 +67,7 @@ def test_fencing_token_above_each_name(cluster5, make_client, name):
 
 def test_release_of_either_name_wakes_the_waiter(cluster5, make_client, name):
     holder = make_client(cluster5.urls)
-    waiter = make_client(cluster5.urls, retry_delay=15.0, retry_jitter=0.0)
+    waiter = make_client(cluster5.urls, retry_delay=15.0, retry_jitter=0.0, wake=True)
     a, b = name + ":a", name + ":b"
     h = holder.lock(a, ttl=30)
     assert h.acquire(blocking=False)

@@ -66,7 +66,7 @@ def test_scenario_read_back(make_client):
         holder = other.acquire("otel:wait", ttl=10)
         got = []
         # Its retry is far away (as in test_wake.py): only the release's wake-up gets it the lock.
-        waited = c.lock("otel:wait", ttl=10, retry_delay=20.0, retry_jitter=0.0)
+        waited = c.lock("otel:wait", ttl=10, retry_delay=20.0, retry_jitter=0.0, wake=True)
         waiter = threading.Thread(target=lambda: got.append(waited.acquire(timeout=60)))
         waiter.start()
 

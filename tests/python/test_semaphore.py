@@ -47,7 +47,7 @@ def test_bounded_release_too_many_times(client, name):
 def test_release_wakes_a_waiter(cluster5, make_client, name):
     # A long retry delay: only a wake-up gets the waiter its permit soon.
     holder = make_client(cluster5.urls, node_timeout=0.5)
-    waiter = make_client(cluster5.urls, node_timeout=0.5, retry_delay=15.0, retry_jitter=0.0)
+    waiter = make_client(cluster5.urls, node_timeout=0.5, retry_delay=15.0, retry_jitter=0.0, wake=True)
     h = holder.semaphore(name, 1, ttl=30)
     w = waiter.semaphore(name, 1, ttl=30)
     assert h.acquire(blocking=False)

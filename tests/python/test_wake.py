@@ -16,7 +16,8 @@ from _waits import wait_until
 
 # Waiters that only a wake-up gets the lock in time: their next retry is far away. A broken
 # wake-up then shows as a missing WOKEN event, not as a hang (the retry still comes).
-SLOW_RETRY = {"retry_delay": 20.0, "retry_jitter": 0.0}
+# Wake-up is opt-in (wake=True).
+SLOW_RETRY = {"retry_delay": 20.0, "retry_jitter": 0.0, "wake": True}
 
 
 class Recorder:
@@ -40,10 +41,10 @@ def all_ready(client):
 def test_options_reach_the_lock(make_client, cluster5, name):
     c = make_client(cluster5.urls)
     lock = c.lock(name)
-    assert lock.options["wake"] is True and lock.options["fair"] is False
+    assert lock.options["wake"] is False and lock.options["fair"] is False  # polling by default
     # Per lock, over the client's, without touching the rest of the policy.
-    lock = c.lock(name, wake=False, fair=True, retry_count=7)
-    assert lock.options["wake"] is False and lock.options["fair"] is True
+    lock = c.lock(name, wake=True, fair=True, retry_count=7)
+    assert lock.options["wake"] is True and lock.options["fair"] is True
     assert lock.options["retry_count"] == 7 and lock.options["retry_delay"] == 0.001
     assert c.alock(name, fair=True).options["fair"] is True
     # The client's flags are the default of its locks; a lock can turn them back.

@@ -122,7 +122,8 @@ func TestScenarioReadBack(t *testing.T) {
 	}
 	// Its retry is far away (as in the wake tests): only the release's
 	// wake-up gets it the lock.
-	waited := c.NewMutex(prefix+"wait", redlock.WithRetryDelay(20*time.Second), redlock.WithRetryJitter(0))
+	waited := c.NewMutex(prefix+"wait", redlock.WithRetryDelay(20*time.Second), redlock.WithRetryJitter(0),
+		redlock.WithWake(true))
 	done := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)

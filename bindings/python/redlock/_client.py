@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._callbacks import Event, EventSink, ListenerState, _enum, finalize
-from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NO_WAKE, _NODE_MSG_SIZE, _UNSET,
+from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NODE_MSG_SIZE, _UNSET, _WAKE,
                        Name, Path, Seconds, _callable, _count, _cpath, _cstr, _drift_factor, _flag,
                        _invalid, _ms, _show, _unreachable_ms)
 from ._errors import LockStateError, check
@@ -56,12 +56,16 @@ class Redlock:
     ``fencing=True`` makes every acquisition mint a fencing token
     (:attr:`Lock.token`), at one more round trip per acquisition.
 
-    A waiting acquire is woken by the holder's release (``wake=True``, the
-    default) instead of sleeping out its retry delay: the client listens for
-    releases on one more connection per node (:meth:`listener_states`).
-    ``wake=False`` only polls. ``fair=True`` gives a lock that becomes free to
-    the waiter that has waited longest (every contender of a name should use
-    it). Both are the defaults of this client's locks, which may override them.
+    A waiting acquire polls by default: it sleeps out its retry delay and
+    jitter between attempts. ``wake=True`` has it woken by the holder's release
+    instead: the client listens for releases on one more connection per node
+    (:meth:`listener_states`); a lock changes hands in about a millisecond and
+    no waiter starves, but under contention the nodes spend more CPU per
+    acquisition than with polling (docs/performance.md). ``fair=True`` (which
+    implies wake-up) gives a lock that becomes free to the waiter that has
+    waited longest (every contender of a name should use it). Both are the
+    defaults of this client's locks, which may override them. Elections wake
+    their candidates either way.
 
     ``on_event(event)`` is the metrics hook: it receives an :class:`Event` for
     every acquire attempt, extension, loss, release and node failure of this
@@ -81,7 +85,7 @@ class Redlock:
                  tls_cert_file: Optional[Path] = None, tls_key_file: Optional[Path] = None,
                  tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
                  use_functions: bool = False, fencing: bool = False,
-                 on_event: Optional[OnEvent] = None, wake: bool = True, fair: bool = False) -> None:
+                 on_event: Optional[OnEvent] = None, wake: bool = False, fair: bool = False) -> None:
         self._ptr: Any = None
         self._events: Optional[EventSink] = None
         self._mutex = threading.Lock()
@@ -124,7 +128,7 @@ class Redlock:
         opts.tls_insecure_skip_verify = int(_flag(tls_insecure_skip_verify, "tls_insecure_skip_verify"))
         opts.flags = ((lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0)
                       | (lib.REDLOCK_OPT_FENCING if _flag(fencing, "fencing") else 0)
-                      | (0 if _flag(wake, "wake") else _NO_WAKE)
+                      | (_WAKE if _flag(wake, "wake") else 0)
                       | (_FAIR if _flag(fair, "fair") else 0))
         sink = None
         if _callable(on_event, "on_event") is not None:
@@ -202,7 +206,7 @@ class Redlock:
 
     def listener_states(self) -> Tuple[ListenerState, ...]:
         """The state of this client's wake-up listener on each node, in the order of
-        :attr:`nodes`: OFF until the first waiting acquire (and always with wake=False),
+        :attr:`nodes`: OFF until the first woken wait (and always with wake=False),
         then CONNECTING, READY, DOWN (reconnecting; waiters poll meanwhile) or REFUSED
         (the node refused SUBSCRIBE: an ACL without the channel ``&redlock:wake:*``).
         :meth:`listener_state` also gives why a listener is down or refused."""

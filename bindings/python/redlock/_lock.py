@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
 
 from . import _fork, _sigwake
 from ._callbacks import _NO_RTT, NodeOutcome, NodeResult, Watch, _enum, reraise_interrupt
-from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NO_WAKE, _NODE_MSG_SIZE, _POLICY, _UNSET,
+from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NO_WAKE, _NODE_MSG_SIZE, _POLICY, _UNSET, _WAKE,
                        _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
                        _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
 from ._errors import Cancelled, LockExpired, LockStateError, RedlockError, check, error
@@ -152,7 +152,7 @@ class Lock:
             if value is None:
                 continue
             if field == "wake":  # flags: only this lock's bit changes, the rest stays the client's
-                opts.flags = (opts.flags & ~_NO_WAKE) | (0 if value else _NO_WAKE)
+                opts.flags = (opts.flags & ~(_WAKE | _NO_WAKE)) | (_WAKE if value else 0)
             elif field == "fair":
                 opts.flags = (opts.flags & ~_FAIR) | (_FAIR if value else 0)
             else:
@@ -171,7 +171,7 @@ class Lock:
         return {"retry_count": int(opts.retry_count), "retry_delay": opts.retry_delay_ms / 1000.0,
                 "retry_jitter": opts.retry_jitter_ms / 1000.0,
                 "drift_factor": float(opts.drift_factor), "drift_min": opts.drift_min_ms / 1000.0,
-                "wake": not (opts.flags & _NO_WAKE), "fair": bool(opts.flags & _FAIR)}
+                "wake": bool(opts.flags & _WAKE) and not (opts.flags & _NO_WAKE), "fair": bool(opts.flags & _FAIR)}
 
     @property
     def ttl(self) -> float:

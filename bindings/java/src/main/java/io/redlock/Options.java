@@ -51,9 +51,12 @@ public final class Options extends OptionsNative {
   }
 
   /**
-   * Whether a waiting acquire is woken by the holder's release (true, the
-   * default) or only polls with the retry delay and jitter (false:
-   * REDLOCK_OPT_NO_WAKE). Woken waits listen on one more connection per node
+   * Whether a waiting acquire is woken by the holder's release (true:
+   * REDLOCK_OPT_WAKE) or only polls with the retry delay and jitter (false,
+   * the default). Wake-up hands a lock over in about a millisecond and starves
+   * no waiter; under contention it costs the nodes more CPU per acquisition
+   * than polling (docs/performance.md). Fair mode implies it; elections wake
+   * their candidates whatever this says. Woken waits listen on one more connection per node
    * ({@link Redlock#listenerStates()}); where a node's listener is down or
    * refused (an ACL without the channel &amp;redlock:wake:*), they poll. Releases
    * wake other clients' waiters either way. The default of the client's locks

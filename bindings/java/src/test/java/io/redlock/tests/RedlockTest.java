@@ -1444,25 +1444,26 @@ public final class RedlockTest {
 
   static void wake() throws Exception {
     String[] urls = nodes();
-    // Options and LockOptions: wake on and fair off by default; a lock's own over its client's.
+    // Options and LockOptions: wake-up and fair mode off by default (waiters poll); a lock's own
+    // over its client's.
     Options plain = new Options();
-    check(plain.getWake() && !plain.getFair(), "Options defaults: wake on, fair off");
-    plain.setWake(false);
+    check(!plain.getWake() && !plain.getFair(), "Options defaults: wake off, fair off");
+    plain.setWake(true);
     plain.setFair(true);
-    check(!plain.getWake() && plain.getFair(), "Options setters");
-    checkEq(0xcL, plain.getFlags() & 0xcL, "REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR in flags");
+    check(plain.getWake() && plain.getFair(), "Options setters");
+    checkEq(0x18L, plain.getFlags() & 0x1cL, "REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR in flags, no REDLOCK_OPT_NO_WAKE");
     LockOptions lo = new LockOptions();
-    check(lo.getWake() && !lo.getFair(), "LockOptions defaults");
-    check(lo.toString().contains("wake=true, fair=false"), "toString: " + lo);
+    check(!lo.getWake() && !lo.getFair(), "LockOptions defaults");
+    check(lo.toString().contains("wake=false, fair=false"), "toString: " + lo);
     lo.free();
     try (Redlock client = new Redlock(urls, plain); Lock lock = client.newLock("wake-opts")) {
       LockOptions o = lock.getOptions();
-      check(!o.getWake() && o.getFair(), "a lock inherits the client's wake and fair: " + o);
-      o.setWake(true);
+      check(o.getWake() && o.getFair(), "a lock inherits the client's wake and fair: " + o);
+      o.setWake(false);
       o.setFair(false);
       lock.setOptions(o);
       LockOptions back = lock.getOptions();
-      check(back.getWake() && !back.getFair(), "per-lock wake and fair: " + back);
+      check(!back.getWake() && !back.getFair(), "per-lock wake and fair: " + back);
       checkEq(o.getRetryCount(), back.getRetryCount(), "the rest of the policy unchanged");
       o.free();
       back.free();
@@ -1475,6 +1476,7 @@ public final class RedlockTest {
     slow.setRetryCount(1_000);
     slow.setRetryDelayMs(20_000); // only a wake-up gets the lock soon; a broken one shows as no WOKEN
     slow.setRetryJitterMs(0);
+    slow.setWake(true);
     slow.setEventListener(evs::add);
     Redlock closed = new Redlock(urls);
     closed.close();
