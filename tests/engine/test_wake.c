@@ -390,6 +390,46 @@ static void test_wakeup_basic(void)
     rec_free(rb);
 }
 
+/* A holder that releases long after its acquisition still wakes the waiter.
+ * Its acquiring round decided at quorum, so the slower nodes' replies sat
+ * unread in its sockets ever since: owed for longer than the node timeout,
+ * they once made the holder's nodes look stopped, and its release woke
+ * nobody (the waiter then slept until the holder's key would expire). The
+ * holder's node timeout is short, its hold many of them; three rounds, as a
+ * quorum-decided round does not always leave a reply behind. */
+static void test_wakeup_after_long_hold(void)
+{
+    for (int k = 0; k < 3; k++) {
+        rec *rb = rec_new();
+        redlock_options o;
+        roomy(&o);
+        o.node_timeout_ms = 100;
+        redlock_client *a = client_over(0, 5, &o, NULL);
+        redlock_client *b = client_rec(0, 5, rb, 0, 60000, 0);
+        const char *res = uniq("long-hold");
+        redlock_lock *la;
+        holder(a, res, 30000, &la);
+        waiter w = { .c = b, .res = res, .ttl = 10000, .wait = 20000, .id = 1 };
+        start(&w);
+        CHECK(WAIT_UNTIL(listeners_in(b, REDLOCK_LISTENER_READY) == 5, 30000, "B's 5 listeners READY"));
+        for (size_t i = 0; i < 5; i++)
+            CHECK(WAIT_UNTIL(node_q(i, "ZCARD %s:wq", key_of(res)) == 1, 30000, "B registered"));
+        usleep(600 * 1000);   /* the hold: six of the holder's node timeouts */
+        mark(rb);
+        CHECK_LOCK_RC(la, redlock_release(la), 0);
+        finish(&w);
+        CHECK_RC(w.rc, 0);
+        CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
+        if (w.rc == 0)
+            CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        redlock_lock_free(w.lock);
+        redlock_lock_free(la);
+        redlock_client_free(a);
+        redlock_client_free(b);
+        rec_free(rb);
+    }
+}
+
 /* The default options (flags 0), REDLOCK_OPT_NO_WAKE on a client that also
  * says REDLOCK_OPT_WAKE, then on one lock only: polls, no registration, no
  * listener, no WOKEN; still acquires. */
@@ -872,6 +912,7 @@ int main(void)
         return 2;
     }
     run_test("wakeup_basic", test_wakeup_basic);
+    run_test("wakeup_after_long_hold", test_wakeup_after_long_hold);
     run_test("no_wake", test_no_wake);
     run_test("restart_one_of_three", test_restart_one_of_three);
     run_test("restart_only_node_queue_lost", test_restart_only_node_queue_lost);

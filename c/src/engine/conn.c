@@ -422,6 +422,20 @@ uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
     return c && c->state != RL_CONN_CLOSED ? c->late_cmds : 0;
 }
 
+/* 1 if bytes wait to be read: replies that have come, only not read yet by
+ * a busy leader (or by nobody: a round decided at quorum leaves the slower
+ * nodes' replies in the socket until the next round), prove nothing has
+ * stalled. */
+static int reply_waiting(rl_conn *c)
+{
+    char b;
+    if (c->ssl && SSL_has_pending(c->ssl))
+        return 1;
+    if (c->ctx->reader && c->ctx->reader->len > c->ctx->reader->pos)
+        return 1;
+    return recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
 {
     const rl_node *node = rl_nodeat(cl, i);
@@ -436,23 +450,19 @@ int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
         return 1;
     if (c->state == RL_CONN_CLOSED)
         return 0;
-    return !c->len || now - rl_fifo_at((rl_conn *)c, 0)->sent_us < (int64_t)cl->opts.node_timeout_ms * 1000;
+    if (!c->len || now - rl_fifo_at((rl_conn *)c, 0)->sent_us < (int64_t)cl->opts.node_timeout_ms * 1000)
+        return 1;
+    /* An old reply owed: trouble only if it has not come. A holder that
+     * released long after a round decided at quorum still owes the slower
+     * nodes' replies of that round, unread in the socket: they prove the
+     * node answers, and a release must not wake nobody for them. */
+    return c->state == RL_CONN_READY && reply_waiting((rl_conn *)c);
 }
 
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
 {
     const rl_conn *c = rl_nodeat(cl, i)->conn;
     return c && c->state != RL_CONN_CLOSED ? c->len : 0;
-}
-
-/* 1 if bytes wait to be read: replies that have come, only not read yet by
- * a busy leader, prove nothing has stalled. */
-static int reply_waiting(rl_conn *c)
-{
-    char b;
-    if (c->ssl && SSL_has_pending(c->ssl))
-        return 1;
-    return recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
