@@ -42,7 +42,7 @@ enum { M_OFF, M_WAKE, M_FAIR, NMODES };
 enum { F_NONE, F_SIGSTOP, F_PAUSE, F_KILL, F_MIXED };
 static const char *const fault_name[] = { "none", "sigstop", "pause", "kill", "mixed" };
 static const char *const mode_name[NMODES] = { "off", "wake", "fair" };
-static const uint32_t mode_flags[NMODES] = { REDLOCK_OPT_NO_WAKE, 0, REDLOCK_OPT_FAIR };
+static const uint32_t mode_flags[NMODES] = { 0, REDLOCK_OPT_WAKE, REDLOCK_OPT_FAIR };
 
 static struct {
     double seconds;        /* per mode and worker count, over all rounds */
@@ -178,7 +178,7 @@ static void warm_up(redlock_client *client, wstat *ws, uint32_t flags, const cha
         return;
     (void)redlock_lock_acquire(warm, cfg.ttl_ms, 100); /* REDLOCK_ETIMEDOUT: the parent holds it */
     redlock_lock_free(warm);
-    if (flags & REDLOCK_OPT_NO_WAKE)
+    if (!(flags & (REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR)))
         return;
     int64_t limit = bench_now_ns() + 3000000000LL;
     for (;;) {
@@ -1138,7 +1138,7 @@ static void print_header(void)
                             : "warm-up: none (--no-warmup): the clock starts as the workers connect and subscribe\n");
     if (cfg.node_timeout_ms > 0)
         printf("         (node_timeout_ms %ld)\n", cfg.node_timeout_ms);
-    printf("modes:   off = REDLOCK_OPT_NO_WAKE (polling only: before), wake = default (after), fair = REDLOCK_OPT_FAIR\n");
+    printf("modes:   off = the default options (polling), wake = REDLOCK_OPT_WAKE, fair = REDLOCK_OPT_FAIR\n");
     printf("columns: ho = hand-over, the previous holder's release to the next acquire returning (ms);\n"
            "         again = acquisitions by the worker that held the lock just before; tries, woken = acquire\n"
            "         attempts and wake-ups (the library's events) per acquisition; min, max = acquisitions per\n"

@@ -361,7 +361,9 @@ static void usage(void)
             "  --pre-write MS      sleep between the validity check and the write (0)\n"
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
-            "  --no-wake, --fair   REDLOCK_OPT_NO_WAKE (poll only) / REDLOCK_OPT_FAIR\n"
+            "  --wake, --no-wake, --fair\n"
+            "                      REDLOCK_OPT_WAKE (woken by releases) / REDLOCK_OPT_NO_WAKE\n"
+            "                      (poll only, the default) / REDLOCK_OPT_FAIR\n"
             "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
             "                      auto-extend for the whole run; log losses (BGLOST) and\n"
             "                      how many are still held at the end (BGEND)\n"
@@ -389,11 +391,11 @@ int main(int argc, char **argv)
 
     const char *storage_path = NULL;
     long pre_write = 0;
-    int fencing = 0, auto_extend = 0, no_wake = 0, fair = 0;
+    int fencing = 0, auto_extend = 0, wake = 0, no_wake = 0, fair = 0;
     long background = 0;
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_NO_WAKE, O_FAIR, O_BACKGROUND,
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_WAKE, O_NO_WAKE, O_FAIR, O_BACKGROUND,
            O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP };
     const char *role = "campaigner";
     long step = 20;
@@ -419,6 +421,7 @@ int main(int argc, char **argv)
         {"storage", required_argument, 0, O_STORAGE},
         {"pre-write", required_argument, 0, O_PRE_WRITE},
         {"auto-extend", no_argument, 0, O_AUTO_EXTEND},
+        {"wake", no_argument, 0, O_WAKE},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
         {"background", required_argument, 0, O_BACKGROUND},
@@ -452,6 +455,7 @@ int main(int argc, char **argv)
         case O_STORAGE: storage_path = optarg; break;
         case O_PRE_WRITE: pre_write = atol(optarg); break;
         case O_AUTO_EXTEND: auto_extend = 1; break;
+        case O_WAKE: wake = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
         case O_BACKGROUND: background = atol(optarg); break;
@@ -483,6 +487,8 @@ int main(int argc, char **argv)
     client_id = id;
     if (fencing)
         o.flags |= REDLOCK_OPT_FENCING;
+    if (wake)
+        o.flags |= REDLOCK_OPT_WAKE;
     if (no_wake)
         o.flags |= REDLOCK_OPT_NO_WAKE;
     if (fair)

@@ -147,8 +147,8 @@ def test_node_paused(make_run):
 @pytest.mark.parametrize("how", ["sigstop", "client-pause"])
 def test_minority_outage_liveness(make_run, how):
     """Two groups of six clients contend, each group for its own resource, on the same 5 nodes at
-    the same time: one with the default options (wake-up on), one with REDLOCK_OPT_NO_WAKE
-    (polling), both with a 20 ms retry jitter. After a healthy stretch, 2 nodes at a time, a new
+    the same time: one with wake-up (REDLOCK_OPT_WAKE), one with the default options (polling),
+    both with a 20 ms retry jitter. After a healthy stretch, 2 nodes at a time, a new
     random pair each time, are stopped (SIGSTOP) or paused (CLIENT PAUSE) for 0.3-1.2 s, for 6 s.
     A rotating pair is what left stale queue heads on the nodes that missed a leave (issue 22:
     wake-up fell to 0.12-0.16x of polling). Wake-up must not collapse against polling measured
@@ -161,7 +161,7 @@ def test_minority_outage_liveness(make_run, how):
         fw = S.Faults(runs["wake"], c)
         for mode, run in runs.items():
             run.spawn_many(6, ttl=2000, hold=5, gap=5, wait=3000, retry_jitter=20, duration=60,
-                           no_wake=mode == "poll")
+                           wake=mode == "wake")
         time.sleep(1.0)
         t_h = S.now_ns()
         time.sleep(healthy_s)
