@@ -116,17 +116,17 @@ rename $h ""
 
 # Wake-up and fair mode: client flags, per-lock booleans, the listener's state.
 set wo [new_Options]
-check {[$wo getWake] && ![$wo getFair]} "wake on, fair off by default"
-$wo setWake 0
+check {![$wo getWake] && ![$wo getFair]} "wake off, fair off by default (waiters poll)"
+$wo setWake 1
 $wo setFair 1
 set w [new_Redlock $nodes $wo]
 delete_Options $wo
 set wl [$w newLock tcl-wake]
 set lo [$wl getOptions]
-check {![$lo getWake] && [$lo getFair]} "a lock inherits wake and fair"
-$lo setWake 1
+check {[$lo getWake] && [$lo getFair]} "a lock inherits wake and fair"
+$lo setWake 0
 $wl setOptions $lo
-check {[[$wl getOptions] getWake]} "per-lock wake round trip"
+check {![[$wl getOptions] getWake]} "per-lock wake round trip"
 delete_LockOptions $lo
 $wl close
 rename $wl ""
