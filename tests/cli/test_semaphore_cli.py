@@ -33,8 +33,9 @@ def test_run_n_admits_n_commands_at_once(runner, cluster5, resource):
         r = runner.run("status", "--nodes", nodes, resource)
         assert r.returncode == 0, r.stderr
         assert "limit 2" in r.stdout and "2 of 2 permits held on a quorum" in r.stdout
-        # a waiter shows in status, and gets a permit once one is released
-        waiter = runner.popen("run", "--nodes", nodes, "-n2", resource, "echo", "got-a-permit")
+        # a waiter shows in status (one that waits with --wake is registered on the nodes), and
+        # gets a permit once one is released
+        waiter = runner.popen("run", "--nodes", nodes, "-n2", "--wake", resource, "echo", "got-a-permit")
         wait_for(lambda: json.loads(runner.run("status", "--nodes", nodes, "--json", resource).stdout)
                  ["semaphore"]["waiters"] >= 1, what="the waiter registered")
         holders[0].terminate()
