@@ -20,8 +20,9 @@ import java.util.concurrent.TimeUnit;
  * {@link InvalidArgumentException}, naming both.
  *
  * <p>The permit methods are those of {@link java.util.concurrent.Semaphore}:
- * {@link #acquire()}, {@link #tryAcquire()}, {@link #tryAcquire(long, TimeUnit)},
- * {@link #release()} and their forms for several permits at once (all or none).
+ * {@link #acquire()}, {@link #acquireUninterruptibly()}, {@link #tryAcquire()},
+ * {@link #tryAcquire(long, TimeUnit)}, {@link #release()} and their forms for
+ * several permits at once (all or none).
  * Each acquisition is a lease of {@code ttlMs}: it is a {@link Lock}
  * ({@link #permits()}), so it can be extended or auto-extended, and its
  * fencing token read. {@link #release()} gives back the acquisition made last
@@ -122,6 +123,25 @@ public final class Semaphore implements AutoCloseable {
   /** Takes {@code permits} at once (all or none), waiting until they are free. */
   public void acquire(int permits) throws InterruptedException {
     take(permits, Redlock.WAIT_FOREVER, true);
+  }
+
+  /**
+   * Takes a permit, waiting until one is free, whatever interrupts the
+   * thread meanwhile: as {@link java.util.concurrent.Semaphore#acquireUninterruptibly()},
+   * it does not throw InterruptedException, and the thread's interrupt
+   * status is left as it is (set, if it was interrupted).
+   */
+  public void acquireUninterruptibly() {
+    acquireUninterruptibly(1);
+  }
+
+  /** Takes {@code permits} at once (all or none), waiting until they are free, as {@link #acquireUninterruptibly()}. */
+  public void acquireUninterruptibly(int permits) {
+    try {
+      take(permits, Redlock.WAIT_FOREVER, false);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
   }
 
   /** Takes a permit if one is free now: one attempt. */
