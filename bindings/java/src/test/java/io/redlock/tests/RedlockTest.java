@@ -1975,6 +1975,27 @@ public final class RedlockTest {
         patient.join(20_000);
         checkEq("interrupted and holding", unint.get(), "the permit, with the interrupt status kept");
         checkEq(1, sw.heldPermits(), "held through the waiter's semaphore");
+
+        // acquire(), by contrast, ends its wait when interrupted, holding nothing.
+        refused.set(0);
+        AtomicReference<Object> intr = new AtomicReference<>();
+        Thread impatient = new Thread(() -> {
+          try {
+            sw.acquire();
+            intr.set("holding");
+          } catch (Throwable e) {
+            intr.set(e);
+          }
+        });
+        impatient.start();
+        deadline = System.nanoTime() + 20_000_000_000L;
+        while (refused.get() == 0 && System.nanoTime() < deadline)
+          Thread.sleep(20);
+        check(refused.get() > 0, "acquire() was refused, and waits");
+        impatient.interrupt();
+        impatient.join(20_000);
+        check(intr.get() instanceof InterruptedException, "acquire() ends with InterruptedException: " + intr.get());
+        checkEq(1, sw.heldPermits(), "the interrupted acquire holds nothing");
         sw.release();
       }
       s1.release();
