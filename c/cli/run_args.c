@@ -40,7 +40,8 @@ static void help(void)
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
           "      --limit N               a semaphore: hold one of N permits of RESOURCE, so that up\n"
           "                              to N commands run at once (as consul lock -n); every user\n"
-          "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N\n"
+          "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N;\n"
+          "                              '-n N' (a number after a space) is refused as ambiguous\n"
           "      --also NAME             also lock NAME, together with RESOURCE, all or none (repeat\n"
           "                              for more, up to 64 names in all): one multi-resource lock,\n"
           "                              taken in one step, so commands that list the same names in\n"
@@ -232,6 +233,23 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
     }
 }
 
+/* flock's -n, a word of its own (or ending one, as in -xn), followed by a
+ * word of digits: 'redlock run -n 3 jobs -- CMD' is consul's semaphore of
+ * 3 to one reader and a non-blocking lock on a resource named "3" to
+ * another, and nothing on the command line tells which was meant. So it is
+ * refused, naming both spellings, rather than guessed either way. Only
+ * 'run' has both readings; the long forms --nonblock and --nb are flock's
+ * alone. 0, or the exit code of the usage error. */
+static int n_then_number(const run_opts *o, const char *word, const char *next)
+{
+    if (strcmp(o->cmd, RUN_CMD) || !strncmp(word, "--", 2) || !next || !*next ||
+        next[strspn(next, "0123456789")])
+        return 0;
+    return cli_usage(CMD, "'%s %s' is ambiguous: write --limit %s (or -n%s) for a semaphore of %s permits, "
+                     "or --nonblock %s for one attempt at a lock named '%s'",
+                     word, next, next, next, next, next, next);
+}
+
 /* What follows the options after RESOURCE: COMMAND, or nothing with -c. */
 static int command_words(run_opts *o, int argc, char **argv, int first)
 {
@@ -275,9 +293,13 @@ int run_parse_args(run_opts *o, int argc, char **argv)
         optind = 0;
         opterr = 0;
         int c, rc;
-        while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:sk:vhc:oxeuF", longopts, NULL)) != -1)
+        while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:sk:vhc:oxeuF", longopts, NULL)) != -1) {
             if ((rc = one_option(o, c, optarg, pass_argv[optind - 1])) != 0)
                 return rc;
+            if (c == 'n' && !optarg &&
+                (rc = n_then_number(o, pass_argv[optind - 1], optind < pass_argc ? pass_argv[optind] : NULL)))
+                return rc;
+        }
         if (pass == 1)
             return command_words(o, pass_argc, pass_argv, optind);
         if (optind >= pass_argc)

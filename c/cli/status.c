@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* status.c: 'redlock status': who holds a resource's key on each node (GET
- * and PTTL over hiredis), as a table or JSON; no lock is taken. */
+ * and PTTL over hiredis; a read-write lock's readers, intent and waiters; a
+ * semaphore's permits), as a table or JSON; no lock is taken. */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <signal.h>
@@ -34,8 +35,9 @@ static void help(void)
           "the permits held there and the waiters registered there, and the permits held on a\n"
           "quorum.\n"
           "\n"
-          "exit codes: 0 held (one value on a quorum of nodes; a semaphore: a permit held on a\n"
-          "quorum); 1 not held; 69 fewer than a quorum of nodes answered; 2 usage error.\n",
+          "exit codes: 0 held (one value on a quorum of nodes; readers: the key in a reader's form\n"
+          "on a quorum, whichever reader holds it on each; a semaphore: a permit held on a quorum);\n"
+          "1 not held; 69 fewer than a quorum of nodes answered; 2 usage error.\n",
           stdout);
 }
 
@@ -47,7 +49,10 @@ typedef struct node_state {
     long long ttl_ms;          /* PTTL: -1 no expiry */
     char error[512];
     /* the read-write lock's keys (c/src/scripts.c) and the waiters' queue */
-    long long readers;         /* leases in K:rd still running by the node's clock */
+    long long readers;         /* leases in K:rd still running by the node's clock, plus a
+                                * lone reader */
+    struct rd_id { char *p; size_t len; } *ids;   /* those readers' values */
+    size_t n_ids;
     long long intent_ms;       /* PTTL of K:wi, a waiting writer's intent: < 0 none */
     long long waiters;         /* ZCARD of K:wq */
     /* A semaphore (semaphore.c): its limit here (0: none), the slots held
@@ -62,6 +67,18 @@ typedef struct node_state {
  * while several do, with K:rd their leases; K:wi a waiting writer's intent;
  * K:wq is every lock's waiters' queue. */
 #define RW_MARK "readers"
+
+/* Records a live reader's value on ns (ids has room for every one). */
+static void add_id(node_state *ns, const char *p, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c)
+        return;
+    memcpy(c, p, len);
+    c[len] = '\0';
+    ns->ids[ns->n_ids].p = c;
+    ns->ids[ns->n_ids++].len = len;
+}
 
 /* Readers, intent and waiters of node i, on ctx after GET and PTTL: 0, or
  * -1 with the error in ns (a node whose ACL refuses these still shows the
@@ -90,13 +107,24 @@ static void probe_rw(redisContext *ctx, const char *key, size_t key_len, node_st
     if (r[0] && r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements == 2 && r[1] && r[1]->type == REDIS_REPLY_ARRAY) {
         long long now = atoll(r[0]->element[0]->str) * 1000 + atoll(r[0]->element[1]->str) / 1000;
         ns->readers = 0;
-        for (size_t i = 1; i < r[1]->elements; i += 2)
-            ns->readers += r[1]->element[i]->type == REDIS_REPLY_STRING && atoll(r[1]->element[i]->str) > now;
+        ns->ids = calloc(r[1]->elements / 2 + 1, sizeof *ns->ids);
+        for (size_t i = 1; i < r[1]->elements; i += 2) {
+            const redisReply *m = r[1]->element[i - 1], *s = r[1]->element[i];
+            if (s->type != REDIS_REPLY_STRING || atoll(s->str) <= now)
+                continue;
+            ns->readers++;
+            if (ns->ids && m->type == REDIS_REPLY_STRING)
+                add_id(ns, m->str, m->len);
+        }
     }
     /* A lone reader holds K itself (RW_MARK ':' its value), not K:rd. */
-    if (ns->readers >= 0 && ns->state == ST_HELD && ns->value && ns->value_len > strlen(RW_MARK) + 1 &&
-        !memcmp(ns->value, RW_MARK ":", strlen(RW_MARK) + 1))
+    size_t m = strlen(RW_MARK) + 1;
+    if (ns->readers >= 0 && ns->state == ST_HELD && ns->value && ns->value_len > m &&
+        !memcmp(ns->value, RW_MARK ":", m)) {
         ns->readers++;
+        if (ns->ids)
+            add_id(ns, ns->value + m, ns->value_len - m);
+    }
     if (r[2] && r[2]->type == REDIS_REPLY_INTEGER)
         ns->intent_ms = r[2]->integer;
     if (r[3] && r[3]->type == REDIS_REPLY_INTEGER)
@@ -254,24 +282,78 @@ static int is_readers(const node_state *s)
 /* What the nodes say together. */
 typedef struct verdict {
     size_t n, quorum, answered, free_count;
-    size_t best, best_count;   /* the value on the most nodes: ns[best], or best == n if none */
+    size_t best, best_count;   /* the value on the most nodes: ns[best], or best == n if none;
+                                * readers: the first node in a reader's form, and how many are */
+    int read;                  /* held by readers */
+    long long readers;         /* readers: how many hold on a quorum */
     const char *state;         /* held, free, not_held, unknown */
     int rc;                    /* 0 held, 1 not held, 69 unknown */
 } verdict;
+
+static int id_cmp(const void *a, const void *b)
+{
+    const struct rd_id *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Readers that hold on a quorum: the values found live on at least quorum
+ * nodes, whatever the form on each (a reader that holds K alone on some
+ * nodes shares it on others where another reader came too). Each node
+ * names a reader once, so a value's count is its number of nodes. */
+static long long quorum_readers(const node_state *ns, size_t n, size_t quorum)
+{
+    size_t total = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ns[i].state == ST_ERROR ? 0 : ns[i].n_ids;
+    if (!total)
+        return 0;
+    struct rd_id *all = malloc(total * sizeof *all);
+    if (!all)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; ns[i].state != ST_ERROR && j < ns[i].n_ids; j++)
+            all[k++] = ns[i].ids[j];
+    qsort(all, total, sizeof *all, id_cmp);
+    long long held = 0;
+    for (size_t a = 0, b; a < total; a = b) {
+        for (b = a + 1; b < total && !id_cmp(&all[a], &all[b]); b++) {}
+        held += b - a >= quorum;
+    }
+    free(all);
+    return held;
+}
 
 static void decide(const node_state *ns, size_t n, verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->n = n;
     v->quorum = n / 2 + 1;
+    size_t reading = 0, first_reading = n;
     for (size_t i = 0; i < n; i++) {
         v->answered += ns[i].state != ST_ERROR;
         v->free_count += ns[i].state == ST_FREE;
+        if (is_readers(&ns[i]) && reading++ == 0)
+            first_reading = i;
     }
-    /* The holder is the value found on the most nodes. */
+    /* Readers hold where K is in a reader's form on a quorum, whichever
+     * form: a lone reader's value on some nodes and the shared marker on
+     * others is the usual picture of readers on different majorities. */
+    if (reading >= v->quorum) {
+        v->read = 1;
+        v->best = first_reading;
+        v->best_count = reading;
+        v->readers = quorum_readers(ns, n, v->quorum);
+        v->state = "held";
+        v->rc = 0;
+        return;
+    }
+    /* Else the holder is the value found on the most nodes, a reader's
+     * form not being a holder's value. */
     v->best = n;
     for (size_t i = 0; i < n; i++) {
-        if (ns[i].state != ST_HELD || !ns[i].value)
+        if (ns[i].state != ST_HELD || !ns[i].value || is_readers(&ns[i]))
             continue;
         size_t count = 0;
         for (size_t j = 0; j < n; j++)
@@ -283,6 +365,11 @@ static void decide(const node_state *ns, size_t n, verdict *v)
             v->best = i;
         }
     }
+    if (reading > v->best_count) {   /* the most nodes are readers', short of a quorum */
+        v->best = first_reading;
+        v->best_count = reading;
+    }
+    v->readers = quorum_readers(ns, n, v->quorum);
     if (v->best_count >= v->quorum) {
         v->state = "held";
         v->rc = 0;
@@ -293,26 +380,6 @@ static void decide(const node_state *ns, size_t n, verdict *v)
         v->state = v->free_count == v->answered ? "free" : "not_held";
         v->rc = 1;
     }
-}
-
-/* Readers on a quorum: the quorum-th largest count of the nodes that
- * answered (a reader holds on a majority, so at least this many hold). */
-static long long quorum_readers(const node_state *ns, const verdict *v)
-{
-    long long c[REDLOCK_MAX_NODES];
-    size_t k = 0;
-    for (size_t i = 0; i < v->n && k < REDLOCK_MAX_NODES; i++)
-        if (ns[i].state != ST_ERROR)
-            c[k++] = ns[i].readers < 0 ? 0 : ns[i].readers;
-    if (k < v->quorum)
-        return 0;
-    for (size_t a = 1; a < k; a++)
-        for (size_t b = a; b > 0 && c[b - 1] < c[b]; b--) {
-            long long t = c[b];
-            c[b] = c[b - 1];
-            c[b - 1] = t;
-        }
-    return c[v->quorum - 1];
 }
 
 /* A writer's intent on a quorum of nodes. */
@@ -332,7 +399,9 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
     printf(",\"key\":");
     cli_json_bytes(stdout, key, key_len);
     printf(",\"quorum\":%zu,\"answered\":%zu,\"state\":\"%s\",\"holder\":", v->quorum, v->answered, v->state);
-    if (v->best < v->n)
+    if (v->best < v->n && is_readers(&ns[v->best]))
+        cli_json_string(stdout, RW_MARK);   /* whichever form each node has */
+    else if (v->best < v->n)
         cli_json_bytes(stdout, ns[v->best].value, ns[v->best].value_len);
     else
         printf("null");
@@ -340,9 +409,8 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
     if (v->rc != 0)
         printf("null");
     else
-        printf("\"%s\"", is_readers(&ns[v->best]) ? "read" : "write");
-    printf(",\"readers\":%lld,\"writer_waiting\":%s", quorum_readers(ns, v),
-           writer_waiting(ns, v) ? "true" : "false");
+        printf("\"%s\"", v->read ? "read" : "write");
+    printf(",\"readers\":%lld,\"writer_waiting\":%s", v->readers, writer_waiting(ns, v) ? "true" : "false");
     printf(",\"nodes\":[");
     for (size_t i = 0; i < v->n; i++) {
         static const char *names[] = { "free", "held", "error" };
@@ -390,7 +458,10 @@ static void print_row(const node_state *ns, size_t i, int w, const verdict *v)
     if (s->state == ST_HELD && s->value) {
         print_value(stdout, s->value, s->value_len);
         const node_state *b = v->best < v->n ? &ns[v->best] : NULL;
-        if (b && (s->value_len != b->value_len || memcmp(s->value, b->value, b->value_len)))
+        if (is_readers(s) && s->readers >= 0)
+            printf("  (%lld reader%s)", s->readers, s->readers == 1 ? "" : "s");
+        if (b && is_readers(b) ? !is_readers(s)
+                               : b && (s->value_len != b->value_len || memcmp(s->value, b->value, b->value_len)))
             printf("  (another value)");
     } else if (s->state == ST_ERROR) {
         printf("%s", s->error);
@@ -414,9 +485,9 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
     printf("  #  %-*s  %-5s  %-9s  %s\n", w, "NODE", "STATE", "TTL", "VALUE");
     for (size_t i = 0; i < n; i++)
         print_row(ns, i, w, v);
-    if (v->rc == 0 && is_readers(&ns[v->best])) {
-        printf("held by readers: %lld on a quorum; the readers' key is on %zu of %zu nodes (quorum %zu)\n",
-               quorum_readers(ns, v), v->best_count, n, v->quorum);
+    if (v->rc == 0 && v->read) {
+        printf("held by readers: %lld on a quorum; the key is in a reader's form on %zu of %zu nodes (quorum %zu)\n",
+               v->readers, v->best_count, n, v->quorum);
     } else if (v->rc == 0) {
         printf("held: value ");
         print_value(stdout, ns[v->best].value, ns[v->best].value_len);
@@ -556,6 +627,9 @@ int cli_status(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         free(ns[i].value);
         free(ns[i].slot);
+        for (size_t j = 0; j < ns[i].n_ids; j++)
+            free(ns[i].ids[j].p);
+        free(ns[i].ids);
     }
     free(ns);
     free(key);

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 
 static redlock_client *rw_client(uint32_t flags)
 {
@@ -506,6 +507,203 @@ static void test_wrong_type(void)
     redlock_client_free(cf);
 }
 
+/* ---- the lost callback of each kind of holder ---- */
+
+typedef struct lost_box {
+    atomic_int fired;
+    atomic_int code;
+    redlock_lock *_Atomic lock;   /* the lock the callback was told about */
+} lost_box;
+
+static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    (void)message;
+    lost_box *b = userdata;
+    atomic_store(&b->lock, lock);
+    atomic_store(&b->code, code);
+    atomic_fetch_add(&b->fired, 1);
+}
+
+/* Deletes res's key and the readers' leases on every node, once the key is
+ * on each (the holder's SET to a node it did not wait for comes first). */
+static void wipe(const char *res)
+{
+    CHECK(key_on_every_node(t_nurls, res));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "DEL %s %s:rd", res, res);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(node_int((int)i, cmd) >= 1);
+}
+
+/* The lost callback fires with the holder's own lock, code ELOST, for a
+ * lone reader, two sharing readers, a writer and a downgraded writer
+ * whose keys vanish from every node; a holder whose keys stay is not told.
+ * Auto-extension runs every TTL/3, so the loss is found within a TTL. */
+static void test_lost_callback(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 300;   /* well under the TTL */
+    redlock_client *c = make_client(t_nurls, &o);
+    const char *lone_res = uniq("lost-lone"), *shared_res = uniq("lost-shared"), *w_res = uniq("lost-write"),
+               *d_res = uniq("lost-down");
+    redlock_lock *lone = side(c, lone_res, 0), *s1 = side(c, shared_res, 0), *s2 = side(c, shared_res, 0),
+                 *w = side(c, w_res, 1), *d = side(c, d_res, 1);
+    redlock_lock *all[5] = { lone, s1, s2, w, d };
+    lost_box box[5];
+    memset(box, 0, sizeof box);
+    for (int k = 0; k < 5; k++) {
+        CHECK_LOCK_RC(all[k], redlock_lock_acquire(all[k], 1500, REDLOCK_WAIT_NONE), 0);
+        CHECK_RC(redlock_lock_auto_extend(all[k], 0, on_lost, &box[k]), 0);
+    }
+    CHECK_LOCK_RC(d, redlock_lock_downgrade(d), 0);   /* auto-extended on, as a reader now */
+    CHECK(EVENTUALLY(nodes_in_form(d_res, 1) == (int)t_nurls, 3000, "the downgraded writer a lone reader"));
+    CHECK(EVENTUALLY(nodes_in_form(shared_res, 0) == (int)t_nurls, 3000, "two readers sharing"));
+
+    /* each resource in turn: only its holders are told, each of its own lock */
+    const char *order[4] = { lone_res, shared_res, w_res, d_res };
+    const int first[4] = { 0, 1, 3, 4 }, count[4] = { 1, 2, 1, 1 };
+    for (int r = 0; r < 4; r++) {
+        wipe(order[r]);
+        for (int k = first[r]; k < first[r] + count[r]; k++) {
+            CHECK(EVENTUALLY(atomic_load(&box[k].fired) > 0, 5000, "the lost callback"));
+            CHECK(atomic_load(&box[k].fired) == 1);
+            CHECK(atomic_load(&box[k].lock) == all[k]);
+            CHECK_RC(atomic_load(&box[k].code), REDLOCK_ELOST);
+            CHECK(!redlock_lock_is_held(all[k]));
+            CHECK_LOCK_RC(all[k], redlock_release(all[k]), REDLOCK_ELOST);
+        }
+        for (int k = first[r] + count[r]; k < 5; k++) {
+            CHECK(atomic_load(&box[k].fired) == 0);
+            CHECK(redlock_lock_is_held(all[k]));
+        }
+    }
+    for (int k = 0; k < 5; k++)
+        redlock_lock_free(all[k]);
+    redlock_client_free(c);
+}
+
+/* ---- wake-up ---- */
+
+static redlock_lock *_Atomic woken_watch;   /* the lock whose wake-ups are counted */
+static atomic_int woken_events;
+static void count_woken(const redlock_event *e, void *ud)
+{
+    (void)ud;
+    if (e->type == REDLOCK_EVENT_WOKEN && e->lock == atomic_load(&woken_watch))
+        atomic_fetch_add(&woken_events, 1);
+}
+
+/* A reader's release wakes the writer that waits for it (with
+ * REDLOCK_OPT_WAKE; waiters poll by default): REDLOCK_EVENT_WOKEN for the
+ * writer's lock, which then holds. The retry delay is long, but a waiting
+ * writer comes back every third of its intent's life (333 ms) to keep
+ * readers out, and such an attempt can come between the release and its
+ * wake-up message and take the lock first: then that round saw no
+ * wake-up, and another round follows; three rounds without one fail. */
+static void test_release_wakes_writer(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_WAKE;
+    o.on_event = count_woken;
+    o.retry_delay_ms = 15000;
+    o.retry_jitter_ms = 0;
+    redlock_client *c = make_client(t_nurls, &o);
+    int woken = 0;
+    for (int round = 0; round < 3 && !woken; round++) {
+        const char *res = uniq("wake-writer");
+        redlock_lock *r = side(c, res, 0), *w = side(c, res, 1);
+        CHECK_LOCK_RC(r, redlock_lock_acquire(r, 30000, REDLOCK_WAIT_NONE), 0);
+        atomic_store(&woken_watch, w);
+        atomic_store(&woken_events, 0);
+        waiter_arg wa = { w, 20000, 1 };
+        pthread_t t;
+        pthread_create(&t, NULL, wait_acquire, &wa);
+        /* listening and queued on every node before the release, which
+         * would otherwise find nobody to wake */
+        char zc[300];
+        snprintf(zc, sizeof zc, "ZCARD %s:wq", res);
+        for (size_t i = 0; i < t_nurls; i++) {
+            CHECK(EVENTUALLY(redlock_client_listener_state(c, i, NULL, 0) == REDLOCK_LISTENER_READY, 20000,
+                             "the writer's listener"));
+            CHECK(EVENTUALLY(node_int((int)i, zc) >= 1, 20000, "the writer queued"));
+        }
+        CHECK(EVENTUALLY(nodes_with(res, ":wi") * 2 > (int)t_nurls, 5000, "the writer's intent"));
+        CHECK(!redlock_lock_is_held(w));
+        CHECK_LOCK_RC(r, redlock_release(r), 0);
+        pthread_join(t, NULL);
+        CHECK_LOCK_RC(w, wa.rc, 0);
+        CHECK(redlock_lock_is_held(w));
+        woken = atomic_load(&woken_events) > 0;
+        if (!woken)
+            fprintf(stderr, "[%s] round %d: the writer got in by its own attempt before the wake-up\n", t_current,
+                    round + 1);
+        CHECK_LOCK_RC(w, redlock_release(w), 0);
+        redlock_lock_free(r);
+        redlock_lock_free(w);
+    }
+    CHECK(woken);
+    atomic_store(&woken_watch, NULL);
+    redlock_client_free(c);
+}
+
+/* ---- a read attempt granted after its round was lost (the engine's late
+ * replies) ---- */
+
+/* Another owner holds nodes 0 and 1; node 2, free, is paused. A read
+ * attempt is refused by 0 and 1 and so lost, decided without node 2, whose
+ * request waits in its socket. Resumed, node 2 grants it, with a bare 1
+ * (the read script's grant): the client reads that late reply and releases
+ * the lease it left there, well before its 60 s TTL. Had the late grant
+ * gone unrecognised, node 2 would hold a reader nobody uses until then. */
+static void test_late_read_grant_released(void)
+{
+    if (t_nurls != 3) {
+        fprintf(stderr, "[%s] needs 3 nodes: skipped\n", t_current);
+        return;
+    }
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 60000;   /* nothing waits for node 2 on a deadline */
+    redlock_client *c = make_client(t_nurls, &o);
+    /* the read scripts loaded on every node, the connections made */
+    const char *warm_res = uniq("late-warm");
+    redlock_lock *warm = side(c, warm_res, 0);
+    CHECK_LOCK_RC(warm, redlock_lock_acquire(warm, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK(key_on_every_node(t_nurls, warm_res));
+    CHECK_LOCK_RC(warm, redlock_release(warm), 0);
+    CHECK(EVENTUALLY(nodes_with(warm_res, "") == 0, 5000, "the warm-up released everywhere"));
+
+    const char *res = uniq("late-read");
+    char cmd[300], out[256];
+    snprintf(cmd, sizeof cmd, "SET %s someone-else PX 60000", res);
+    for (int i = 0; i < 2; i++)
+        CHECK(ctl(NULL, 0, "cmd %d %s", i, cmd) == 0);
+    CHECK(ctl(NULL, 0, "pause 2") == 0);
+    redlock_lock *r = side(c, res, 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 60000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK(!redlock_lock_is_held(r));
+    int outcome = redlock_lock_node_result(r, 2, NULL, NULL, NULL, 0);
+    CHECK(outcome == REDLOCK_NODE_NOT_WAITED || outcome == REDLOCK_NODE_NONE);
+    CHECK(redlock_lock_node_result(r, 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_REFUSED);
+    CHECK(redlock_lock_node_result(r, 1, NULL, NULL, NULL, 0) == REDLOCK_NODE_REFUSED);
+    CHECK(ctl(NULL, 0, "resume 2") == 0);
+    /* node 2 runs the read now: its grant lands, then the release */
+    snprintf(cmd, sizeof cmd, "EXISTS %s", res);
+    CHECK(EVENTUALLY(node_int(2, cmd) == 0, 20000, "the late grant released on node 2"));
+    snprintf(cmd, sizeof cmd, "GET %s", res);
+    for (int i = 0; i < 2; i++) {
+        node_text(i, cmd, out, sizeof out);
+        CHECK(strcmp(out, "someone-else") == 0);   /* the other owner's keys untouched */
+    }
+    CHECK(nodes_with(res, ":rd") == 0);
+    redlock_lock_free(r);
+    redlock_lock_free(warm);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -521,5 +719,8 @@ int main(void)
     run_test("functions", test_functions);
     run_test("lone_and_shared", test_lone_and_shared);
     run_test("wrong_type", test_wrong_type);
+    run_test("lost_callback", test_lost_callback);
+    run_test("release_wakes_writer", test_release_wakes_writer);
+    run_test("late_read_grant_released", test_late_read_grant_released);
     return finish_tests();
 }

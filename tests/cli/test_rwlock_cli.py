@@ -89,3 +89,52 @@ def test_shared_with_semaphore_options(runner, cluster5, resource):
     finally:
         x.terminate()
         x.wait()
+
+
+def _form(cluster5, i, resource):
+    v = cluster5.cmd(i, "GET", resource)
+    return "lone" if v and v.startswith("readers:") else "shared" if v == "readers" else v
+
+
+def test_status_readers_on_different_majorities(runner, cluster5, resource):
+    """Reader A holds nodes 1-3 and reader B nodes 3-5, each with its own node list: the key is
+    readers:A, readers:A, readers (both in KEY:rd), readers:B, readers:B. No one value is on a
+    quorum, yet two readers hold: status says held by readers, two of them, and a writer on the
+    five nodes is refused. Once B leaves, A alone holds nodes 1-3 and status counts one."""
+    nodes = nodes_arg(cluster5)
+    urls = cluster5.urls
+    a = runner.popen("run", "-s", "--nodes", ",".join(urls[:3]), resource, "--", "sleep", "60")
+    b = None
+    try:
+        wait_for(lambda: [_form(cluster5, i, resource) for i in range(5)] == ["lone"] * 3 + [None] * 2,
+                 what="reader A on nodes 1-3")
+        b = runner.popen("run", "-s", "--nodes", ",".join(urls[2:]), resource, "--", "sleep", "60")
+        wait_for(lambda: [_form(cluster5, i, resource) for i in range(5)] ==
+                 ["lone", "lone", "shared", "lone", "lone"], what="reader B on nodes 3-5")
+        values = [cluster5.cmd(i, "GET", resource) for i in range(5)]
+        assert values[0] == values[1] != values[3] == values[4], values
+
+        rc, st = _status(runner, cluster5, resource)
+        assert (rc, st["state"], st["mode"], st["readers"]) == (0, "held", "read", 2), st
+        assert st["holder"] == "readers" and st["holder_nodes"] == 5, st
+        assert [n["readers"] for n in st["nodes"]] == [1, 1, 2, 1, 1], st
+        r = runner.run("status", "--nodes", nodes, resource)
+        assert r.returncode == 0, r.stdout
+        assert "held by readers: 2 on a quorum" in r.stdout, r.stdout
+        assert "in a reader's form on 5 of 5 nodes" in r.stdout, r.stdout
+        assert "(2 readers)" in r.stdout and "another value" not in r.stdout, r.stdout
+
+        r = runner.run("run", "-n", "--nodes", nodes, resource, "true")
+        assert r.returncode == 75, r.stderr
+
+        b.terminate()    # B releases nodes 3-5, then dies of the signal
+        b.wait()
+        wait_for(lambda: [_form(cluster5, i, resource) for i in range(5)] ==
+                 ["lone", "lone", "shared", None, None], what="B gone")
+        rc, st = _status(runner, cluster5, resource)
+        assert (rc, st["mode"], st["readers"], st["holder_nodes"]) == (0, "read", 1, 3), st
+    finally:
+        for p in (a, b):
+            if p:
+                p.kill()
+                p.wait()

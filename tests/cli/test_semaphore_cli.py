@@ -61,3 +61,46 @@ def test_run_n_bad_limits_and_flock_forms(runner, cluster5, resource):
     assert r.returncode == 0 and "ran" in r.stdout, r.stderr
     r = runner.run("run", "--nodes", nodes, "-nw", "1", resource, "true")
     assert r.returncode == EXIT_USAGE and "apart from -n" in r.stderr
+
+
+def test_run_n_space_number_is_refused_not_guessed(runner, cluster5, resource, tmp_path):
+    """`-n 3 RESOURCE CMD` is consul's semaphore of 3 to one reader and flock's non-blocking lock on
+    a resource named '3' to another: a usage error naming both spellings, before any node is
+    asked, wherever the -n is; each spelling the message gives then does what it says."""
+    nodes = nodes_arg(cluster5)
+    marker = tmp_path / "ran"
+    for args in (("-n", "3", resource, "--", "touch", str(marker)),
+                 ("-xn", "3", resource, "touch", str(marker)),
+                 (resource, "-n", "3", "touch", str(marker)),
+                 ("-n", "3", "-c", "touch " + str(marker))):
+        r = runner.run("run", "--nodes", nodes, *args)
+        assert r.returncode == EXIT_USAGE, (args, r.stderr)
+        assert "'-n 3' is ambiguous" in r.stderr or "'-xn 3' is ambiguous" in r.stderr, r.stderr
+        assert "--limit 3 (or -n3)" in r.stderr and "--nonblock 3" in r.stderr, r.stderr
+    assert not marker.exists()
+    assert key_count(cluster5, "3") == 0 and key_count(cluster5, resource) == 0
+    assert key_count(cluster5, resource + ":limit") == 0
+
+    # the two spellings the message names
+    holder = runner.popen("run", "--nodes", nodes, "--limit", "3", resource, "--", "sleep", "30")
+    try:
+        wait_for(lambda: json.loads(runner.run("status", "--json", "--nodes", nodes, resource).stdout)
+                 .get("semaphore", {}).get("permits_held") == 1, what="a permit of 3")
+        st = json.loads(runner.run("status", "--json", "--nodes", nodes, resource).stdout)
+        assert st["semaphore"]["limit"] == 3, st
+    finally:
+        holder.terminate()
+        holder.wait()
+    name = "3-" + resource    # an all-digits name would be shared by every run of the test
+    r = runner.run("run", "--nodes", nodes, "--nonblock", name, "-c", "echo one attempt")
+    assert r.returncode == 0 and r.stdout.strip() == "one attempt", r.stderr
+    # and a name of digits through --nonblock, here held by another: one attempt, refused
+    digits = str(int(time.time() * 1e6))
+    x = runner.popen("run", "--nodes", nodes, "--nonblock", digits, "--", "sleep", "30")
+    try:
+        wait_for(lambda: key_count(cluster5, digits) >= 3, what="the lock named by digits")
+        r = runner.run("run", "--nodes", nodes, "--nb", digits, "true")
+        assert r.returncode == EXIT_CONFLICT, r.stderr
+    finally:
+        x.terminate()
+        x.wait()

@@ -20,8 +20,9 @@ import java.util.concurrent.TimeUnit;
  * {@link InvalidArgumentException}, naming both.
  *
  * <p>The permit methods are those of {@link java.util.concurrent.Semaphore}:
- * {@link #acquire()}, {@link #tryAcquire()}, {@link #tryAcquire(long, TimeUnit)},
- * {@link #release()} and their forms for several permits at once (all or none).
+ * {@link #acquire()}, {@link #acquireUninterruptibly()}, {@link #tryAcquire()},
+ * {@link #tryAcquire(long, TimeUnit)}, {@link #release()} and their forms for
+ * several permits at once (all or none).
  * Each acquisition is a lease of {@code ttlMs}: it is a {@link Lock}
  * ({@link #permits()}), so it can be extended or auto-extended, and its
  * fencing token read. {@link #release()} gives back the acquisition made last
@@ -40,6 +41,8 @@ public final class Semaphore implements AutoCloseable {
   private final Map<Integer, Deque<Lock>> idle = new HashMap<>();
   private final Deque<Lock> held = new ArrayDeque<>();
   private final Map<Lock, Integer> sizes = new HashMap<>();
+  /** How often a waiting acquire looks at the thread's interrupt flag. */
+  private static final long INTERRUPT_CHECK_MS = 200;
 
   /**
    * A semaphore of {@code limit} permits (1 to 1000) on {@code name}, each
@@ -94,13 +97,37 @@ public final class Semaphore implements AutoCloseable {
     sizes.put(lock, permits);
   }
 
-  /** Takes {@code permits} at once (C's waitMs); false if they were not free in time. */
+  /**
+   * Takes {@code permits} at once (C's waitMs); false if they were not free in
+   * time. Interruptible, it waits in slices of INTERRUPT_CHECK_MS and looks at
+   * the thread's interrupt flag before each, as RedlockReadWriteLock does:
+   * the C wait cannot see a Java interrupt.
+   */
   private boolean take(int permits, long waitMs, boolean interruptible) throws InterruptedException {
+    if (interruptible && Thread.interrupted())
+      throw new InterruptedException();
+    if (!interruptible || waitMs == Redlock.WAIT_NONE)
+      return attempt(permits, waitMs);
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(waitMs, 0));
+    for (;;) {
+      long slice = INTERRUPT_CHECK_MS;
+      if (waitMs != Redlock.WAIT_FOREVER) {
+        long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+        if (left <= slice)
+          return attempt(permits, left <= 0 ? Redlock.WAIT_NONE : left);
+      }
+      if (attempt(permits, slice))
+        return true;
+      if (Thread.interrupted())
+        throw new InterruptedException();
+    }
+  }
+
+  /** One acquire of {@code permits} at once waiting up to waitMs; false if not free in time. */
+  private boolean attempt(int permits, long waitMs) {
     Lock lock = take(permits);
     boolean ok = false;
     try {
-      if (interruptible && Thread.interrupted())
-        throw new InterruptedException();
       lock.acquire(ttlMs, waitMs);
       ok = true;
     } catch (LockNotAcquiredException | LockTimeoutException e) {
@@ -114,7 +141,11 @@ public final class Semaphore implements AutoCloseable {
     return true;
   }
 
-  /** Takes a permit, waiting until one is free. */
+  /**
+   * Takes a permit, waiting until one is free. An interrupt ends the wait
+   * with InterruptedException (the thread's interrupt flag is looked at
+   * every 200 ms), and no permit is then held.
+   */
   public void acquire() throws InterruptedException {
     acquire(1);
   }
@@ -122,6 +153,25 @@ public final class Semaphore implements AutoCloseable {
   /** Takes {@code permits} at once (all or none), waiting until they are free. */
   public void acquire(int permits) throws InterruptedException {
     take(permits, Redlock.WAIT_FOREVER, true);
+  }
+
+  /**
+   * Takes a permit, waiting until one is free, whatever interrupts the
+   * thread meanwhile: as {@link java.util.concurrent.Semaphore#acquireUninterruptibly()},
+   * it does not throw InterruptedException, and the thread's interrupt
+   * status is left as it is (set, if it was interrupted).
+   */
+  public void acquireUninterruptibly() {
+    acquireUninterruptibly(1);
+  }
+
+  /** Takes {@code permits} at once (all or none), waiting until they are free, as {@link #acquireUninterruptibly()}. */
+  public void acquireUninterruptibly(int permits) {
+    try {
+      take(permits, Redlock.WAIT_FOREVER, false);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
   }
 
   /** Takes a permit if one is free now: one attempt. */

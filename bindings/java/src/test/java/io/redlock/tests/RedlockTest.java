@@ -1944,6 +1944,71 @@ public final class RedlockTest {
       s1.release(2);
       expect(IllegalStateException.class, "release of more than acquired", s1::release);
 
+      // acquireUninterruptibly: an interrupt while it waits neither ends the wait nor is
+      // lost; the permit comes with the release, and the thread's interrupt status is set.
+      // The waiter is known to wait once its client reports a refused attempt.
+      check(s1.tryAcquire(), "first permit again");
+      check(s2.tryAcquire(), "second permit again");
+      AtomicInteger refused = new AtomicInteger();
+      Options ow = new Options();
+      ow.setEventListener(ev -> {
+        if (ev.type() == RedlockEvent.Type.ACQUIRE_FAILED)
+          refused.incrementAndGet();
+      });
+      try (Redlock cw = new Redlock(nodes(), ow);
+           io.redlock.Semaphore sw = new io.redlock.Semaphore(cw, "sem", 2, 10_000)) {
+        AtomicReference<Object> unint = new AtomicReference<>();
+        Thread patient = new Thread(() -> {
+          try {
+            sw.acquireUninterruptibly();
+            unint.set(Thread.currentThread().isInterrupted() ? "interrupted and holding" : "holding");
+          } catch (Throwable e) {
+            unint.set(e);
+          }
+        });
+        patient.start();
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (refused.get() == 0 && System.nanoTime() < deadline)
+          Thread.sleep(20);
+        check(refused.get() > 0, "the uninterruptible acquire was refused, and waits");
+        patient.interrupt();
+        check(unint.get() == null, "an interrupt does not end the wait");
+        s2.release();
+        patient.join(20_000);
+        checkEq("interrupted and holding", unint.get(), "the permit, with the interrupt status kept");
+        checkEq(1, sw.heldPermits(), "held through the waiter's semaphore");
+
+        // acquire(), by contrast, ends its wait when interrupted, holding nothing.
+        refused.set(0);
+        AtomicReference<Object> intr = new AtomicReference<>();
+        Thread impatient = new Thread(() -> {
+          try {
+            sw.acquire();
+            intr.set("holding");
+          } catch (Throwable e) {
+            intr.set(e);
+          }
+        });
+        impatient.start();
+        deadline = System.nanoTime() + 20_000_000_000L;
+        while (refused.get() == 0 && System.nanoTime() < deadline)
+          Thread.sleep(20);
+        check(refused.get() > 0, "acquire() was refused, and waits");
+        impatient.interrupt();
+        impatient.join(20_000);
+        check(intr.get() instanceof InterruptedException, "acquire() ends with InterruptedException: " + intr.get());
+        checkEq(1, sw.heldPermits(), "the interrupted acquire holds nothing");
+        sw.release();
+      }
+      s1.release();
+      try (io.redlock.Semaphore four = new io.redlock.Semaphore(a, "sem4", 4, 10_000)) {
+        four.acquireUninterruptibly(3);
+        checkEq(3, four.heldPermits(), "3 of 4 at once");
+        check(!four.tryAcquire(2), "not 2 more");
+        expect(InvalidArgumentException.class, "5 permits of 4", () -> four.acquireUninterruptibly(5));
+        four.release(3);
+      }
+
       // Several at once, all or none.
       try (io.redlock.Semaphore five = new io.redlock.Semaphore(a, "sem5", 5, 10_000)) {
         check(five.tryAcquire(3), "3 of 5");
