@@ -56,6 +56,8 @@ class RedisCluster:
             "cluster-require-full-coverage": "no",
             # A replica may always be promoted, however long its link was down.
             "cluster-replica-validity-factor": "0",
+            # A replica's first sync starts at once (the default waits 5 s for more replicas).
+            "repl-diskless-sync-delay": "0",
         }
         c.update(conf or {})
         self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c)
@@ -190,6 +192,29 @@ class RedisCluster:
         return len(self.nodes)
 
 
+def start_all(made):
+    """Starts several RedisClusters at once (each waits about 2 s for its state to turn ok, a
+    delay of the servers); on a failure every one of them is closed. Returns the list."""
+    import threading
+    errors = []
+
+    def one(rc):
+        try:
+            rc.start()
+        except BaseException as e:   # noqa: B902 (reported below, on the caller's thread)
+            errors.append(e)
+    threads = [threading.Thread(target=one, args=(rc,)) for rc in made]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for rc in made:
+            rc.close()
+        raise errors[0]
+    return made
+
+
 def main(argv=None):
     """rcluster.py exec [--clusters 3] [--shards 3] -- COMMAND...: starts independent clusters,
     runs COMMAND with their redis-cluster:// URLs in REDLOCK_TEST_NODES (comma-separated) and
@@ -208,10 +233,9 @@ def main(argv=None):
     ap.add_argument("--clusters", type=int, default=3)
     ap.add_argument("--shards", type=int, default=3)
     a = ap.parse_args(argv[1:k])
-    made = []
+    made = [RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis") for c in range(a.clusters)]
     try:
-        for c in range(a.clusters):
-            made.append(RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis").__enter__())
+        start_all(made)
         env = dict(os.environ)
         env["REDLOCK_TEST_NODES"] = ",".join(rc.url() for rc in made)
         env["REDLOCK_TEST_CLUSTER_PORTS"] = ",".join(
