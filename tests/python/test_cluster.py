@@ -342,6 +342,16 @@ def test_failover_to_a_replica_brings_the_node_back(name):
                 assert res[0].ok, res
 
 
+def errorstats(rc, i):
+    """{error prefix: count} of process i (INFO errorstats)."""
+    out = {}
+    for line in rc.cmd(i, "INFO", "errorstats").splitlines():
+        if line.startswith("errorstat_"):
+            k, _, v = line[len("errorstat_"):].partition(":")
+            out[k] = int(v.split("count=")[1].split(",")[0])
+    return out
+
+
 def migrate_slot(rc, slot, src, dst, keys_first=None):
     """Moves slot from process src to dst as redis-cli --cluster reshard does; keys_first: move
     only these keys, and return before the slot is handed over (the migration half done)."""
@@ -379,9 +389,35 @@ def test_slot_migration_while_locks_are_held(three_shards, name):
         # Nothing is duplicated: a held lock is refused wherever its key is (ASK to the target).
         for n in names:
             assert other.lock(n).acquire(blocking=False) is False
-        # The held locks extend (a moved key answers through ASK).
+        # The held locks extend: those whose keys have not moved on the source; those whose keys
+        # have moved through ASK to the target (the source no longer has them), with the script
+        # loaded there on the way (NOSCRIPT after ASKING). Every node confirms, none is lost.
         for lock in held[2:]:
             lock.extend(30.0)
+        # The client's connection to the target has sent the extension script (a lock of a slot
+        # the target owns), and the target forgets it: the moved keys' extensions there meet
+        # NOSCRIPT after ASKING, and their EVAL must go after ASKING again, or the importing
+        # shard answers MOVED back to the source.
+        on_dst = next(n for n in ("%s:d%d" % (name, k) for k in range(10000)) if rc.master_for_key(n) == dst)
+        probe = c.lock(on_dst, ttl=30.0)
+        assert probe.acquire(blocking=False)
+        probe.extend(30.0)
+        probe.release()
+        assert rc.cmd(dst, "SCRIPT", "FLUSH") == "OK"
+        errors_before = errorstats(rc, dst)
+        for lock in held[:2]:
+            with pytest.raises(rcluster.nodes.ReplyError, match="^ASK "):
+                rc.cmd(src, "EXISTS", lock.name)   # the source sends it on: the key has moved
+            for _ in range(20):
+                lock.extend(30.0)
+                if lock.node_results[0].outcome != redlock.NodeOutcome.NOT_WAITED:
+                    break
+            res = lock.node_results[0]
+            assert res.ok and res.message == "shard 127.0.0.1:%d" % rc.nodes.port(dst), res
+            assert lock.held
+        errors = errorstats(rc, dst)
+        assert errors.get("NOSCRIPT", 0) > errors_before.get("NOSCRIPT", 0), errors
+        assert errors.get("MOVED", 0) == errors_before.get("MOVED", 0), errors
         # The rest moves and the slot is handed over: clients follow MOVED.
         migrate_slot(rc, slot, src, dst, keys_first=rc.cmd(src, "CLUSTER", "GETKEYSINSLOT", slot, 1000))
         for i in range(rc.shards):

@@ -263,7 +263,7 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         return;
     }
     rl_parsed p;
-    unsigned char cmd = e->cmd;
+    unsigned char cmd = e->cmd, asked = e->asked;
     p.node = i;
     rl_proto_parse(r, e->via, rep, &p);
     if (r->batch && p.out == RL_YES)
@@ -277,12 +277,15 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
             long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
             r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
         }
+        if (asked && own && own_len > 0)
+            rl_fifo_asking(c, now);   /* on the importing shard of an ASK: again, or it answers MOVED */
         rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
                     : r->fmt[RL_VIA_EVAL] && !node->ep.cluster
                     ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
         redisFreeCommand(own);
         if (n) {
             n->round = r;
+            n->asked = asked;
             n->cmd = cmd;
             n->via = RL_VIA_EVAL;
             r->seq[i] = c->seq0 + c->len - 1;
@@ -501,14 +504,13 @@ static int closed_while_idle(rl_conn *c)
 static void cluster_extras(redlock_client *cl, size_t L, rl_conn *c, int ask, int64_t now)
 {
     static const char nodes_cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n";
-    static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
     if (rl_route_refresh_due(cl, L, now)) {
         rl_req *m = rl_fifo_enqueue(c, nodes_cmd, sizeof nodes_cmd - 1, now);
         if (m)
             m->kind = RL_REQ_MAP;
     }
     if (ask)
-        rl_fifo_enqueue(c, asking_cmd, sizeof asking_cmd - 1, now);
+        rl_fifo_asking(c, now);
 }
 
 /* A redirect read by a follower (no poll under way of its own) may open a
@@ -558,6 +560,7 @@ static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisRe
     if (!n)
         goto drop;
     n->round = NULL;
+    n->asked = (unsigned char)ask;
     n->cmd = was.cmd;
     n->via = was.via;
     n->redirect = was.redirect;
@@ -669,6 +672,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
         return opened;
     }
     e->round = r;
+    e->asked = (unsigned char)ask;
     e->cmd = (unsigned char)r->cmd;
     e->via = (unsigned char)via;
     if (via == RL_VIA_EVAL)

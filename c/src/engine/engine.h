@@ -93,7 +93,14 @@ typedef struct rl_req {
                             * elsewhere once its round no longer waits */
     size_t redirect_len;
     unsigned char hops;    /* redirects it has followed */
+    unsigned char asked;   /* sent after ASKING (an ASK redirect): what is re-sent in its place on
+                            * the same connection (EVAL after NOSCRIPT, a late release or leave)
+                            * needs ASKING again, or the importing shard answers MOVED */
 } rl_req;
+
+/* ASKING before a command re-sent in place of one that was sent after
+ * ASKING (rl_req.asked); its reply is read as a late one and dropped. */
+void rl_fifo_asking(rl_conn *c, int64_t now);
 
 enum { RL_IF_NOSCRIPT = 0, RL_IF_REFUSED, RL_IF_GRANTED };
 
