@@ -295,6 +295,52 @@ def test_a_dead_shard_without_replica_fails_its_node_for_its_slots(name):
                 assert ok0, n
 
 
+def test_clusterdown_fails_that_node_only(name):
+    # With cluster-require-full-coverage yes (the servers' default; the harness sets no), one
+    # shard without a master makes every member answer CLUSTERDOWN, for every slot. That node
+    # fails; the lock is still granted by the two other clusters, and the report names the error
+    # and the shard that gave it.
+    made = rcluster.start_all([rcluster.RedisCluster(shards=3, conf={"cluster-require-full-coverage": "yes"}),
+                               rcluster.RedisCluster(shards=1), rcluster.RedisCluster(shards=1, kind="valkey")])
+    try:
+        a = made[0]
+        names = names_over_every_shard(a, name, per_shard=2)
+        victim = a.master_for_key(names[0])
+        alive = next(i for i in range(a.shards) if i != victim)
+        live_names = [n for n in names if a.master_for_key(n) != victim]
+        with Redlock(urls_of(made), node_timeout=0.5) as c:
+            for n in live_names:                # the slot map is learned while all is well
+                warm = c.lock(n + ":warm", ttl=1.0)
+                assert warm.acquire(blocking=False)
+                warm.release()
+            a.kill(victim)
+            wait_until(lambda: "cluster_state:fail" in a.cmd(alive, "CLUSTER", "INFO"),
+                       "the cluster to declare itself down")
+            for n in live_names:                # slots of shards that are still up: down too
+                for _ in range(20):             # a round decided at quorum may not wait for node 0
+                    lock = c.lock(n, ttl=5.0)
+                    assert lock.acquire(blocking=False), lock.node_results
+                    res = lock.node_results
+                    lock.release()
+                    if res[0].outcome != redlock.NodeOutcome.NOT_WAITED:
+                        break
+                assert res[1].ok and res[2].ok, res
+                assert res[0].outcome == redlock.NodeOutcome.ERROR, res
+                owner = a.master_for_key(n, via=alive)
+                assert res[0].message.startswith("CLUSTERDOWN"), res[0]
+                assert res[0].message.endswith("(shard 127.0.0.1:%d)" % a.nodes.port(owner)), res[0]
+        # Two nodes, both needed: the cluster's CLUSTERDOWN is why there is no quorum.
+        live = [i for i in range(a.shards) if i != victim]
+        with Redlock([a.url(seeds=live), made[1].url()], node_timeout=0.5) as d:
+            lock = d.lock(live_names[0], ttl=5.0)
+            assert lock.acquire(blocking=False) is False
+            assert isinstance(lock.last_error, redlock.ServerError), lock.last_error
+            assert "CLUSTERDOWN" in str(lock.last_error), lock.last_error
+    finally:
+        for rc in made:
+            rc.close()
+
+
 @long_only
 def test_failover_to_a_replica_brings_the_node_back(name):
     with rcluster.RedisCluster(shards=3, replicas=1) as a, rcluster.RedisCluster(shards=1) as b, \
