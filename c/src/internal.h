@@ -46,6 +46,8 @@ typedef struct rl_node {
     int suspect;                /* timed out lately and silent since: not waited for long */
     struct rl_listener *listen; /* wake-up listener (engine/listen.c), made on the first wait */
     size_t of;                  /* a cluster's shard connection (engine/route.c): the node it serves */
+    char *alias;                /* a shard connection's other name: the ip when CLUSTER NODES
+                                 * named the shard by its announced hostname (route.c) */
 } rl_node;
 
 /* What one node said in a round. */

@@ -257,6 +257,44 @@ def test_wake_up_on_a_shard_other_than_the_seed(three_shards, name):
         assert any(e.type == EventType.WOKEN for e in rec), [e.type for e in rec]
 
 
+def test_an_announced_hostname_is_what_the_client_connects_to(name):
+    # Members that announce a hostname (cluster-announce-hostname; managed TLS clusters do, and
+    # their certificates name it) show it in CLUSTER NODES as ip:port@cport,hostname. The client
+    # connects to a shard by that name; the seed, given by its ip, keeps its one connection.
+    conf = {"cluster-announce-hostname": "localhost"}
+    made = rcluster.start_all([rcluster.RedisCluster(shards=3, conf=conf),
+                               rcluster.RedisCluster(shards=2, kind="valkey", conf=conf),
+                               rcluster.RedisCluster(shards=1)])
+    try:
+        for rc in made[:2]:
+            assert ",localhost " in rc.cmd(0, "CLUSTER", "NODES")
+        names = names_over_every_shard(made[0], name, per_shard=2)
+        with Redlock(urls_of(made), node_timeout=0.5) as c:
+            for n in names:
+                lock = c.lock(n + ":warm", ttl=1.0)   # the slot maps are learned
+                assert lock.acquire(blocking=False)
+                lock.release()
+            seen = set()
+            for n in names:
+                for _ in range(20):                    # a round decided at quorum may not wait
+                    lock = c.lock(n, ttl=5.0)
+                    assert lock.acquire(blocking=False), lock.node_results
+                    res = lock.node_results
+                    lock.release()
+                    if res[0].ok and res[1].ok:
+                        break
+                for rc, r in zip(made[:2], res[:2]):
+                    assert r.ok, res
+                    owner = rc.master_for_key(n)
+                    host = "127.0.0.1" if owner == 0 else "localhost"
+                    assert r.message == "shard %s:%d" % (host, rc.nodes.port(owner)), (n, r)
+                    seen.add(r.message.split()[1].split(":")[0])
+            assert seen == {"127.0.0.1", "localhost"}
+    finally:
+        for rc in made:
+            rc.close()
+
+
 def test_a_dead_shard_without_replica_fails_its_node_for_its_slots(name):
     # Node 0 is a cluster of three shards; nodes 1 and 2 one-shard clusters. With the master of
     # one shard of node 0 killed, node 0 fails for that shard's slots only, and the locks there
