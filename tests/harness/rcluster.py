@@ -219,23 +219,35 @@ def main(argv=None):
     """rcluster.py exec [--clusters 3] [--shards 3] -- COMMAND...: starts independent clusters,
     runs COMMAND with their redis-cluster:// URLs in REDLOCK_TEST_NODES (comma-separated) and
     each cluster's master ports in REDLOCK_TEST_CLUSTER_PORTS ("p1 p2 p3,p1 p2 p3,..."), stops
-    them, and exits with COMMAND's status."""
+    them, and exits with COMMAND's status.
+
+    rcluster.py serve [--clusters 3] [--shards 3]: starts them, prints one line of JSON
+    {"urls": [...], "ports": [[p1, p2, p3], ...]} (each cluster's master ports), and stops them
+    when its standard input closes: for test suites in other languages (bindings/go)."""
     import argparse
+    import json
     import os
     import subprocess
     import sys
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv or not argv or argv[0] != "exec":
+    serve = bool(argv) and argv[0] == "serve"
+    if not argv or (argv[0] != "exec" and not serve) or (not serve and "--" not in argv):
         print(main.__doc__, file=sys.stderr)
         return 2
-    k = argv.index("--")
-    ap = argparse.ArgumentParser(prog="rcluster.py exec")
+    k = len(argv) if serve else argv.index("--")
+    ap = argparse.ArgumentParser(prog="rcluster.py " + argv[0])
     ap.add_argument("--clusters", type=int, default=3)
     ap.add_argument("--shards", type=int, default=3)
     a = ap.parse_args(argv[1:k])
     made = [RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis") for c in range(a.clusters)]
     try:
         start_all(made)
+        if serve:
+            print(json.dumps({"urls": [rc.url() for rc in made],
+                              "ports": [[rc.nodes.port(i) for i in range(rc.shards)] for rc in made]}),
+                  flush=True)
+            sys.stdin.read()
+            return 0
         env = dict(os.environ)
         env["REDLOCK_TEST_NODES"] = ",".join(rc.url() for rc in made)
         env["REDLOCK_TEST_CLUSTER_PORTS"] = ",".join(

@@ -205,6 +205,40 @@ def test_locks_over_every_shard(three_shards, name):
             assert all(rc.cmd(rc.master_for_key(n), "EXISTS", n) == 0 for n in names)
 
 
+def test_a_peer_holding_the_key_on_cluster_nodes(three_shards, name):
+    # What pottery and redsync do on each node: SET K <random> NX PX, here through redis-py's own
+    # cluster client, which routes by slot as redlock does. The lock key keeps its bare name on a
+    # cluster node, so the peer's lock refuses redlock, and redlock's refuses the peer.
+    from redis.cluster import ClusterNode, RedisCluster as PyCluster
+    peers = [PyCluster(startup_nodes=[ClusterNode("127.0.0.1", rc.nodes.port(i)) for i in range(rc.shards)],
+                       socket_timeout=2.0) for rc in three_shards]
+    try:
+        value = os.urandom(16).hex()
+        for p in peers:
+            assert p.set(name, value, nx=True, px=10000) is True
+        with Redlock(urls_of(three_shards), node_timeout=0.5) as c:
+            lock = c.lock(name, ttl=5.0)
+            assert lock.acquire(blocking=False) is False
+            assert isinstance(lock.last_error, redlock.LockNotAcquired), lock.last_error
+            outcomes = [r.outcome for r in lock.node_results]
+            assert outcomes.count(redlock.NodeOutcome.REFUSED) >= 2, lock.node_results
+            assert set(outcomes) <= {redlock.NodeOutcome.REFUSED, redlock.NodeOutcome.NOT_WAITED}, outcomes
+            assert all(p.get(name) == value.encode() for p in peers)   # untouched
+            for p in peers:
+                p.delete(name)
+            # And the reverse.
+            assert lock.acquire(blocking=False), lock.node_results
+            refused = sum(p.set(name, value, nx=True, px=10000) is None for p in peers)
+            assert refused >= 2, refused
+            owners = [rc.master_for_key(name) for rc in three_shards]
+            assert all(rc.cmd(o, "GET", name) != value for rc, o in zip(three_shards, owners))
+            lock.release()
+            assert not any(p.exists(name) for p in peers)
+    finally:
+        for p in peers:
+            p.close()
+
+
 def test_multi_resource_lock_on_cluster_nodes(three_shards, name):
     # One script per node takes the whole set: on a cluster node its names share one hash tag,
     # and the lock runs on the shard of that tag's slot, in either order.
