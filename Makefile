@@ -191,6 +191,15 @@ bench-multi: build
 bench-elect: build
 	bench/run-elect --build-dir $(BUILD)
 
+# Lock throughput and CPU (nodes', client's, the machine's) with each of 3 nodes a single server,
+# then a cluster of 2 shards, then 3, on Redis and on Valkey (bench/cluster_scale.py,
+# docs/performance.md); about 2 minutes. Its smoke form runs in make test-python
+# (tests/python/test_cluster.py).
+.PHONY: bench-cluster
+bench-cluster: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]'
+	$(VENV)/bin/python bench/cluster_scale.py --seconds 4
+
 # The read-write lock against the mutex: cycles, node work, 16 readers + 1 writer (bench/README.md).
 .PHONY: bench-rwlock
 bench-rwlock: build

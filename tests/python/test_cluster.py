@@ -561,3 +561,19 @@ def test_slot_migration_while_locks_are_held(three_shards, name):
         assert all(a.token > t for a, t in zip(again, tokens))
         for lock in again:
             lock.release()
+
+
+def test_cluster_scale_bench_smoke(capsys):
+    # bench/cluster_scale.py --smoke (make bench-cluster is the full form): each row measures
+    # something, the client's CPU included, and the table is printed.
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "bench", "cluster_scale.py")
+    spec = importlib.util.spec_from_file_location("cluster_scale", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main(["--smoke"])
+    assert [name for _, name, _ in rows] == ["3 single servers", "3 clusters x 2 shards"]
+    for _, name, r in rows:
+        assert r["acquired"] > 0 and r["client_cps"] > 0 and r["node_cps"] > 0, (name, r)
+    assert "client us" in capsys.readouterr().out
