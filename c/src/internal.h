@@ -203,6 +203,11 @@ struct rl_round {
     unsigned char hops[REDLOCK_MAX_NODES];
 };
 
+/* cluster.c: after a LOAD_FUNCTIONS round r, on each cluster node that
+ * loaded the library on the member it reached, load it on every shard
+ * master too; r->out and r->msg say the first failure. */
+void rl_cluster_load_functions(redlock_client *c, rl_round *r);
+
 /* ---- extend_many.c: many locks' extensions in one round ---- */
 /* An EXTEND_MANY round's locks: one script per node over all their keys,
  * whose reply says for each key whether the node extended it. */

@@ -239,6 +239,29 @@ def test_a_peer_holding_the_key_on_cluster_nodes(three_shards, name):
             p.close()
 
 
+def test_functions_are_loaded_on_every_shard_master(three_shards, name):
+    # load_functions on a cluster node loads the library on every master, not only on the one
+    # member its first command reached: FCALL then works for keys of every slot.
+    for rc in three_shards:
+        for i in range(rc.shards):
+            rc.cmd(i, "FUNCTION", "FLUSH")
+    with Redlock(urls_of(three_shards), node_timeout=1.0) as admin:
+        admin.load_functions()
+    for rc in three_shards:
+        for i in range(rc.shards):
+            assert rc.cmd(i, "FUNCTION", "LIST", "LIBRARYNAME", "redlock"), (rc.nodes.port(i), "no library")
+    names = names_over_every_shard(three_shards[0], name, per_shard=3)
+    with Redlock(urls_of(three_shards), node_timeout=0.5, use_functions=True, fencing=True) as c:
+        for n in names:
+            lock = c.lock(n, ttl=5.0)
+            assert lock.acquire(blocking=False), lock.node_results
+            lock.extend(5.0)
+            lock.release()
+    fcalls = sum("cmdstat_fcall:" in rc.cmd(i, "INFO", "commandstats")
+                 for rc in three_shards for i in range(rc.shards))
+    assert fcalls == 9, fcalls
+
+
 def test_multi_resource_lock_on_cluster_nodes(three_shards, name):
     # One script per node takes the whole set: on a cluster node its names share one hash tag,
     # and the lock runs on the shard of that tag's slot, in either order.
@@ -324,6 +347,50 @@ def test_an_announced_hostname_is_what_the_client_connects_to(name):
                     assert r.message == "shard %s:%d" % (host, rc.nodes.port(owner)), (n, r)
                     seen.add(r.message.split()[1].split(":")[0])
             assert seen == {"127.0.0.1", "localhost"}
+    finally:
+        for rc in made:
+            rc.close()
+
+
+def subscribers(rc, i):
+    """The wake-up channels that process i of rc has subscribers on."""
+    return rc.cmd(i, "PUBSUB", "CHANNELS", "redlock:wake:*")
+
+
+def test_the_wake_up_listener_moves_to_another_seed(name):
+    # A cluster node's listener subscribes on its first seed. When that member dies, it tries the
+    # URL's next seed: PUBLISH reaches subscribers on every member, so a release on the shard
+    # that owns the lock still wakes the waiter, who would otherwise sleep its 20 s retry delay.
+    made = rcluster.start_all([rcluster.RedisCluster(shards=2, kind=k) for k in ("redis", "valkey", "redis")])
+    try:
+        k = 0
+        while any(rc.master_for_key("%s:%d" % (name, k)) != 1 for rc in made):
+            k += 1
+        res = "%s:%d" % (name, k)            # owned by process 1 in every cluster, not the first seed
+        rec = []
+        with Redlock(urls_of(made), node_timeout=0.5) as other, \
+                Redlock(urls_of(made), node_timeout=0.5, on_event=rec.append, **SLOW_RETRY) as c:
+            holder = other.acquire(res, ttl=30.0)
+            got = []
+            waiter = c.lock(res, ttl=10.0)
+            t = threading.Thread(target=lambda: got.append(waiter.acquire(timeout=60)))
+            t.start()
+            try:
+                wait_until(lambda: all(subscribers(rc, 0) for rc in made), "listeners on the first seeds")
+                for rc in made:
+                    rc.kill(0)
+                wait_until(lambda: all(subscribers(rc, 1) for rc in made), "listeners on the second seeds")
+                wait_until(lambda: c.listener_states() == (redlock.ListenerState.READY,) * 3,
+                           "every listener ready again")
+                woken_before = sum(e.type == EventType.WOKEN for e in rec)
+            finally:
+                holder.release()
+                t.join(60)
+            assert got == [True]
+            waiter.release()
+            # (A new subscription wakes every waiter once, as messages may have been missed
+            # meanwhile: those are before the release.) The release's own message woke it too.
+            assert sum(e.type == EventType.WOKEN for e in rec) > woken_before, [e.type for e in rec]
     finally:
         for rc in made:
             rc.close()

@@ -156,6 +156,16 @@ static size_t conn_for(redlock_client *cl, size_t i, const char *host, size_t hl
     return conn_for_named(cl, i, host, hlen, NULL, 0, port);
 }
 
+size_t rl_route_seed(redlock_client *cl, size_t i, size_t k)
+{
+    const rl_endpoint *ep = &cl->nodes[i].ep;
+    if (k == 0)
+        return i;
+    if (k > ep->nseeds)
+        return SIZE_MAX;
+    return conn_for(cl, i, ep->seed_hosts[k - 1], strlen(ep->seed_hosts[k - 1]), ep->seed_ports[k - 1]);
+}
+
 /* A usable connection index for node i's extra seeds when its first seed
  * is down (reconnect backoff) and the slot's owner is not known. */
 static size_t other_seed(redlock_client *cl, size_t i, int64_t now)
@@ -369,6 +379,30 @@ void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int
     free(owner);
     m->stale = 0;
     m->learned_us = now;
+}
+
+size_t rl_route_shard_slots(redlock_client *cl, size_t i, unsigned *slots, size_t max)
+{
+    rl_map *m = cl->route ? cl->route->map[i] : NULL;
+    if (!m || !m->learned_us)
+        return 0;
+    size_t n = 0;
+    uint16_t seen[RL_SHARDS_MAX + 1];
+    size_t nseen = 0;
+    for (unsigned s = 0; s < RL_SLOTS && n < max; s++) {
+        uint16_t o = m->owner[s];
+        if (!o)
+            continue;
+        size_t k = 0;
+        while (k < nseen && seen[k] != o)
+            k++;
+        if (k < nseen)
+            continue;
+        if (nseen < sizeof seen / sizeof seen[0])
+            seen[nseen++] = o;
+        slots[n++] = s;
+    }
+    return n;
 }
 
 void rl_route_shard_name(redlock_client *cl, size_t j, char *out, size_t size)
