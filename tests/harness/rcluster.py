@@ -43,7 +43,7 @@ def keyslot(key) -> int:
 
 
 class RedisCluster:
-    def __init__(self, shards=3, replicas=0, kind="redis", node_timeout_ms=1000, conf=None):
+    def __init__(self, shards=3, replicas=0, kind="redis", node_timeout_ms=1000, conf=None, tls=None):
         if shards < 1 or replicas < 0:
             raise ValueError("shards >= 1, replicas >= 0")
         self.shards = shards
@@ -59,8 +59,12 @@ class RedisCluster:
             # A replica's first sync starts at once (the default waits 5 s for more replicas).
             "repl-diskless-sync-delay": "0",
         }
+        if tls is not None:
+            # nodes.Cluster's TLS (a TLS port only); the cluster bus and replication over TLS too
+            c.update({"tls-cluster": "yes", "tls-replication": "yes"})
         c.update(conf or {})
-        self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c)
+        self.tls = tls
+        self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c, tls=tls)
         self.ids = []
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -174,12 +178,14 @@ class RedisCluster:
     def master_for_key(self, key, via=None):
         return self.master_for_slot(keyslot(key), via)
 
-    def url(self, seeds=None):
-        """redis-cluster://first?seed=...: `seeds` are process indexes (default: the masters)."""
+    def url(self, seeds=None, host="127.0.0.1"):
+        """redis-cluster://first?seed=... (rediss-cluster:// with TLS): `seeds` are process indexes
+        (default: the masters), named by `host`."""
         seeds = list(range(self.shards)) if seeds is None else list(seeds)
-        first = "127.0.0.1:%d" % self.nodes.port(seeds[0])
-        rest = "&".join("seed=127.0.0.1:%d" % self.nodes.port(i) for i in seeds[1:])
-        return "redis-cluster://" + first + ("?" + rest if rest else "")
+        first = "%s:%d" % (host, self.nodes.port(seeds[0]))
+        rest = "&".join("seed=%s:%d" % (host, self.nodes.port(i)) for i in seeds[1:])
+        scheme = "rediss-cluster://" if self.tls is not None else "redis-cluster://"
+        return scheme + first + ("?" + rest if rest else "")
 
     # -- control ---------------------------------------------------------------------------------------
     def cmd(self, i, *args, timeout=2.0):

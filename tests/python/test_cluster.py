@@ -352,6 +352,68 @@ def test_an_announced_hostname_is_what_the_client_connects_to(name):
             rc.close()
 
 
+def hostname_only_certs(d):
+    """A CA and a server certificate for DNS:localhost only (no IP address): what a managed
+    cluster's certificates are like (clientAuth too: members are each other's TLS clients on the
+    cluster bus). Made with the openssl command; None without it."""
+    import shutil
+    import subprocess
+    if not shutil.which("openssl"):
+        return None
+
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    (d / "ext.cnf").write_text("[s]\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                               "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:localhost\n")
+    run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "ca.key")
+    run("req", "-x509", "-new", "-key", "ca.key", "-sha256", "-days", "2", "-subj", "/CN=redlock cluster test CA",
+        "-out", "ca.crt", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "server.key")
+    run("req", "-new", "-key", "server.key", "-subj", "/CN=localhost", "-out", "server.csr")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-sha256", "-days", "2", "-extfile", "ext.cnf", "-extensions", "s", "-out", "server.crt")
+    return {"cert": str(d / "server.crt"), "key": str(d / "server.key"), "ca": str(d / "ca.crt")}
+
+
+@pytest.mark.parametrize("announce", [True, False])
+def test_tls_shards_are_verified_by_their_announced_hostname(tmp_path, name, announce):
+    # rediss-cluster:// with certificates that name the host, not the address (as managed TLS
+    # clusters have). Members that announce their hostname are connected to, and verified, by it:
+    # every shard answers. Without it, the client can reach a shard only by its ip, which the
+    # certificate does not name: verification fails there, and the node fails for those slots.
+    tls = hostname_only_certs(tmp_path)
+    if tls is None:
+        pytest.skip("no openssl command to make the test certificates")
+    conf = {"cluster-announce-hostname": "localhost"} if announce else {}
+    made = rcluster.start_all([rcluster.RedisCluster(shards=2, kind=k, tls=tls, conf=conf)
+                               for k in ("redis", "valkey", "redis")])
+    try:
+        urls = [rc.url(host="localhost") for rc in made]
+        assert all(u.startswith("rediss-cluster://localhost:") for u in urls)
+        n = next("%s:%d" % (name, k) for k in range(10000)
+                 if all(rc.master_for_key("%s:%d" % (name, k)) == 1 for rc in made))   # not the seed's
+        with Redlock(urls, node_timeout=1.0, tls_ca_file=tls["ca"]) as c:
+            if announce:
+                for _ in range(20):             # a round decided at quorum may not wait for one
+                    lock = c.lock(n, ttl=5.0)
+                    assert lock.acquire(blocking=False), lock.node_results
+                    res = lock.node_results
+                    lock.release()
+                    if all(r.ok for r in res):
+                        break
+                for rc, r in zip(made, res):
+                    assert r.ok and r.message == "shard localhost:%d" % rc.nodes.port(1), res
+            else:
+                # TLS failures are not retried: the acquisition fails at once, naming the ip.
+                with pytest.raises(redlock.TLSError, match="certificate verify failed: IP address mismatch "
+                                                           r"\(expected 127\.0\.0\.1\)"):
+                    c.lock(n, ttl=5.0).acquire(blocking=False)
+    finally:
+        for rc in made:
+            rc.close()
+
+
 def subscribers(rc, i):
     """The wake-up channels that process i of rc has subscribers on."""
     return rc.cmd(i, "PUBSUB", "CHANNELS", "redlock:wake:*")
