@@ -255,7 +255,10 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     int ask;
     if (node->ep.cluster && r->hops[i] < RL_HOPS_MAX && rl_route_redirect(cl, j, rep, &to, &ask)) {
         /* MOVED (the map is corrected) or ASK (a slot migrating): the
-         * command never ran here; it goes to the shard named. */
+         * command never ran here; it goes to the shard named. An EVAL that
+         * never ran loaded no script here either. */
+        if (e->via == RL_VIA_EVAL)
+            c->scripts_sent &= ~(1u << e->cmd);
         rl_fifo_pop(c);
         r->hops[i]++;
         if (submit_to(cl, i, to, r, now, ask))
@@ -540,6 +543,8 @@ static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisRe
         return;
     }
     rl_req was = *e;
+    if (e->via == RL_VIA_EVAL)
+        c->scripts_sent &= ~(1u << e->cmd);   /* it never ran here: no script loaded */
     if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
         c->late_cmds--;
     e->resend = NULL;
@@ -622,12 +627,15 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     int via = RL_VIA_EVALSHA;
     if (r->via_fcall)
         via = RL_VIA_FCALL;
-    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect))
+    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect || r->resent[L]))
         /* EVAL where a NOSCRIPT could not be answered in this round: on a
          * connection that never sent the script (its server may never have
-         * seen it), and to a node that may not answer in time. A round that
-         * does not wait (a clean-up release, a leave) is answered later:
-         * its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
+         * seen it), to a node that may not answer in time, and after a
+         * redirect of a command this round already re-sent as EVAL (a
+         * cluster's shard that answered NOSCRIPT, then MOVED or ASK). A
+         * round that does not wait (a clean-up release, a leave) is
+         * answered later: its late NOSCRIPT is re-sent as EVAL
+         * (rl_conn_orphan). */
         via = RL_VIA_EVAL;
     /* A cluster node's command names the auxiliary keys its own way: it
      * is formatted for it alone (the round's copy serves the others). */
