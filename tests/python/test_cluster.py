@@ -326,27 +326,24 @@ def test_an_announced_hostname_is_what_the_client_connects_to(name):
         for rc in made[:2]:
             assert ",localhost " in rc.cmd(0, "CLUSTER", "NODES")
         names = names_over_every_shard(made[0], name, per_shard=2)
-        with Redlock(urls_of(made), node_timeout=0.5) as c:
-            for n in names:
-                lock = c.lock(n + ":warm", ttl=1.0)   # the slot maps are learned
-                assert lock.acquire(blocking=False)
-                lock.release()
-            seen = set()
-            for n in names:
-                for _ in range(20):                    # a round decided at quorum may not wait
+        seen = set()
+        # One client per cluster (a quorum of one), so that every round waits for its answer.
+        for rc in made[:2]:
+            with Redlock([rc.url()], node_timeout=0.5) as c:
+                for n in names:
                     lock = c.lock(n, ttl=5.0)
                     assert lock.acquire(blocking=False), lock.node_results
-                    res = lock.node_results
+                    r = lock.node_results[0]
                     lock.release()
-                    if res[0].ok and res[1].ok:
-                        break
-                for rc, r in zip(made[:2], res[:2]):
-                    assert r.ok, res
                     owner = rc.master_for_key(n)
                     host = "127.0.0.1" if owner == 0 else "localhost"
-                    assert r.message == "shard %s:%d" % (host, rc.nodes.port(owner)), (n, r)
-                    seen.add(r.message.split()[1].split(":")[0])
-            assert seen == {"127.0.0.1", "localhost"}
+                    assert r.ok and r.message == "shard %s:%d" % (host, rc.nodes.port(owner)), (n, r)
+                    seen.add(host)
+        assert seen == {"127.0.0.1", "localhost"}
+        with Redlock(urls_of(made), node_timeout=0.5) as c:   # and all three as Redlock nodes
+            for n in names:
+                with c.lock(n, ttl=5.0) as lock:
+                    assert lock.held
     finally:
         for rc in made:
             rc.close()
@@ -393,17 +390,19 @@ def test_tls_shards_are_verified_by_their_announced_hostname(tmp_path, name, ann
         assert all(u.startswith("rediss-cluster://localhost:") for u in urls)
         n = next("%s:%d" % (name, k) for k in range(10000)
                  if all(rc.master_for_key("%s:%d" % (name, k)) == 1 for rc in made))   # not the seed's
+        if announce:
+            # One client per cluster (a quorum of one), so that every round waits for its answer.
+            for rc, url in zip(made, urls):
+                with Redlock([url], node_timeout=1.0, tls_ca_file=tls["ca"]) as one:
+                    lock = one.lock(n, ttl=5.0)
+                    assert lock.acquire(blocking=False), lock.node_results
+                    r = lock.node_results[0]
+                    lock.release()
+                    assert r.ok and r.message == "shard localhost:%d" % rc.nodes.port(1), r
         with Redlock(urls, node_timeout=1.0, tls_ca_file=tls["ca"]) as c:
             if announce:
-                for _ in range(20):             # a round decided at quorum may not wait for one
-                    lock = c.lock(n, ttl=5.0)
-                    assert lock.acquire(blocking=False), lock.node_results
-                    res = lock.node_results
-                    lock.release()
-                    if all(r.ok for r in res):
-                        break
-                for rc, r in zip(made, res):
-                    assert r.ok and r.message == "shard localhost:%d" % rc.nodes.port(1), res
+                with c.lock(n, ttl=5.0) as lock:
+                    assert lock.held
             else:
                 # TLS failures are not retried: the acquisition fails at once, naming the ip.
                 with pytest.raises(redlock.TLSError, match="certificate verify failed: IP address mismatch "
@@ -518,25 +517,31 @@ def test_clusterdown_fails_that_node_only(name):
             wait_until(lambda: "cluster_state:fail" in a.cmd(alive, "CLUSTER", "INFO"),
                        "the cluster to declare itself down")
             for n in live_names:                # slots of shards that are still up: down too
-                for _ in range(20):             # a round decided at quorum may not wait for node 0
-                    lock = c.lock(n, ttl=5.0)
-                    assert lock.acquire(blocking=False), lock.node_results
-                    res = lock.node_results
-                    lock.release()
-                    if res[0].outcome != redlock.NodeOutcome.NOT_WAITED:
-                        break
+                lock = c.lock(n, ttl=5.0)
+                assert lock.acquire(blocking=False), lock.node_results
+                res = lock.node_results
+                lock.release()
                 assert res[1].ok and res[2].ok, res
-                assert res[0].outcome == redlock.NodeOutcome.ERROR, res
-                owner = a.master_for_key(n, via=alive)
-                assert res[0].message.startswith("CLUSTERDOWN"), res[0]
-                assert res[0].message.endswith("(shard 127.0.0.1:%d)" % a.nodes.port(owner)), res[0]
-        # Two nodes, both needed: the cluster's CLUSTERDOWN is why there is no quorum.
+                # (a round decided by the two others may not have waited for node 0's answer)
+                assert res[0].outcome in (redlock.NodeOutcome.ERROR, redlock.NodeOutcome.NOT_WAITED), res
+                assert res[0].outcome != redlock.NodeOutcome.ERROR or res[0].message.startswith("CLUSTERDOWN"), res
+        # Two nodes, both needed, so node 0's answer is always waited for: its CLUSTERDOWN, named
+        # with the shard that gave it, is why there is no quorum.
         live = [i for i in range(a.shards) if i != victim]
         with Redlock([a.url(seeds=live), made[1].url()], node_timeout=0.5) as d:
-            lock = d.lock(live_names[0], ttl=5.0)
-            assert lock.acquire(blocking=False) is False
-            assert isinstance(lock.last_error, redlock.ServerError), lock.last_error
-            assert "CLUSTERDOWN" in str(lock.last_error), lock.last_error
+            # Its first command goes to the seed, which answers CLUSTERDOWN itself and sends the
+            # slot map along: the commands after it go to the owners, which answer too.
+            assert d.lock(live_names[0] + ":map", ttl=1.0).acquire(blocking=False) is False
+            for n in live_names:
+                lock = d.lock(n, ttl=5.0)
+                assert lock.acquire(blocking=False) is False
+                assert isinstance(lock.last_error, redlock.ServerError), lock.last_error
+                assert "CLUSTERDOWN" in str(lock.last_error), lock.last_error
+                res = lock.node_results[0]
+                owner = a.master_for_key(n, via=alive)
+                assert res.outcome == redlock.NodeOutcome.ERROR, res
+                assert res.message.startswith("CLUSTERDOWN"), res
+                assert res.message.endswith("(shard 127.0.0.1:%d)" % a.nodes.port(owner)), res
     finally:
         for rc in made:
             rc.close()
