@@ -68,9 +68,10 @@ test-python: deps $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
 	$(VENV)/bin/python -m pytest -q tests/python
 
-# Redis/Valkey Clusters as Redlock nodes, with the failover test and the cluster fault matrix
-# (docs/cluster.md); about 60 s.
-# make test-python runs the same file without the failover (tests/python/test_cluster.py).
+# Redis/Valkey Clusters as Redlock nodes, the long forms (docs/cluster.md): the failover test and
+# the cluster fault matrix on three clusters of three shards, with every failover row; about 60 s.
+# make test runs the short forms: tests/python/test_cluster.py without the failover (test-python),
+# and the fault matrix's short rows (tests/safety/test_cluster_faults.py, in test-safety).
 test-cluster: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q '.[otel]'
 	$(VENV)/bin/python -m pip install -q -r tests/python/requirements.txt
@@ -82,7 +83,7 @@ test-cli: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_CLI=$(BUILD)/c/cli/redlock $(VENV)/bin/python -m pytest -q tests/cli
 
-# The fault matrix and a short soak (docs/safety.md); about 2 minutes.
+# The fault matrix, its cluster rows' short form and a short soak (docs/safety.md); about 2.5 minutes.
 test-safety: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
@@ -189,6 +190,15 @@ bench-multi: build
 .PHONY: bench-elect
 bench-elect: build
 	bench/run-elect --build-dir $(BUILD)
+
+# Lock throughput and CPU (nodes', client's, the machine's) with each of 3 nodes a single server,
+# then a cluster of 2 shards, then 3, on Redis and on Valkey (bench/cluster_scale.py,
+# docs/performance.md); about 2 minutes. Its smoke form runs in make test-python
+# (tests/python/test_cluster.py).
+.PHONY: bench-cluster
+bench-cluster: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q '.[otel]'
+	$(VENV)/bin/python bench/cluster_scale.py --seconds 4
 
 # The read-write lock against the mutex: cycles, node work, 16 readers + 1 writer (bench/README.md).
 .PHONY: bench-rwlock

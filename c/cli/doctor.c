@@ -135,6 +135,7 @@ static void cleanup(doctor *d, cli_common *common)
         free(d->nodes[i].cluster_ids);
     }
     free(d->nodes);
+    doctor_free_shards(d);
     free(d->f);
     cli_common_free(common);
 }

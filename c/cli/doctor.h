@@ -47,6 +47,9 @@ typedef struct dnode {
      * space-separated (or NULL), and the first slot it serves (-1: none) */
     char *cluster_ids;
     long own_slot;
+    /* a shard master of a redis-cluster:// node other than its seed, kept
+     * open for the clock probe (doctor_cluster.c): "host:port", or "" */
+    char shard[300];
 } dnode;
 
 typedef struct doctor {
@@ -62,6 +65,9 @@ typedef struct doctor {
     char ttl_text[32];         /* the longest TTL, for advice */
     const cli_common *common;  /* for connections to a cluster's shards */
     int64_t timeout_ms;
+    dnode **shards;            /* redis-cluster:// nodes' other shard masters (doctor_cluster.c;
+                                * each allocated alone: its connection's reader points at its guard) */
+    size_t n_shards;
 } doctor;
 
 /* ---- doctor_report.c ---- */
@@ -101,5 +107,10 @@ void doctor_check_same_cluster(doctor *d);
 /* A hash tag ("{123}") whose slot the member n serves, or "" (not a cluster
  * member): keys of doctor's probes stay on the node it talks to. */
 void doctor_cluster_tag(const dnode *n, char *out, size_t size);
+/* Findings from index `from` on are about shard `shown`: their messages
+ * begin "shard <shown>: ". */
+void doctor_name_shard(doctor *d, size_t from, const char *shown);
+/* Closes and frees d->shards. */
+void doctor_free_shards(doctor *d);
 
 #endif

@@ -455,18 +455,32 @@ static void check_clocks(doctor *d)
                        "clock probe skipped (--clock-probe 0): no node's expiry clock was compared with this host's");
         return;
     }
-    for (size_t i = 0; i < d->n_nodes; i++)
-        if (doctor_flag_broken(d, &d->nodes[i]))
-            clock_start(&d->nodes[i], d->prefix, d->probe_ms);
+    /* The nodes, then the other shard masters of cluster nodes: one probe
+     * each, all over the same sleep. A shard's expiry clock is its own. */
+    size_t all = d->n_nodes + d->n_shards;
+    for (size_t i = 0; i < all; i++) {
+        dnode *n = i < d->n_nodes ? &d->nodes[i] : d->shards[i - d->n_nodes];
+        if (n->ctx && !n->ctx->err)
+            clock_start(n, d->prefix, d->probe_ms);
+    }
     struct timespec ts = { .tv_sec = d->probe_ms / 1000, .tv_nsec = (long)(d->probe_ms % 1000) * 1000000 };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
-    for (size_t i = 0; i < d->n_nodes; i++) {
-        dnode *n = &d->nodes[i];
-        if (doctor_flag_broken(d, n))
+    for (size_t i = 0; i < all; i++) {
+        dnode *n = i < d->n_nodes ? &d->nodes[i] : d->shards[i - d->n_nodes];
+        size_t before = d->n;
+        if (i < d->n_nodes ? doctor_flag_broken(d, n) : n->ctx != NULL)
             clock_finish(d, n);
         if (n->ctx && n->clock_skip[0])
             clock_skipped(d, n);
+        if (n->shard[0]) {
+            doctor_name_shard(d, before, n->shard);
+        } else if (i < d->n_nodes && n->ep.cluster && n->cluster && n->ep.host) {
+            /* a cluster node's seed: a shard too */
+            char shown[300];
+            snprintf(shown, sizeof shown, strchr(n->ep.host, ':') ? "[%s]:%d" : "%s:%d", n->ep.host, n->ep.port);
+            doctor_name_shard(d, before, shown);
+        }
     }
 }
 

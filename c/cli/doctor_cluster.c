@@ -17,10 +17,12 @@
 unsigned rl_keyslot(const char *key, size_t len);
 
 typedef struct member {
-    char id[48], host[256], flags[128], master[48];
+    char id[48], host[256], flags[128], master[48], link[16];
     int port;
     long lo;                   /* its first slot, -1 none */
+    long nslots;               /* how many slots it serves */
     int replicas;              /* a master's */
+    char replica_list[512];    /* a master's: "host:port (connected), ..." */
 } member;
 
 /* CLUSTER NODES into up to max members: how many. */
@@ -44,7 +46,15 @@ static size_t parse_nodes(const char *s, member *m, size_t max)
         snprintf(x->id, sizeof x->id, "%s", f[0]);
         snprintf(x->flags, sizeof x->flags, "%s", f[2]);
         snprintf(x->master, sizeof x->master, "%s", f[3]);
+        snprintf(x->link, sizeof x->link, "%s", f[7]);
+        /* ip:port@cport[,hostname[,aux=value...]]: the hostname when announced
+         * (what the lock client connects to, engine/route.c), else the ip */
         char *at = strchr(f[1], '@');
+        char *hostname = at ? strchr(at, ',') : NULL;
+        if (hostname) {
+            hostname++;
+            hostname[strcspn(hostname, ",")] = '\0';
+        }
         if (at)
             *at = '\0';
         char *colon = strrchr(f[1], ':');
@@ -52,17 +62,54 @@ static size_t parse_nodes(const char *s, member *m, size_t max)
             *colon = '\0';
             x->port = atoi(colon + 1);
         }
-        snprintf(x->host, sizeof x->host, "%s", f[1]);
+        snprintf(x->host, sizeof x->host, "%s", hostname && *hostname ? hostname : f[1]);
         x->lo = -1;
-        if (nf == 9 && f[8][0] != '[')
-            x->lo = strtol(f[8], NULL, 10);
+        /* the slots: "0-5460", "5461", and "[...]" for a migration under way */
+        for (char *r = nf == 9 ? f[8] : NULL; r; r = strtok_r(NULL, " \r", &save)) {
+            if (r[0] == '[')
+                continue;
+            char *e = NULL;
+            long lo = strtol(r, &e, 10), hi = *e == '-' ? strtol(e + 1, NULL, 10) : lo;
+            if (x->lo < 0)
+                x->lo = lo;
+            if (hi >= lo)
+                x->nslots += hi - lo + 1;
+        }
         n++;
     }
     for (size_t k = 0; k < n; k++)
         for (size_t j = 0; j < n; j++)
-            if (strstr(m[j].flags, "slave") || strstr(m[j].flags, "replica"))
-                m[k].replicas += strcmp(m[j].master, m[k].id) == 0;
+            if ((strstr(m[j].flags, "slave") || strstr(m[j].flags, "replica")) && !strcmp(m[j].master, m[k].id)) {
+                size_t len = strlen(m[k].replica_list);
+                snprintf(m[k].replica_list + len, sizeof m[k].replica_list - len, "%s%s:%d (%s%s)",
+                         m[k].replicas ? ", " : "", m[j].host, m[j].port, m[j].link,
+                         strstr(m[j].flags, "fail") ? ", failing" : "");
+                m[k].replicas++;
+            }
     return n;
+}
+
+void doctor_name_shard(doctor *d, size_t from, const char *shown)
+{
+    for (size_t k = from; k < d->n; k++) {
+        char msg[sizeof d->f[k].message + 320];
+        snprintf(msg, sizeof msg, "shard %s: %s", shown, d->f[k].message);
+        memcpy(d->f[k].message, msg, sizeof d->f[k].message - 1);
+        d->f[k].message[sizeof d->f[k].message - 1] = '\0';
+    }
+}
+
+void doctor_free_shards(doctor *d)
+{
+    for (size_t k = 0; k < d->n_shards; k++) {
+        if (d->shards[k]->ctx)
+            redisFree(d->shards[k]->ctx);
+        rl_endpoint_clear(&d->shards[k]->ep);
+        free(d->shards[k]);
+    }
+    free(d->shards);
+    d->shards = NULL;
+    d->n_shards = 0;
 }
 
 void doctor_cluster_tag(const dnode *n, char *out, size_t size)
@@ -81,46 +128,67 @@ void doctor_cluster_tag(const dnode *n, char *out, size_t size)
     }
 }
 
-/* One shard master of a redis-cluster:// node, checked as a node is. */
+/* One shard master of a redis-cluster:// node, checked as a node is; its
+ * connection is kept in d->shards for the clock probe (check_clocks). */
 static void check_shard(doctor *d, dnode *n, const member *m)
 {
-    dnode t;
-    memset(&t, 0, sizeof t);
-    t.index = n->index;
-    t.own_slot = -1;
-    t.ep.host = strdup(m->host[0] ? m->host : n->ep.host);
-    t.ep.port = m->port;
-    t.ep.tls = n->ep.tls;
-    t.ep.cluster = 1;
-    t.ep.user = n->ep.user ? strdup(n->ep.user) : NULL;
-    t.ep.password = n->ep.password ? strdup(n->ep.password) : NULL;
+    dnode **grown = realloc(d->shards, (d->n_shards + 1) * sizeof *grown);
+    dnode *tp = grown ? calloc(1, sizeof *tp) : NULL;   /* alone: its reader points at its guard */
+    if (grown)
+        d->shards = grown;
+    if (!tp) {
+        doctor_add(d, n->index, SEV_WARN, "cluster-shard", "run doctor again", "out of memory");
+        return;
+    }
+    d->shards[d->n_shards++] = tp;   /* closed by doctor_free_shards */
+    tp->index = n->index;
+    tp->own_slot = m->lo;   /* the clock probe's key goes to a slot it serves */
+    tp->cluster = 1;
+    tp->ep.host = strdup(m->host[0] ? m->host : n->ep.host);
+    tp->ep.port = m->port;
+    tp->ep.tls = n->ep.tls;
+    tp->ep.cluster = 1;
+    tp->ep.user = n->ep.user ? strdup(n->ep.user) : NULL;
+    tp->ep.password = n->ep.password ? strdup(n->ep.password) : NULL;
     char shown[300];
-    snprintf(shown, sizeof shown, strchr(t.ep.host ? t.ep.host : "", ':') ? "[%s]:%d" : "%s:%d",
-             t.ep.host ? t.ep.host : "?", m->port);
-    t.ep.display = strdup(shown);
+    snprintf(shown, sizeof shown, strchr(tp->ep.host ? tp->ep.host : "", ':') ? "[%s]:%d" : "%s:%d",
+             tp->ep.host ? tp->ep.host : "?", m->port);
+    tp->ep.display = strdup(shown);
     size_t before = d->n;
-    if (!t.ep.host || !t.ep.display) {
+    if (!tp->ep.host || !tp->ep.display) {
         doctor_add(d, n->index, SEV_WARN, "cluster-shard", "run doctor again", "out of memory");
     } else {
-        t.guard = (rl_reply_guard)RL_REPLY_GUARD_INSPECT;
-        t.ctx = cli_connect(d->common, &t.ep, d->timeout_ms, &t.guard, t.error, sizeof t.error, &t.fail);
-        if (!t.ctx) {
+        tp->guard = (rl_reply_guard)RL_REPLY_GUARD_INSPECT;
+        tp->ctx = cli_connect(d->common, &tp->ep, d->timeout_ms, &tp->guard, tp->error, sizeof tp->error, &tp->fail);
+        if (!tp->ctx) {
             doctor_add(d, n->index, SEV_SEVERE, "cluster-shard", "bring the shard's master back, or fail it over",
-                       "cannot connect: %s: the node fails for the slots this shard serves", t.error);
+                       "cannot connect: %s: the node fails for the slots this shard serves", tp->error);
         } else {
             /* info, eviction, persistence: the first checks of the table */
             for (size_t k = 0; k < 3 && k < doctor_n_node_checks; k++)
-                doctor_node_checks[k].run(d, &t);
-            redisFree(t.ctx);
+                doctor_node_checks[k].run(d, tp);
         }
     }
-    for (size_t k = before; k < d->n; k++) {
-        char msg[sizeof d->f[k].message + sizeof shown + 16];
-        snprintf(msg, sizeof msg, "shard %s: %s", shown, d->f[k].message);
-        memcpy(d->f[k].message, msg, sizeof d->f[k].message - 1);
-        d->f[k].message[sizeof d->f[k].message - 1] = '\0';
+    doctor_name_shard(d, before, shown);
+    snprintf(tp->shard, sizeof tp->shard, "%s", shown);
+}
+
+/* What each shard of a redis-cluster:// node is: its slots and replicas. */
+static void report_shards(doctor *d, const dnode *n, const member *m, size_t nm)
+{
+    for (size_t k = 0; k < nm; k++) {
+        if (!strstr(m[k].flags, "master") || m[k].lo < 0)
+            continue;
+        char shown[300];
+        snprintf(shown, sizeof shown, strchr(m[k].host, ':') ? "[%s]:%d" : "%s:%d",
+                 m[k].host[0] ? m[k].host : n->ep.host, m[k].port);
+        size_t before = d->n;
+        doctor_add(d, n->index, SEV_INFO, "cluster-shard", "none needed: for the record",
+                   "%ld slot(s) from %ld, %d replica(s)%s%s%s", m[k].nslots, m[k].lo, m[k].replicas,
+                   m[k].replicas ? ": " : " (no failover: the node fails for these slots while its master is down)",
+                   m[k].replica_list, strstr(m[k].flags, "fail") ? "; the master is failing" : "");
+        doctor_name_shard(d, before, shown);
     }
-    rl_endpoint_clear(&t.ep);
 }
 
 int doctor_check_cluster(doctor *d, dnode *n)
@@ -190,6 +258,8 @@ int doctor_check_cluster(doctor *d, dnode *n)
         if (masters == 0)
             doctor_add(d, n->index, SEV_SEVERE, "cluster-no-slots", "assign the slots (redis-cli --cluster fix)",
                        "no master serves any slot: every lock on this node fails");
+        if (m)
+            report_shards(d, n, m, nm);
         for (size_t k = 0; m && k < nm; k++)
             if (strstr(m[k].flags, "master") && !strstr(m[k].flags, "myself") && m[k].lo >= 0 &&
                 !strstr(m[k].flags, "fail"))

@@ -302,6 +302,7 @@ int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t e
     r.n = client->n;
     r.quorum = (int)client->n;  /* every node, not a majority */
     rl_round_run(client, &r);
+    rl_cluster_load_functions(client, &r);   /* a cluster node: every shard master */
     rl_tally t = rl_tally_of(r.out, r.n);
     if (t.yes == (int)r.n)
         return 0;

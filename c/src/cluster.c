@@ -2,7 +2,8 @@
 /* cluster.c: what a client with a cluster node (redis-cluster://, a Redis
  * or Valkey Cluster as one Redlock node; docs/cluster.md) must refuse or do
  * differently above the engine: names whose keys cannot share one slot,
- * and batches of many locks' keys, which span slots. */
+ * batches of many locks' keys, which span slots, and the function library,
+ * which every shard master needs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,58 @@ int rl_cluster_multi_problem(const redlock_client *c, const char *const *resourc
         }
     }
     return 0;
+}
+
+/* A hash tag whose slot is `slot`: "{N}" for the first N that hashes there. */
+static int tag_for_slot(unsigned slot, char *out, size_t size)
+{
+    for (unsigned k = 0; k < 1000000; k++) {
+        int len = snprintf(out, size, "{%u}", k);
+        if (len > 0 && (size_t)len < size && rl_keyslot(out + 1, (size_t)len - 2) == slot)
+            return len;
+    }
+    return -1;
+}
+
+void rl_cluster_load_functions(redlock_client *c, rl_round *r)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (!c->nodes[i].ep.cluster || r->out[i] != RL_YES)
+            continue;
+        /* The round reached one member (the owner of the empty key's slot,
+         * which also sent the slot map along): now every shard master. */
+        unsigned slots[128];
+        rl_io_enter(c);
+        size_t ns = rl_route_shard_slots(c, i, slots, sizeof slots / sizeof slots[0]);
+        rl_io_leave(c);
+        if (ns == 0) {
+            r->out[i] = RL_ERR_SERVER;
+            rl_fmt(r->msg[i], sizeof r->msg[i], "loaded on one member, but the cluster's shards are not known "
+                   "(CLUSTER NODES): load it on every master");
+            continue;
+        }
+        for (size_t k = 0; k < ns; k++) {
+            char key[24];
+            int len = tag_for_slot(slots[k], key, sizeof key);
+            if (len < 0)
+                continue;
+            rl_round q;
+            memset(&q, 0, offsetof(rl_round, out));
+            q.cmd = RL_CMD_LOAD_FUNCTIONS;
+            q.key = key;         /* routes the command to the shard of this slot */
+            q.key_len = (size_t)len;
+            q.value = "";
+            q.start_us = rl_now_us();
+            q.n = c->n;
+            for (size_t j = 0; j < c->n; j++)
+                q.skip[j] = j != i;
+            q.quorum = 1;
+            rl_round_run(c, &q);
+            if (q.out[i] != RL_YES) {
+                r->out[i] = q.out[i];
+                rl_fmt(r->msg[i], sizeof r->msg[i], "%s", q.msg[i]);
+                break;
+            }
+        }
+    }
 }

@@ -46,6 +46,8 @@ typedef struct rl_node {
     int suspect;                /* timed out lately and silent since: not waited for long */
     struct rl_listener *listen; /* wake-up listener (engine/listen.c), made on the first wait */
     size_t of;                  /* a cluster's shard connection (engine/route.c): the node it serves */
+    char *alias;                /* a shard connection's other name: the ip when CLUSTER NODES
+                                 * named the shard by its announced hostname (route.c) */
 } rl_node;
 
 /* What one node said in a round. */
@@ -200,6 +202,11 @@ struct rl_round {
     uint16_t shard[REDLOCK_MAX_NODES];
     unsigned char hops[REDLOCK_MAX_NODES];
 };
+
+/* cluster.c: after a LOAD_FUNCTIONS round r, on each cluster node that
+ * loaded the library on the member it reached, load it on every shard
+ * master too; r->out and r->msg say the first failure. */
+void rl_cluster_load_functions(redlock_client *c, rl_round *r);
 
 /* ---- extend_many.c: many locks' extensions in one round ---- */
 /* An EXTEND_MANY round's locks: one script per node over all their keys,

@@ -54,6 +54,20 @@ def test_doctor_checks_a_cluster_shard_by_shard(runner, clusters):
         shown = "shard 127.0.0.1:%d: " % a.nodes.port(s)
         assert any(f["check"] == "no-persistence" and f["message"].startswith(shown) for f in mine), shown
         assert any(f["check"] == "has-replicas" and f["message"].startswith(shown) for f in mine), shown
+    # Every shard master, the seed too, has its own expiry clock compared with this host's, and
+    # each shard says its slots and its replicas.
+    for s in range(a.shards):
+        shown = "shard 127.0.0.1:%d: " % a.nodes.port(s)
+        clock = [f for f in mine if f["check"] == "clock-rate" and f["message"].startswith(shown)]
+        assert len(clock) == 1 and clock[0]["severity"] == "info", (shown, clock)
+        shard = [f for f in mine if f["check"] == "cluster-shard" and f["message"].startswith(shown)]
+        replica = a.shards + s                 # rcluster: the replicas follow the masters
+        assert len(shard) == 1, (shown, shard)
+        assert "1 replica(s): 127.0.0.1:%d (connected)" % a.nodes.port(replica) in shard[0]["message"], shard
+    assert sum(f["check"] == "clock-rate" for f in mine) == a.shards
+    # A cluster without replicas says that its shards cannot fail over.
+    other = [f for f in doc["findings"] if f["node"] == 2 and f["check"] == "cluster-shard"]
+    assert len(other) == 1 and "0 replica(s) (no failover" in other[0]["message"], other
     # The probes stayed on the members' own slots and cleaned up after themselves.
     assert not any(f["check"] in ("set", "scripts", "clock") and f["severity"] == "severe" for f in mine)
     for rc in clusters:

@@ -43,7 +43,7 @@ def keyslot(key) -> int:
 
 
 class RedisCluster:
-    def __init__(self, shards=3, replicas=0, kind="redis", node_timeout_ms=1000, conf=None):
+    def __init__(self, shards=3, replicas=0, kind="redis", node_timeout_ms=1000, conf=None, tls=None):
         if shards < 1 or replicas < 0:
             raise ValueError("shards >= 1, replicas >= 0")
         self.shards = shards
@@ -56,9 +56,15 @@ class RedisCluster:
             "cluster-require-full-coverage": "no",
             # A replica may always be promoted, however long its link was down.
             "cluster-replica-validity-factor": "0",
+            # A replica's first sync starts at once (the default waits 5 s for more replicas).
+            "repl-diskless-sync-delay": "0",
         }
+        if tls is not None:
+            # nodes.Cluster's TLS (a TLS port only); the cluster bus and replication over TLS too
+            c.update({"tls-cluster": "yes", "tls-replication": "yes"})
         c.update(conf or {})
-        self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c)
+        self.tls = tls
+        self.nodes = nodes.Cluster(count=shards * (1 + replicas), kind=kind, conf=c, tls=tls)
         self.ids = []
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -172,12 +178,14 @@ class RedisCluster:
     def master_for_key(self, key, via=None):
         return self.master_for_slot(keyslot(key), via)
 
-    def url(self, seeds=None):
-        """redis-cluster://first?seed=...: `seeds` are process indexes (default: the masters)."""
+    def url(self, seeds=None, host="127.0.0.1"):
+        """redis-cluster://first?seed=... (rediss-cluster:// with TLS): `seeds` are process indexes
+        (default: the masters), named by `host`."""
         seeds = list(range(self.shards)) if seeds is None else list(seeds)
-        first = "127.0.0.1:%d" % self.nodes.port(seeds[0])
-        rest = "&".join("seed=127.0.0.1:%d" % self.nodes.port(i) for i in seeds[1:])
-        return "redis-cluster://" + first + ("?" + rest if rest else "")
+        first = "%s:%d" % (host, self.nodes.port(seeds[0]))
+        rest = "&".join("seed=%s:%d" % (host, self.nodes.port(i)) for i in seeds[1:])
+        scheme = "rediss-cluster://" if self.tls is not None else "redis-cluster://"
+        return scheme + first + ("?" + rest if rest else "")
 
     # -- control ---------------------------------------------------------------------------------------
     def cmd(self, i, *args, timeout=2.0):
@@ -190,28 +198,62 @@ class RedisCluster:
         return len(self.nodes)
 
 
+def start_all(made):
+    """Starts several RedisClusters at once (each waits about 2 s for its state to turn ok, a
+    delay of the servers); on a failure every one of them is closed. Returns the list."""
+    import threading
+    errors = []
+
+    def one(rc):
+        try:
+            rc.start()
+        except BaseException as e:   # noqa: B902 (reported below, on the caller's thread)
+            errors.append(e)
+    threads = [threading.Thread(target=one, args=(rc,)) for rc in made]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for rc in made:
+            rc.close()
+        raise errors[0]
+    return made
+
+
 def main(argv=None):
     """rcluster.py exec [--clusters 3] [--shards 3] -- COMMAND...: starts independent clusters,
     runs COMMAND with their redis-cluster:// URLs in REDLOCK_TEST_NODES (comma-separated) and
     each cluster's master ports in REDLOCK_TEST_CLUSTER_PORTS ("p1 p2 p3,p1 p2 p3,..."), stops
-    them, and exits with COMMAND's status."""
+    them, and exits with COMMAND's status.
+
+    rcluster.py serve [--clusters 3] [--shards 3]: starts them, prints one line of JSON
+    {"urls": [...], "ports": [[p1, p2, p3], ...]} (each cluster's master ports), and stops them
+    when its standard input closes: for test suites in other languages (bindings/go)."""
     import argparse
+    import json
     import os
     import subprocess
     import sys
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv or not argv or argv[0] != "exec":
+    serve = bool(argv) and argv[0] == "serve"
+    if not argv or (argv[0] != "exec" and not serve) or (not serve and "--" not in argv):
         print(main.__doc__, file=sys.stderr)
         return 2
-    k = argv.index("--")
-    ap = argparse.ArgumentParser(prog="rcluster.py exec")
+    k = len(argv) if serve else argv.index("--")
+    ap = argparse.ArgumentParser(prog="rcluster.py " + argv[0])
     ap.add_argument("--clusters", type=int, default=3)
     ap.add_argument("--shards", type=int, default=3)
     a = ap.parse_args(argv[1:k])
-    made = []
+    made = [RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis") for c in range(a.clusters)]
     try:
-        for c in range(a.clusters):
-            made.append(RedisCluster(shards=a.shards, kind="valkey" if c % 2 else "redis").__enter__())
+        start_all(made)
+        if serve:
+            print(json.dumps({"urls": [rc.url() for rc in made],
+                              "ports": [[rc.nodes.port(i) for i in range(rc.shards)] for rc in made]}),
+                  flush=True)
+            sys.stdin.read()
+            return 0
         env = dict(os.environ)
         env["REDLOCK_TEST_NODES"] = ",".join(rc.url() for rc in made)
         env["REDLOCK_TEST_CLUSTER_PORTS"] = ",".join(

@@ -255,7 +255,10 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     int ask;
     if (node->ep.cluster && r->hops[i] < RL_HOPS_MAX && rl_route_redirect(cl, j, rep, &to, &ask)) {
         /* MOVED (the map is corrected) or ASK (a slot migrating): the
-         * command never ran here; it goes to the shard named. */
+         * command never ran here; it goes to the shard named. An EVAL that
+         * never ran loaded no script here either. */
+        if (e->via == RL_VIA_EVAL)
+            c->scripts_sent &= ~(1u << e->cmd);
         rl_fifo_pop(c);
         r->hops[i]++;
         if (submit_to(cl, i, to, r, now, ask))
@@ -263,7 +266,7 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         return;
     }
     rl_parsed p;
-    unsigned char cmd = e->cmd;
+    unsigned char cmd = e->cmd, asked = e->asked;
     p.node = i;
     rl_proto_parse(r, e->via, rep, &p);
     if (r->batch && p.out == RL_YES)
@@ -277,12 +280,15 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
             long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
             r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
         }
+        if (asked && own && own_len > 0)
+            rl_fifo_asking(c, now);   /* on the importing shard of an ASK: again, or it answers MOVED */
         rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
                     : r->fmt[RL_VIA_EVAL] && !node->ep.cluster
                     ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
         redisFreeCommand(own);
         if (n) {
             n->round = r;
+            n->asked = asked;
             n->cmd = cmd;
             n->via = RL_VIA_EVAL;
             r->seq[i] = c->seq0 + c->len - 1;
@@ -511,14 +517,13 @@ static int closed_while_idle(rl_conn *c)
 static void cluster_extras(redlock_client *cl, size_t L, rl_conn *c, int ask, int64_t now)
 {
     static const char nodes_cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n";
-    static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
     if (rl_route_refresh_due(cl, L, now)) {
         rl_req *m = rl_fifo_enqueue(c, nodes_cmd, sizeof nodes_cmd - 1, now);
         if (m)
             m->kind = RL_REQ_MAP;
     }
     if (ask)
-        rl_fifo_enqueue(c, asking_cmd, sizeof asking_cmd - 1, now);
+        rl_fifo_asking(c, now);
 }
 
 /* A redirect read by a follower (no poll under way of its own) may open a
@@ -548,6 +553,8 @@ static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisRe
         return;
     }
     rl_req was = *e;
+    if (e->via == RL_VIA_EVAL)
+        c->scripts_sent &= ~(1u << e->cmd);   /* it never ran here: no script loaded */
     if (e->resend && e->resend_if != RL_IF_NOSCRIPT)
         c->late_cmds--;
     e->resend = NULL;
@@ -568,6 +575,7 @@ static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisRe
     if (!n)
         goto drop;
     n->round = NULL;
+    n->asked = (unsigned char)ask;
     n->cmd = was.cmd;
     n->via = was.via;
     n->redirect = was.redirect;
@@ -629,12 +637,15 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     int via = RL_VIA_EVALSHA;
     if (r->via_fcall)
         via = RL_VIA_FCALL;
-    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect))
+    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect || r->resent[L]))
         /* EVAL where a NOSCRIPT could not be answered in this round: on a
          * connection that never sent the script (its server may never have
-         * seen it), and to a node that may not answer in time. A round that
-         * does not wait (a clean-up release, a leave) is answered later:
-         * its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
+         * seen it), to a node that may not answer in time, and after a
+         * redirect of a command this round already re-sent as EVAL (a
+         * cluster's shard that answered NOSCRIPT, then MOVED or ASK). A
+         * round that does not wait (a clean-up release, a leave) is
+         * answered later: its late NOSCRIPT is re-sent as EVAL
+         * (rl_conn_orphan). */
         via = RL_VIA_EVAL;
     /* A cluster node's command names the auxiliary keys its own way: it
      * is formatted for it alone (the round's copy serves the others). */
@@ -679,6 +690,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
         return opened;
     }
     e->round = r;
+    e->asked = (unsigned char)ask;
     e->cmd = (unsigned char)r->cmd;
     e->via = (unsigned char)via;
     if (via == RL_VIA_EVAL)

@@ -93,7 +93,14 @@ typedef struct rl_req {
                             * elsewhere once its round no longer waits */
     size_t redirect_len;
     unsigned char hops;    /* redirects it has followed */
+    unsigned char asked;   /* sent after ASKING (an ASK redirect): what is re-sent in its place on
+                            * the same connection (EVAL after NOSCRIPT, a late release or leave)
+                            * needs ASKING again, or the importing shard answers MOVED */
 } rl_req;
+
+/* ASKING before a command re-sent in place of one that was sent after
+ * ASKING (rl_req.asked); its reply is read as a late one and dropped. */
+void rl_fifo_asking(rl_conn *c, int64_t now);
 
 enum { RL_IF_NOSCRIPT = 0, RL_IF_REFUSED, RL_IF_GRANTED };
 
@@ -219,6 +226,9 @@ typedef struct rl_listener {
     uint32_t backoff_ms;
     int auth_owed, subscribed;
     int ever;                  /* subscribed before: a new subscription wakes every waiter */
+    /* a cluster node's: which of its seeds it listens on (0: the first), and
+     * that seed's connection index (route.c); PUBLISH reaches every member */
+    size_t member, via;
 } rl_listener;
 
 /* Opens the listeners that are due while anyone waits, and gives up those
@@ -295,6 +305,13 @@ int rl_route_refresh_due(redlock_client *cl, size_t i, int64_t now);
 int rl_route_redirect(redlock_client *cl, size_t j, const redisReply *rep, size_t *to, int *ask);
 /* A CLUSTER NODES reply read on connection j: the slot map of its node. */
 void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int64_t now);
+/* The connection index of cluster node i's seed k (0: the first, i
+ * itself; k: the URL's k-th seed=), or SIZE_MAX past the last. */
+size_t rl_route_seed(redlock_client *cl, size_t i, size_t k);
+/* One slot of each shard master in cluster node i's slot map, into slots
+ * (at most max): how many; 0 while the map is not known. Under the I/O
+ * mutex (rl_io_enter). */
+size_t rl_route_shard_slots(redlock_client *cl, size_t i, unsigned *slots, size_t max);
 /* host:port of connection j, for reports. */
 void rl_route_shard_name(redlock_client *cl, size_t j, char *out, size_t size);
 /* Frees the shard connections' endpoints and the maps (their rl_conns first: rl_conn_free). */

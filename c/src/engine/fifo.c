@@ -74,6 +74,12 @@ rl_req *rl_fifo_enqueue(rl_conn *c, const char *buf, size_t len, int64_t now)
     return e;
 }
 
+void rl_fifo_asking(rl_conn *c, int64_t now)
+{
+    static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
+    rl_fifo_enqueue(c, asking_cmd, sizeof asking_cmd - 1, now);
+}
+
 /* The reply to the front request, whose round returned without it. */
 void rl_fifo_late_reply(rl_conn *c, const redisReply *rep, int64_t now)
 {
@@ -84,7 +90,7 @@ void rl_fifo_late_reply(rl_conn *c, const redisReply *rep, int64_t now)
     int err = rep->type == REDIS_REPLY_ERROR;
     char *resend = e->resend;
     size_t resend_len = e->resend_len;
-    unsigned char cmd = e->resend_cmd, via = e->resend_via, cond = e->resend_if;
+    unsigned char cmd = e->resend_cmd, via = e->resend_via, cond = e->resend_if, asked = e->asked;
     int first = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
                 rep->element[0]->type == REDIS_REPLY_INTEGER ? (int)rep->element[0]->integer : -1;
     /* A grant: SET's OK, the acquire script's {1, ...}, or a bare 1 (the
@@ -98,8 +104,11 @@ void rl_fifo_late_reply(rl_conn *c, const redisReply *rep, int64_t now)
     int go = resend && (cond == RL_IF_REFUSED ? first == 0
                         : cond == RL_IF_GRANTED ? granted
                         : err && strncmp(rep->str, "NOSCRIPT", 8) == 0);
+    if (go && asked)
+        rl_fifo_asking(c, now);
     rl_req *n = go ? rl_fifo_enqueue(c, resend, resend_len, now) : NULL;
     if (n) {
+        n->asked = asked;
         n->cmd = cmd;
         n->via = via;
         if (via == RL_VIA_EVAL)

@@ -80,6 +80,11 @@ static void fail(redlock_client *cl, size_t i, int state, const char *msg, int64
     } else {
         L->backoff_ms = rl_policy_backoff_next_ms(L->backoff_ms);
         L->retry_us = now + (int64_t)L->backoff_ms * 1000;
+        /* A cluster node: the next try goes to its next seed. PUBLISH is
+         * delivered to subscribers on every member of a cluster, so any
+         * member that answers will do. */
+        if (cl->nodes[i].ep.cluster && cl->nodes[i].ep.nseeds)
+            L->member = (L->member + 1) % (cl->nodes[i].ep.nseeds + 1);
     }
     set_state(cl, L, state, msg);
 }
@@ -89,7 +94,10 @@ static void open_listener(redlock_client *cl, size_t i, int64_t now)
     rl_node *node = &cl->nodes[i];
     rl_listener *L = node->listen;
     char msg[RL_NODE_MSG_MAX];
-    if (rl_conn_socket(cl, i, &L->conn, now, msg, sizeof msg) != 0) {
+    L->via = node->ep.cluster ? rl_route_seed(cl, i, L->member) : i;
+    if (L->via == SIZE_MAX)
+        L->via = i;
+    if (rl_conn_socket(cl, L->via, &L->conn, now, msg, sizeof msg) != 0) {
         fail(cl, i, REDLOCK_LISTENER_DOWN, msg, now);
         return;
     }
@@ -325,7 +333,7 @@ int rl_listen_events(redlock_client *cl, size_t i, short revents, int64_t now)
             return 0;
         }
         if (cl->nodes[i].ep.tls) {
-            if (rl_conn_tls_begin(cl, i, &L->conn, msg, sizeof msg) != 0) {
+            if (rl_conn_tls_begin(cl, L->via, &L->conn, msg, sizeof msg) != 0) {
                 fail(cl, i, REDLOCK_LISTENER_DOWN, msg, now);
                 return 0;
             }
@@ -337,7 +345,7 @@ int rl_listen_events(redlock_client *cl, size_t i, short revents, int64_t now)
         }
     }
     if (L->conn.state == RL_CONN_HANDSHAKE) {
-        int st = rl_conn_tls_step(cl, i, &L->conn, msg, sizeof msg);
+        int st = rl_conn_tls_step(cl, L->via, &L->conn, msg, sizeof msg);
         if (st < 0) {
             fail(cl, i, REDLOCK_LISTENER_DOWN, msg, now);
             return 0;

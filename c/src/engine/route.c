@@ -10,6 +10,10 @@
  * answer nested arrays), corrected by MOVED, refreshed when a redirect
  * says it changed and every RL_MAP_REFRESH_US. A slot with no known owner
  * goes to the seed, which answers MOVED (or CLUSTERDOWN: the node fails).
+ * A member that announces a hostname (cluster-announce-hostname, as
+ * managed TLS clusters do) is connected to by that name, which its
+ * certificate names; its ip is kept as an alias, so that a MOVED naming
+ * the ip (cluster-preferred-endpoint-type ip) finds the same connection.
  * Only data here: conn.c does the I/O. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,20 +65,56 @@ static rl_map *map_of(redlock_client *cl, size_t i)
     return cl->route->map[i];
 }
 
-/* The connection of node i to host:port: i itself for its seed, else a
- * shard connection (made here, not opened). SIZE_MAX when out of room. */
-static size_t conn_for(redlock_client *cl, size_t i, const char *host, size_t hlen, int port)
+static int same_name(const char *name, const char *host, size_t hlen)
+{
+    return name && strlen(name) == hlen && !memcmp(name, host, hlen);
+}
+
+/* The connection of node i to host:port (or ip:port, the same member's
+ * address when host is its announced hostname; NULL if none): i itself
+ * for its seed, else a shard connection (made here, not opened). SIZE_MAX
+ * when out of room. */
+static size_t conn_for_named(redlock_client *cl, size_t i, const char *host, size_t hlen, const char *ip,
+                             size_t iplen, int port)
 {
     rl_node *seed = &cl->nodes[i];
-    if (seed->ep.port == port && strlen(seed->ep.host) == hlen && !memcmp(seed->ep.host, host, hlen))
+    if (seed->ep.port == port && (same_name(seed->ep.host, host, hlen) || (ip && same_name(seed->ep.host, ip, iplen))))
         return i;
     if (!cl->route && !(cl->route = calloc(1, sizeof *cl->route)))
         return SIZE_MAX;
     struct rl_route *rt = cl->route;
     for (size_t k = 0; k < rt->nphys; k++) {
         rl_node *p = &rt->phys[k];
-        if (p->of == i && p->ep.port == port && strlen(p->ep.host) == hlen && !memcmp(p->ep.host, host, hlen))
+        if (p->of != i || p->ep.port != port)
+            continue;
+        if (same_name(p->ep.host, host, hlen) || same_name(p->alias, host, hlen))
             return cl->n + k;
+        if (ip && (same_name(p->ep.host, ip, iplen) || same_name(p->alias, ip, iplen))) {
+            if (same_name(p->ep.host, ip, iplen) && !p->conn) {
+                /* known by its ip so far, never connected: use the hostname */
+                char *h = malloc(hlen + 1), *a = malloc(iplen + 1), shown[300];
+                if (h && a) {
+                    memcpy(h, host, hlen);
+                    h[hlen] = '\0';
+                    memcpy(a, ip, iplen);
+                    a[iplen] = '\0';
+                    rl_fmt(shown, sizeof shown, memchr(host, ':', hlen) ? "[%s]:%d" : "%s:%d", h, port);
+                    char *display = strdup(shown);
+                    if (display) {
+                        free(p->ep.host);
+                        free(p->alias);
+                        free(p->ep.display);
+                        p->ep.host = h;
+                        p->alias = a;
+                        p->ep.display = display;
+                        return cl->n + k;
+                    }
+                }
+                free(h);
+                free(a);
+            }
+            return cl->n + k;
+        }
     }
     if (rt->nphys == RL_SHARDS_MAX)
         return SIZE_MAX;
@@ -94,11 +134,36 @@ static size_t conn_for(redlock_client *cl, size_t i, const char *host, size_t hl
     rl_fmt(shown, sizeof shown, memchr(host, ':', hlen) ? "[%.*s]:%d" : "%.*s:%d", (int)hlen, host, port);
     p->ep.display = strdup(shown);
     p->of = i;
-    if (!p->ep.host || !p->ep.display || (seed->ep.user && !p->ep.user) || (seed->ep.password && !p->ep.password)) {
+    if (ip) {
+        p->alias = malloc(iplen + 1);
+        if (p->alias) {
+            memcpy(p->alias, ip, iplen);
+            p->alias[iplen] = '\0';
+        }
+    }
+    if (!p->ep.host || !p->ep.display || (seed->ep.user && !p->ep.user) || (seed->ep.password && !p->ep.password) ||
+        (ip && !p->alias)) {
         rl_endpoint_clear(&p->ep);
+        free(p->alias);
+        p->alias = NULL;
         return SIZE_MAX;
     }
     return cl->n + rt->nphys++;
+}
+
+static size_t conn_for(redlock_client *cl, size_t i, const char *host, size_t hlen, int port)
+{
+    return conn_for_named(cl, i, host, hlen, NULL, 0, port);
+}
+
+size_t rl_route_seed(redlock_client *cl, size_t i, size_t k)
+{
+    const rl_endpoint *ep = &cl->nodes[i].ep;
+    if (k == 0)
+        return i;
+    if (k > ep->nseeds)
+        return SIZE_MAX;
+    return conn_for(cl, i, ep->seed_hosts[k - 1], strlen(ep->seed_hosts[k - 1]), ep->seed_ports[k - 1]);
 }
 
 /* A usable connection index for node i's extra seeds when its first seed
@@ -264,8 +329,20 @@ void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int
                     failed = 1;
                 x += n + 1;
             }
+            /* ip:port@cport[,hostname[,aux=value...]] (Redis 7+, Valkey): the
+             * hostname when one is announced, "" when not */
             const char *at = memchr(f[1], '@', fl[1]);
             size_t alen = at ? (size_t)(at - f[1]) : fl[1];
+            const char *name = NULL;
+            size_t nlen = 0;
+            if (at) {
+                const char *comma = memchr(at, ',', (size_t)(f[1] + fl[1] - at));
+                if (comma) {
+                    name = comma + 1;
+                    const char *stop = memchr(name, ',', (size_t)(f[1] + fl[1] - name));
+                    nlen = (size_t)((stop ? stop : f[1] + fl[1]) - name);
+                }
+            }
             const char *host;
             size_t hlen;
             int port;
@@ -275,7 +352,9 @@ void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int
                     host = rl_nodeat(cl, j)->ep.host;   /* "myself" before it knows its own address */
                     hlen = strlen(host);
                 }
-                k = conn_for(cl, i, host, hlen, port);
+                k = nlen > 0 && nlen < 256 && !memchr(name, ':', nlen)
+                        ? conn_for_named(cl, i, name, nlen, host, hlen, port)
+                        : conn_for(cl, i, host, hlen, port);
             }
             /* the slot ranges: "0-5460", "5461", and "[...]" for a migration under way */
             while (k != SIZE_MAX && q < eol) {
@@ -302,6 +381,30 @@ void rl_route_map_reply(redlock_client *cl, size_t j, const redisReply *rep, int
     m->learned_us = now;
 }
 
+size_t rl_route_shard_slots(redlock_client *cl, size_t i, unsigned *slots, size_t max)
+{
+    rl_map *m = cl->route ? cl->route->map[i] : NULL;
+    if (!m || !m->learned_us)
+        return 0;
+    size_t n = 0;
+    uint16_t seen[RL_SHARDS_MAX + 1];
+    size_t nseen = 0;
+    for (unsigned s = 0; s < RL_SLOTS && n < max; s++) {
+        uint16_t o = m->owner[s];
+        if (!o)
+            continue;
+        size_t k = 0;
+        while (k < nseen && seen[k] != o)
+            k++;
+        if (k < nseen)
+            continue;
+        if (nseen < sizeof seen / sizeof seen[0])
+            seen[nseen++] = o;
+        slots[n++] = s;
+    }
+    return n;
+}
+
 void rl_route_shard_name(redlock_client *cl, size_t j, char *out, size_t size)
 {
     const rl_node *n = rl_nodeat(cl, j);
@@ -313,8 +416,10 @@ void rl_route_free(redlock_client *cl)
     struct rl_route *rt = cl->route;
     if (!rt)
         return;
-    for (size_t k = 0; k < rt->nphys; k++)
+    for (size_t k = 0; k < rt->nphys; k++) {
         rl_endpoint_clear(&rt->phys[k].ep);
+        free(rt->phys[k].alias);
+    }
     for (size_t i = 0; i < REDLOCK_MAX_NODES; i++)
         free(rt->map[i]);
     free(rt);
