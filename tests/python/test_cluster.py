@@ -431,7 +431,7 @@ def test_the_wake_up_listener_moves_to_another_seed(name):
         res = "%s:%d" % (name, k)            # owned by process 1 in every cluster, not the first seed
         rec = []
         with Redlock(urls_of(made), node_timeout=0.5) as other, \
-                Redlock(urls_of(made), node_timeout=0.5, on_event=rec.append, **SLOW_RETRY) as c:
+                Redlock(urls_of(made), node_timeout=0.5, on_event=rec.append, wake=True, **SLOW_RETRY) as c:
             holder = other.acquire(res, ttl=30.0)
             got = []
             waiter = c.lock(res, ttl=10.0)
