@@ -155,6 +155,69 @@ static void test_restart_reconnects(void)
     redlock_client_free(c);
 }
 
+/* A node that stops after answering a request sent later than the oldest
+ * one it owes (pipelined: the client sent R2, then read R1's reply) has
+ * still stopped: its connection is dropped once it has said nothing for
+ * the stall limit, as any silent one, and a new one opened for the next
+ * rounds. Before, the late reply read as a sign of life for ever: the
+ * connection stayed, owed more and more, and rounds found it full ("owes
+ * 2048 replies: not answering") while the client's output buffer grew. */
+static void test_stopped_after_answering(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 10;      /* a stall limit of 4 * 10 + 10 = 50 ms */
+    o.connect_timeout_ms = 10;
+    o.flags |= REDLOCK_OPT_NO_WAKE;
+    o.retry_count = 0;
+    redlock_client *c = make_client(5, &o);
+    redlock_lock *warm;
+    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
+    CHECK_RC(redlock_release(warm), 0);
+    redlock_lock_free(warm);
+
+    /* R1: node 0 is stopped, so the round is decided without it and its
+     * request stays owed; node 0 then runs it and answers into a socket
+     * nobody reads yet. */
+    const char *res1 = uniq("answered");
+    char exists[200];
+    snprintf(exists, sizeof exists, "EXISTS %s", res1);
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    redlock_lock *r1;
+    CHECK_RC(redlock_lock_new(&r1, c, res1), 0);
+    int rc1 = redlock_lock_acquire(r1, 30000, REDLOCK_WAIT_NONE);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    CHECK(EVENTUALLY(node_int(0, exists) == 1, 10000, "node 0 ran the owed request"));
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    /* R2 and the rounds after it: node 0 stopped for good. R2 is sent,
+     * then R1's reply read, so the last reply is younger than the oldest
+     * request owed. 1,500 cycles are 3,000 requests to node 0. */
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("stopped")), 0);
+    int full = 0, ok = 0;
+    char first_full[256] = "";
+    for (int k = 0; k < 1500; k++) {
+        if (redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE) != 0)
+            continue;   /* a loaded machine: a healthy node late past 10 ms */
+        ok++;
+        char msg[256] = "";
+        redlock_lock_node_result(l, 0, NULL, NULL, msg, sizeof msg);
+        if (strstr(msg, "not answering") && !full++)
+            snprintf(first_full, sizeof first_full, "%s", msg);
+        redlock_release(l);
+    }
+    CHECK(ok > 0);
+    CHECK(full == 0);
+    if (full)
+        fprintf(stderr, "[%s] node 0, %d times: %s\n", t_current, full, first_full);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    if (rc1 == 0)
+        redlock_release(r1);
+    redlock_lock_free(r1);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -166,5 +229,6 @@ int main(void)
     run_test("majority_down", test_majority_down);
     run_test("paused_node", test_paused_node);
     run_test("restart_reconnects", test_restart_reconnects);
+    run_test("stopped_after_answering", test_stopped_after_answering);
     return finish_tests();
 }

@@ -475,12 +475,17 @@ void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
     }
     if (!c->len)
         return;
+    /* Silent since the oldest owed request was sent, or since its last
+     * reply: a pipelined connection whose node stops (SIGSTOP, a
+     * partition) had answered the requests before that one after it was
+     * sent, and must not look alive for ever for that. */
     int64_t oldest = rl_fifo_at(c, 0)->sent_us;
-    if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
+    int64_t quiet = c->last_reply_us > oldest ? c->last_reply_us : oldest;
+    if (now - quiet > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
         /* A partition can leave a connection that never answers again, even
          * once the network heals: close it (FIN: the node still runs what
          * it was sent) and let the next round open a new one. */
-        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - oldest) / 1000));
+        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - quiet) / 1000));
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TIMEOUT, msg);
     }
 }
