@@ -61,12 +61,12 @@ static void describe(char *m, size_t msize, const redlock_client *c, const rl_ro
 /* Lock k of round r: the decision, and what follows from it (as in
  * rl_extend_locked). */
 static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t ttl_ms, int64_t valid_until,
-                    int automatic, char *m, size_t msize)
+                    int automatic, char *m, size_t msize, rl_msgs **shared)
 {
     redlock_client *c = lock->client;
     rl_outcome out[REDLOCK_MAX_NODES];
     rl_batch_outcomes(r, k, out);
-    rl_record_round_out(lock, r, out, automatic);
+    rl_record_round_shared(lock, r, out, automatic, shared);
     int64_t decided = decided_at(r, out, c->quorum);
     int code = rl_decide_extend(out, r->n, c->quorum, decided, valid_until);
     if (code == 0) {
@@ -211,14 +211,18 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         rl_round_run_many(c, rounds, nr);
     for (size_t j = 0; j < nr; j++) {
         size_t first = j * RL_BATCH_MAX;
+        rl_msgs *shared = NULL;   /* the round's messages, kept once for all its locks */
         for (size_t k = 0; k < batches[j].m; k++) {
             size_t idx = go[first + k];
             pthread_mutex_lock(&locks[idx]->mu);
             rcs[idx] = conclude(locks[idx], &rounds[j], k, ttls[idx], valid[first + k], automatic, tmp,
-                                sizeof tmp);
+                                sizeof tmp, &shared);
             pthread_mutex_unlock(&locks[idx]->mu);
-            msgs[idx] = rcs[idx] ? keep(tmp) : NULL;
+            /* The loss's message is the owner's to read; a failed try's is
+             * in the lock's report, and on_event had it. */
+            msgs[idx] = rcs[idx] == REDLOCK_ELOST || rcs[idx] == REDLOCK_EEXPIRED ? keep(tmp) : NULL;
         }
+        rl_msgs_unref(shared);
     }
     /* The other kinds (a semaphore's permit, ...) send their own commands:
      * one round each, as redlock_extend would. */

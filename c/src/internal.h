@@ -130,6 +130,7 @@ typedef struct rl_elect_node {
 } rl_elect_node;
 
 typedef struct rl_round rl_round;
+typedef struct rl_msgs rl_msgs;   /* report.c: a round's messages, shared */
 struct rl_round {
     rl_cmd cmd;
     const char *key;
@@ -218,7 +219,9 @@ typedef struct rl_batch {
 void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
 /* Extends locks[0..n) by ttls[k], pipelined as a few rounds of
  * RL_BATCH_MAX locks, each decided per lock at quorum as rl_extend_locked
- * decides one. Each lock's mutex is taken only to check it and to record
+ * decides one (msgs[k]: the message of a batched lock only when it is
+ * lost, REDLOCK_ELOST or REDLOCK_EEXPIRED; a failed try's detail is in its
+ * report). Each lock's mutex is taken only to check it and to record
  * its outcome, never across the rounds (a thread holding hundreds of
  * mutexes at once is beyond what TSan can follow, and needs no owner's
  * call to wait that long): the caller keeps the owner's own extension out
@@ -243,6 +246,11 @@ void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
 /* report.c: rl_record_round and rl_emit with lock-specific outcomes (out,
  * for r's nodes; r may be NULL for an event of no round). */
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
+/* The same for one of many locks that record round r: *shared (NULL at
+ * first) keeps the round's messages for the next, which share them; the
+ * caller drops it with rl_msgs_unref once they are all recorded. */
+void rl_record_round_shared(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic,
+                            rl_msgs **shared);
 void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, const rl_outcome *out,
                  int automatic, uint32_t attempt, int64_t elapsed_us);
 
@@ -250,25 +258,30 @@ void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const 
 /* A lock's auto-extension, owned by watch.c: everything but `used` is
  * guarded by the client's watch.mu. */
 typedef struct rl_autoextend {
-    int on;                   /* in the thread's list */
     _Atomic int used;         /* ever given to the thread: until then, acquire,
                                * release and free skip the client's watch mutex */
+    /* flags: bytes, as the rest is kept for every held lock */
+    unsigned char on;         /* in the thread's list */
+    unsigned char limited;    /* bound reached: no more extensions */
+    unsigned char busy;       /* in the thread's batch under way, or its callback:
+                               * add and remove wait until it is 0 */
+    unsigned char last;       /* the batch's extension is cut short by the hold bound */
+    unsigned char fire, done; /* the batch's verdict: tell the owner, leave the list */
+    unsigned char running;    /* the thread is calling fn with userdata right now */
+    unsigned char tried;      /* an extension failed since the last success: its
+                               * detail is the lock's report (a message per failed
+                               * try and lock would be kilobytes a batch) */
+    int fire_code;
+    uint32_t batch_ttl;       /* the batch's extension, in ms */
     struct redlock_lock *next, *prev;
     int64_t due_us;
     int64_t until_us;         /* hold bound (absolute) */
-    int limited;              /* bound reached: no more extensions */
+    int64_t next_due;
     char *msg;                /* the last failed extension, or the loss to tell
                                * (thread only; allocated on first failure) */
     redlock_lost_fn fn;
     void *userdata;
     void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
-    int busy;                 /* in the thread's batch under way, or its callback:
-                               * add and remove wait until it is 0 */
-    int last;                 /* the batch's extension is cut short by the hold bound */
-    uint32_t batch_ttl;       /* the batch's extension, in ms */
-    int fire, fire_code, done; /* the batch's verdict: tell the owner, leave the list */
-    int64_t next_due;
-    int running;              /* the thread is calling fn with userdata right now */
     void (*free_after)(void *userdata); /* fn itself ended its hook: free this */
     void *free_after_userdata;            /* once fn has returned */
 } rl_autoextend;
@@ -312,13 +325,25 @@ struct redlock_client {
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
 
+/* A lock's view of one node in its last round: 16 bytes, kept for every
+ * node of every lock (docs/performance.md, memory per held lock). */
 typedef struct rl_report {
     unsigned char outcome;   /* redlock_node_outcome */
     unsigned char unreachable; /* the round's unreachable[i] */
-    int code;
-    int64_t rtt_us;
-    const char *msg;         /* "" or the node's message, in the lock's report_msgs */
+    int16_t code;            /* a redlock_error */
+    int32_t rtt_us;          /* at most a node timeout (600 s), so it fits */
+    const char *msg;         /* "" or a common message (static), or the node's
+                              * own, in the lock's report_msgs */
 } rl_report;
+
+/* report.c: a round's per-node messages that are not common ones, packed
+ * in node order, shared by every lock whose last round it was (a batch's
+ * hundreds of locks record one round: its messages are kept once). */
+struct rl_msgs {
+    atomic_uint refs;
+    char text[];
+};
+void rl_msgs_unref(rl_msgs *m);
 
 struct redlock_lock {
     redlock_client *client;   /* counted reference */
@@ -335,10 +360,12 @@ struct redlock_lock {
     pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
                                * thread's extensions take it */
     _Atomic int state;
+    int lost_code;            /* why state became LOCK_LOST */
     _Atomic int64_t valid_until_us;
     _Atomic uint64_t token;   /* fencing token while held, else 0 */
     int64_t acquired_us;
     uint32_t ttl_ms;          /* of the current acquisition */
+    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     redlock_lock_options pol; /* retries and drift: the client's unless set */
     uint32_t n_ext;
     int errcode;
@@ -346,10 +373,9 @@ struct redlock_lock {
                                * failure (rl_errbuf), then kept with the handle */
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
-    rl_report *report;        /* per node: the last round */
-    char *report_msgs;        /* the last round's messages that are not common ones,
-                               * packed (report.c); NULL when it had none */
-    int lost_code;            /* why state became LOCK_LOST */
+    rl_report *report;        /* per node: the last round (in the handle's allocation) */
+    rl_msgs *report_msgs;     /* the last round's messages that are not common
+                               * ones (report.c); NULL when it had none */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
@@ -370,7 +396,6 @@ struct redlock_lock {
      * acquisition takes, and the slots it asks for or holds ("3,4"). */
     uint32_t sem_limit, sem_permits;
     char *sem_slots;
-    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
     struct rl_multi *multi;   /* RL_KIND_MULTI: the set's keys (multilock.c) */
 };
@@ -396,6 +421,9 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
  * lock's last (mutex held), with on_event told about each failed node; one
  * event to on_event. */
 void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl_round *r);
+/* Appends the lock's last round as its report keeps it (mutex held): how
+ * many nodes confirmed, and each node's outcome and message. */
+void rl_describe_report(char *buf, size_t size, const redlock_lock *lock);
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
              uint32_t attempt, int64_t elapsed_us);

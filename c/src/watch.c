@@ -133,7 +133,9 @@ static int before(redlock_lock *l, int64_t now)
         } else {
             code = REDLOCK_EEXPIRED;
             rl_fmt(msg, sizeof msg, "the validity of lock '%s' ran out before an extension succeeded%s%s",
-                   l->resource, msg_of(l)[0] ? "; last try: " : "", msg_of(l));
+                   l->resource, msg_of(l)[0] || l->ae.tried ? "; last try: " : "", msg_of(l));
+            if (!msg_of(l)[0] && l->ae.tried)
+                rl_describe_report(msg, sizeof msg, l);
         }
         rl_mark_lost(l, code, msg, 1);
     } else if (l->ae.limited) {
@@ -170,6 +172,7 @@ static void after(redlock_lock *l, int rc, char *msg)
     int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&l->valid_until_us);
     set_msg(l, msg);
+    l->ae.tried = rc != 0;
     if (rc == 0) {
         l->ae.limited = l->ae.last;
         l->ae.next_due = l->ae.last ? valid_until : now + rl_policy_extend_interval_us(l->ttl_ms);
@@ -383,6 +386,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae.until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
     l->ae.limited = 0;
     set_msg(l, NULL);
+    l->ae.tried = 0;
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
         l->ae.prev = NULL;
