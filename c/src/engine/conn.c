@@ -656,6 +656,20 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                      r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE
                      ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    /* An extension is of no use late, and one to a node that timed out,
+     * has said nothing since and does not even take what is queued on its
+     * socket (stopped, cut off) would only wait in this client's output
+     * buffer until the connection is dropped as stalled: with thousands of
+     * locks on the watchdog, megabytes. The round counts it as failed
+     * without sending it, as it would count the timeout. */
+    int extension = r->cmd == RL_CMD_EXTEND || r->cmd == RL_CMD_EXTEND_MANY || r->cmd == RL_CMD_MULTI_EXTEND ||
+                    r->cmd == RL_CMD_RW_EXTEND || r->cmd == RL_CMD_SEM_EXTEND;
+    if (extension && node->suspect && c->state == RL_CONN_READY && c->wpending && c->len) {
+        redisFreeCommand(own);
+        rl_fmt(msg, sizeof msg, "not answering and not reading: %u replies owed, its socket full", (unsigned)c->len);
+        finish(r, L, RL_ERR_IO, msg, now);
+        return opened;
+    }
     if (node->ep.cluster && c->len < limit)
         cluster_extras(cl, L, c, ask, now);
     rl_req *e = c->len < limit ? rl_fifo_enqueue(c, own ? own : r->fmt[via], own ? (size_t)own_len : r->fmt_len[via],
