@@ -110,13 +110,15 @@ static char *keep(const char *m)
     return m[0] ? strdup(m) : NULL;
 }
 
+enum { S_GO, S_VALID, S_ROUNDS, S_BATCHES, S_KEYS, S_VALUES, S_LENS, S_TTL, S_RES };
+
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char **msgs)
+                    int *rcs, char **msgs, rl_scratch *sc)
 {
     char tmp[RL_MSG_MAX];
     /* Those that pass the checks, in order: their index into locks. */
-    size_t *go = malloc((n ? n : 1) * sizeof *go);
-    int64_t *valid = malloc((n ? n : 1) * sizeof *valid);
+    size_t *go = rl_scratch_get(sc, S_GO, n * sizeof *go, 0);
+    int64_t *valid = rl_scratch_get(sc, S_VALID, n * sizeof *valid, 0);
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
@@ -140,14 +142,13 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         }
     }
     size_t nr = (m + RL_BATCH_MAX - 1) / RL_BATCH_MAX;
-    rl_round *rounds = nr ? calloc(nr, sizeof *rounds) : NULL;
-    rl_batch *batches = nr ? calloc(nr, sizeof *batches) : NULL;
-    size_t cap = m ? m : 1;
-    const char **keys = malloc(cap * sizeof *keys);
-    const char **values = malloc(cap * sizeof *values);
-    size_t *key_lens = malloc(cap * sizeof *key_lens);
-    uint32_t *ttl = malloc(cap * sizeof *ttl);
-    unsigned char *res = calloc(cap, c->n);
+    rl_round *rounds = nr ? rl_scratch_get(sc, S_ROUNDS, nr * sizeof *rounds, 1) : NULL;
+    rl_batch *batches = nr ? rl_scratch_get(sc, S_BATCHES, nr * sizeof *batches, 1) : NULL;
+    const char **keys = rl_scratch_get(sc, S_KEYS, m * sizeof *keys, 0);
+    const char **values = rl_scratch_get(sc, S_VALUES, m * sizeof *values, 0);
+    size_t *key_lens = rl_scratch_get(sc, S_LENS, m * sizeof *key_lens, 0);
+    uint32_t *ttl = rl_scratch_get(sc, S_TTL, m * sizeof *ttl, 0);
+    unsigned char *res = rl_scratch_get(sc, S_RES, m * c->n, 1);
     if (m && (!rounds || !batches || !keys || !values || !key_lens || !ttl || !res)) {
         for (size_t j = 0; j < m; j++) {
             msgs[go[j]] = keep("out of memory");
@@ -234,13 +235,13 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         pthread_mutex_unlock(&locks[k]->mu);
         msgs[k] = rcs[k] ? keep(tmp) : NULL;
     }
-    free(go);
-    free(valid);
-    free(rounds);
-    free(batches);
-    free(keys);
-    free(values);
-    free(key_lens);
-    free(ttl);
-    free(res);
+    rl_scratch_put(sc, S_GO, go);
+    rl_scratch_put(sc, S_VALID, valid);
+    rl_scratch_put(sc, S_ROUNDS, rounds);
+    rl_scratch_put(sc, S_BATCHES, batches);
+    rl_scratch_put(sc, S_KEYS, keys);
+    rl_scratch_put(sc, S_VALUES, values);
+    rl_scratch_put(sc, S_LENS, key_lens);
+    rl_scratch_put(sc, S_TTL, ttl);
+    rl_scratch_put(sc, S_RES, res);
 }

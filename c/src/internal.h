@@ -30,6 +30,21 @@ int rl_random_bytes(void *buf, size_t len);       /* getrandom(2); 0 or -1 */
 int rl_random_hex(char *out, size_t nbytes);      /* out gets 2*nbytes hex + NUL */
 uint32_t rl_random_below(uint32_t bound);         /* uniform in [0, bound) */
 void rl_sha1_hex(const char *s, char out[41]);
+/* Buffers a thread keeps from one call to the next (the auto-extend
+ * thread's batch arrays): a batch every few hundred ms allocates nothing,
+ * and leaves no freed holes among the memory of the locks. Each slot keeps
+ * at most RL_SCRATCH_KEEP bytes; a larger request gets memory of its own,
+ * freed by rl_scratch_put. With s NULL they are malloc and free. */
+#define RL_SCRATCH_SLOTS 16
+#define RL_SCRATCH_KEEP (512 * 1024)
+typedef struct rl_scratch {
+    void *p[RL_SCRATCH_SLOTS];
+    size_t cap[RL_SCRATCH_SLOTS];
+} rl_scratch;
+/* bytes (at least 1) from slot, zeroed if zero is set; NULL if out of memory. */
+void *rl_scratch_get(rl_scratch *s, unsigned slot, size_t bytes, int zero);
+void rl_scratch_put(rl_scratch *s, unsigned slot, void *p);
+void rl_scratch_free(rl_scratch *s);
 /* ---- the engine (engine.h has its private types) ---- */
 struct rl_conn;
 struct rl_io;
@@ -231,8 +246,9 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * a semaphore's) get rl_extend_locked itself, one at a time, after the
  * batch. */
 #define RL_BATCH_MAX 256
+/* Its arrays come from slots 0 to 8 of scratch (NULL: allocated per call). */
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char **msgs);
+                    int *rcs, char **msgs, rl_scratch *scratch);
 /* extend.c: takes lock->mu once the auto-extend thread is not extending
  * the lock in a batch (waiting with the mutex let go): for a call that
  * changes what an extension of the lock would send (redlock_extend's own,
@@ -300,6 +316,7 @@ typedef struct rl_watch {
     int64_t behind_told_us;     /* when REDLOCK_EVENT_WATCH_BEHIND was last emitted */
     int64_t sleep_until_us;     /* the thread sleeps until then (INT64_MAX: until woken);
                                  * a lock added later than that needs no wake-up */
+    rl_scratch scratch;         /* the batches' arrays (thread only) */
 } rl_watch;
 
 struct redlock_client {
@@ -528,11 +545,15 @@ int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms)
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
-/* The auto-extend thread takes every lock due within an eighth of its
- * interval (TTL/3), at most this window, into one batch; a lock is extended
- * at most that much early. Fewer, larger batches: each costs the thread a
- * look at every lock it keeps. */
+/* Once a lock is due, the auto-extend thread takes with it every lock
+ * due within an eighth of its interval (TTL/3), at most this window, into
+ * one batch; a lock is extended at most that much early, and is due again
+ * an interval after it was due (watch.c), so the batches do not merge.
+ * Fewer, larger batches: each costs the thread a look at every lock it
+ * keeps. */
 #define RL_POLICY_WATCH_WINDOW_US 250000
+/* A batch goes out this many locks at a time (16 rounds of RL_BATCH_MAX). */
+#define RL_POLICY_WATCH_CHUNK 4096
 /* The thread is behind when a lock's extension starts later than this
  * after it was due: told through REDLOCK_EVENT_WATCH_BEHIND, at most once
  * per RL_POLICY_WATCH_TELL_US, while the validity left is still ample. */
