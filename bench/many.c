@@ -18,6 +18,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <hiredis/hiredis.h>
 
 #include "bench.h"
@@ -72,6 +74,39 @@ static long status_kb(const char *field)
     if (f)
         fclose(f);
     return kb;
+}
+
+/* Bytes malloc has handed out and not had back, in every arena (the
+ * threads' too): malloc_info's memory from the system, less its free
+ * chunks, plus the mmapped ones. RSS also counts what the allocator keeps
+ * after a free; this does not. -1 if unknown. */
+static long long heap_in_use(void)
+{
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len);
+    if (!f)
+        return -1;
+    malloc_info(0, f);
+    fclose(f);
+    /* The totals follow the last </heap>. */
+    const char *t = xml ? strstr(xml, "</heap>") : NULL;
+    for (const char *u; t && (u = strstr(t + 1, "</heap>"));)
+        t = u;
+    long long fast = -1, rest = -1, mmap = -1, sys = -1;
+    if (t) {
+        const char *p;
+        if ((p = strstr(t, "<total type=\"fast\" count=")) && (p = strstr(p, "size=\"")))
+            fast = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<total type=\"rest\" count=")) && (p = strstr(p, "size=\"")))
+            rest = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<total type=\"mmap\" count=")) && (p = strstr(p, "size=\"")))
+            mmap = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<system type=\"current\" size=\"")))
+            sys = strtoll(p + 29, NULL, 10);
+    }
+    free(xml);
+    return fast < 0 || rest < 0 || mmap < 0 || sys < 0 ? -1 : sys - fast - rest + mmap;
 }
 
 /* ---- the nodes' capacity: pipelined single-key extend scripts ---- */
@@ -253,6 +288,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "redlock_many: %s\n", err);
         return 1;
     }
+    /* The client itself, idle: connected, its auto-extend thread started
+     * and through one batch, one lock's worth of code run. What the held
+     * locks add is counted from here; what the client costs without a lock
+     * (the libraries' pages it touches, its threads, its connections) is
+     * the difference to before it. */
+    {
+        redlock_lock *w;
+        if (redlock_lock_open(&w, c, "bench:many:warm", err, sizeof err) != 0 ||
+            redlock_lock_acquire(w, 300, REDLOCK_WAIT_DEFAULT) != 0 ||
+            redlock_lock_auto_extend(w, 0, NULL, NULL) != 0) {
+            fprintf(stderr, "redlock_many: the warm-up lock: %s\n", w ? redlock_lock_errmsg(w) : err);
+            return 1;
+        }
+        bench_sleep_until_ns(bench_now_ns() + 250000000);   /* extended at 100 and 200 ms */
+        redlock_release(w);
+        redlock_lock_free(w);
+    }
+    long rss_client = status_kb("VmRSS");
+    long long heap_client = heap_in_use();
     /* Sequential acquisitions against redlock_lock_acquire_many, on the
      * same fresh locks in turn, each followed by releasing them all. */
     {
@@ -339,6 +393,7 @@ int main(int argc, char **argv)
     }
     bench_sleep_until_ns(h0 + hold_ns / 2);
     long rss_held = status_kb("VmRSS");
+    long long heap_held = heap_in_use();
     bench_sleep_until_ns(h0 + hold_ns);
     double used = cpu_s() - cpu0;
     long ext = atomic_load(&n_ext) - ext0;
@@ -359,8 +414,13 @@ int main(int argc, char **argv)
     if (cap_sum > 0)
         printf("extensions/s as a ratio to the nodes' pipelined capacity (per node, the mean of %d): %.3f\n", n,
                rate / (cap_sum / n));
-    printf("RSS: %ld KB before the client, %ld KB with the locks held, peak %ld KB: %.0f bytes per held lock\n", rss0,
-           rss_held, status_kb("VmHWM"), (double)(rss_held - rss0) * 1024.0 / (double)nlocks);
+    printf("RSS: %ld KB before the client, %ld KB with it idle, %ld KB with the locks held, peak %ld KB: "
+           "%.0f bytes per held lock (%.0f counting the idle client's %ld KB)\n", rss0, rss_client, rss_held,
+           status_kb("VmHWM"), (double)(rss_held - rss_client) * 1024.0 / (double)nlocks,
+           (double)(rss_held - rss0) * 1024.0 / (double)nlocks, rss_client - rss0);
+    printf("heap in use (malloc_info, every arena): %lld KB with the client idle, %lld KB with the locks held: "
+           "%.0f bytes per held lock\n", heap_client / 1024, heap_held / 1024,
+           (double)(heap_held - heap_client) / (double)nlocks);
 
     int64_t r0 = bench_now_ns();
     long release_failed = 0;
