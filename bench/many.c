@@ -383,16 +383,16 @@ static void usage(FILE *f)
             "  --pause         node 0 stopped (SIGSTOP) from 10%% to 90%% of the hold\n"
             "  --capacity-s C  seconds to measure the nodes' pipelined capacity (default 2; 0: skip)\n"
             "       redlock_many --saturate [--ttl-ms T] [--first N] [--step N] [--max-locks N] [--seconds S]\n"
-            "  --saturate      steps of more and more locks at TTL T (default 1000), each held S seconds\n"
+            "  --saturate      steps of more and more locks at TTL T (default 3000), each held S seconds\n"
             "                  (default 4) after its first TTL, until the watchdog falls behind: the most\n"
             "                  extensions per second it sustains, against the nodes' pipelined SET\n"
-            "  --first, --step, --max-locks  the steps (default 10000, 5000, 400000)\n"
+            "  --first, --step, --max-locks  the steps (default 30000, 15000, 600000)\n"
             "run it through bench/run-many, which starts the nodes\n");
 }
 
 int main(int argc, char **argv)
 {
-    long nlocks = 2000, ttl_ms = -1, first = 10000, stepn = 5000, max_locks = 400000;
+    long nlocks = 2000, ttl_ms = -1, first = 30000, stepn = 15000, max_locks = 600000;
     double seconds = -1, cap_s = 2;
     int pause = 0, sat = 0;
     static const struct option opts[] = {
@@ -420,7 +420,7 @@ int main(int argc, char **argv)
         }
     }
     if (ttl_ms < 0)
-        ttl_ms = sat ? 1000 : 3000;
+        ttl_ms = 3000;
     if (seconds < 0)
         seconds = sat ? 4 : 5;
     if (nlocks <= 0 || ttl_ms <= 0 || seconds <= 0 || first <= 0 || stepn <= 0 || max_locks < first) {
