@@ -5,8 +5,9 @@
  * on each node's one connection and run at once. Each lock is still decided
  * on its own, at quorum, exactly as rl_extend_locked decides one (see
  * docs/algorithm.md, "Many locks, one watchdog"). Locks whose extension
- * is not the mutex's (a reader's lease, a semaphore's permit) are extended
- * one by one, by rl_extend_locked, after the batch. */
+ * is not the mutex's (a set of resources, a reader's lease, a semaphore's
+ * permit) get a round each of their own command after the batch, a few
+ * dozen of them pipelined at a time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,50 @@ static int batched(const redlock_lock *lock)
 static char *keep(const char *m)
 {
     return m[0] ? strdup(m) : NULL;
+}
+
+/* The other kinds (a multi-resource lock's set, a reader's lease, a
+ * semaphore's permit) send their own commands: a round each, as
+ * redlock_extend would send it, but RL_SINGLES_AT_ONCE rounds at a time,
+ * pipelined on the same connections, each decided on its own. The mutex
+ * is held as in the batch: to check and to conclude, not across the
+ * rounds. The locks marked SINGLE in rcs. */
+static void singles(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char **msgs)
+{
+    char tmp[RL_MSG_MAX];
+    size_t idx[RL_SINGLES_AT_ONCE];
+    int64_t valid[RL_SINGLES_AT_ONCE];
+    rl_round *rounds = NULL;
+    for (size_t k = 0; k < n;) {
+        size_t m = 0;
+        for (; k < n && m < RL_SINGLES_AT_ONCE; k++) {
+            if (rcs[k] != SINGLE)
+                continue;
+            if (!rounds && !(rounds = calloc(RL_SINGLES_AT_ONCE, sizeof *rounds))) {
+                rcs[k] = REDLOCK_ENOMEM;
+                msgs[k] = keep("out of memory");
+                continue;
+            }
+            pthread_mutex_lock(&locks[k]->mu);
+            rcs[k] = rl_extend_begin(locks[k], ttls[k], &rounds[m], &valid[m], tmp, sizeof tmp);
+            pthread_mutex_unlock(&locks[k]->mu);
+            msgs[k] = rcs[k] ? keep(tmp) : NULL;
+            if (rcs[k] == 0)
+                idx[m++] = k;
+        }
+        if (!m)
+            continue;
+        rl_round_run_many(c, rounds, m);
+        for (size_t j = 0; j < m; j++) {
+            redlock_lock *l = locks[idx[j]];
+            pthread_mutex_lock(&l->mu);
+            rcs[idx[j]] = rl_extend_end(l, &rounds[j], ttls[idx[j]], valid[j], automatic, tmp, sizeof tmp);
+            pthread_mutex_unlock(&l->mu);
+            msgs[idx[j]] = rcs[idx[j]] == REDLOCK_ELOST || rcs[idx[j]] == REDLOCK_EEXPIRED ? keep(tmp) : NULL;
+        }
+    }
+    free(rounds);
 }
 
 enum { S_GO, S_VALID, S_ROUNDS, S_BATCHES, S_KEYS, S_VALUES, S_LENS, S_TTL, S_RES };
@@ -225,16 +270,7 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         }
         rl_msgs_unref(shared);
     }
-    /* The other kinds (a semaphore's permit, ...) send their own commands:
-     * one round each, as redlock_extend would. */
-    for (size_t k = 0; k < n; k++) {
-        if (rcs[k] != SINGLE)
-            continue;
-        pthread_mutex_lock(&locks[k]->mu);
-        rcs[k] = rl_extend_locked(locks[k], ttls[k], automatic, tmp, sizeof tmp);
-        pthread_mutex_unlock(&locks[k]->mu);
-        msgs[k] = rcs[k] ? keep(tmp) : NULL;
-    }
+    singles(c, locks, ttls, n, automatic, rcs, msgs);
     rl_scratch_put(sc, S_GO, go);
     rl_scratch_put(sc, S_VALID, valid);
     rl_scratch_put(sc, S_ROUNDS, rounds);

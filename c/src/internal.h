@@ -236,7 +236,9 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * RL_BATCH_MAX locks, each decided per lock at quorum as rl_extend_locked
  * decides one (msgs[k]: the message of a batched lock only when it is
  * lost, REDLOCK_ELOST or REDLOCK_EEXPIRED; a failed try's detail is in its
- * report). Each lock's mutex is taken only to check it and to record
+ * report). Locks whose extension is not the mutex's (a set of resources,
+ * a reader's lease, a semaphore's permit) have a round each, of their own
+ * command, run RL_SINGLES_AT_ONCE at a time after the batch. Each lock's mutex is taken only to check it and to record
  * its outcome, never across the rounds (a thread holding hundreds of
  * mutexes at once is beyond what TSan can follow, and needs no owner's
  * call to wait that long): the caller keeps the owner's own extension out
@@ -246,6 +248,7 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * a semaphore's) get rl_extend_locked itself, one at a time, after the
  * batch. */
 #define RL_BATCH_MAX 256
+#define RL_SINGLES_AT_ONCE 32
 /* Its arrays come from slots 0 to 8 of scratch (NULL: allocated per call). */
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
                     int *rcs, char **msgs, rl_scratch *scratch);
@@ -453,6 +456,15 @@ void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
  * auto-extend thread, with the lock's mutex held; the outcome's message
  * goes to msg. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
+/* rl_extend_locked in two halves around its round, for rounds of many
+ * locks run together (extend_many.c), each half with the lock's mutex
+ * held: the checks and the round (0, with *valid_until the validity the
+ * round must beat, or the code with the reason in msg), then its decision
+ * and what follows (0, or the code with the reason in msg). */
+int rl_extend_begin(redlock_lock *lock, uint32_t ttl_ms, rl_round *r, int64_t *valid_until, char *msg,
+                    size_t msgsize);
+int rl_extend_end(redlock_lock *lock, const rl_round *r, uint32_t ttl_ms, int64_t valid_until, int automatic,
+                  char *msg, size_t msgsize);
 /* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic);
 int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms);
