@@ -175,7 +175,8 @@ safety-many: build $(VENV)/bin/python
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_faults.py -k many_locks
 
 # Many locks held by one client (issue 28): 20,000 at 3 s and 50,000 at 10 s,
-# 60 s each, each also with a node stopped; about 6 minutes (bench/run-many).
+# 60 s each, each also with a node stopped, then the watchdog's saturation
+# against the nodes' pipelined SET; about 8 minutes (bench/run-many).
 # Its short form is the bench_many_smoke ctest case.
 .PHONY: bench-many
 bench-many: build

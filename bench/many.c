@@ -18,12 +18,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <hiredis/hiredis.h>
 
 #include "bench.h"
 #include "redlock.h"
 
-static atomic_long n_ext, n_ext_failed, n_lost, n_behind, n_node_err;
+static atomic_long n_ext, n_ext_failed, n_lost, n_behind, n_node_err, n_behind_late_max_us;
 static char behind_msg[512], failed_msg[1024];
 
 static void on_event(const redlock_event *ev, void *userdata)
@@ -39,6 +41,9 @@ static void on_event(const redlock_event *ev, void *userdata)
     case REDLOCK_EVENT_WATCH_BEHIND:
         if (atomic_fetch_add(&n_behind, 1) == 0)
             snprintf(behind_msg, sizeof behind_msg, "%s", ev->message);
+        for (long m = atomic_load(&n_behind_late_max_us); ev->elapsed_us > m &&
+             !atomic_compare_exchange_weak(&n_behind_late_max_us, &m, (long)ev->elapsed_us);) {
+        }
         break;
     default: break;
     }
@@ -74,6 +79,39 @@ static long status_kb(const char *field)
     return kb;
 }
 
+/* Bytes malloc has handed out and not had back, in every arena (the
+ * threads' too): malloc_info's memory from the system, less its free
+ * chunks, plus the mmapped ones. RSS also counts what the allocator keeps
+ * after a free; this does not. -1 if unknown. */
+static long long heap_in_use(void)
+{
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len);
+    if (!f)
+        return -1;
+    malloc_info(0, f);
+    fclose(f);
+    /* The totals follow the last </heap>. */
+    const char *t = xml ? strstr(xml, "</heap>") : NULL;
+    for (const char *u; t && (u = strstr(t + 1, "</heap>"));)
+        t = u;
+    long long fast = -1, rest = -1, mmap = -1, sys = -1;
+    if (t) {
+        const char *p;
+        if ((p = strstr(t, "<total type=\"fast\" count=")) && (p = strstr(p, "size=\"")))
+            fast = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<total type=\"rest\" count=")) && (p = strstr(p, "size=\"")))
+            rest = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<total type=\"mmap\" count=")) && (p = strstr(p, "size=\"")))
+            mmap = strtoll(p + 6, NULL, 10);
+        if ((p = strstr(t, "<system type=\"current\" size=\"")))
+            sys = strtoll(p + 29, NULL, 10);
+    }
+    free(xml);
+    return fast < 0 || rest < 0 || mmap < 0 || sys < 0 ? -1 : sys - fast - rest + mmap;
+}
+
 /* ---- the nodes' capacity: pipelined single-key extend scripts ---- */
 
 static const char extend_lua[] =
@@ -82,11 +120,13 @@ static const char extend_lua[] =
 typedef struct cap_job {
     const char *url;
     double seconds;
+    int set;          /* 1: SET k v PX, 0: the extend script */
     long done;
     int failed;
 } cap_job;
 
-/* One node: keys set, then windows of pipelined EVALSHA extends for `seconds`. */
+/* One node: keys set, then windows of pipelined commands for `seconds`:
+ * EVALSHA of the single-key extend script, or plain SET ... PX. */
 static void *cap_main(void *arg)
 {
     cap_job *j = arg;
@@ -115,10 +155,16 @@ static void *cap_main(void *arg)
     long done = 0;
     int key = 0;
     while (bench_now_ns() < end && !j->failed) {
-        for (int k = 0; k < WINDOW; k++, key = (key + 1) % KEYS)
-            redisAppendCommand(c, "EVALSHA %s 1 bench:many:cap:%d v 60000", sha, key);
+        for (int k = 0; k < WINDOW; k++, key = (key + 1) % KEYS) {
+            if (j->set)
+                redisAppendCommand(c, "SET bench:many:cap:%d v PX 60000", key);
+            else
+                redisAppendCommand(c, "EVALSHA %s 1 bench:many:cap:%d v 60000", sha, key);
+        }
         for (int k = 0; k < WINDOW; k++) {
-            if (redisGetReply(c, (void **)&r) != REDIS_OK || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+            int ok = redisGetReply(c, (void **)&r) == REDIS_OK &&
+                     (j->set ? r->type == REDIS_REPLY_STATUS : r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+            if (!ok)
                 j->failed = 1;
             freeReplyObject(r);
         }
@@ -133,12 +179,12 @@ static void *cap_main(void *arg)
  * rate, and their sum (each node's share of the machine when all run; every
  * extension costs each node one, so the mean per node is the client's
  * ceiling). */
-static double node_capacity(const char **urls, int n, double seconds, double *sum_out)
+static double node_capacity(const char **urls, int n, double seconds, int set, double *sum_out)
 {
     pthread_t t[BENCH_MAX_NODES];
     cap_job j[BENCH_MAX_NODES];
     for (int i = 0; i < n; i++) {
-        j[i] = (cap_job){ urls[i], seconds, 0, 0 };
+        j[i] = (cap_job){ urls[i], seconds, set, 0, 0 };
         pthread_create(&t[i], NULL, cap_main, &j[i]);
     }
     double min = -1, sum = 0;
@@ -180,6 +226,153 @@ static pid_t node_pid(int i)
     return (pid_t)pid;
 }
 
+/* ---- saturation: the most extensions per second the watchdog sustains ---- */
+
+/* One step: nlocks locks at ttl_ms, acquired in batches spread evenly over
+ * one extension interval (so that their extensions are due evenly, as
+ * those of locks acquired one by one over time), kept by the watchdog for
+ * `seconds`; the extensions of the last seconds - TTL are counted. The
+ * locks are then freed without a release (their keys expire within the
+ * TTL; the next step uses other names). 0, or -1 if acquiring failed. */
+typedef struct step_result {
+    double offered, done;      /* extensions per second needed, and made */
+    long behind, lost;
+    double late_ms;            /* the latest a WATCH_BEHIND event said */
+    double cpu_us;             /* client CPU per extension */
+} step_result;
+
+static int saturation_step(redlock_client *c, long nlocks, long ttl_ms, double seconds, int step, step_result *out)
+{
+    redlock_lock **locks = calloc((size_t)nlocks, sizeof *locks);
+    int *res = calloc((size_t)nlocks, sizeof *res);
+    char err[256];
+    if (!locks || !res)
+        return -1;
+    for (long k = 0; k < nlocks; k++) {
+        char name[80];
+        snprintf(name, sizeof name, "bench:many:sat:%ld:%d:%ld", (long)getpid(), step, k);
+        if (redlock_lock_open(&locks[k], c, name, err, sizeof err) != 0) {
+            fprintf(stderr, "redlock_many: %s\n", err);
+            return -1;
+        }
+    }
+    enum { PART = 500 };
+    long parts = (nlocks + PART - 1) / PART;
+    int64_t interval_ns = ttl_ms * 1000000 / 3, a0 = bench_now_ns();
+    long failed = 0;
+    for (long p = 0; p < parts; p++) {
+        bench_sleep_until_ns(a0 + interval_ns * p / parts);
+        long first = p * PART, m = nlocks - first < PART ? nlocks - first : PART;
+        redlock_lock_acquire_many(locks + first, (size_t)m, (uint32_t)ttl_ms, res + first);
+        for (long k = first; k < first + m; k++) {
+            if (res[k] != 0 || redlock_lock_auto_extend(locks[k], 0, on_lost, NULL) != 0)
+                failed++;
+        }
+    }
+    if (failed)
+        fprintf(stderr, "redlock_many: step %d: %ld of %ld locks not acquired (not counted)\n", step, failed, nlocks);
+    /* The first TTL settles (the acquisitions' own interval); then count. */
+    bench_sleep_until_ns(a0 + ttl_ms * 1000000);
+    atomic_store(&n_behind, 0);
+    atomic_store(&n_behind_late_max_us, 0);
+    long lost0 = atomic_load(&n_lost), ext0 = atomic_load(&n_ext);
+    double cpu0 = cpu_s();
+    int64_t m0 = bench_now_ns();
+    bench_sleep_until_ns(m0 + (int64_t)(seconds * 1e9));
+    double span = (double)(bench_now_ns() - m0) / 1e9;
+    long ext = atomic_load(&n_ext) - ext0;
+    out->done = (double)ext / span;
+    out->offered = (double)(nlocks - failed) * 3000.0 / (double)ttl_ms;
+    out->behind = atomic_load(&n_behind);
+    out->late_ms = (double)atomic_load(&n_behind_late_max_us) / 1000.0;
+    out->lost = atomic_load(&n_lost) - lost0;
+    out->cpu_us = ext ? (cpu_s() - cpu0) * 1e6 / (double)ext : 0;
+    for (long k = 0; k < nlocks; k++)
+        redlock_lock_free(locks[k]);   /* no release: they expire */
+    free(locks);
+    free(res);
+    return 0;
+}
+
+/* Steps of more and more locks at one TTL until the watchdog falls behind
+ * (it tells WATCH_BEHIND: an extension started a sixth of the TTL late) or
+ * a lock is lost, after the nodes' pipelined capacity, SET and the extend
+ * script, measured the same way as in the other runs. A lock whose
+ * extension starts late is due again an interval after it started, so
+ * below that point the rate made is a little under the rate needed: the
+ * share made tells how late extensions start on average. */
+static int saturate(const char **urls, int n, long ttl_ms, long first, long stepn, long max_locks, double seconds,
+                    double cap_s)
+{
+    double set_min = 0, set_sum = 0, ext_min = 0, ext_sum = 0;
+    if (cap_s > 0) {
+        set_min = node_capacity(urls, n, cap_s, 1, &set_sum);
+        ext_min = node_capacity(urls, n, cap_s, 0, &ext_sum);
+        printf("nodes' pipelined capacity, all %d nodes at once: SET ... PX %.0f/s per node (slowest %.0f/s), "
+               "extend script %.0f/s per node (slowest %.0f/s)\n", n, set_sum / n, set_min, ext_sum / n, ext_min);
+    }
+    redlock_options ro;
+    redlock_options_init(&ro);
+    ro.on_event = on_event;
+    ro.flags |= REDLOCK_OPT_NO_WAKE;
+    redlock_client *c;
+    char err[512];
+    if (redlock_client_open(&c, urls, (size_t)n, &ro, err, sizeof err) != 0) {
+        fprintf(stderr, "redlock_many: %s\n", err);
+        return 1;
+    }
+    printf("%-8s %-10s %-10s %-7s %-8s %-6s %s\n", "locks", "needed/s", "made/s", "made %", "behind", "lost",
+           "client CPU per extension");
+    double best = 0, flat_out = 0;
+    long best_locks = 0, told_first = -1;
+    int step = 0, behind_step = 0;
+    for (long nl = first; nl <= max_locks; nl += stepn, step++) {
+        step_result r;
+        if (saturation_step(c, nl, ttl_ms, seconds, step, &r) != 0)
+            return 1;
+        int kept = r.behind == 0 && r.lost == 0;
+        printf("%-8ld %-10.0f %-10.0f %-7.1f %-8ld %-6ld %.1f us\n", nl, r.offered, r.done,
+               r.offered > 0 ? 100.0 * r.done / r.offered : 0.0, r.behind, r.lost, r.cpu_us);
+        if (r.behind)
+            printf("         behind: up to %.0f ms late\n", r.late_ms);
+        if (kept && r.done > best) {
+            best = r.done;
+            best_locks = nl;
+        }
+        if (!kept) {
+            flat_out = r.done;
+            behind_step = 1;
+            if (r.lost && told_first < 0)
+                told_first = r.behind > 0;
+            break;
+        }
+    }
+    if (cap_s > 0) {
+        /* Again after the steps: the machine's load may have changed. */
+        double s2_min, s2_sum, e2_min, e2_sum;
+        s2_min = node_capacity(urls, n, cap_s, 1, &s2_sum);
+        e2_min = node_capacity(urls, n, cap_s, 0, &e2_sum);
+        printf("nodes' pipelined capacity again, after the steps: SET ... PX %.0f/s per node (slowest %.0f/s), "
+               "extend script %.0f/s per node (slowest %.0f/s); the ratios below are to the mean of both\n",
+               s2_sum / n, s2_min, e2_sum / n, e2_min);
+        set_sum = (set_sum + s2_sum) / 2;
+        ext_sum = (ext_sum + e2_sum) / 2;
+    }
+    printf("watchdog: sustained %.0f extensions/s (%ld locks at %ld ms)", best, best_locks, ttl_ms);
+    if (behind_step)
+        printf("; past that it fell behind, making %.0f/s", flat_out);
+    else
+        printf("; it kept up at every step (raise --max-locks)");
+    printf("\n");
+    if (set_sum > 0 && best > 0)
+        printf("ratio to the nodes' pipelined capacity per node: %.3f of SET, %.3f of the extend script\n",
+               best / (set_sum / n), best / (ext_sum / n));
+    if (told_first >= 0)
+        printf("locks lost at the last step: WATCH_BEHIND told %s\n", told_first ? "before" : "NOT before");
+    redlock_client_free(c);
+    return told_first == 0 ? 1 : 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -189,18 +382,25 @@ static void usage(FILE *f)
             "  --seconds S     how long they are held (default 5)\n"
             "  --pause         node 0 stopped (SIGSTOP) from 10%% to 90%% of the hold\n"
             "  --capacity-s C  seconds to measure the nodes' pipelined capacity (default 2; 0: skip)\n"
+            "       redlock_many --saturate [--ttl-ms T] [--first N] [--step N] [--max-locks N] [--seconds S]\n"
+            "  --saturate      steps of more and more locks at TTL T (default 3000), each held S seconds\n"
+            "                  (default 4) after its first TTL, until the watchdog falls behind: the most\n"
+            "                  extensions per second it sustains, against the nodes' pipelined SET\n"
+            "  --first, --step, --max-locks  the steps (default 30000, 15000, 600000)\n"
             "run it through bench/run-many, which starts the nodes\n");
 }
 
 int main(int argc, char **argv)
 {
-    long nlocks = 2000, ttl_ms = 3000;
-    double seconds = 5, cap_s = 2;
-    int pause = 0;
+    long nlocks = 2000, ttl_ms = -1, first = 30000, stepn = 15000, max_locks = 600000;
+    double seconds = -1, cap_s = 2;
+    int pause = 0, sat = 0;
     static const struct option opts[] = {
         { "locks", required_argument, NULL, 'n' }, { "ttl-ms", required_argument, NULL, 't' },
         { "seconds", required_argument, NULL, 's' }, { "pause", no_argument, NULL, 'p' },
         { "capacity-s", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+        { "saturate", no_argument, NULL, 'S' }, { "first", required_argument, NULL, 'f' },
+        { "step", required_argument, NULL, 'i' }, { "max-locks", required_argument, NULL, 'm' },
         { NULL, 0, NULL, 0 },
     };
     int o;
@@ -211,11 +411,19 @@ int main(int argc, char **argv)
         case 's': seconds = strtod(optarg, NULL); break;
         case 'p': pause = 1; break;
         case 'c': cap_s = strtod(optarg, NULL); break;
+        case 'S': sat = 1; break;
+        case 'f': first = strtol(optarg, NULL, 10); break;
+        case 'i': stepn = strtol(optarg, NULL, 10); break;
+        case 'm': max_locks = strtol(optarg, NULL, 10); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (nlocks <= 0 || ttl_ms <= 0 || seconds <= 0) {
+    if (ttl_ms < 0)
+        ttl_ms = 3000;
+    if (seconds < 0)
+        seconds = sat ? 4 : 5;
+    if (nlocks <= 0 || ttl_ms <= 0 || seconds <= 0 || first <= 0 || stepn <= 0 || max_locks < first) {
         usage(stderr);
         return 2;
     }
@@ -231,13 +439,21 @@ int main(int argc, char **argv)
     bench_server_version(vc, ver, sizeof ver);
     if (vc)
         redisFree(vc);
+    if (sat) {
+        printf("# redlock_many --saturate: TTL %ld ms, %ld locks and %ld more each step, each step measured %.0f s; "
+               "%d nodes (%s); %ld CPUs (%s), load %s; %s build\n", ttl_ms, first, stepn, seconds, n, ver,
+               sysconf(_SC_NPROCESSORS_ONLN), cpu, load, BENCH_BUILD_TYPE);
+        int rc = saturate(urls, n, ttl_ms, first, stepn, max_locks, seconds, cap_s);
+        free(list);
+        return rc;
+    }
     printf("# redlock_many: %ld locks, TTL %ld ms, held %.0f s%s; %d nodes (%s); %ld CPUs (%s), load %s; %s build\n",
            nlocks, ttl_ms, seconds, pause ? ", node 0 stopped for most of it" : "", n, ver,
            sysconf(_SC_NPROCESSORS_ONLN), cpu, load, BENCH_BUILD_TYPE);
 
     double cap_min = 0, cap_sum = 0;
     if (cap_s > 0) {
-        cap_min = node_capacity(urls, n, cap_s, &cap_sum);
+        cap_min = node_capacity(urls, n, cap_s, 0, &cap_sum);
         printf("nodes' pipelined capacity (extend script, all %d nodes at once): slowest %.0f/s, total %.0f/s\n", n,
                cap_min, cap_sum);
     }
@@ -253,6 +469,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "redlock_many: %s\n", err);
         return 1;
     }
+    /* The client itself, idle: connected, its auto-extend thread started
+     * and through one batch, one lock's worth of code run. What the held
+     * locks add is counted from here; what the client costs without a lock
+     * (the libraries' pages it touches, its threads, its connections) is
+     * the difference to before it. */
+    {
+        redlock_lock *w;
+        if (redlock_lock_open(&w, c, "bench:many:warm", err, sizeof err) != 0 ||
+            redlock_lock_acquire(w, 300, REDLOCK_WAIT_DEFAULT) != 0 ||
+            redlock_lock_auto_extend(w, 0, NULL, NULL) != 0) {
+            fprintf(stderr, "redlock_many: the warm-up lock: %s\n", w ? redlock_lock_errmsg(w) : err);
+            return 1;
+        }
+        bench_sleep_until_ns(bench_now_ns() + 250000000);   /* extended at 100 and 200 ms */
+        redlock_release(w);
+        redlock_lock_free(w);
+    }
+    long rss_client = status_kb("VmRSS");
+    long long heap_client = heap_in_use();
     /* Sequential acquisitions against redlock_lock_acquire_many, on the
      * same fresh locks in turn, each followed by releasing them all. */
     {
@@ -339,6 +574,7 @@ int main(int argc, char **argv)
     }
     bench_sleep_until_ns(h0 + hold_ns / 2);
     long rss_held = status_kb("VmRSS");
+    long long heap_held = heap_in_use();
     bench_sleep_until_ns(h0 + hold_ns);
     double used = cpu_s() - cpu0;
     long ext = atomic_load(&n_ext) - ext0;
@@ -359,8 +595,13 @@ int main(int argc, char **argv)
     if (cap_sum > 0)
         printf("extensions/s as a ratio to the nodes' pipelined capacity (per node, the mean of %d): %.3f\n", n,
                rate / (cap_sum / n));
-    printf("RSS: %ld KB before the client, %ld KB with the locks held, peak %ld KB: %.0f bytes per held lock\n", rss0,
-           rss_held, status_kb("VmHWM"), (double)(rss_held - rss0) * 1024.0 / (double)nlocks);
+    printf("RSS: %ld KB before the client, %ld KB with it idle, %ld KB with the locks held, peak %ld KB: "
+           "%.0f bytes per held lock (%.0f counting the idle client's %ld KB)\n", rss0, rss_client, rss_held,
+           status_kb("VmHWM"), (double)(rss_held - rss_client) * 1024.0 / (double)nlocks,
+           (double)(rss_held - rss0) * 1024.0 / (double)nlocks, rss_client - rss0);
+    printf("heap in use (malloc_info, every arena): %lld KB with the client idle, %lld KB with the locks held: "
+           "%.0f bytes per held lock\n", heap_client / 1024, heap_held / 1024,
+           (double)(heap_held - heap_client) / (double)nlocks);
 
     int64_t r0 = bench_now_ns();
     long release_failed = 0;

@@ -3,8 +3,10 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +222,129 @@ func TestTryLockMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms[0].Unlock()
+}
+
+// A set's waiter is woken by the Unlock of the set that held it, and the
+// EventWoken names the set. This test depends on wake-up: on by default
+// today, and asked for explicitly here (WithWake(true)) so that it keeps
+// testing it should wake-up become opt-in.
+func TestMultiMutexWokenByUnlock(t *testing.T) {
+	var rec recorder
+	holderClient := newClient(t)
+	c := newClient(t, slices.Concat(slowRetry, []redlock.Option{redlock.WithWake(true), redlock.WithEventHandler(rec.handle)})...)
+	name := lockName(t)
+	na, nb := name+":a", name+":b"
+	holder := holderClient.NewMultiMutexOpts([]string{na, nb}, redlock.WithExpiry(30*time.Second))
+	if err := holder.TryLock(); err != nil {
+		t.Fatal(err)
+	}
+	waiter := c.NewMultiMutexOpts([]string{nb, na}, redlock.WithExpiry(10*time.Second))
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		done <- waiter.LockContext(ctx)
+	}()
+	var seen []redlock.Event
+	waitUntil(t, "the waiter's listeners and first attempt", func() bool {
+		seen = append(seen, rec.take()...)
+		return allReady(c) && len(only(seen, redlock.EventAcquireFailed)) > 0
+	})
+	if _, err := holder.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	// With a 20 s retry delay, only the wake-up gets the set before the
+	// waiter's next poll: a broken one shows as no EventWoken.
+	if err := <-done; err != nil {
+		t.Fatalf("woken LockContext: %v", err)
+	}
+	defer waiter.Unlock()
+	seen = append(seen, rec.take()...)
+	woken := only(seen, redlock.EventWoken)
+	if len(woken) == 0 {
+		t.Fatalf("no EventWoken; saw %+v", seen)
+	}
+	if w := woken[0]; w.Resource != na+","+nb || w.NodeURL != nodeURLs[w.Node] {
+		t.Fatalf("EventWoken %+v, want the set %q", w, na+","+nb)
+	}
+}
+
+// Mutex.Nodes of a set: per node, as for one resource. A node where one of
+// its names is held by another owner refuses the whole set and sets none
+// of its keys; the others grant it; the Unlock leaves the other owner's key.
+func TestMultiMutexNodes(t *testing.T) {
+	c := newClient(t)
+	name := lockName(t)
+	na, nb := name+":a", name+":b"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdbs[0].Set(ctx, nb, "someone-else", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rdbs[0].Del(context.Background(), nb)
+	m := c.NewMultiMutex(na, nb)
+	for i, r := range m.Nodes() {
+		if r.URL != nodeURLs[i] || r.Outcome != redlock.NodeNone {
+			t.Fatalf("node %d before any round: %+v", i, r)
+		}
+	}
+	// A round ends once a quorum has answered: node 0's refusal shows only
+	// when its reply came before that (else it is "not waited for"), so
+	// the set is taken again until it did.
+	var rs []redlock.NodeResult
+	for try := 1; ; try++ {
+		if err := m.TryLock(); err != nil {
+			t.Fatal(err)
+		}
+		rs = m.Nodes()
+		if rs[0].Outcome == redlock.NodeRefused {
+			break
+		}
+		if rs[0].Outcome != redlock.NodeNotWaited || try == 50 {
+			t.Fatalf("node 0, where %s is held, did not refuse the set (try %d): %+v", nb, try, rs)
+		}
+		if ok, err := m.Unlock(); !ok || err != nil {
+			t.Fatalf("Unlock: %v %v", ok, err)
+		}
+	}
+	if v := keyOn(0, na); v != "" {
+		t.Fatalf("node 0 refused the set but holds %s = %q", na, v)
+	}
+	ok := 0
+	for i, r := range rs[1:] {
+		switch r.Outcome {
+		case redlock.NodeOK:
+			ok++
+			if r.Err != nil || r.RTT <= 0 {
+				t.Fatalf("node %d OK: %+v", i+1, r)
+			}
+		case redlock.NodeNotWaited:
+		default:
+			t.Fatalf("node %d: %+v", i+1, r)
+		}
+	}
+	if ok < quorum() {
+		t.Fatalf("%d nodes granted the set: %+v", ok, rs)
+	}
+	if _, err := m.Extend(); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Nodes()[0]; r.Outcome != redlock.NodeRefused && r.Outcome != redlock.NodeNotWaited {
+		t.Fatalf("node 0 after Extend: %+v, want refused (or not waited for)", r)
+	}
+	if ok, err := m.Unlock(); !ok || err != nil {
+		t.Fatalf("Unlock: %v %v", ok, err)
+	}
+	released := 0
+	for _, r := range m.Nodes() {
+		if r.Outcome == redlock.NodeOK {
+			released++
+		}
+	}
+	if released < quorum() {
+		t.Fatalf("the Unlock confirmed by %d nodes: %+v", released, m.Nodes())
+	}
+	if v := keyOn(0, nb); v != "someone-else" {
+		t.Fatalf("the other owner's key on node 0 is %q after the Unlock", v)
+	}
 }

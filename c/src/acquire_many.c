@@ -44,12 +44,12 @@ static int check(redlock_lock *lock, uint32_t ttl_ms)
 /* Lock k's attempt in round r (mutex held): 0 or its code; *clean says
  * whether a clean-up release must follow, and skip[i] the nodes it skips. */
 static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t ttl_ms, unsigned char *skip,
-                    int *clean, int64_t call_us)
+                    int *clean, int64_t call_us, rl_msgs **shared)
 {
     redlock_client *c = lock->client;
     rl_outcome out[REDLOCK_MAX_NODES];
     rl_batch_outcomes(r, k, out);
-    rl_record_round_out(lock, r, out, 0);
+    rl_record_round_shared(lock, r, out, 0, shared);
     int64_t now = rl_now_us();
     rl_tally t = rl_tally_of(out, r->n);
     int64_t valid_until = r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
@@ -228,19 +228,25 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
          * key, in as few rounds as the losers need. */
         unsigned char *skip = malloc(m * c->n);
         size_t *lost = malloc(m * sizeof *lost), nlost = 0;
+        rl_msgs *shared = NULL;   /* a round's messages, kept once for all its locks */
         for (size_t j = 0; j < m; j++) {
             redlock_lock *l = locks[idx[j]];
             int clean = 0;
             unsigned char sk[REDLOCK_MAX_NODES];
+            if (j % RL_BATCH_MAX == 0) {
+                rl_msgs_unref(shared);
+                shared = NULL;
+            }
             pthread_mutex_lock(&l->mu);
             results[idx[j]] = conclude(l, &set.rounds[j / RL_BATCH_MAX], j % RL_BATCH_MAX, ttl_ms, sk, &clean,
-                                       call_us);
+                                       call_us, &shared);
             pthread_mutex_unlock(&l->mu);
             if (clean && skip && lost) {
                 memcpy(skip + nlost * c->n, sk, c->n);
                 lost[nlost++] = idx[j];
             }
         }
+        rl_msgs_unref(shared);
         chunks_free(&set);
         chunks rel;
         if (nlost && chunks_make(&rel, c, RL_CMD_RELEASE_MANY, locks, lost, nlost, 0) == 0) {

@@ -125,50 +125,64 @@ int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, s
     return 0;
 }
 
+int rl_extend_begin(redlock_lock *lock, uint32_t ttl_ms, rl_round *r, int64_t *valid_until, char *m, size_t msize)
+{
+    int rc = rl_extend_check(lock, ttl_ms, rl_now_us(), m, msize);
+    if (rc)
+        return rc;
+    *valid_until = atomic_load(&lock->valid_until_us);
+    rl_init_round(r, lock, RL_CMD_EXTEND, ttl_ms);
+    /* Replies after the current validity are useless: the lock may have
+     * changed hands in between. */
+    r->cap_us = *valid_until;
+    return 0;
+}
+
+int rl_extend_end(redlock_lock *lock, const rl_round *r, uint32_t ttl_ms, int64_t valid_until, int automatic,
+                  char *m, size_t msize)
+{
+    redlock_client *c = lock->client;
+    rl_record_round(lock, r, automatic);
+    rl_tally t = rl_tally_of(r->out, r->n);
+    int unknown = (int)r->n - t.yes - t.no;
+    /* Within validity means when the quorum confirmed, not when the last
+     * straggler was read. */
+    int code = rl_decide_extend(r->out, r->n, c->quorum, r->decided_us, valid_until);
+    if (code == 0) {
+        atomic_store(&lock->valid_until_us, r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
+        lock->n_ext++;
+        rl_emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, r, automatic, 0, r->decided_us - r->start_us);
+        return 0;
+    }
+    if (code == REDLOCK_ELOST)
+        rl_fmt(m, msize, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource, t.yes, r->n,
+               c->quorum);
+    else if (code == REDLOCK_EEXPIRED)
+        rl_fmt(m, msize, "extension of '%s' confirmed only after its validity ran out", lock->resource);
+    else
+        rl_fmt(m, msize, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
+               lock->resource, t.yes, r->n, c->quorum, unknown);
+    rl_describe_round(m, msize, c, r);
+    if (code == REDLOCK_ELOST)
+        rl_mark_lost(lock, code, m, automatic);
+    else
+        rl_emit(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, r, automatic, 0, r->decided_us - r->start_us);
+    return code;
+}
+
 /* One extension of a held lock, its mutex held: by the owner
  * (redlock_extend) or by the auto-extend thread (automatic). Not past the
  * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
  * code with the reason in m; a lock found lost is marked so. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
 {
-    int rc = rl_extend_check(lock, ttl_ms, rl_now_us(), m, msize);
+    rl_round r;
+    int64_t valid_until;
+    int rc = rl_extend_begin(lock, ttl_ms, &r, &valid_until, m, msize);
     if (rc)
         return rc;
-    redlock_client *c = lock->client;
-    int64_t valid_until = atomic_load(&lock->valid_until_us);
-
-    rl_round r;
-    rl_init_round(&r, lock, RL_CMD_EXTEND, ttl_ms);
-    /* Replies after the current validity are useless: the lock may have
-     * changed hands in between. */
-    r.cap_us = valid_until;
-    rl_round_run(c, &r);
-    rl_record_round(lock, &r, automatic);
-    rl_tally t = rl_tally_of(r.out, r.n);
-    int unknown = (int)r.n - t.yes - t.no;
-    /* Within validity means when the quorum confirmed, not when the last
-     * straggler was read. */
-    int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
-    if (code == 0) {
-        atomic_store(&lock->valid_until_us, r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
-        lock->n_ext++;
-        rl_emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, &r, automatic, 0, r.decided_us - r.start_us);
-        return 0;
-    }
-    if (code == REDLOCK_ELOST)
-        rl_fmt(m, msize, "lock '%s' lost: still ours on %d of %zu nodes, %d needed", lock->resource, t.yes, r.n,
-               c->quorum);
-    else if (code == REDLOCK_EEXPIRED)
-        rl_fmt(m, msize, "extension of '%s' confirmed only after its validity ran out", lock->resource);
-    else
-        rl_fmt(m, msize, "could not extend '%s': %d of %zu nodes confirmed, %d needed, %d could not answer",
-               lock->resource, t.yes, r.n, c->quorum, unknown);
-    rl_describe_round(m, msize, c, &r);
-    if (code == REDLOCK_ELOST)
-        rl_mark_lost(lock, code, m, automatic);
-    else
-        rl_emit(lock, REDLOCK_EVENT_EXTEND_FAILED, code, m, &r, automatic, 0, r.decided_us - r.start_us);
-    return code;
+    rl_round_run(lock->client, &r);
+    return rl_extend_end(lock, &r, ttl_ms, valid_until, automatic, m, msize);
 }
 
 /* 1 if the auto-extend thread is extending the lock right now, in a batch

@@ -5,8 +5,9 @@
  * on each node's one connection and run at once. Each lock is still decided
  * on its own, at quorum, exactly as rl_extend_locked decides one (see
  * docs/algorithm.md, "Many locks, one watchdog"). Locks whose extension
- * is not the mutex's (a reader's lease, a semaphore's permit) are extended
- * one by one, by rl_extend_locked, after the batch. */
+ * is not the mutex's (a set of resources, a reader's lease, a semaphore's
+ * permit) get a round each of their own command after the batch, a few
+ * dozen of them pipelined at a time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,12 +62,12 @@ static void describe(char *m, size_t msize, const redlock_client *c, const rl_ro
 /* Lock k of round r: the decision, and what follows from it (as in
  * rl_extend_locked). */
 static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t ttl_ms, int64_t valid_until,
-                    int automatic, char *m, size_t msize)
+                    int automatic, char *m, size_t msize, rl_msgs **shared)
 {
     redlock_client *c = lock->client;
     rl_outcome out[REDLOCK_MAX_NODES];
     rl_batch_outcomes(r, k, out);
-    rl_record_round_out(lock, r, out, automatic);
+    rl_record_round_shared(lock, r, out, automatic, shared);
     int64_t decided = decided_at(r, out, c->quorum);
     int code = rl_decide_extend(out, r->n, c->quorum, decided, valid_until);
     if (code == 0) {
@@ -110,13 +111,59 @@ static char *keep(const char *m)
     return m[0] ? strdup(m) : NULL;
 }
 
-void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+/* The other kinds (a multi-resource lock's set, a reader's lease, a
+ * semaphore's permit) send their own commands: a round each, as
+ * redlock_extend would send it, but RL_SINGLES_AT_ONCE rounds at a time,
+ * pipelined on the same connections, each decided on its own. The mutex
+ * is held as in the batch: to check and to conclude, not across the
+ * rounds. The locks marked SINGLE in rcs. */
+static void singles(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
                     int *rcs, char **msgs)
 {
     char tmp[RL_MSG_MAX];
+    size_t idx[RL_SINGLES_AT_ONCE];
+    int64_t valid[RL_SINGLES_AT_ONCE];
+    rl_round *rounds = NULL;
+    for (size_t k = 0; k < n;) {
+        size_t m = 0;
+        for (; k < n && m < RL_SINGLES_AT_ONCE; k++) {
+            if (rcs[k] != SINGLE)
+                continue;
+            if (!rounds && !(rounds = calloc(RL_SINGLES_AT_ONCE, sizeof *rounds))) {
+                rcs[k] = REDLOCK_ENOMEM;
+                msgs[k] = keep("out of memory");
+                continue;
+            }
+            pthread_mutex_lock(&locks[k]->mu);
+            rcs[k] = rl_extend_begin(locks[k], ttls[k], &rounds[m], &valid[m], tmp, sizeof tmp);
+            pthread_mutex_unlock(&locks[k]->mu);
+            msgs[k] = rcs[k] ? keep(tmp) : NULL;
+            if (rcs[k] == 0)
+                idx[m++] = k;
+        }
+        if (!m)
+            continue;
+        rl_round_run_many(c, rounds, m);
+        for (size_t j = 0; j < m; j++) {
+            redlock_lock *l = locks[idx[j]];
+            pthread_mutex_lock(&l->mu);
+            rcs[idx[j]] = rl_extend_end(l, &rounds[j], ttls[idx[j]], valid[j], automatic, tmp, sizeof tmp);
+            pthread_mutex_unlock(&l->mu);
+            msgs[idx[j]] = rcs[idx[j]] == REDLOCK_ELOST || rcs[idx[j]] == REDLOCK_EEXPIRED ? keep(tmp) : NULL;
+        }
+    }
+    free(rounds);
+}
+
+enum { S_GO, S_VALID, S_ROUNDS, S_BATCHES, S_KEYS, S_VALUES, S_LENS, S_TTL, S_RES };
+
+void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char **msgs, rl_scratch *sc)
+{
+    char tmp[RL_MSG_MAX];
     /* Those that pass the checks, in order: their index into locks. */
-    size_t *go = malloc((n ? n : 1) * sizeof *go);
-    int64_t *valid = malloc((n ? n : 1) * sizeof *valid);
+    size_t *go = rl_scratch_get(sc, S_GO, n * sizeof *go, 0);
+    int64_t *valid = rl_scratch_get(sc, S_VALID, n * sizeof *valid, 0);
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
@@ -140,14 +187,13 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         }
     }
     size_t nr = (m + RL_BATCH_MAX - 1) / RL_BATCH_MAX;
-    rl_round *rounds = nr ? calloc(nr, sizeof *rounds) : NULL;
-    rl_batch *batches = nr ? calloc(nr, sizeof *batches) : NULL;
-    size_t cap = m ? m : 1;
-    const char **keys = malloc(cap * sizeof *keys);
-    const char **values = malloc(cap * sizeof *values);
-    size_t *key_lens = malloc(cap * sizeof *key_lens);
-    uint32_t *ttl = malloc(cap * sizeof *ttl);
-    unsigned char *res = calloc(cap, c->n);
+    rl_round *rounds = nr ? rl_scratch_get(sc, S_ROUNDS, nr * sizeof *rounds, 1) : NULL;
+    rl_batch *batches = nr ? rl_scratch_get(sc, S_BATCHES, nr * sizeof *batches, 1) : NULL;
+    const char **keys = rl_scratch_get(sc, S_KEYS, m * sizeof *keys, 0);
+    const char **values = rl_scratch_get(sc, S_VALUES, m * sizeof *values, 0);
+    size_t *key_lens = rl_scratch_get(sc, S_LENS, m * sizeof *key_lens, 0);
+    uint32_t *ttl = rl_scratch_get(sc, S_TTL, m * sizeof *ttl, 0);
+    unsigned char *res = rl_scratch_get(sc, S_RES, m * c->n, 1);
     if (m && (!rounds || !batches || !keys || !values || !key_lens || !ttl || !res)) {
         for (size_t j = 0; j < m; j++) {
             msgs[go[j]] = keep("out of memory");
@@ -211,32 +257,27 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
         rl_round_run_many(c, rounds, nr);
     for (size_t j = 0; j < nr; j++) {
         size_t first = j * RL_BATCH_MAX;
+        rl_msgs *shared = NULL;   /* the round's messages, kept once for all its locks */
         for (size_t k = 0; k < batches[j].m; k++) {
             size_t idx = go[first + k];
             pthread_mutex_lock(&locks[idx]->mu);
             rcs[idx] = conclude(locks[idx], &rounds[j], k, ttls[idx], valid[first + k], automatic, tmp,
-                                sizeof tmp);
+                                sizeof tmp, &shared);
             pthread_mutex_unlock(&locks[idx]->mu);
-            msgs[idx] = rcs[idx] ? keep(tmp) : NULL;
+            /* The loss's message is the owner's to read; a failed try's is
+             * in the lock's report, and on_event had it. */
+            msgs[idx] = rcs[idx] == REDLOCK_ELOST || rcs[idx] == REDLOCK_EEXPIRED ? keep(tmp) : NULL;
         }
+        rl_msgs_unref(shared);
     }
-    /* The other kinds (a semaphore's permit, ...) send their own commands:
-     * one round each, as redlock_extend would. */
-    for (size_t k = 0; k < n; k++) {
-        if (rcs[k] != SINGLE)
-            continue;
-        pthread_mutex_lock(&locks[k]->mu);
-        rcs[k] = rl_extend_locked(locks[k], ttls[k], automatic, tmp, sizeof tmp);
-        pthread_mutex_unlock(&locks[k]->mu);
-        msgs[k] = rcs[k] ? keep(tmp) : NULL;
-    }
-    free(go);
-    free(valid);
-    free(rounds);
-    free(batches);
-    free(keys);
-    free(values);
-    free(key_lens);
-    free(ttl);
-    free(res);
+    singles(c, locks, ttls, n, automatic, rcs, msgs);
+    rl_scratch_put(sc, S_GO, go);
+    rl_scratch_put(sc, S_VALID, valid);
+    rl_scratch_put(sc, S_ROUNDS, rounds);
+    rl_scratch_put(sc, S_BATCHES, batches);
+    rl_scratch_put(sc, S_KEYS, keys);
+    rl_scratch_put(sc, S_VALUES, values);
+    rl_scratch_put(sc, S_LENS, key_lens);
+    rl_scratch_put(sc, S_TTL, ttl);
+    rl_scratch_put(sc, S_RES, res);
 }

@@ -30,6 +30,21 @@ int rl_random_bytes(void *buf, size_t len);       /* getrandom(2); 0 or -1 */
 int rl_random_hex(char *out, size_t nbytes);      /* out gets 2*nbytes hex + NUL */
 uint32_t rl_random_below(uint32_t bound);         /* uniform in [0, bound) */
 void rl_sha1_hex(const char *s, char out[41]);
+/* Buffers a thread keeps from one call to the next (the auto-extend
+ * thread's batch arrays): a batch every few hundred ms allocates nothing,
+ * and leaves no freed holes among the memory of the locks. Each slot keeps
+ * at most RL_SCRATCH_KEEP bytes; a larger request gets memory of its own,
+ * freed by rl_scratch_put. With s NULL they are malloc and free. */
+#define RL_SCRATCH_SLOTS 16
+#define RL_SCRATCH_KEEP (512 * 1024)
+typedef struct rl_scratch {
+    void *p[RL_SCRATCH_SLOTS];
+    size_t cap[RL_SCRATCH_SLOTS];
+} rl_scratch;
+/* bytes (at least 1) from slot, zeroed if zero is set; NULL if out of memory. */
+void *rl_scratch_get(rl_scratch *s, unsigned slot, size_t bytes, int zero);
+void rl_scratch_put(rl_scratch *s, unsigned slot, void *p);
+void rl_scratch_free(rl_scratch *s);
 /* ---- the engine (engine.h has its private types) ---- */
 struct rl_conn;
 struct rl_io;
@@ -132,6 +147,7 @@ typedef struct rl_elect_node {
 } rl_elect_node;
 
 typedef struct rl_round rl_round;
+typedef struct rl_msgs rl_msgs;   /* report.c: a round's messages, shared */
 struct rl_round {
     rl_cmd cmd;
     const char *key;
@@ -225,7 +241,11 @@ typedef struct rl_batch {
 void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
 /* Extends locks[0..n) by ttls[k], pipelined as a few rounds of
  * RL_BATCH_MAX locks, each decided per lock at quorum as rl_extend_locked
- * decides one. Each lock's mutex is taken only to check it and to record
+ * decides one (msgs[k]: the message of a batched lock only when it is
+ * lost, REDLOCK_ELOST or REDLOCK_EEXPIRED; a failed try's detail is in its
+ * report). Locks whose extension is not the mutex's (a set of resources,
+ * a reader's lease, a semaphore's permit) have a round each, of their own
+ * command, run RL_SINGLES_AT_ONCE at a time after the batch. Each lock's mutex is taken only to check it and to record
  * its outcome, never across the rounds (a thread holding hundreds of
  * mutexes at once is beyond what TSan can follow, and needs no owner's
  * call to wait that long): the caller keeps the owner's own extension out
@@ -235,8 +255,10 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * a semaphore's) get rl_extend_locked itself, one at a time, after the
  * batch. */
 #define RL_BATCH_MAX 256
+#define RL_SINGLES_AT_ONCE 32
+/* Its arrays come from slots 0 to 8 of scratch (NULL: allocated per call). */
 void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char **msgs);
+                    int *rcs, char **msgs, rl_scratch *scratch);
 /* extend.c: takes lock->mu once the auto-extend thread is not extending
  * the lock in a batch (waiting with the mutex let go): for a call that
  * changes what an extension of the lock would send (redlock_extend's own,
@@ -250,6 +272,11 @@ void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
 /* report.c: rl_record_round and rl_emit with lock-specific outcomes (out,
  * for r's nodes; r may be NULL for an event of no round). */
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
+/* The same for one of many locks that record round r: *shared (NULL at
+ * first) keeps the round's messages for the next, which share them; the
+ * caller drops it with rl_msgs_unref once they are all recorded. */
+void rl_record_round_shared(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic,
+                            rl_msgs **shared);
 void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, const rl_outcome *out,
                  int automatic, uint32_t attempt, int64_t elapsed_us);
 
@@ -257,25 +284,30 @@ void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const 
 /* A lock's auto-extension, owned by watch.c: everything but `used` is
  * guarded by the client's watch.mu. */
 typedef struct rl_autoextend {
-    int on;                   /* in the thread's list */
     _Atomic int used;         /* ever given to the thread: until then, acquire,
                                * release and free skip the client's watch mutex */
+    /* flags: bytes, as the rest is kept for every held lock */
+    unsigned char on;         /* in the thread's list */
+    unsigned char limited;    /* bound reached: no more extensions */
+    unsigned char busy;       /* in the thread's batch under way, or its callback:
+                               * add and remove wait until it is 0 */
+    unsigned char last;       /* the batch's extension is cut short by the hold bound */
+    unsigned char fire, done; /* the batch's verdict: tell the owner, leave the list */
+    unsigned char running;    /* the thread is calling fn with userdata right now */
+    unsigned char tried;      /* an extension failed since the last success: its
+                               * detail is the lock's report (a message per failed
+                               * try and lock would be kilobytes a batch) */
+    int fire_code;
+    uint32_t batch_ttl;       /* the batch's extension, in ms */
     struct redlock_lock *next, *prev;
     int64_t due_us;
     int64_t until_us;         /* hold bound (absolute) */
-    int limited;              /* bound reached: no more extensions */
+    int64_t next_due;
     char *msg;                /* the last failed extension, or the loss to tell
                                * (thread only; allocated on first failure) */
     redlock_lost_fn fn;
     void *userdata;
     void (*userdata_free)(void *userdata); /* once no call of fn with userdata can follow */
-    int busy;                 /* in the thread's batch under way, or its callback:
-                               * add and remove wait until it is 0 */
-    int last;                 /* the batch's extension is cut short by the hold bound */
-    uint32_t batch_ttl;       /* the batch's extension, in ms */
-    int fire, fire_code, done; /* the batch's verdict: tell the owner, leave the list */
-    int64_t next_due;
-    int running;              /* the thread is calling fn with userdata right now */
     void (*free_after)(void *userdata); /* fn itself ended its hook: free this */
     void *free_after_userdata;            /* once fn has returned */
 } rl_autoextend;
@@ -294,6 +326,7 @@ typedef struct rl_watch {
     int64_t behind_told_us;     /* when REDLOCK_EVENT_WATCH_BEHIND was last emitted */
     int64_t sleep_until_us;     /* the thread sleeps until then (INT64_MAX: until woken);
                                  * a lock added later than that needs no wake-up */
+    rl_scratch scratch;         /* the batches' arrays (thread only) */
 } rl_watch;
 
 struct redlock_client {
@@ -319,13 +352,25 @@ struct redlock_client {
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
 
+/* A lock's view of one node in its last round: 16 bytes, kept for every
+ * node of every lock (docs/performance.md, memory per held lock). */
 typedef struct rl_report {
     unsigned char outcome;   /* redlock_node_outcome */
     unsigned char unreachable; /* the round's unreachable[i] */
-    int code;
-    int64_t rtt_us;
-    const char *msg;         /* "" or the node's message, in the lock's report_msgs */
+    int16_t code;            /* a redlock_error */
+    int32_t rtt_us;          /* at most a node timeout (600 s), so it fits */
+    const char *msg;         /* "" or a common message (static), or the node's
+                              * own, in the lock's report_msgs */
 } rl_report;
+
+/* report.c: a round's per-node messages that are not common ones, packed
+ * in node order, shared by every lock whose last round it was (a batch's
+ * hundreds of locks record one round: its messages are kept once). */
+struct rl_msgs {
+    atomic_uint refs;
+    char text[];
+};
+void rl_msgs_unref(rl_msgs *m);
 
 struct redlock_lock {
     redlock_client *client;   /* counted reference */
@@ -342,10 +387,12 @@ struct redlock_lock {
     pthread_mutex_t mu;       /* recursive; the owner's calls and the auto-extend
                                * thread's extensions take it */
     _Atomic int state;
+    int lost_code;            /* why state became LOCK_LOST */
     _Atomic int64_t valid_until_us;
     _Atomic uint64_t token;   /* fencing token while held, else 0 */
     int64_t acquired_us;
     uint32_t ttl_ms;          /* of the current acquisition */
+    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     redlock_lock_options pol; /* retries and drift: the client's unless set */
     uint32_t n_ext;
     int errcode;
@@ -353,10 +400,9 @@ struct redlock_lock {
                                * failure (rl_errbuf), then kept with the handle */
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
-    rl_report *report;        /* per node: the last round */
-    char *report_msgs;        /* the last round's messages that are not common ones,
-                               * packed (report.c); NULL when it had none */
-    int lost_code;            /* why state became LOCK_LOST */
+    rl_report *report;        /* per node: the last round (in the handle's allocation) */
+    rl_msgs *report_msgs;     /* the last round's messages that are not common
+                               * ones (report.c); NULL when it had none */
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
@@ -377,7 +423,6 @@ struct redlock_lock {
      * acquisition takes, and the slots it asks for or holds ("3,4"). */
     uint32_t sem_limit, sem_permits;
     char *sem_slots;
-    uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
     struct rl_multi *multi;   /* RL_KIND_MULTI: the set's keys (multilock.c) */
 };
@@ -403,6 +448,9 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
  * lock's last (mutex held), with on_event told about each failed node; one
  * event to on_event. */
 void rl_describe_round(char *buf, size_t size, const redlock_client *c, const rl_round *r);
+/* Appends the lock's last round as its report keeps it (mutex held): how
+ * many nodes confirmed, and each node's outcome and message. */
+void rl_describe_report(char *buf, size_t size, const redlock_lock *lock);
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic);
 void rl_emit(redlock_lock *lock, int type, int code, const char *msg, const rl_round *r, int automatic,
              uint32_t attempt, int64_t elapsed_us);
@@ -415,6 +463,15 @@ void rl_emit_woken(redlock_lock *lock, uint32_t attempt, size_t node);
  * auto-extend thread, with the lock's mutex held; the outcome's message
  * goes to msg. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *msg, size_t msgsize);
+/* rl_extend_locked in two halves around its round, for rounds of many
+ * locks run together (extend_many.c), each half with the lock's mutex
+ * held: the checks and the round (0, with *valid_until the validity the
+ * round must beat, or the code with the reason in msg), then its decision
+ * and what follows (0, or the code with the reason in msg). */
+int rl_extend_begin(redlock_lock *lock, uint32_t ttl_ms, rl_round *r, int64_t *valid_until, char *msg,
+                    size_t msgsize);
+int rl_extend_end(redlock_lock *lock, const rl_round *r, uint32_t ttl_ms, int64_t valid_until, int automatic,
+                  char *msg, size_t msgsize);
 /* Marks the lock lost (mutex held) and emits REDLOCK_EVENT_LOST. */
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic);
 int64_t rl_drift_us(const redlock_lock *lock, uint32_t ttl_ms);
@@ -510,11 +567,15 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
 int rl_policy_wakes(uint32_t flags);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
-/* The auto-extend thread takes every lock due within an eighth of its
- * interval (TTL/3), at most this window, into one batch; a lock is extended
- * at most that much early. Fewer, larger batches: each costs the thread a
- * look at every lock it keeps. */
+/* Once a lock is due, the auto-extend thread takes with it every lock
+ * due within an eighth of its interval (TTL/3), at most this window, into
+ * one batch; a lock is extended at most that much early, and is due again
+ * an interval after it was due (watch.c), so the batches do not merge.
+ * Fewer, larger batches: each costs the thread a look at every lock it
+ * keeps. */
 #define RL_POLICY_WATCH_WINDOW_US 250000
+/* A batch goes out this many locks at a time (16 rounds of RL_BATCH_MAX). */
+#define RL_POLICY_WATCH_CHUNK 4096
 /* The thread is behind when a lock's extension starts later than this
  * after it was due: told through REDLOCK_EVENT_WATCH_BEHIND, at most once
  * per RL_POLICY_WATCH_TELL_US, while the validity left is still ample. */

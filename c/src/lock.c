@@ -76,24 +76,20 @@ int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *re
     if (rc)
         return rc;
     size_t rlen = strlen(resource);
-    redlock_lock *l = calloc(1, sizeof *l);
+    /* One allocation: the handle, its per-node report, its name and its
+     * key (docs/performance.md, memory per held lock). */
+    size_t key_len = client->prefix_len + rlen, fkey_len = key_len + RL_FENCE_SUFFIX_LEN;
+    redlock_lock *l = calloc(1, sizeof *l + client->n * sizeof *l->report + rlen + 1 + fkey_len + 1);
     if (!l) {
         rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
-    l->resource = strdup(resource);
-    l->key_len = client->prefix_len + rlen;
-    l->fkey_len = l->key_len + RL_FENCE_SUFFIX_LEN;
-    l->key = malloc(l->fkey_len + 1);
-    l->report = calloc(client->n, sizeof *l->report);
-    if (!l->resource || !l->key || !l->report) {
-        free(l->resource);
-        free(l->key);
-        free(l->report);
-        free(l);
-        rl_fmt(errbuf, errbuf_size, "out of memory");
-        return REDLOCK_ENOMEM;
-    }
+    l->report = (rl_report *)(l + 1);
+    l->resource = (char *)(l->report + client->n);
+    memcpy(l->resource, resource, rlen + 1);
+    l->key = l->resource + rlen + 1;
+    l->key_len = key_len;
+    l->fkey_len = fkey_len;
     for (size_t i = 0; i < client->n; i++)
         l->report[i].msg = "";
     memcpy(l->key, client->prefix, client->prefix_len);
@@ -125,15 +121,14 @@ void redlock_lock_free(redlock_lock *lock)
     int fd = atomic_load(&lock->wake_fd);
     if (fd >= 0)
         close(fd);
-    free(lock->report);
-    free(lock->report_msgs);
+    rl_msgs_unref(lock->report_msgs);
     free(lock->errmsg);
     free(lock->lost_msg);
     free(lock->ae.msg);
     pthread_mutex_destroy(&lock->mu);
+    if (lock->resource != (char *)(lock->report + lock->client->n))
+        free(lock->resource);   /* a multi lock's names (multilock.c) */
     rl_client_unref(lock->client);   /* no I/O, even for the last reference */
-    free(lock->resource);
-    free(lock->key);
     free(lock->rw_keys);
     free(lock->sem_slots);
     free(lock->multi);

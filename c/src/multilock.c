@@ -126,8 +126,7 @@ int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const ch
         p += len + 1;
     }
     free(sorted);
-    free(l->resource);
-    l->resource = name;
+    l->resource = name;   /* the first name's, in the handle's allocation, stays unused */
     l->kind = RL_KIND_MULTI;
     *out = l;
     return 0;

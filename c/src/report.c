@@ -36,9 +36,12 @@ int rl_lock_err(redlock_lock *lock, int code, const char *fmt, ...)
 
 int rl_lock_ok(redlock_lock *lock)
 {
+    /* The detail goes with the failure: a lock that failed once and then
+     * succeeded (a retried attempt on a loaded machine) keeps no 2 KB
+     * buffer for as long as it is held. */
     lock->errcode = 0;
-    if (lock->errmsg)
-        lock->errmsg[0] = '\0';
+    free(lock->errmsg);
+    lock->errmsg = NULL;
     return 0;
 }
 
@@ -122,48 +125,92 @@ static const char *common_msg(const char *m)
  * each node that failed in it. */
 void rl_record_round(redlock_lock *lock, const rl_round *r, int automatic)
 {
-    rl_record_round_out(lock, r, r->out, automatic);
+    rl_record_round_shared(lock, r, r->out, automatic, NULL);
 }
 
 /* The same with out for the round's outcomes: one lock's part of a round
  * over many (a node that answered for every key may have refused this one). */
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic)
 {
+    rl_record_round_shared(lock, r, out, automatic, NULL);
+}
+
+void rl_msgs_unref(rl_msgs *m)
+{
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+        free(m);
+}
+
+/* The round's messages that are not common ones, packed in node order
+ * (refs 1), or NULL when it has none (or out of memory). */
+static rl_msgs *pack(const rl_round *r)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (!common_msg(r->msg[i]))
+            need += strnlen(r->msg[i], RL_NODE_MSG_MAX - 1) + 1;
+    rl_msgs *m = need ? malloc(sizeof *m + need) : NULL;
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    char *p = m->text;
+    for (size_t i = 0; i < r->n; i++) {
+        if (common_msg(r->msg[i]))
+            continue;
+        size_t len = strnlen(r->msg[i], RL_NODE_MSG_MAX - 1);
+        memcpy(p, r->msg[i], len);
+        p[len] = '\0';
+        p += len + 1;
+    }
+    return m;
+}
+
+void rl_record_round_shared(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic,
+                            rl_msgs **shared)
+{
     redlock_client *c = lock->client;
     /* A message takes room only where a node had something of its own to
-     * say (the common ones are the same for every lock), and only as much
-     * as it needs: the round's such messages, packed into one allocation
-     * that replaces the last round's. A lock whose last round had none
-     * keeps none (docs/performance.md, memory per held lock). */
-    const char *ms[REDLOCK_MAX_NODES];
-    size_t need = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        ms[i] = out[i] == RL_NO && r->out[i] == RL_YES ? "key gone or held by another owner" : r->msg[i];
-        if (!common_msg(ms[i]))
-            need += strnlen(ms[i], RL_NODE_MSG_MAX - 1) + 1;
+     * say (the common ones are the same for every lock), and then once
+     * per round, not per lock: the round's such messages, packed, shared
+     * by every lock that recorded the round, replace the lock's last. A
+     * lock whose last round had none keeps none (docs/performance.md,
+     * memory per held lock). */
+    int own = 0;
+    for (size_t i = 0; i < r->n && !own; i++)
+        own = !common_msg(r->msg[i]) && !(out[i] == RL_NO && r->out[i] == RL_YES);
+    rl_msgs *msgs = NULL;
+    if (own) {
+        if (shared && *shared) {
+            msgs = *shared;
+            atomic_fetch_add(&msgs->refs, 1);
+        } else if ((msgs = pack(r)) && shared) {
+            *shared = msgs;
+            atomic_fetch_add(&msgs->refs, 1);
+        }
     }
-    char *msgs = need ? malloc(need) : NULL, *p = msgs;
+    const char *p = msgs ? msgs->text : NULL;
     for (size_t i = 0; i < r->n; i++) {
         rl_report *rep = &lock->report[i];
-        rep->outcome = (unsigned char)node_outcome(r, out, i, &rep->code);
+        int code;
+        rep->outcome = (unsigned char)node_outcome(r, out, i, &code);
+        rep->code = (int16_t)code;
         rep->unreachable = r->unreachable[i];
-        rep->rtt_us = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
-        const char *common = common_msg(ms[i]);
-        if (common) {
+        int64_t rtt = out[i] == RL_UNSENT || out[i] == RL_ERR_DOWN ? 0 : r->rtt_us[i];
+        rep->rtt_us = rtt > INT32_MAX ? INT32_MAX : (int32_t)rtt;
+        const char *common = common_msg(r->msg[i]);
+        if (out[i] == RL_NO && r->out[i] == RL_YES) {
+            rep->msg = "key gone or held by another owner";   /* this lock's, in a round of many */
+        } else if (common) {
             rep->msg = common;
-        } else if (msgs) {
-            size_t len = strnlen(ms[i], RL_NODE_MSG_MAX - 1);
-            memcpy(p, ms[i], len);
-            p[len] = '\0';
-            rep->msg = p;
-            p += len + 1;
         } else {
-            rep->msg = "";   /* out of memory: the outcome and code still tell */
+            rep->msg = p ? p : "";   /* out of memory: the outcome and code still tell */
         }
+        if (!common && p)
+            p += strlen(p) + 1;
         if (rep->code)
             atomic_store(&c->trouble_us, rl_now_us());
     }
-    free(lock->report_msgs);
+    rl_msgs_unref(lock->report_msgs);
     lock->report_msgs = msgs;
     if (!c->opts.on_event)
         return;
@@ -228,6 +275,30 @@ void rl_emit_acquire_done(redlock_lock *lock, int rc, int64_t start_us)
     event_init(&ev, lock, REDLOCK_EVENT_ACQUIRE_DONE, rc, rc ? rl_errmsg(lock) : NULL, 0, rl_now_us() - start_us);
     ev.attempt = lock->attempts;
     c->opts.on_event(&ev, c->opts.on_event_userdata);
+}
+
+/* "N of M nodes confirmed, Q needed; node: what" for each node, from the
+ * lock's report of its last round (mutex held). */
+void rl_describe_report(char *buf, size_t size, const redlock_lock *lock)
+{
+    const redlock_client *c = lock->client;
+    int yes = 0;
+    for (size_t i = 0; i < c->n; i++)
+        yes += lock->report[i].outcome == REDLOCK_NODE_OK;
+    rl_append(buf, size, "%d of %zu nodes confirmed, %d needed", yes, c->n, c->quorum);
+    static const char *const words[] = {
+        [REDLOCK_NODE_NONE] = "not asked", [REDLOCK_NODE_OK] = "OK", [REDLOCK_NODE_REFUSED] = "refused",
+        [REDLOCK_NODE_ERROR] = "error", [REDLOCK_NODE_TIMEOUT] = "timeout", [REDLOCK_NODE_DOWN] = "down",
+        [REDLOCK_NODE_NOT_WAITED] = "not waited for",
+    };
+    for (size_t i = 0; i < c->n; i++) {
+        const rl_report *rep = &lock->report[i];
+        const char *w = rep->outcome < sizeof words / sizeof words[0] ? words[rep->outcome] : "?";
+        if (rep->outcome == REDLOCK_NODE_OK)
+            rl_append(buf, size, "; %s: OK in %.1f ms", c->nodes[i].ep.display, (double)rep->rtt_us / 1000.0);
+        else
+            rl_append(buf, size, "; %s: %s%s%s", c->nodes[i].ep.display, w, rep->msg[0] ? ": " : "", rep->msg);
+    }
 }
 
 int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out, int64_t *rtt_us_out, char *msgbuf,

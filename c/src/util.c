@@ -3,6 +3,7 @@
  * small formatting helpers the rest of the library uses. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -131,4 +132,43 @@ int redlock_error_is_retryable(int code)
 const char *redlock_version(void)
 {
     return STR(REDLOCK_VERSION_MAJOR) "." STR(REDLOCK_VERSION_MINOR) "." STR(REDLOCK_VERSION_PATCH);
+}
+
+void *rl_scratch_get(rl_scratch *s, unsigned slot, size_t bytes, int zero)
+{
+    if (!bytes)
+        bytes = 1;
+    void *p = NULL;
+    if (!s || slot >= RL_SCRATCH_SLOTS || bytes > RL_SCRATCH_KEEP) {
+        p = zero ? calloc(1, bytes) : malloc(bytes);
+        return p;
+    }
+    if (s->cap[slot] < bytes) {
+        /* Grown to the largest asked so far (a chunk of the auto-extend
+         * thread's at most, RL_POLICY_WATCH_CHUNK locks). */
+        size_t cap = bytes;
+        free(s->p[slot]);
+        s->p[slot] = malloc(cap);
+        s->cap[slot] = s->p[slot] ? cap : 0;
+        if (!s->p[slot])
+            return NULL;
+    }
+    if (zero)
+        memset(s->p[slot], 0, bytes);
+    return s->p[slot];
+}
+
+void rl_scratch_put(rl_scratch *s, unsigned slot, void *p)
+{
+    if (!s || slot >= RL_SCRATCH_SLOTS || p != s->p[slot])
+        free(p);
+}
+
+void rl_scratch_free(rl_scratch *s)
+{
+    for (unsigned k = 0; k < RL_SCRATCH_SLOTS; k++) {
+        free(s->p[k]);
+        s->p[k] = NULL;
+        s->cap[k] = 0;
+    }
 }

@@ -31,6 +31,7 @@ void rl_watch_init(rl_watch *w)
     w->batch_cap = 0;
     w->behind_told_us = 0;
     w->sleep_until_us = 0;
+    memset(&w->scratch, 0, sizeof w->scratch);
 }
 
 void rl_watch_destroy(rl_watch *w)
@@ -53,6 +54,7 @@ void rl_watch_destroy(rl_watch *w)
     pthread_mutex_destroy(&w->mu);
     free(w->batch);
     w->batch = NULL;
+    rl_scratch_free(&w->scratch);
 }
 
 static void unlink_lock(rl_watch *w, redlock_lock *l)
@@ -133,7 +135,9 @@ static int before(redlock_lock *l, int64_t now)
         } else {
             code = REDLOCK_EEXPIRED;
             rl_fmt(msg, sizeof msg, "the validity of lock '%s' ran out before an extension succeeded%s%s",
-                   l->resource, msg_of(l)[0] ? "; last try: " : "", msg_of(l));
+                   l->resource, msg_of(l)[0] || l->ae.tried ? "; last try: " : "", msg_of(l));
+            if (!msg_of(l)[0] && l->ae.tried)
+                rl_describe_report(msg, sizeof msg, l);
         }
         rl_mark_lost(l, code, msg, 1);
     } else if (l->ae.limited) {
@@ -164,15 +168,23 @@ static int before(redlock_lock *l, int64_t now)
 }
 
 /* After the batch, mutex held: what the extension's outcome rc means, with
- * msg (owned, NULL on success) its detail. */
-static void after(redlock_lock *l, int rc, char *msg)
+ * msg (owned, NULL on success) its detail; start is when the batch began. */
+static void after(redlock_lock *l, int rc, char *msg, int64_t start)
 {
     int64_t now = rl_now_us();
     int64_t valid_until = atomic_load(&l->valid_until_us);
     set_msg(l, msg);
+    l->ae.tried = rc != 0;
     if (rc == 0) {
+        /* Due again an interval after it was due, or after the batch began
+         * if it was late: not after the batch ended. A lock taken a little
+         * early keeps its place in time, so the locks acquired at
+         * different times do not gather into one batch of all of them,
+         * made and sent at once every interval, that grows with the locks
+         * (the validity runs from the round's start, later than either). */
+        int64_t from = l->ae.due_us > start ? l->ae.due_us : start;
         l->ae.limited = l->ae.last;
-        l->ae.next_due = l->ae.last ? valid_until : now + rl_policy_extend_interval_us(l->ttl_ms);
+        l->ae.next_due = l->ae.last ? valid_until : from + rl_policy_extend_interval_us(l->ttl_ms);
     } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
         if (rc == REDLOCK_EEXPIRED)
             rl_mark_lost(l, rc, msg_of(l), 1);     /* ELOST was marked by the extension */
@@ -198,14 +210,17 @@ static void after(redlock_lock *l, int rc, char *msg)
  * only for a moment; those that need an extension get it in one go. busy
  * keeps the owner's own extension out meanwhile (redlock_extend), and its
  * acquire, release and free wait in rl_watch_remove. */
-static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
+enum { S_EXT = 9, S_TTLS, S_RCS, S_MSGS };   /* after rl_extend_many's slots */
+
+static void run_chunk(redlock_client *c, redlock_lock **batch, size_t n)
 {
     size_t m = 0;
     int64_t now = rl_now_us();
-    redlock_lock **ext = malloc((n ? n : 1) * sizeof *ext);
-    uint32_t *ttls = malloc((n ? n : 1) * sizeof *ttls);
-    int *rcs = malloc((n ? n : 1) * sizeof *rcs);
-    char **msgs = malloc((n ? n : 1) * sizeof *msgs);
+    rl_scratch *sc = &c->watch.scratch;
+    redlock_lock **ext = rl_scratch_get(sc, S_EXT, n * sizeof *ext, 0);
+    uint32_t *ttls = rl_scratch_get(sc, S_TTLS, n * sizeof *ttls, 0);
+    int *rcs = rl_scratch_get(sc, S_RCS, n * sizeof *rcs, 0);
+    char **msgs = rl_scratch_get(sc, S_MSGS, n * sizeof *msgs, 0);
     int mem = ext && ttls && rcs && msgs;
     for (size_t k = 0; k < n; k++) {
         redlock_lock *l = batch[k];
@@ -221,22 +236,32 @@ static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
                 ttls[m] = l->ae.batch_ttl;
                 m++;
             } else {
-                after(l, REDLOCK_ENOMEM, NULL);
+                after(l, REDLOCK_ENOMEM, NULL, now);
             }
         }
         pthread_mutex_unlock(&l->mu);
     }
     if (m)
-        rl_extend_many(c, ext, ttls, m, 1, rcs, msgs);
+        rl_extend_many(c, ext, ttls, m, 1, rcs, msgs, sc);
     for (size_t k = 0; k < m; k++) {
         pthread_mutex_lock(&ext[k]->mu);
-        after(ext[k], rcs[k], msgs[k]);
+        after(ext[k], rcs[k], msgs[k], now);
         pthread_mutex_unlock(&ext[k]->mu);
     }
-    free(ext);
-    free(ttls);
-    free(rcs);
-    free(msgs);
+    rl_scratch_put(sc, S_EXT, ext);
+    rl_scratch_put(sc, S_TTLS, ttls);
+    rl_scratch_put(sc, S_RCS, rcs);
+    rl_scratch_put(sc, S_MSGS, msgs);
+}
+
+/* A batch larger than RL_POLICY_WATCH_CHUNK (the thread fell behind, or
+ * many locks came due together) goes out a chunk at a time: what one
+ * batch holds in memory at once (its commands, its rounds) stays bounded
+ * whatever the number of locks. */
+static void run_batch(redlock_client *c, redlock_lock **batch, size_t n)
+{
+    for (size_t k = 0; k < n; k += RL_POLICY_WATCH_CHUNK)
+        run_chunk(c, batch + k, n - k < RL_POLICY_WATCH_CHUNK ? n - k : RL_POLICY_WATCH_CHUNK);
 }
 
 /* Tells on_event that the thread is behind (w->mu held; the event is
@@ -259,16 +284,22 @@ static void *watch_main(void *arg)
     while (!w->stop) {
         int64_t now = rl_now_us(), next = INT64_MAX, late = 0;
         size_t n = 0;
+        int due = 0;
         redlock_lock *latest = NULL;
+        /* A batch goes out once a lock is due, and takes with it the
+         * locks due within a window after it (an eighth of their interval,
+         * at most RL_POLICY_WATCH_WINDOW_US): those alone, taken early, do
+         * not make a batch. Else, once a batch ends, the locks whose window
+         * has just opened would go out a few at a time, each batch a look
+         * at every lock. */
         for (redlock_lock *l = w->head; l; l = l->ae.next) {
+            if (l->ae.due_us < next)
+                next = l->ae.due_us;
             int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 8;
             if (early > RL_POLICY_WATCH_WINDOW_US)
                 early = RL_POLICY_WATCH_WINDOW_US;
-            if (l->ae.due_us - early > now) {
-                if (l->ae.due_us < next)
-                    next = l->ae.due_us;
+            if (l->ae.due_us - early > now)
                 continue;
-            }
             if (n == w->batch_cap) {
                 size_t cap = w->batch_cap ? 2 * w->batch_cap : 64;
                 redlock_lock **b = realloc(w->batch, cap * sizeof *b);
@@ -279,11 +310,18 @@ static void *watch_main(void *arg)
             }
             w->batch[n++] = l;
             l->ae.busy = 1;
+            due |= l->ae.due_us <= now;
             int64_t behind = now - l->ae.due_us - rl_policy_watch_behind_us(l->ttl_ms);
             if (behind > 0 && now - l->ae.due_us > late) {
                 late = now - l->ae.due_us;
                 latest = l;
             }
+        }
+        if (n && !due) {
+            /* Taken under w->mu, which nobody waiting for busy had meanwhile. */
+            for (size_t k = 0; k < n; k++)
+                w->batch[k]->ae.busy = 0;
+            n = 0;
         }
         if (!n) {
             w->sleep_until_us = next;
@@ -383,6 +421,7 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae.until_us = l->acquired_us + (int64_t)(max_hold_ms ? max_hold_ms : REDLOCK_AUTO_EXTEND_MAX_HOLD_MS) * 1000;
     l->ae.limited = 0;
     set_msg(l, NULL);
+    l->ae.tried = 0;
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
         l->ae.prev = NULL;

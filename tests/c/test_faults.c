@@ -155,6 +155,135 @@ static void test_restart_reconnects(void)
     redlock_client_free(c);
 }
 
+/* A node that stops after answering a request sent later than the oldest
+ * one it owes (pipelined: the client sent R2, then read R1's reply) has
+ * still stopped: its connection is dropped once it has said nothing for
+ * the stall limit, as any silent one, and a new one opened for the next
+ * rounds. Before, the late reply read as a sign of life for ever: the
+ * connection stayed, owed more and more, and rounds found it full ("owes
+ * 2048 replies: not answering") while the client's output buffer grew. */
+static void test_stopped_after_answering(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 10;      /* a stall limit of 4 * 10 + 10 = 50 ms */
+    o.connect_timeout_ms = 10;
+    o.flags |= REDLOCK_OPT_NO_WAKE;
+    o.retry_count = 0;
+    redlock_client *c = make_client(5, &o);
+    redlock_lock *warm;
+    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
+    CHECK_RC(redlock_release(warm), 0);
+    redlock_lock_free(warm);
+
+    /* R1: node 0 is stopped, so the round is decided without it and its
+     * request stays owed; node 0 then runs it and answers into a socket
+     * nobody reads yet. */
+    const char *res1 = uniq("answered");
+    char exists[200];
+    snprintf(exists, sizeof exists, "EXISTS %s", res1);
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    redlock_lock *r1;
+    CHECK_RC(redlock_lock_new(&r1, c, res1), 0);
+    int rc1 = redlock_lock_acquire(r1, 30000, REDLOCK_WAIT_NONE);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    CHECK(EVENTUALLY(node_int(0, exists) == 1, 10000, "node 0 ran the owed request"));
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    /* R2 and the rounds after it: node 0 stopped for good. R2 is sent,
+     * then R1's reply read, so the last reply is younger than the oldest
+     * request owed. 1,500 cycles are 3,000 requests to node 0. */
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("stopped")), 0);
+    int full = 0, ok = 0;
+    char first_full[256] = "";
+    for (int k = 0; k < 1500; k++) {
+        if (redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE) != 0)
+            continue;   /* a loaded machine: a healthy node late past 10 ms */
+        ok++;
+        char msg[256] = "";
+        redlock_lock_node_result(l, 0, NULL, NULL, msg, sizeof msg);
+        if (strstr(msg, "not answering") && !full++)
+            snprintf(first_full, sizeof first_full, "%s", msg);
+        redlock_release(l);
+    }
+    CHECK(ok > 0);
+    CHECK(full == 0);
+    if (full)
+        fprintf(stderr, "[%s] node 0, %d times: %s\n", t_current, full, first_full);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    if (rc1 == 0)
+        redlock_release(r1);
+    redlock_lock_free(r1);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+/* An extension is not queued on a stopped node that does not even take
+ * what is already queued: its socket is full (here 3,000 attempts with
+ * 4,000-byte names, about 12 MB, more than loopback's buffers hold) and it
+ * timed out since (an attempt that needed its vote). The round counts it
+ * as failed without sending; the other nodes extend the lock. */
+static void test_no_extension_queued_on_stopped_node(void)
+{
+    enum { M = 3000 };
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;   /* a stall limit of 8.2 s: the connection stays meanwhile */
+    o.flags |= REDLOCK_OPT_NO_WAKE;
+    o.retry_count = 0;
+    redlock_client *c = make_client(5, &o);
+    redlock_lock *warm;
+    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
+    CHECK_RC(redlock_release(warm), 0);
+    redlock_lock_free(warm);
+
+    static redlock_lock *l[M];
+    static int res[M];
+    static char name[REDLOCK_MAX_RESOURCE_LEN + 1];
+    const char *base = uniq("fullsocket");
+    for (int k = 0; k < M; k++) {
+        snprintf(name, sizeof name, "%s:%d:", base, k);
+        size_t len = strlen(name);
+        memset(name + len, 'x', 4000 - len);
+        name[4000] = '\0';
+        CHECK_RC(redlock_lock_new(&l[k], c, name), 0);
+    }
+    /* Held on nodes 1 and 2 by someone else: an attempt needs node 0's vote. */
+    const char *contested = uniq("contested");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "cmd %%d SET %s someone-else PX 60000", contested);
+    for (int i = 1; i <= 2; i++)
+        CHECK(ctl(NULL, 0, cmd, i) == 0);
+
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    CHECK_RC(redlock_lock_acquire_many(l, M, 60000, res), 0);
+    int held = 0;
+    for (int k = 0; k < M; k++)
+        held += res[k] == 0;
+    CHECK(held == M);
+    redlock_lock *x;
+    CHECK_RC(redlock_lock_new(&x, c, contested), 0);
+    CHECK_LOCK_RC(x, redlock_lock_acquire(x, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
+    CHECK(redlock_lock_node_result(x, 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_TIMEOUT);
+    /* Now node 0 timed out and its socket is full: the extension skips it. */
+    CHECK_LOCK_RC(l[0], redlock_extend(l[0], 60000), 0);
+    char msg[256] = "";
+    int code = 0;
+    CHECK(redlock_lock_node_result(l[0], 0, &code, NULL, msg, sizeof msg) == REDLOCK_NODE_ERROR);
+    CHECK(code == REDLOCK_EIO);
+    CHECK(strstr(msg, "not reading") != NULL);
+    if (!strstr(msg, "not reading"))
+        fprintf(stderr, "[%s] node 0 said: %s\n", t_current, msg);
+    for (int i = 1; i < 5; i++)
+        CHECK(redlock_lock_node_result(l[0], (size_t)i, NULL, NULL, NULL, 0) == REDLOCK_NODE_OK ||
+              redlock_lock_node_result(l[0], (size_t)i, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    redlock_lock_free(x);
+    for (int k = 0; k < M; k++)
+        redlock_lock_free(l[k]);   /* no release: their keys expire, none is needed again */
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -166,5 +295,7 @@ int main(void)
     run_test("majority_down", test_majority_down);
     run_test("paused_node", test_paused_node);
     run_test("restart_reconnects", test_restart_reconnects);
+    run_test("stopped_after_answering", test_stopped_after_answering);
+    run_test("no_extension_queued_on_stopped_node", test_no_extension_queued_on_stopped_node);
     return finish_tests();
 }

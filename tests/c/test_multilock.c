@@ -466,6 +466,79 @@ static void test_autoextend(void)
     redlock_client_free(c);
 }
 
+/* Many sets on the watchdog with a mutex among them: their rounds go out
+ * RL_SINGLES_AT_ONCE (32) at a time after the mutexes' batch, each decided
+ * on its own. One set whose second key is deleted on every node is lost;
+ * the other 69 sets and the mutex stay held through several intervals. */
+#define SETS 70
+static atomic_int sets_lost, sets_ext, lost_name_ready;
+static char lost_name[256];   /* the first loss's; read once lost_name_ready is set */
+static void on_set_lost(redlock_lock *lock, int code, const char *msg, void *userdata)
+{
+    (void)code; (void)msg; (void)userdata;
+    if (atomic_fetch_add(&sets_lost, 1) == 0) {
+        snprintf(lost_name, sizeof lost_name, "%s", redlock_lock_resource(lock));
+        atomic_store(&lost_name_ready, 1);
+    }
+}
+static void count_set_ext(const redlock_event *ev, void *userdata)
+{
+    (void)userdata;
+    if (ev->type == REDLOCK_EVENT_EXTENDED && ev->automatic)
+        atomic_fetch_add(&sets_ext, 1);
+}
+
+static void test_autoextend_many_sets(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.on_event = count_set_ext;
+    redlock_client *c = make_client(t_nurls, &o);
+    static redlock_lock *l[SETS];
+    static char names[SETS][2][64];
+    const char *base = uniq("mx-many");
+    for (int k = 0; k < SETS; k++) {
+        snprintf(names[k][0], sizeof names[k][0], "%s:%d:a", base, k);
+        snprintf(names[k][1], sizeof names[k][1], "%s:%d:b", base, k);
+        const char *two[2] = { names[k][0], names[k][1] };
+        l[k] = multi(c, two, 2);
+        CHECK_LOCK_RC(l[k], redlock_lock_acquire(l[k], 900, REDLOCK_WAIT_NONE), 0);
+        CHECK_LOCK_RC(l[k], redlock_lock_auto_extend(l[k], 0, on_set_lost, NULL), 0);
+    }
+    redlock_lock *mutex;
+    CHECK_RC(redlock_lock_new(&mutex, c, uniq("mx-many-mutex")), 0);
+    CHECK_LOCK_RC(mutex, redlock_lock_acquire(mutex, 900, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(mutex, redlock_lock_auto_extend(mutex, 0, NULL, NULL), 0);
+    /* A set's round decided at quorum may leave a SET on its way: delete
+     * the key behind the lock's back only once it is on every node. */
+    CHECK(key_on_every_node(t_nurls, names[40][1]));
+    for (size_t i = 0; i < t_nurls; i++)
+        del_on((int)i, names[40][1]);
+    CHECK(EVENTUALLY(atomic_load(&lost_name_ready) == 1, 5000, "the set with a deleted key found lost"));
+    char want[200];
+    snprintf(want, sizeof want, "%s,%s", names[40][0], names[40][1]);
+    CHECK(strcmp(lost_name, want) == 0);
+    /* The others go on: several extensions each (TTL/3 = 300 ms). */
+    int before = atomic_load(&sets_ext);
+    CHECK(EVENTUALLY(atomic_load(&sets_ext) - before >= 3 * SETS, 8000, "the other sets extended"));
+    int held = 0;
+    for (int k = 0; k < SETS; k++)
+        held += redlock_lock_is_held(l[k]);
+    CHECK(held == SETS - 1);
+    CHECK(!redlock_lock_is_held(l[40]));
+    CHECK(redlock_lock_is_held(mutex));
+    CHECK(atomic_load(&sets_lost) == 1);
+    for (int k = 0; k < SETS; k++) {
+        if (k != 40)
+            CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+        redlock_lock_free(l[k]);
+    }
+    CHECK_LOCK_RC(mutex, redlock_release(mutex), 0);
+    redlock_lock_free(mutex);
+    redlock_client_free(c);
+}
+
 static void test_bad_input(void)
 {
     redlock_client *c = make_client(t_nurls, NULL);
@@ -521,6 +594,7 @@ int main(void)
     run_test("no_deadlock_processes", test_no_deadlock_processes);
     run_test("functions", test_functions);
     run_test("autoextend", test_autoextend);
+    run_test("autoextend_many_sets", test_autoextend_many_sets);
     run_test("bad_input", test_bad_input);
     run_test("minority_paused", test_minority_paused);
     return finish_tests();

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """redlock run RESOURCE --also NAME: several resources held together, all or none (a
 multi-resource lock), on real nodes: any order excludes, a plain run on one of the names waits
-for the set, the environment names the set, opposite orders in a loop never stall, bad input."""
+for the set, the environment names the set, opposite orders in a loop never stall, bad input;
+and why the names are not positional (docs/cli.md): the words after RESOURCE are COMMAND's,
+"--" included, and a comma belongs to one name."""
 import threading
 
 from clitest import nodes_arg, wait_for  # noqa: F401
@@ -73,3 +75,34 @@ def test_also_bad_input(runner, cluster5, resource):
     assert r.returncode == EXIT_USAGE and "needs a value" in r.stderr, r.stderr
     r = runner.run("run", "--nodes", nodes, resource, *many[:126], "--", "true")
     assert r.returncode == 0, r.stderr
+
+
+def test_words_after_resource_are_the_command(runner, cluster5, resource):
+    """As flock FILE COMMAND: the first word after RESOURCE starts COMMAND, and a "--" after it is
+    COMMAND's own. "redlock run a b -- cmd" therefore runs "b -- cmd" holding a: several
+    positional names could not be told from a command, hence --also."""
+    nodes = nodes_arg(cluster5)
+    r = runner.run("run", "--nodes", nodes, resource, "echo", "--", "x")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "-- x"
+    r = runner.run("run", "--nodes", nodes, resource, "sh", "-c", 'echo "$REDLOCK_RESOURCE"')
+    assert r.returncode == 0 and r.stdout.strip() == resource, (r.stdout, r.stderr)
+
+
+def test_a_comma_is_part_of_one_name(runner, cluster5, resource):
+    """"a,b" is one resource, not a set (a name may hold commas; a set's REDLOCK_RESOURCE joins
+    its names with them): holding it leaves a and b free, and "a,b" itself is refused."""
+    nodes = nodes_arg(cluster5)
+    a, b = resource + ":a", resource + ":b"
+    holder = runner.popen("run", "--nodes", nodes, a + "," + b, "--", "sh", "-c",
+                          'echo "$REDLOCK_RESOURCE"; sleep 30')
+    try:
+        assert holder.stdout.readline().strip() == a + "," + b
+        for free in (a, b):
+            r = runner.run("run", "--nodes", nodes, "-n", free, "--", "true")
+            assert r.returncode == 0, (free, r.stderr)
+        r = runner.run("run", "--nodes", nodes, "-n", a + "," + b, "--", "true")
+        assert r.returncode == EXIT_CONFLICT, r.stderr
+    finally:
+        holder.kill()
+        holder.wait(30)

@@ -30,6 +30,15 @@ Client log lines (written by client.c, one write(2) each):
   RW    id seq R|W                           --mode rw: the side the ACQ before it took
   (START mode=multi: a multi-resource lock on {R, R:pair}; its windows are checked as a mutex's,
    against every other client on R, whichever order it listed the set in)
+  BGHELD id 0 t N                            --background N: all N held (on auto-extend)
+  BGWIN  id K t_acq valid_until              --sample S: background lock K (K % S == 0) held
+                                             from t_acq, for the whole run unless lost
+  BGLOST id seq t code NAME resource message  a background lock lost (its callback)
+  BGEND  id seq t total held lost            the background locks counted, then released
+  TAKE   id seq t_call t_ret rc holder K valid_until
+                                             --take: one attempt at background lock K of client
+                                             holder; valid_until 0 unless rc is 0 (then it was
+                                             released at once)
 Fault log lines (written by faults.py):
   FAULT t kind target loses_keys detail...   loses_keys=1: the fault can remove a lock key
   HEAL  t kind target detail...              (a restart without persistence, DEL, PEXPIRE...)
@@ -62,6 +71,8 @@ Checks (each failure is a violation):
   too many holders  semaphore mode (START mode=sem limit=L): more than L windows contain one
                  instant. Replaces "overlap" (up to L holders at once are the point) and
                  "lost update" (semaphore clients write no counter)
+  held lock taken  a TAKE got a sampled background lock (BGWIN) inside the holder's window:
+                 from its t_acq to its BGEND (the releases follow it), or to its BGLOST
 Reported, not violations: writes that completed after valid_until (the client itself overran its
 lease: assumption 5 of docs/algorithm.md); fenced writes that the storage accepted after the
 writer's valid_until (a holder that overran its lease while no later holder had written yet:
@@ -161,6 +172,12 @@ class Result:
     t0: int = 0
     sem_limit: int | None = None                     # semaphore mode: L (None: the mutex)
     sem_excess: list = field(default_factory=list)   # (t, [Window...]) more than L inside at t
+    bg_windows: dict = field(default_factory=dict)   # (holder, K) -> [t_acq, end or None]
+    bg_lost: dict = field(default_factory=dict)      # (holder, K) -> t of BGLOST
+    bg_end: dict = field(default_factory=dict)       # holder -> t of BGEND
+    takes: list = field(default_factory=list)        # (cid, seq, t_call, t_ret, rc, holder, K, vu)
+    taken: list = field(default_factory=list)        # the takes inside the holder's window
+    takes_while_held: int = 0
 
     @property
     def lost_updates(self):
@@ -217,6 +234,12 @@ class Result:
                          s.client, s.seq, s.token, s.before, self.rel(s.t_at),
                          (s.window.valid_until - s.t_at) / 1e6))
         v += ["storage mismatch: " + m for m in self.storage_mismatch]
+        for t in self.taken:
+            start, end = self.bg_windows[(t[5], t[6])]
+            v.append("held lock taken: client %d #%d got background lock %d of client %d at %s, valid "
+                     "until %s, while client %d held it [%s, %s]" % (
+                         t[0], t[1], t[6], t[5], self.rel(t[3]), self.rel(t[7]), t[5], self.rel(start),
+                         self.rel(end)))
         return v
 
     @property
@@ -273,6 +296,13 @@ class Result:
         if exts or losses:
             lines.append("auto-extend: %d extensions; losses reported: %s" % (
                 exts, ", ".join("%s %d" % kv for kv in sorted(losses.items())) or "none"))
+        if self.bg_windows or self.takes:
+            holders = sorted({h for h, _ in self.bg_windows})
+            lines.append("held locks sampled: %d background locks of client %s; tries on them while "
+                         "held: %d (refused %d), taken while held: %d; tries in all: %d" % (
+                             len(self.bg_windows), ",".join(map(str, holders)) or "-",
+                             self.takes_while_held, self.takes_while_held - len(self.taken),
+                             len(self.taken), len(self.takes)))
         lines += [
             "validity past call start + ttl - drift, one-attempt clients: %s" % (
                 "max %.3f ms (allowed %.0f ms for scheduling)" % (self.max_call_excess_ns / 1e6,
@@ -368,6 +398,17 @@ def load(run_dir) -> Result:
                     w = open_w.get((cid, int(p[2])))
                     if w is not None:
                         w.rel_call, w.rel_ret, w.rel_rc = int(p[3]), int(p[4]), int(p[5])
+                elif tag == "BGWIN":
+                    r.bg_windows[(cid, int(p[2]))] = [int(p[3]), None]
+                elif tag == "BGLOST" and len(p) > 6:
+                    k = p[6].rsplit(":", 1)[-1]
+                    if k.isdigit():
+                        r.bg_lost.setdefault((cid, int(k)), int(p[3]))
+                elif tag == "BGEND":
+                    r.bg_end[cid] = int(p[3])
+                elif tag == "TAKE":
+                    r.takes.append((cid, int(p[2]), int(p[3]), int(p[4]), int(p[5]), int(p[6]), int(p[7]),
+                                    int(p[8])))
     fpath = os.path.join(run_dir, "faults.log")
     if os.path.exists(fpath):
         with open(fpath, encoding="utf-8", errors="replace") as f:
@@ -517,8 +558,30 @@ def analyze(run_dir) -> Result:
             if vu - t > allowed + 500_000:
                 r.ext_excess.append((w, t, vu, allowed))
     _check_fencing(r)
+    _check_takes(r)
     r.longest_unavailable_ns, r.longest_unavailable_at = _longest_unavailable(r)
     return r
+
+
+def _check_takes(r: Result):
+    """Sampled background locks: held from BGWIN to BGEND (or their BGLOST); a contender's take
+    whose validity meets that window is a violation. A holder with no BGEND (it died) is held
+    until its last take was tried."""
+    last = max((t[3] for t in r.takes), default=0)
+    for (h, k), win in r.bg_windows.items():
+        end = r.bg_end.get(h, last)
+        if (h, k) in r.bg_lost:
+            end = min(end, r.bg_lost[(h, k)])
+        win[1] = end
+    for t in r.takes:
+        win = r.bg_windows.get((t[5], t[6]))
+        if win is None:
+            continue
+        start, end = win
+        if t[2] >= start and t[3] <= end:
+            r.takes_while_held += 1
+        if t[4] == 0 and t[3] < end and t[7] > start:
+            r.taken.append(t)
 
 
 def _check_fencing(r: Result):

@@ -8,7 +8,10 @@
  * the lock alive and a loss is logged; with --background N the client also
  * holds N other locks on the watchdog for its whole run (many locks per
  * client), logging any of them lost (BGLOST) and how many it still held at
- * the end (BGEND). Log format: see check.py. */
+ * the end (BGEND), and with --sample S the acquisition of every S-th of
+ * them (BGWIN), so that clients run with --take (contenders for those held
+ * locks, which must always be refused) can be checked. Log format: see
+ * check.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -341,6 +344,46 @@ static int multi_lock_new(redlock_lock **lock, redlock_client *client, const cha
     return rc;
 }
 
+/* --take: a contender for held locks. Tries the background locks K = 0,
+ * S, 2S... < N of client `holder` in turn, one attempt each, until the
+ * duration ends, logging each try:
+ *   TAKE id seq t_call t_ret rc holder K valid_until
+ * (valid_until 0 unless rc is 0). A lock it gets is released at once. */
+static int run_take(redlock_client *client, const char *resource, long holder, long total, long every, long ttl,
+                    long gap, double duration)
+{
+    long m = (total + every - 1) / every;
+    redlock_lock **l = calloc((size_t)m, sizeof *l);
+    if (!l)
+        return 1;
+    for (long j = 0; j < m; j++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s:bg:%ld:%ld", resource, holder, j * every);
+        if (redlock_lock_new(&l[j], client, name) != 0)
+            return 1;
+    }
+    unsigned seed = (unsigned)now_ns() ^ ((unsigned)getpid() << 16);
+    int64_t end = duration > 0 ? now_ns() + (int64_t)(duration * 1e9) : INT64_MAX;
+    long long seq = 0;
+    for (long j = 0; !stop_requested && now_ns() < end; j = (j + 1) % m) {
+        seq++;
+        int64_t t_call = now_ns();
+        int rc = redlock_lock_acquire(l[j], (uint32_t)ttl, REDLOCK_WAIT_NONE);
+        int64_t t_ret = now_ns();
+        int64_t vu = rc == 0 ? t_ret + redlock_lock_validity_ms(l[j]) * 1000000 : 0;
+        logline("TAKE %ld %lld %lld %lld %d %ld %ld %lld", client_id, seq, (long long)t_call, (long long)t_ret,
+                rc, holder, j * every, (long long)vu);
+        if (rc == 0)
+            redlock_release(l[j]);
+        if (gap > 0)
+            sleep_ms(rand_r(&seed) % (gap + 1));
+    }
+    for (long j = 0; j < m; j++)
+        redlock_lock_free(l[j]);
+    free(l);
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -367,6 +410,12 @@ static void usage(void)
             "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
             "                      auto-extend for the whole run; log losses (BGLOST) and\n"
             "                      how many are still held at the end (BGEND)\n"
+            "  --sample S          with --background: log the acquisition of every S-th\n"
+            "                      background lock (BGWIN), for the --take contenders\n"
+            "  --take H:N:S        a contender, no counter: try (one attempt each, in turn)\n"
+            "                      the background locks K = 0, S, 2S... < N of client H,\n"
+            "                      held by H all along: logs each try (TAKE); a success is\n"
+            "                      released at once (and is a violation while H holds K)\n"
             "  --mode rw           the read-write lock: readers only read the counter\n"
             "  --write-every N     rw: one iteration in N takes the write side (3; 1 all, 0 none)\n"
             "  --mode sem --limit L  a permit of a counting semaphore of limit L, not the\n"
@@ -392,11 +441,12 @@ int main(int argc, char **argv)
     const char *storage_path = NULL;
     long pre_write = 0;
     int fencing = 0, auto_extend = 0, wake = 0, no_wake = 0, fair = 0;
-    long background = 0;
+    long background = 0, sample = 0;
+    const char *take = NULL;
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
            O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_WAKE, O_NO_WAKE, O_FAIR, O_BACKGROUND,
-           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP };
+           O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP, O_SAMPLE, O_TAKE };
     const char *role = "campaigner";
     long step = 20;
     static const struct option lopts[] = {
@@ -425,6 +475,8 @@ int main(int argc, char **argv)
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
         {"background", required_argument, 0, O_BACKGROUND},
+        {"sample", required_argument, 0, O_SAMPLE},
+        {"take", required_argument, 0, O_TAKE},
         {"mode", required_argument, 0, O_MODE},
         {"write-every", required_argument, 0, O_WRITE_EVERY},
         {"role", required_argument, 0, O_ROLE},
@@ -459,6 +511,8 @@ int main(int argc, char **argv)
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
         case O_BACKGROUND: background = atol(optarg); break;
+        case O_SAMPLE: sample = atol(optarg); break;
+        case O_TAKE: take = optarg; break;
         case O_MODE:
             if (strcmp(optarg, "mutex") != 0 && strcmp(optarg, "rw") != 0 && strcmp(optarg, "sem") != 0 &&
                 strcmp(optarg, "elect") != 0 && strcmp(optarg, "multi") != 0) {
@@ -539,6 +593,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "client %ld: %s\n", id, err);
         return 1;
     }
+    if (take) {
+        long holder = -1, total = 0, every = 0;
+        if (sscanf(take, "%ld:%ld:%ld", &holder, &total, &every) != 3 || holder < 0 || total <= 0 || every <= 0) {
+            usage();
+            return 2;
+        }
+        logline("START %ld %lld pid=%ld mode=take holder=%ld of=%ld every=%ld ttl=%ld nodes=%zu", id,
+                (long long)now_ns(), (long)getpid(), holder, total, every, ttl, n);
+        rc = run_take(client, resource, holder, total, every, ttl, gap, duration);
+        logline("END %ld %lld", id, (long long)now_ns());
+        redlock_client_free(client);
+        close(cfd);
+        close(log_fd);
+        free(envcopy);
+        return rc;
+    }
     if (strcmp(mode, "elect") == 0) {
         /* Election mode: its own loop (run_elect); extensions logged by on_event. */
         elect_params ep = { id, ttl, hold, margin, gap, step, wait, strcmp(role, "observer") == 0,
@@ -592,11 +662,19 @@ int main(int argc, char **argv)
             fprintf(stderr, "client %ld: acquire_many: %s\n", id, redlock_error_name(rc));
             return 1;
         }
-        for (long k = 0; k < pending; k++)
+        int64_t t_acq = now_ns();
+        for (long k = 0; k < pending; k++) {
             if (bg_rc[k] == 0 && (rc = redlock_lock_auto_extend(todo[k], 0, on_bg_lost, NULL)) != 0) {
                 fprintf(stderr, "client %ld: auto_extend: %s\n", id, redlock_error_name(rc));
                 return 1;
             }
+            /* The sampled ones: held from when the call returned. */
+            const char *nm = redlock_lock_resource(todo[k]), *tail = strrchr(nm, ':');
+            long idx = tail ? atol(tail + 1) : -1;
+            if (bg_rc[k] == 0 && sample > 0 && idx % sample == 0)
+                logline("BGWIN %ld %ld %lld %lld", id, idx, (long long)t_acq,
+                        (long long)(t_acq + redlock_lock_validity_ms(todo[k]) * 1000000));
+        }
         free(todo);
         if (!pending)
             break;

@@ -229,3 +229,26 @@ def test_rw_readers_share_writer_excludes(tmp_path):
     r = write_run(tmp_path, {0: rw(cycle(0, 1, 0, 1, 900, 50, old=0), "W"),
                              1: rw(cycle(1, 1, 10, 20, 900, 60, old=0), "W")}, counter=1)
     assert len(r.overlaps) == 1 and not r.ok
+
+
+def test_held_lock_taken(tmp_path):
+    # Client 0 holds background locks 0 and 10 from 5 ms to its BGEND at 900 ms (lock 10 lost at
+    # 600 ms). Client 3 is refused lock 0 twice while held, gets it after BGEND (fine), and gets
+    # lock 10 at 700 ms, after its loss (fine) and at 300 ms, while held: the violation.
+    holder = ["BGHELD 0 0 %d 20" % (5 * MS), "BGWIN 0 0 %d %d" % (5 * MS, 3005 * MS),
+              "BGWIN 0 10 %d %d" % (5 * MS, 3005 * MS),
+              "BGLOST 0 1 %d -5 REDLOCK_EEXPIRED safety:bg:0:10 gone" % (600 * MS),
+              "BGEND 0 1 %d 20 19 1" % (900 * MS)]
+    take = ["TAKE 3 1 %d %d -3 0 0 0" % (100 * MS, 101 * MS),
+            "TAKE 3 2 %d %d -3 0 0 0" % (200 * MS, 201 * MS),
+            "TAKE 3 3 %d %d 0 0 10 %d" % (300 * MS, 301 * MS, 1300 * MS),
+            "TAKE 3 4 %d %d 0 0 10 %d" % (700 * MS, 701 * MS, 1700 * MS),
+            "TAKE 3 5 %d %d 0 0 0 %d" % (950 * MS, 951 * MS, 1950 * MS)]
+    r = write_run(tmp_path, {0: holder, 3: take})
+    assert [(t[1], t[6]) for t in r.taken] == [(3, 10)]
+    assert r.takes_while_held == 3
+    assert not r.ok and len(r.violations) == 1 and "held lock taken" in r.violations[0]
+    # The same without the take inside the window: clean.
+    r = write_run(tmp_path, {0: holder, 3: take[:2] + take[3:]})
+    assert r.ok, r.violations
+    assert r.takes_while_held == 2 and "taken while held: 0" in r.summary()

@@ -750,15 +750,19 @@ def test_timeout_cleanup():
 def test_many_locks_minority_stopped(make_run):
     """Client 0 holds many locks on the library's watchdog for its whole run (2,000 here;
     REDLOCK_SAFETY_MANY=20000 is the long form, make safety-many) while it and two others contend
-    for the checked resource with auto-extend: the sample the checker verifies. Two of five nodes
-    are SIGSTOPped for 3 s. The batches decide each lock at quorum without the stopped nodes: no
-    background lock is lost, all are still held at the end, and the checker finds no violation."""
+    for the checked resource with auto-extend. Two contenders (clients 3 and 4) try, one attempt
+    at a time, to take a sample of client 0's held locks (200 of them, every many/200-th) all
+    along: each try must be refused while client 0 holds the lock, and the checker verifies that
+    against client 0's log of when it took them. Two of five nodes are SIGSTOPped for 3 s. The
+    batches decide each lock at quorum without the stopped nodes: no background lock is lost, all
+    are still held at the end, none of the sample was taken, and the checker finds no violation."""
     many = int(os.environ.get("REDLOCK_SAFETY_MANY", "2000"))
+    every = max(1, many // 200)
     ttl = 3000
     with S.nodes.Cluster(5) as c:
         run = make_run(c.urls, "safety:many")
         f = S.Faults(run, c)
-        run.spawn(0, ttl=ttl, hold=50, gap=20, auto_extend=True, background=many, duration=120)
+        run.spawn(0, ttl=ttl, hold=50, gap=20, auto_extend=True, background=many, sample=every, duration=120)
         deadline = time.monotonic() + 120
         while not run.events(0, "BGHELD") and time.monotonic() < deadline:
             assert run.procs[0].poll() is None, "client 0 exited before holding its locks"
@@ -766,6 +770,8 @@ def test_many_locks_minority_stopped(make_run):
         assert run.events(0, "BGHELD"), "client 0 did not acquire its %d locks" % many
         run.spawn(1, ttl=ttl, hold=50, gap=20, auto_extend=True, duration=120)
         run.spawn(2, ttl=ttl, hold=50, gap=20, auto_extend=True, duration=120)
+        for cid in (3, 4):
+            run.spawn(cid, ttl=ttl, gap=2, take="0:%d:%d" % (many, every), duration=120)
         time.sleep(1.5)
         t_p = f.pause(1)
         f.pause(2)
@@ -782,6 +788,12 @@ def test_many_locks_minority_stopped(make_run):
     assert (total, held, lost) == (many, many, 0)
     # The checked resource stayed available during the outage.
     assert acq_between(r, t_p, t_r), "no acquisition of the checked resource during the outage"
+    # The checker covered the sample: client 0 logged when it took each of them, the contenders
+    # tried them while they were held, before and during the outage, and every try was refused.
+    assert len(r.bg_windows) == len(range(0, many, every))
+    assert r.takes_while_held > 0 and not r.taken
+    assert [t for t in r.takes if t_p <= t[2] and t[3] <= t_r], "no try on the sample during the outage"
+    assert all(t[4] != 0 for t in r.takes if t[3] <= r.bg_end[0]), "a held lock of the sample was taken"
 
 
 # ---------------------------------------------------------------------------------------------

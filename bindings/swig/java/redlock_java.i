@@ -211,6 +211,8 @@ RL_JAVA_NATIVE(redlock_lock::rl_nodeResult, nodeResultNative)
 RL_JAVA_NATIVE(redlock_client::rl_newReadLock, newReadLockNative)
 RL_JAVA_NATIVE(redlock_client::rl_newWriteLock, newWriteLockNative)
 RL_JAVA_NATIVE(redlock_lock::rl_downgrade, downgradeNative)
+/* many locks' attempts at once (Redlock.tryAcquireMany) */
+RL_JAVA_NATIVE(redlock_client::rl_acquireMany, acquireManyNative)
 /* the multi-resource lock: its names cross as the node list does */
 RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
@@ -253,6 +255,16 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
   /* One node of the last round's report, read at once: a NodeResult. */
   jobject rl_nodeResult(size_t i, jobject url) {
     return rl_java_node_result($self, i, url);
+  }
+}
+
+%extend redlock_client {
+  /* One attempt at each lock, pipelined (redlock_lock_acquire_many):
+   * handles are the Locks' C pointers (of this client, each once, none
+   * closed: Redlock.tryAcquireMany checks), the result a RedlockException[]
+   * with null where the lock is held now. */
+  jobjectArray rl_acquireMany(rl_status *st, jlongArray handles, uint32_t ttlMs) {
+    return rl_java_acquire_many(st, $self, handles, ttlMs);
   }
 }
 

@@ -388,3 +388,68 @@ jobject rl_java_node_result(const redlock_lock *lock, size_t i, jobject url) {
     return (*env)->CallStaticObjectMethod(env, rl_cb_class, rl_cb_node, (jint)i, url, (jint)outcome, (jint)code,
                                           (jlong)rtt, m);
 }
+
+/* A RedlockException for code, made as rl_java_throw makes it, not thrown;
+ * NULL with an exception pending. */
+static jobject rl_java_exception(JNIEnv *env, int code, const char *detail) {
+    jclass cls = (*env)->FindClass(env, "io/redlock/RedlockException");
+    if (!cls)
+        return NULL;
+    jmethodID mid = (*env)->GetStaticMethodID(env, cls, "fromNative", "(I[B[B[B)Lio/redlock/RedlockException;");
+    if (!mid)
+        return NULL;
+    jbyteArray name = rl_java_bytes(env, redlock_error_name(code)), text = rl_java_bytes(env, redlock_strerror(code)),
+               det = rl_java_bytes(env, detail ? detail : "");
+    if (!name || !text || !det)
+        return NULL;
+    jobject ex = (*env)->CallStaticObjectMethod(env, cls, mid, (jint)code, name, text, det);
+    (*env)->DeleteLocalRef(env, name);
+    (*env)->DeleteLocalRef(env, text);
+    (*env)->DeleteLocalRef(env, det);
+    return (*env)->ExceptionCheck(env) ? NULL : ex;
+}
+
+jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jlongArray handles, uint32_t ttl_ms) {
+    (void)client; /* the locks name their client; the C call checks they share one */
+    JNIEnv *env = rl_java_env();
+    jsize n = handles ? (*env)->GetArrayLength(env, handles) : 0;
+    if (n <= 0) {
+        rl_fail(st, REDLOCK_EINVAL, "no locks");
+        return NULL;
+    }
+    redlock_lock **locks = malloc((size_t)n * sizeof *locks);
+    int *rcs = malloc((size_t)n * sizeof *rcs);
+    jlong *h = malloc((size_t)n * sizeof *h);
+    jobjectArray out = NULL;
+    if (!locks || !rcs || !h) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        goto done;
+    }
+    (*env)->GetLongArrayRegion(env, handles, 0, n, h);
+    for (jsize k = 0; k < n; k++)
+        locks[k] = (redlock_lock *)(intptr_t)h[k];
+    int rc = redlock_lock_acquire_many(locks, (size_t)n, ttl_ms, rcs);
+    if (rc != 0) {
+        rl_fail(st, rc, rc == REDLOCK_EINVAL ? "locks of different clients, a lock given twice, or too many" : NULL);
+        goto done;
+    }
+    jclass cls = (*env)->FindClass(env, "io/redlock/RedlockException");
+    if (!cls || !(out = (*env)->NewObjectArray(env, n, cls, NULL)))
+        goto done;
+    for (jsize k = 0; k < n; k++) {
+        if (rcs[k] == 0)
+            continue;
+        jobject ex = rl_java_exception(env, rcs[k], redlock_lock_errmsg(locks[k]));
+        if (!ex) {
+            out = NULL;
+            goto done;
+        }
+        (*env)->SetObjectArrayElement(env, out, k, ex);
+        (*env)->DeleteLocalRef(env, ex);
+    }
+done:
+    free(locks);
+    free(rcs);
+    free(h);
+    return out;
+}

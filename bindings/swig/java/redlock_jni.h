@@ -49,5 +49,10 @@ void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms
 int rl_java_set_listener(redlock_options *options, jobject listener);
 /* Lock.nodeResults, one node: a NodeResult made by NativeCallbacks. */
 jobject rl_java_node_result(const redlock_lock *lock, size_t i, jobject url);
+/* Redlock.tryAcquireMany: redlock_lock_acquire_many over handles (the C
+ * pointers of the client's Locks), as a RedlockException[] with null for
+ * each lock held now and, for the others, the exception of its code and
+ * detail (made, not thrown). NULL with st set, or an exception pending. */
+jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jlongArray handles, uint32_t ttl_ms);
 
 #endif

@@ -491,12 +491,17 @@ void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
     }
     if (!c->len)
         return;
+    /* Silent since the oldest owed request was sent, or since its last
+     * reply: a pipelined connection whose node stops (SIGSTOP, a
+     * partition) had answered the requests before that one after it was
+     * sent, and must not look alive for ever for that. */
     int64_t oldest = rl_fifo_at(c, 0)->sent_us;
-    if (c->last_reply_us < oldest && now - oldest > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
+    int64_t quiet = c->last_reply_us > oldest ? c->last_reply_us : oldest;
+    if (now - quiet > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
         /* A partition can leave a connection that never answers again, even
          * once the network heals: close it (FIN: the node still runs what
          * it was sent) and let the next round open a new one. */
-        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - oldest) / 1000));
+        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - quiet) / 1000));
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TIMEOUT, msg);
     }
 }
@@ -672,6 +677,20 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                      r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE
                      ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    /* An extension is of no use late, and one to a node that timed out,
+     * has said nothing since and does not even take what is queued on its
+     * socket (stopped, cut off) would only wait in this client's output
+     * buffer until the connection is dropped as stalled: with thousands of
+     * locks on the watchdog, megabytes. The round counts it as failed
+     * without sending it, as it would count the timeout. */
+    int extension = r->cmd == RL_CMD_EXTEND || r->cmd == RL_CMD_EXTEND_MANY || r->cmd == RL_CMD_MULTI_EXTEND ||
+                    r->cmd == RL_CMD_RW_EXTEND || r->cmd == RL_CMD_SEM_EXTEND;
+    if (extension && node->suspect && c->state == RL_CONN_READY && c->wpending && c->len) {
+        redisFreeCommand(own);
+        rl_fmt(msg, sizeof msg, "not answering and not reading: %u replies owed, its socket full", (unsigned)c->len);
+        finish(r, L, RL_ERR_IO, msg, now);
+        return opened;
+    }
     if (node->ep.cluster && c->len < limit)
         cluster_extras(cl, L, c, ask, now);
     rl_req *e = c->len < limit ? rl_fifo_enqueue(c, own ? own : r->fmt[via], own ? (size_t)own_len : r->fmt_len[via],

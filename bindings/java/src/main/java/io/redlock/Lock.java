@@ -22,9 +22,20 @@ public final class Lock extends LockNative implements AutoCloseable {
 
   // The client's node URLs, for nodeResults(); set by Redlock.newLock.
   List<String> nodeUrls = List.of();
+  // The client that made it (Redlock.tryAcquireMany takes its own locks only).
+  Redlock client;
+  // The order in which Redlock.tryAcquireMany takes the monitors of several
+  // locks, the same in every call, so that two calls never wait for each other.
+  private static final java.util.concurrent.atomic.AtomicLong SERIALS = new java.util.concurrent.atomic.AtomicLong();
+  final long serial = SERIALS.incrementAndGet();
 
   Lock(long cPtr, boolean cMemoryOwn) {
     super(cPtr, cMemoryOwn);
+  }
+
+  // The C handle, or 0 once closed (read under this lock's monitor).
+  long handle() {
+    return swigCPtr;
   }
 
   /** Acquires for ttlMs, retrying per the client's options. */

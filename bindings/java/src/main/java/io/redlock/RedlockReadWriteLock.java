@@ -122,6 +122,7 @@ public final class RedlockReadWriteLock implements ReadWriteLock {
         l = isWrite ? client.newWriteLockNative(resource) : client.newReadLockNative(resource);
       }
       l.nodeUrls = urls;
+      l.client = client;
       return l;
     }
 

@@ -76,6 +76,7 @@ public final class Semaphore implements AutoCloseable {
       lock = client.newSemaphoreNative(name, limit, permits);
     }
     lock.nodeUrls = urls;
+    lock.client = client;
     return lock;
   }
 

@@ -38,7 +38,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore|multilock");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore|multilock|acquiremany");
       System.exit(2);
     }
     switch (args[0]) {
@@ -63,6 +63,7 @@ public final class RedlockTest {
       case "rwlock": rwLock(); break;
       case "semaphore": semaphore(); break;
       case "multilock": multiLock(); break;
+      case "acquiremany": acquireMany(); break;
       default:
         System.err.println("unknown group " + args[0]);
         System.exit(2);
@@ -2094,6 +2095,233 @@ public final class RedlockTest {
         many[i] = "many" + i;
       InvalidArgumentException e = expect(InvalidArgumentException.class, "65 names", () -> a.newMultiLock(many));
       check(e != null && e.getMessage().contains("limit"), "the message says the limit: " + (e == null ? "" : e.getMessage()));
+    }
+    multiLockAutoExtend();
+    multiLockNodeResults();
+    multiLockWake();
+  }
+
+  // A set on the watchdog: kept over several TTLs, excluding the same set
+  // and a lock on one of its names; a loss (one name's key deleted on every
+  // node) is told to the listener as for a single resource.
+  private static void multiLockAutoExtend() throws Exception {
+    try (Redlock a = new Redlock(nodes()); Redlock b = new Redlock(nodes())) {
+      Lock x = a.newMultiLock("mae-a", "mae-b");
+      x.tryAcquire(600);
+      CompletableFuture<RedlockException> lost = new CompletableFuture<>();
+      x.autoExtend(0, (l, cause) -> lost.complete(cause));
+      Thread.sleep(2_000); // more than three TTLs
+      check(x.isHeld(), "the auto-extended set still held after 2 s of a 600 ms TTL");
+      check(!lost.isDone(), "no loss told: " + lost.getNow(null));
+      checkEq(5, holders("mae-a", 5), "the set's first key on every node");
+      checkEq(5, holders("mae-b", 5), "the set's second key on every node");
+      try (Lock y = b.newMultiLock("mae-b", "mae-a"); Lock one = b.newLock("mae-b")) {
+        expect(LockNotAcquiredException.class, "the set, the other way round, while kept", () -> y.tryAcquire(10_000));
+        expect(LockNotAcquiredException.class, "one of its names, while kept", () -> one.tryAcquire(10_000));
+      }
+      deleteEverywhere("mae-b");
+      RedlockException cause = lost.get(20, TimeUnit.SECONDS);
+      check(cause instanceof LockLostException, "one name's key gone: LockLostException: " + cause);
+      check(cause != null && cause.getDetail().contains("mae-a,mae-b"), "the detail names the set: "
+          + (cause == null ? "" : cause.getDetail()));
+      check(!x.isHeld(), "not held after the loss");
+      check(!x.stopAutoExtend(), "auto-extension ended with the loss");
+      expect(LockLostException.class, "close after the loss", x::close);
+    }
+  }
+
+  // Lock.nodeResults of a set: per node, as for one resource; a node where
+  // one of its names is held by someone else refuses the whole set there.
+  private static void multiLockNodeResults() throws Exception {
+    Options o = new Options();
+    o.setRetryCount(0);
+    o.setNodeTimeoutMs(2_000); // no timeouts from a busy machine in the report
+    try (Redlock a = new Redlock(nodes(), o)) {
+      harness("CMD", "0", "SET", "mnr-b", "someone-else", "PX", "30000");
+      try (Lock x = a.newMultiLock("mnr-a", "mnr-b")) {
+        List<NodeResult> rs = x.nodeResults();
+        checkEq(5, rs.size(), "one result per node");
+        check(rs.stream().allMatch(r -> r.outcome() == NodeResult.Outcome.NONE), "NONE before any round: " + rs);
+        // A round ends once a quorum has answered: node 0's refusal shows only
+        // when its reply came before that (else NOT_WAITED), so the set is
+        // taken again until it did.
+        for (int attempt = 1; ; attempt++) {
+          x.tryAcquire(10_000);
+          rs = x.nodeResults();
+          if (rs.get(0).outcome() != NodeResult.Outcome.NOT_WAITED || attempt == 50)
+            break;
+          x.release();
+        }
+        checkEq(NodeResult.Outcome.REFUSED, rs.get(0).outcome(), "node 0, where mnr-b is held, refuses the set: " + rs);
+        checkEq(null, get(0, "mnr-a"), "and sets none of its keys");
+        for (int i = 1; i < 5; i++)
+          check(rs.get(i).outcome() == NodeResult.Outcome.OK || rs.get(i).outcome() == NodeResult.Outcome.NOT_WAITED,
+              "node " + i + " OK (or not waited for): " + rs.get(i));
+        check(rs.stream().filter(r -> r.outcome() == NodeResult.Outcome.OK).count() >= 3, "a majority OK: " + rs);
+        x.release();
+        rs = x.nodeResults();
+        check(rs.stream().filter(r -> r.outcome() == NodeResult.Outcome.OK).count() >= 3,
+            "the release confirmed by a majority: " + rs);
+        checkEq("someone-else", get(0, "mnr-b"), "the release left the other owner's key alone");
+      }
+      harness("CMD", "0", "DEL", "mnr-b");
+    }
+  }
+
+  // A set's waiter is woken by the release of the set that held it. This
+  // depends on wake-up: on by default today (set here explicitly with
+  // setWake(true), which is also the switch should it become opt-in).
+  private static void multiLockWake() throws Exception {
+    List<RedlockEvent> evs = Collections.synchronizedList(new ArrayList<>());
+    Options slow = new Options();
+    slow.setWake(true); // the test depends on wake-up
+    slow.setNodeTimeoutMs(2_000);
+    slow.setRetryCount(1_000);
+    slow.setRetryDelayMs(20_000); // only a wake-up gets the set soon; a broken one shows as no WOKEN
+    slow.setRetryJitterMs(0);
+    slow.setEventListener(evs::add);
+    try (Redlock holderClient = new Redlock(nodes()); Redlock client = new Redlock(nodes(), slow)) {
+      Lock holder = holderClient.newMultiLock("mw-a", "mw-b");
+      holder.tryAcquire(30_000);
+      Lock waiter = client.newMultiLock("mw-b", "mw-a");
+      CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> waiter.acquire(10_000, 60_000));
+      check(waitFor(() -> allReady(client) && !ofType(evs, RedlockEvent.Type.ACQUIRE_FAILED).isEmpty()),
+          "the waiter refused once, its listeners READY: " + client.listenerStates());
+      holder.release();
+      waited.get(60, TimeUnit.SECONDS);
+      check(waiter.isHeld(), "the woken waiter holds the set");
+      List<RedlockEvent> woken = ofType(evs, RedlockEvent.Type.WOKEN);
+      check(!woken.isEmpty(), "a WOKEN event: " + evs);
+      if (!woken.isEmpty())
+        checkEq("mw-a,mw-b", woken.get(0).resource(), "WOKEN names the set");
+      waiter.close();
+      holder.close();
+    }
+    slow.free();
+  }
+
+  // ---------------------------------------------------------- acquiremany
+  // Redlock.tryAcquireMany: one attempt at each of many locks at once
+  // (redlock_lock_acquire_many), each decided on its own.
+
+  static void acquireMany() throws Exception {
+    try (Redlock a = new Redlock(nodes()); Redlock b = new Redlock(nodes())) {
+      int n = 30;
+      List<Lock> mine = new ArrayList<>();
+      List<Lock> theirs = new ArrayList<>();
+      for (int k = 0; k < n; k++) {
+        mine.add(a.newLock("am:" + k));
+        if (k % 3 == 0)
+          theirs.add(b.acquire("am:" + k, 20_000)); // every third is held by another client
+      }
+      List<RedlockException> res = a.tryAcquireMany(mine, 20_000);
+      checkEq(n, res.size(), "one result per lock");
+      for (int k = 0; k < n; k++) {
+        Lock l = mine.get(k);
+        if (k % 3 == 0) {
+          check(res.get(k) instanceof LockNotAcquiredException, "lock " + k + " held elsewhere: " + res.get(k));
+          check(!l.isHeld(), "lock " + k + " not held");
+          check(res.get(k) != null && res.get(k).getDetail().contains("not acquired"),
+              "the detail says why: " + (res.get(k) == null ? "" : res.get(k).getDetail()));
+        } else {
+          checkEq(null, res.get(k), "lock " + k + " acquired");
+          check(l.isHeld() && l.validityMs() > 10_000, "lock " + k + " held: " + l.validityMs());
+        }
+      }
+      // The lost attempts cleaned up only where their own value was.
+      for (Lock t : theirs) {
+        t.extend(20_000);
+        check(t.isHeld(), "the other client still holds " + t.resource());
+      }
+      for (Lock t : theirs)
+        t.close();
+      // Held ones are refused a second time; the others get their chance.
+      res = a.tryAcquireMany(mine, 20_000);
+      for (int k = 0; k < n; k++) {
+        if (k % 3 == 0)
+          checkEq(null, res.get(k), "lock " + k + " acquired once free");
+        else
+          check(res.get(k) instanceof LockStateException, "lock " + k + " already held by this handle: " + res.get(k));
+      }
+      for (Lock l : mine)
+        l.release();
+
+      // Other kinds in the list (a set, a semaphore's permit): one attempt each, as tryAcquire.
+      Lock set = a.newMultiLock("am-set-a", "am-set-b");
+      Lock plainLock = a.newLock("am-plain");
+      res = a.tryAcquireMany(List.of(set, plainLock), 10_000);
+      checkEq(Arrays.asList(null, null), res, "a set and a mutex together");
+      check(set.isHeld() && plainLock.isHeld(), "both held");
+      set.close();
+      plainLock.close();
+
+      // Bad input: InvalidArgumentException before any network I/O.
+      Lock x = a.newLock("am-x"), y = a.newLock("am-y");
+      Lock other = b.newLock("am-other");
+      expect(InvalidArgumentException.class, "a null list", () -> a.tryAcquireMany(null, 10_000));
+      expect(InvalidArgumentException.class, "a null lock", () -> a.tryAcquireMany(Arrays.asList(x, null), 10_000));
+      InvalidArgumentException e = expect(InvalidArgumentException.class, "another client's lock",
+          () -> a.tryAcquireMany(List.of(x, other), 10_000));
+      check(e != null && e.getDetail().contains("another client"), "says which: " + (e == null ? "" : e.getDetail()));
+      e = expect(InvalidArgumentException.class, "a lock twice", () -> a.tryAcquireMany(List.of(x, y, x), 10_000));
+      check(e != null && e.getDetail().contains("twice"), "says which: " + (e == null ? "" : e.getDetail()));
+      expect(InvalidArgumentException.class, "ttl 0", () -> a.tryAcquireMany(List.of(x), 0));
+      expect(InvalidArgumentException.class, "ttl over 32 bits", () -> a.tryAcquireMany(List.of(x), 1L << 32));
+      List<Lock> tooMany = Collections.nCopies(Redlock.ACQUIRE_MANY_MAX + 1, x);
+      expect(InvalidArgumentException.class, "over the limit", () -> a.tryAcquireMany(tooMany, 10_000));
+      check(!x.isHeld() && !y.isHeld(), "nothing acquired by a refused call");
+      checkEq(0, holders("am-x", 0), "and nothing on the nodes");
+      checkEq(Collections.emptyList(), a.tryAcquireMany(List.of(), 10_000), "an empty list: an empty result");
+      // A day and more: the C library's own TTL check, as that lock's error.
+      res = a.tryAcquireMany(List.of(x), 86_400_001L);
+      check(res.get(0) instanceof InvalidArgumentException, "a TTL over a day, per lock: " + res.get(0));
+      // A closed lock: its own LockStateException; the others are attempted.
+      y.close();
+      res = a.tryAcquireMany(List.of(x, y), 10_000);
+      checkEq(null, res.get(0), "the open lock acquired");
+      check(res.get(1) instanceof LockStateException, "the closed one: " + res.get(1));
+      x.close();
+      other.close();
+
+      // Two threads with the same locks in opposite orders, many times:
+      // both finish (each takes the locks' monitors in one order).
+      List<Lock> ab = new ArrayList<>();
+      for (int k = 0; k < 50; k++)
+        ab.add(a.newLock("am-order:" + k));
+      List<Lock> ba = new ArrayList<>(ab);
+      Collections.reverse(ba);
+      AtomicReference<Throwable> err = new AtomicReference<>();
+      AtomicInteger rounds = new AtomicInteger();
+      Runnable loop1 = () -> manyLoop(a, ab, err, rounds), loop2 = () -> manyLoop(a, ba, err, rounds);
+      Thread t1 = new Thread(loop1), t2 = new Thread(loop2);
+      t1.start();
+      t2.start();
+      t1.join(120_000);
+      t2.join(120_000);
+      check(!t1.isAlive() && !t2.isAlive(), "both threads finished");
+      check(err.get() == null, "no unexpected exception: " + err.get());
+      checkEq(40, rounds.get(), "every round of both threads ran");
+      for (Lock l : ab)
+        l.close();
+    }
+  }
+
+  private static void manyLoop(Redlock c, List<Lock> locks, AtomicReference<Throwable> err, AtomicInteger rounds) {
+    try {
+      for (int i = 0; i < 20; i++) {
+        List<RedlockException> res = c.tryAcquireMany(locks, 10_000);
+        for (int k = 0; k < locks.size(); k++) {
+          RedlockException e = res.get(k);
+          // The other thread may hold this handle's lock right now: the same handle, so ESTATE.
+          if (e == null)
+            locks.get(k).release();
+          else if (!(e instanceof LockStateException))
+            throw e;
+        }
+        rounds.incrementAndGet();
+      }
+    } catch (Throwable e) {
+      err.compareAndSet(null, e);
     }
   }
 
