@@ -225,9 +225,8 @@ func TestTryLockMany(t *testing.T) {
 }
 
 // A set's waiter is woken by the Unlock of the set that held it, and the
-// EventWoken names the set. This test depends on wake-up: on by default
-// today, and asked for explicitly here (WithWake(true)) so that it keeps
-// testing it should wake-up become opt-in.
+// EventWoken names the set. Wake-up is opt-in: asked for here
+// (WithWake(true)).
 func TestMultiMutexWokenByUnlock(t *testing.T) {
 	var rec recorder
 	holderClient := newClient(t)

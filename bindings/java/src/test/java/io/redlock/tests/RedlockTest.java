@@ -2168,9 +2168,8 @@ public final class RedlockTest {
     }
   }
 
-  // A set's waiter is woken by the release of the set that held it. This
-  // depends on wake-up: on by default today (set here explicitly with
-  // setWake(true), which is also the switch should it become opt-in).
+  // A set's waiter is woken by the release of the set that held it, with
+  // wake-up asked for (it is opt-in).
   private static void multiLockWake() throws Exception {
     List<RedlockEvent> evs = Collections.synchronizedList(new ArrayList<>());
     Options slow = new Options();
