@@ -40,8 +40,8 @@ static void help(void)
           "  -n, --nonblock              one attempt; fail at once if the lock is held\n"
           "      --limit N               a semaphore: hold one of N permits of RESOURCE, so that up\n"
           "                              to N commands run at once (as consul lock -n); every user\n"
-          "                              of RESOURCE must give the same N (1..1000). Also -nN, -n=N;\n"
-          "                              '-n N' (a number after a space) is refused as ambiguous\n"
+          "                              of RESOURCE must give the same N (1..1000). Also -n N, -nN,\n"
+          "                              -n=N (a number after -n); --nonblock N locks a name N\n"
           "      --also NAME             also lock NAME, together with RESOURCE, all or none (repeat\n"
           "                              for more, up to 64 names in all): one multi-resource lock,\n"
           "                              taken in one step, so commands that list the same names in\n"
@@ -234,20 +234,20 @@ static int one_option(run_opts *o, int c, const char *arg, const char *bad)
 }
 
 /* flock's -n, a word of its own (or ending one, as in -xn), followed by a
- * word of digits: 'redlock run -n 3 jobs -- CMD' is consul's semaphore of
- * 3 to one reader and a non-blocking lock on a resource named "3" to
- * another, and nothing on the command line tells which was meant. So it is
- * refused, naming both spellings, rather than guessed either way. Only
- * 'run' has both readings; the long forms --nonblock and --nb are flock's
- * alone. 0, or the exit code of the usage error. */
-static int n_then_number(const run_opts *o, const char *word, const char *next)
+ * word of digits: consul's 'lock -n 3', a semaphore of 3 permits, as issue
+ * 24 spells it ('redlock run -n N'). flock's reading, one attempt at a lock
+ * named "3", is written --nonblock 3 (or -n -- 3). Only 'run' has a
+ * semaphore; --nonblock and --nb are flock's alone. 1 if the number was
+ * taken as the limit (the caller skips it), 0 if not, or the exit code of
+ * a usage error (a number out of range). */
+static int n_then_number(run_opts *o, const char *word, const char *next, int *taken)
 {
+    *taken = 0;
     if (strcmp(o->cmd, RUN_CMD) || !strncmp(word, "--", 2) || !next || !*next ||
         next[strspn(next, "0123456789")])
         return 0;
-    return cli_usage(CMD, "'%s %s' is ambiguous: write --limit %s (or -n%s) for a semaphore of %s permits, "
-                     "or --nonblock %s for one attempt at a lock named '%s'",
-                     word, next, next, next, next, next, next);
+    *taken = 1;
+    return sem_limit(o, "-n", next);
 }
 
 /* What follows the options after RESOURCE: COMMAND, or nothing with -c. */
@@ -294,11 +294,18 @@ int run_parse_args(run_opts *o, int argc, char **argv)
         opterr = 0;
         int c, rc;
         while ((c = getopt_long(pass_argc, pass_argv, "+:w:n::E:sk:vhc:oxeuF", longopts, NULL)) != -1) {
+            int nonblock = o->nonblock, taken = 0;
             if ((rc = one_option(o, c, optarg, pass_argv[optind - 1])) != 0)
                 return rc;
-            if (c == 'n' && !optarg &&
-                (rc = n_then_number(o, pass_argv[optind - 1], optind < pass_argc ? pass_argv[optind] : NULL)))
-                return rc;
+            if (c == 'n' && !optarg) {
+                if ((rc = n_then_number(o, pass_argv[optind - 1], optind < pass_argc ? pass_argv[optind] : NULL,
+                                        &taken)) != 0)
+                    return rc;
+                if (taken) {
+                    o->nonblock = nonblock;   /* this -n was the limit's, not --nonblock */
+                    optind++;
+                }
+            }
         }
         if (pass == 1)
             return command_words(o, pass_argc, pass_argv, optind);

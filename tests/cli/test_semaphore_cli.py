@@ -63,25 +63,32 @@ def test_run_n_bad_limits_and_flock_forms(runner, cluster5, resource):
     assert r.returncode == EXIT_USAGE and "apart from -n" in r.stderr
 
 
-def test_run_n_space_number_is_refused_not_guessed(runner, cluster5, resource, tmp_path):
-    """`-n 3 RESOURCE CMD` is consul's semaphore of 3 to one reader and flock's non-blocking lock on
-    a resource named '3' to another: a usage error naming both spellings, before any node is
-    asked, wherever the -n is; each spelling the message gives then does what it says."""
+def test_run_n_space_number_is_a_semaphore(runner, cluster5, resource, tmp_path):
+    """`-n 3 RESOURCE CMD` is consul's semaphore of 3 (`consul lock -n 3`, the issue's `redlock run
+    -n N`), wherever the -n is and whatever flag it ends: two commands run at once under
+    `-n 2`, a third is refused, and the limit is kept on the nodes. flock's one attempt at a
+    lock named by digits is `--nonblock 3`."""
     nodes = nodes_arg(cluster5)
     marker = tmp_path / "ran"
-    for args in (("-n", "3", resource, "--", "touch", str(marker)),
-                 ("-xn", "3", resource, "touch", str(marker)),
-                 (resource, "-n", "3", "touch", str(marker)),
-                 ("-n", "3", "-c", "touch " + str(marker))):
-        r = runner.run("run", "--nodes", nodes, *args)
-        assert r.returncode == EXIT_USAGE, (args, r.stderr)
-        assert "'-n 3' is ambiguous" in r.stderr or "'-xn 3' is ambiguous" in r.stderr, r.stderr
-        assert "--limit 3 (or -n3)" in r.stderr and "--nonblock 3" in r.stderr, r.stderr
+    holders = [runner.popen("run", "--nodes", nodes, "-n", "2", resource, "--", "sleep", "30"),
+               runner.popen("run", "--nodes", nodes, resource, "-xn", "2", "sleep", "30")]
+    try:
+        wait_for(lambda: json.loads(runner.run("status", "--json", "--nodes", nodes, resource).stdout)
+                 .get("semaphore", {}).get("permits_held") == 2, what="two permits of 2")
+        st = json.loads(runner.run("status", "--json", "--nodes", nodes, resource).stdout)
+        assert st["semaphore"]["limit"] == 2, st
+        r = runner.run("run", "--nodes", nodes, "-n", "2", "--wait", "0", resource, "touch", str(marker))
+        assert r.returncode == EXIT_CONFLICT and "all 2 permits" in r.stderr, r.stderr
+        r = runner.run("run", "--nodes", nodes, "-n", "0", resource, "true")
+        assert r.returncode == EXIT_USAGE and "'0' is not a number of permits" in r.stderr, r.stderr
+    finally:
+        for p in holders:
+            p.terminate()
+            p.wait(30)
     assert not marker.exists()
-    assert key_count(cluster5, "3") == 0 and key_count(cluster5, resource) == 0
-    assert key_count(cluster5, resource + ":limit") == 0
+    assert key_count(cluster5, "2") == 0
 
-    # the two spellings the message names
+    # the other spellings of a limit, and flock's reading of a number after -n
     holder = runner.popen("run", "--nodes", nodes, "--limit", "3", resource, "--", "sleep", "30")
     try:
         wait_for(lambda: json.loads(runner.run("status", "--json", "--nodes", nodes, resource).stdout)
