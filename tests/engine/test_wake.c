@@ -339,6 +339,16 @@ static const char *key_of(const char *res)
     return b;
 }
 
+/* B's wait is under way: its listeners READY on all 5 nodes and its
+ * registration in the resource's queue on every node, so that a release
+ * from now on has someone to wake. */
+static void await_registered(redlock_client *b, const char *res)
+{
+    CHECK(WAIT_UNTIL(listeners_in(b, REDLOCK_LISTENER_READY) == 5, 30000, "B's 5 listeners READY"));
+    for (size_t i = 0; i < 5; i++)
+        CHECK(WAIT_UNTIL(node_q(i, "ZCARD %s:wq", key_of(res)) == 1, 30000, "B registered"));
+}
+
 /* ---- 1. wake-up, and wake-up turned off ---- */
 
 static void test_wakeup_basic(void)
@@ -354,11 +364,8 @@ static void test_wakeup_basic(void)
 
     waiter w = { .c = b, .res = res, .ttl = 10000, .wait = 20000, .id = 1 };
     start(&w);
-    CHECK(WAIT_UNTIL(listeners_in(b, REDLOCK_LISTENER_READY) == 5, 30000, "B's 5 listeners READY"));
+    await_registered(b, res);
     CHECK(count(rb, REDLOCK_EVENT_ACQUIRE_FAILED) >= 1);
-    /* B is registered in the resource's queue on every node. */
-    for (size_t i = 0; i < 5; i++)
-        CHECK(node_q(i, "ZCARD %s:wq", key_of(res)) == 1);
     CHECK(!redlock_lock_is_held(w.lock));
     mark(rb);
     CHECK_LOCK_RC(la, redlock_release(la), 0);
@@ -411,9 +418,7 @@ static void test_wakeup_after_long_hold(void)
         holder(a, res, 30000, &la);
         waiter w = { .c = b, .res = res, .ttl = 10000, .wait = 20000, .id = 1 };
         start(&w);
-        CHECK(WAIT_UNTIL(listeners_in(b, REDLOCK_LISTENER_READY) == 5, 30000, "B's 5 listeners READY"));
-        for (size_t i = 0; i < 5; i++)
-            CHECK(WAIT_UNTIL(node_q(i, "ZCARD %s:wq", key_of(res)) == 1, 30000, "B registered"));
+        await_registered(b, res);
         usleep(600 * 1000);   /* the hold: six of the holder's node timeouts */
         mark(rb);
         CHECK_LOCK_RC(la, redlock_release(la), 0);
