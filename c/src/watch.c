@@ -186,8 +186,15 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
         l->ae.limited = l->ae.last;
         l->ae.next_due = l->ae.last ? valid_until : from + rl_policy_extend_interval_us(l->ttl_ms);
     } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
-        if (rc == REDLOCK_EEXPIRED)
-            rl_mark_lost(l, rc, msg_of(l), 1);     /* ELOST was marked by the extension */
+        if (rc == REDLOCK_EEXPIRED) {
+            /* Told as before() tells an expiry found between batches: a
+             * lock taken into a batch a little early may have run out by
+             * the time its extension is checked or confirmed. */
+            char m[RL_MSG_MAX];
+            rl_fmt(m, sizeof m, "the validity of lock '%s' ran out before an extension succeeded; last try: %s",
+                   l->resource, msg_of(l));
+            rl_mark_lost(l, rc, m, 1);             /* ELOST was marked by the extension */
+        }
         l->ae.fire = l->ae.done = 1;
         l->ae.fire_code = rc;
     } else if (rc == REDLOCK_ELIMIT) {
