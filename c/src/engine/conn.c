@@ -23,103 +23,6 @@
 
 #include "engine.h"
 
-/* ---- rounds ---- */
-
-static void finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int64_t now)
-{
-    r->out[i] = out;
-    r->rtt_us[i] = now - r->start_us;
-    if (msg)
-        rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s", msg);
-    /* A follower waits on its condition variable until its round is decided. */
-    if (r->following && rl_round_decided(r))
-        pthread_cond_signal(&r->cv);
-}
-
-/* why: the failure, told to the rounds that skip the node meanwhile;
- * unreachable: it was a connect that failed. */
-static void node_backoff(rl_node *node, int64_t now, const char *why, int unreachable)
-{
-    node->backoff_ms = rl_policy_backoff_next_ms(node->backoff_ms);
-    node->retry_after_us = now + (int64_t)node->backoff_ms * 1000;
-    rl_fmt(node->down_why, sizeof node->down_why, "%s", why);
-    node->down_unreachable = unreachable;
-}
-
-/* ---- states ---- */
-
-/* Closing a socket with unread data sends RST instead of FIN, and a server
- * that gets RST may drop commands it has not run yet, such as the release
- * just written. Drop what has arrived first: whatever arrives later answers
- * a command the server has already run. */
-static void close_socket(rl_conn *c)
-{
-    if (c->ctx && c->ctx->fd >= 0 && c->state == RL_CONN_READY && c->pid == getpid()) {
-        char sink[4096];
-        while (recv(c->ctx->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
-        }
-    }
-    redisFree(c->ctx);   /* frees c->ssl too once handed over */
-    c->ctx = NULL;
-    c->ssl = NULL;
-}
-
-void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outcome fail, const char *why)
-{
-    rl_conn *c = rl_nodeat(cl, i)->conn;
-    if (to != RL_CONN_CLOSED) {
-        c->state = to;
-        return;
-    }
-    int64_t now = rl_now_us();
-    /* A connect that failed: the node could not be reached (a TLS failure
-     * means something answered). */
-    int unreachable = c->state == RL_CONN_CONNECTING && fail != RL_ERR_TLS;
-    /* Everything it owed fails: the rounds that still wait learn why (a
-     * shard connection's rounds, for the node it serves: route.c). */
-    size_t L = rl_logical(cl, i);
-    while (c->len) {
-        rl_req *e = rl_fifo_at(c, 0);
-        if (e->round && e->round->out[L] == RL_PENDING && e->round->shard[L] == i) {
-            e->round->unreachable[L] = (unsigned char)unreachable;
-            finish(e->round, L, fail, why, now);
-        }
-        rl_fifo_pop(c);
-    }
-    close_socket(c);
-    c->state = RL_CONN_CLOSED;
-    c->wpending = 0;
-    c->scripts_sent = 0;
-}
-
-/* A forked child shares the parent's sockets: it drops its copies without
- * touching them, or the rounds of the parent's threads they point to. */
-static void forget(rl_conn *c)
-{
-    while (c->len)
-        rl_fifo_pop(c);
-    redisFree(c->ctx);   /* closes this process's copy of the socket; sends nothing */
-    c->ctx = NULL;
-    c->ssl = NULL;
-    c->state = RL_CONN_CLOSED;
-    c->wpending = 0;
-    c->scripts_sent = 0;
-}
-
-void rl_conn_free(redlock_client *cl, size_t i)
-{
-    rl_conn *c = rl_nodeat(cl, i)->conn;
-    if (!c)
-        return;
-    if (c->pid != getpid())
-        forget(c);
-    else
-        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "client closed");
-    free(c->q);
-    free(c);
-    rl_nodeat(cl, i)->conn = NULL;
-}
-
 /* ---- opening ---- */
 
 static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
@@ -140,7 +43,7 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
     rl_conn *c = node->conn;
     if (rl_conn_socket(cl, i, c, now, msg, msgsize) != 0) {
         if (strcmp(msg, "out of memory") != 0)
-            node_backoff(node, now, msg, 1);
+            rl_conn_backoff(node, now, msg, 1);
         return -1;
     }
     int ok = 1;
@@ -318,7 +221,7 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         else
             rl_append(p.msg, sizeof p.msg, " (shard %s)", shard);
     }
-    finish(r, i, p.out, p.msg, now);
+    rl_conn_finish(r, i, p.out, p.msg, now);
 }
 
 static void read_replies(redlock_client *cl, size_t i, int64_t now)
@@ -369,7 +272,7 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
             err = errno;
         if (err) {
             rl_fmt(msg, sizeof msg, "connect: %s", strerror(err));
-            node_backoff(node, now, msg, 1);
+            rl_conn_backoff(node, now, msg, 1);
             rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
             return;
         }
@@ -400,120 +303,6 @@ void rl_conn_events(redlock_client *cl, size_t i, short revents, int64_t now)
         return;
     if (revents & (POLLIN | POLLERR | POLLHUP))
         read_replies(cl, i, now);
-}
-
-short rl_conn_poll_events(const redlock_client *cl, size_t i)
-{
-    const rl_conn *c = rl_nodeat(cl, i)->conn;
-    if (!c)
-        return 0;
-    switch (c->state) {
-    case RL_CONN_CONNECTING: return POLLOUT;
-    case RL_CONN_HANDSHAKE: return c->tls_want;
-    case RL_CONN_READY: return (short)(POLLIN | (c->wpending ? POLLOUT : 0));
-    default: return 0;
-    }
-}
-
-int rl_conn_needs_driving(const redlock_client *cl, size_t i)
-{
-    const rl_conn *c = rl_nodeat(cl, i)->conn;
-    return c && (c->state == RL_CONN_CONNECTING || c->state == RL_CONN_HANDSHAKE ||
-                 (c->state == RL_CONN_READY && c->wpending));
-}
-
-uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
-{
-    const rl_conn *c = rl_nodeat(cl, i)->conn;
-    return c && c->state != RL_CONN_CLOSED ? c->late_cmds : 0;
-}
-
-/* 1 if bytes wait to be read: replies that have come, only not read yet by
- * a busy leader (or by nobody: a round decided at quorum leaves the slower
- * nodes' replies in the socket until the next round), prove nothing has
- * stalled. */
-static int reply_waiting(rl_conn *c)
-{
-    char b;
-    if (c->ssl && SSL_has_pending(c->ssl))
-        return 1;
-    if (c->ctx->reader && c->ctx->reader->len > c->ctx->reader->pos)
-        return 1;
-    return recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
-int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now)
-{
-    const rl_node *node = rl_nodeat(cl, i);
-    const rl_conn *c = node->conn;
-    if (node->suspect || node->retry_after_us > now)
-        return 0;
-    /* Not connected yet (a new client) is not trouble; a connection that
-     * owes an old reply is, and so is one that was closed: a stopped or
-     * paused node's connection is dropped once it owes replies for too
-     * long (rl_conn_check_stall), and an empty FIFO must not read as calm. */
-    if (!c)
-        return 1;
-    if (c->state == RL_CONN_CLOSED)
-        return 0;
-    if (!c->len || now - rl_fifo_at((rl_conn *)c, 0)->sent_us < (int64_t)cl->opts.node_timeout_ms * 1000)
-        return 1;
-    /* An old reply owed: trouble only if it has not come. A holder that
-     * released long after a round decided at quorum still owes the slower
-     * nodes' replies of that round, unread in the socket: they prove the
-     * node answers, and a release must not wake nobody for them. */
-    return c->state == RL_CONN_READY && reply_waiting((rl_conn *)c);
-}
-
-uint32_t rl_conn_owed(const redlock_client *cl, size_t i)
-{
-    const rl_conn *c = rl_nodeat(cl, i)->conn;
-    return c && c->state != RL_CONN_CLOSED ? c->len : 0;
-}
-
-void rl_conn_check_stall(redlock_client *cl, size_t i, int64_t now)
-{
-    rl_node *node = rl_nodeat(cl, i);
-    rl_conn *c = node->conn;
-    char msg[RL_NODE_MSG_MAX];
-    if (!c || c->state == RL_CONN_CLOSED)
-        return;
-    if (c->state != RL_CONN_READY) {
-        int64_t limit = ((int64_t)cl->opts.connect_timeout_ms + cl->opts.node_timeout_ms) * 1000;
-        if (now - c->opened_us > limit) {
-            /* Not even accepting connections: back off. */
-            rl_fmt(msg, sizeof msg, "%s not finished within %lld ms",
-                   c->state == RL_CONN_HANDSHAKE ? "TLS handshake" : "connect", (long long)(limit / 1000));
-            node_backoff(node, now, msg, c->state == RL_CONN_CONNECTING);
-            rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
-        }
-        return;
-    }
-    if (!c->len)
-        return;
-    /* Silent since the oldest owed request was sent, or since its last
-     * reply: a pipelined connection whose node stops (SIGSTOP, a
-     * partition) had answered the requests before that one after it was
-     * sent, and must not look alive for ever for that. */
-    int64_t oldest = rl_fifo_at(c, 0)->sent_us;
-    int64_t quiet = c->last_reply_us > oldest ? c->last_reply_us : oldest;
-    if (now - quiet > rl_policy_stall_us(&cl->opts) && !reply_waiting(c)) {
-        /* A partition can leave a connection that never answers again, even
-         * once the network heals: close it (FIN: the node still runs what
-         * it was sent) and let the next round open a new one. */
-        rl_fmt(msg, sizeof msg, "no reply for %lld ms: connection dropped", (long long)((now - quiet) / 1000));
-        rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_TIMEOUT, msg);
-    }
-}
-
-/* 1 if an idle connection was closed by the node (restart, idle timeout):
- * one recv without waiting. Then the round opens a new one instead of
- * losing its command on the dead one. */
-static int closed_while_idle(rl_conn *c)
-{
-    char b;
-    ssize_t n = recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* Before a cluster node's command on c: the slot map asked for when due
@@ -609,7 +398,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     char msg[RL_NODE_MSG_MAX];
     r->shard[L] = (uint16_t)j;
     if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn))) {
-        finish(r, L, RL_ERR_IO, "out of memory", now);
+        rl_conn_finish(r, L, RL_ERR_IO, "out of memory", now);
         return 0;
     }
     node->conn->tagged = node->ep.cluster != 0;   /* fifo.c formats its late commands so */
@@ -621,7 +410,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
      * syscall per node per round saved on a busy client, and no node
      * restarts that fast. (A node timeout was too long: a release right
      * after a quick restart went down the dead connection and was lost.) */
-    if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && closed_while_idle(c))
+    if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && rl_conn_closed_while_idle(c))
         rl_conn_transition(cl, j, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
     int fresh = c->state != RL_CONN_READY, opened = 0;
     if (c->state == RL_CONN_CLOSED) {
@@ -629,12 +418,12 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
             rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms (%s)",
                    (long long)((node->retry_after_us - now + 999) / 1000), node->down_why);
             r->unreachable[L] = (unsigned char)node->down_unreachable;
-            finish(r, L, RL_ERR_DOWN, msg, now);
+            rl_conn_finish(r, L, RL_ERR_DOWN, msg, now);
             return 0;
         }
         if (conn_open(cl, j, now, msg, sizeof msg) != 0) {
             r->unreachable[L] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
-            finish(r, L, RL_ERR_IO, msg, now);
+            rl_conn_finish(r, L, RL_ERR_IO, msg, now);
             return 0;
         }
         opened = 1;   /* a new socket: the leader must poll it */
@@ -657,14 +446,14 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     char *own = NULL;
     long long own_len = node->ep.cluster ? rl_proto_format_node(&own, r, via, 1) : 0;
     if (own_len < 0) {
-        finish(r, L, RL_ERR_IO, rl_key_taggable(r->key, r->key_len) ? "out of memory"
+        rl_conn_finish(r, L, RL_ERR_IO, rl_key_taggable(r->key, r->key_len) ? "out of memory"
                : "the key holds a '}' but no hash tag: its keys cannot share a cluster slot", now);
         return opened;
     }
     if (!own && !r->fmt[via]) {
         long long len = rl_proto_format(&r->fmt[via], r, via);
         if (len < 0) {
-            finish(r, L, RL_ERR_IO, "out of memory", now);
+            rl_conn_finish(r, L, RL_ERR_IO, "out of memory", now);
             return opened;
         }
         r->fmt_len[via] = (size_t)len;
@@ -688,7 +477,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     if (extension && node->suspect && c->state == RL_CONN_READY && c->wpending && c->len) {
         redisFreeCommand(own);
         rl_fmt(msg, sizeof msg, "not answering and not reading: %u replies owed, its socket full", (unsigned)c->len);
-        finish(r, L, RL_ERR_IO, msg, now);
+        rl_conn_finish(r, L, RL_ERR_IO, msg, now);
         return opened;
     }
     if (node->ep.cluster && c->len < limit)
@@ -705,7 +494,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     if (!e) {
         rl_fmt(msg, sizeof msg, c->len >= limit ? "owes %u replies: not answering" : "out of memory",
                (unsigned)c->len);
-        finish(r, L, RL_ERR_IO, msg, now);
+        rl_conn_finish(r, L, RL_ERR_IO, msg, now);
         return opened;
     }
     e->round = r;
@@ -792,5 +581,5 @@ void rl_conn_expire(redlock_client *cl, size_t i, rl_round *r, int64_t now)
     /* A command still behind the handshake has not been sent yet (it will
      * be, once the handshake completes): an I/O failure for this round, not
      * a timeout that may hide a reply. */
-    finish(r, i, handshake ? RL_ERR_IO : RL_ERR_TIMEOUT, msg, now);
+    rl_conn_finish(r, i, handshake ? RL_ERR_IO : RL_ERR_TIMEOUT, msg, now);
 }

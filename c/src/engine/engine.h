@@ -10,7 +10,9 @@
  *               finishes writes and connects nobody else is driving
  *   listen.c    per node, the wake-up listener: a subscribed connection
  *               whose messages wake the client's waiters
- *   conn.c      one connection per node, its states and their transitions
+ *   conn.c      one connection per node: writing, reading, redirects
+ *   conn_state.c  its states and their one transition, a node's backoff,
+ *               and its health (calm, stalled, closed while idle)
  *   fifo.c      the requests a connection owes replies to, and the orphans
  *               whose round returned without their reply
  *   conn_socket.c  opening a node's socket (connection and listener alike)
@@ -125,10 +127,21 @@ struct rl_conn {
     unsigned char tagged;      /* a cluster node's: auxiliary keys share the key's slot (slotmap.c) */
 };
 
+/* ---- conn_state.c ---- */
+/* Node i of round r is done: its outcome, round-trip time and message (NULL:
+ * none); wakes a follower whose round that decides. */
+void rl_conn_finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int64_t now);
+/* node failed (why: told to the rounds that skip it meanwhile; unreachable:
+ * a connect that failed): its reconnect backoff grows. */
+void rl_conn_backoff(rl_node *node, int64_t now, const char *why, int unreachable);
+/* 1 if an idle connection was closed by the node (restart, idle timeout):
+ * one recv without waiting. */
+int rl_conn_closed_while_idle(rl_conn *c);
 /* Moves c to state `to`; RL_CONN_CLOSED fails every request it carried
  * (their rounds get `fail` and why) and closes the socket. The one place
  * where a connection changes state. */
 void rl_conn_transition(redlock_client *cl, size_t node, rl_conn_state to, rl_outcome fail, const char *why);
+/* ---- conn.c ---- */
 /* Hands r's command to node i's connection (opening one if needed); sets
  * r->seq[i], or finishes the node at once when it cannot be sent. 1 if the
  * leader must look at the connection again (a new socket, or a write the
