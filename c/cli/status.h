@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* status.h: what 'redlock status' reads of one node (status_probe.c) and
+ * decides and prints over all of them (status.c). */
+#ifndef REDLOCK_CLI_STATUS_H
+#define REDLOCK_CLI_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+typedef struct node_state {
+    char url[512];             /* masked */
+    enum { ST_FREE, ST_HELD, ST_ERROR } state;
+    char *value;
+    size_t value_len;
+    long long ttl_ms;          /* PTTL: -1 no expiry */
+    char error[512];
+    /* the read-write lock's keys (c/src/scripts.c) and the waiters' queue */
+    long long readers;         /* leases in K:rd still running by the node's clock, plus a
+                                * lone reader */
+    struct rd_id { char *p; size_t len; } *ids;   /* those readers' values */
+    size_t n_ids;
+    long long intent_ms;       /* PTTL of K:wi, a waiting writer's intent: < 0 none */
+    long long waiters;         /* ZCARD of K:wq */
+    /* A semaphore (semaphore.c): its limit here (0: none), the slots held
+     * here (slot[i]), and how many (its waiters are K:wq's, above). */
+    long sem_limit;
+    unsigned char *slot;
+    long held;
+} node_state;
+
+/* What the read-write lock keeps next to the key K (c/src/scripts.c): K
+ * holds RW_MARK ':' the reader's value while one reader holds it, RW_MARK
+ * while several do, with K:rd their leases; K:wi a waiting writer's intent;
+ * K:wq is every lock's waiters' queue. */
+#define RW_MARK "readers"
+
+/* Reads what node `url` keeps of key (GET, PTTL; the read-write lock's,
+ * the semaphore's and the waiters' keys) into *ns, within timeout_ms. */
+void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
+                  node_state *ns);
+
+#endif
