@@ -114,7 +114,10 @@ def test_why_it_matters_three_lying_nodes_of_five_let_two_clients_hold_one_lock(
     # majority of nodes answering +OK to everything, a second client gets a lock already held.
     with FakeNode(OK) as f1, FakeNode(OK) as f2, FakeNode(OK) as f3:
         nodes = ",".join(cluster5.urls[:2] + [f1.url, f2.url, f3.url])
-        first = runner.popen("run", "--nodes", nodes, resource, "--", "sleep", "3")
+        # One attempt each (-n): a plain SET NX PX, which the liars answer +OK. A waiting
+        # exclusive run asks with the read-write lock's script, whose reply a bare +OK is not:
+        # the liars then fail their rounds, and the first run would never hold.
+        first = runner.popen("run", "-n", "--nodes", nodes, resource, "--", "sleep", "3")
         try:
             deadline = time.monotonic() + 10
             while not cluster5.cmd(0, "EXISTS", resource):
