@@ -114,13 +114,14 @@ class RedlockMetricsTest {
       for (int i = 0; i < 2; i++)
         assertThatThrownBy(() -> a.tryAcquire("metrics:busy", TTL)).isInstanceOf(LockNotAcquiredException.class);
 
-      // Acquisition 9: a waits for "busy" (its retries 30 s apart, so only a
-      // wake-up ends the wait soon), and b's release wakes it. The release comes
+      // Acquisition 9: a waits for "busy" with wake-up asked for (its retries
+      // 30 s apart, so only a wake-up ends the wait soon), and b's release wakes it. The release comes
       // once the waiter has registered (its second attempt failed) and its
       // client listens on every node.
       LockOptions slow = new LockOptions();
       slow.setRetryDelayMs(30_000);
       slow.setRetryJitterMs(0);
+      slow.setWake(true); // wake-up is opt-in; this acquisition is the one it ends
       Lock waiter = a.newLock("metrics:busy", slow);
       watch.waitingOn = "metrics:busy";
       CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> waiter.acquire(TTL, 60_000));
