@@ -224,6 +224,15 @@ func (c *Client) register(h *handle) {
 	c.regMu.Unlock()
 }
 
+// swapHandle gives the new, not yet shared Mutex m the C handle p in place
+// of the plain mutex handle it was made with, which it frees.
+func (c *Client) swapHandle(m *Mutex, p *C.redlock_lock) {
+	old := m.h
+	m.h = &handle{p: p, t: m.t}
+	c.register(m.h)
+	c.unregister(old)
+}
+
 // unregister frees h unless Close already did.
 func (c *Client) unregister(h *handle) {
 	c.regMu.Lock()

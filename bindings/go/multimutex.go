@@ -109,13 +109,7 @@ func (c *Client) NewMultiMutexOpts(names []string, opts ...Option) *Mutex {
 		C.redlock_lock_free(p)
 		return fail(rc, detail)
 	}
-	old := m.h
-	m.h = &handle{p: p, t: m.t}
-	c.register(m.h)
-	c.regMu.Lock()
-	old.free()
-	delete(c.reg, old)
-	c.regMu.Unlock()
+	c.swapHandle(m, p)
 	m.name = C.GoString(C.redlock_lock_resource(p))
 	return m
 }

@@ -122,13 +122,7 @@ func (s *Semaphore) newPermit(n int64) (*Mutex, error) {
 		return nil, err
 	}
 	// The Mutex's own handle (a mutex, never used) gives way to the semaphore's.
-	old := m.h
-	m.h = &handle{p: p, t: m.t}
-	c.register(m.h)
-	c.regMu.Lock()
-	old.free()
-	delete(c.reg, old)
-	c.regMu.Unlock()
+	c.swapHandle(m, p)
 	return m, nil
 }
 
