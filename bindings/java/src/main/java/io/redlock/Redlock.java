@@ -245,10 +245,15 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
 
   /** A handle for resource, not yet acquired (for acquire/cancel from Lock). */
   public Lock newLock(String resource) {
+    return adopt(() -> newLockNative(resource));
+  }
+
+  /** A native handle made under this client's monitor, tied to this client and its nodes. */
+  Lock adopt(java.util.function.Supplier<Lock> make) {
     List<String> urls = nodeUrls();
     Lock lock;
     synchronized (this) {
-      lock = newLockNative(resource);
+      lock = make.get();
     }
     lock.nodeUrls = urls;
     lock.client = this;
@@ -286,14 +291,7 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
   public Lock newMultiLock(String... resources) {
     if (resources == null)
       throw new NullPointerException("resources");
-    List<String> urls = nodeUrls();
-    Lock lock;
-    synchronized (this) {
-      lock = newMultiLockNative(resources);
-    }
-    lock.nodeUrls = urls;
-    lock.client = this;
-    return lock;
+    return adopt(() -> newMultiLockNative(resources));
   }
 
   /** {@link #newMultiLock(String...)} with its own acquisition policy, as {@link #newLock(String, LockOptions)}. */

@@ -70,14 +70,7 @@ public final class Semaphore implements AutoCloseable {
   }
 
   private Lock newPermit(int permits) {
-    List<String> urls = client.nodeUrls();
-    Lock lock;
-    synchronized (client) {
-      lock = client.newSemaphoreNative(name, limit, permits);
-    }
-    lock.nodeUrls = urls;
-    lock.client = client;
-    return lock;
+    return client.adopt(() -> client.newSemaphoreNative(name, limit, permits));
   }
 
   private Lock take(int permits) {
