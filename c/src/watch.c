@@ -291,7 +291,6 @@ static void *watch_main(void *arg)
     while (!w->stop) {
         int64_t now = rl_now_us(), next = INT64_MAX, late = 0;
         size_t n = 0;
-        int due = 0;
         redlock_lock *latest = NULL;
         /* A batch goes out once a lock is due, and takes with it the
          * locks due within a window after it (an eighth of their interval,
@@ -317,15 +316,15 @@ static void *watch_main(void *arg)
             }
             w->batch[n++] = l;
             l->ae.busy = 1;
-            due |= l->ae.due_us <= now;
             int64_t behind = now - l->ae.due_us - rl_policy_watch_behind_us(l->ttl_ms);
             if (behind > 0 && now - l->ae.due_us > late) {
                 late = now - l->ae.due_us;
                 latest = l;
             }
         }
-        if (n && !due) {
-            /* Taken under w->mu, which nobody waiting for busy had meanwhile. */
+        if (n && next > now) {
+            /* None is due yet (next is the earliest). busy was set and is
+             * cleared under w->mu, which nobody waiting for it had meanwhile. */
             for (size_t k = 0; k < n; k++)
                 w->batch[k]->ae.busy = 0;
             n = 0;
