@@ -70,6 +70,14 @@ static int same_name(const char *name, const char *host, size_t hlen)
     return name && strlen(name) == hlen && !memcmp(name, host, hlen);
 }
 
+/* "host:port" ("[host]:port" for an IPv6 address), allocated, for reports. */
+static char *display_of(const char *host, size_t hlen, int port)
+{
+    char shown[300];
+    rl_fmt(shown, sizeof shown, memchr(host, ':', hlen) ? "[%.*s]:%d" : "%.*s:%d", (int)hlen, host, port);
+    return strdup(shown);
+}
+
 /* The connection of node i to host:port (or ip:port, the same member's
  * address when host is its announced hostname; NULL if none): i itself
  * for its seed, else a shard connection (made here, not opened). SIZE_MAX
@@ -92,26 +100,19 @@ static size_t conn_for_named(redlock_client *cl, size_t i, const char *host, siz
         if (ip && (same_name(p->ep.host, ip, iplen) || same_name(p->alias, ip, iplen))) {
             if (same_name(p->ep.host, ip, iplen) && !p->conn) {
                 /* known by its ip so far, never connected: use the hostname */
-                char *h = malloc(hlen + 1), *a = malloc(iplen + 1), shown[300];
-                if (h && a) {
-                    memcpy(h, host, hlen);
-                    h[hlen] = '\0';
-                    memcpy(a, ip, iplen);
-                    a[iplen] = '\0';
-                    rl_fmt(shown, sizeof shown, memchr(host, ':', hlen) ? "[%s]:%d" : "%s:%d", h, port);
-                    char *display = strdup(shown);
-                    if (display) {
-                        free(p->ep.host);
-                        free(p->alias);
-                        free(p->ep.display);
-                        p->ep.host = h;
-                        p->alias = a;
-                        p->ep.display = display;
-                        return cl->n + k;
-                    }
+                char *h = strndup(host, hlen), *a = strndup(ip, iplen), *display = display_of(host, hlen, port);
+                if (h && a && display) {
+                    free(p->ep.host);
+                    free(p->alias);
+                    free(p->ep.display);
+                    p->ep.host = h;
+                    p->alias = a;
+                    p->ep.display = display;
+                    return cl->n + k;
                 }
                 free(h);
                 free(a);
+                free(display);
             }
             return cl->n + k;
         }
@@ -120,27 +121,16 @@ static size_t conn_for_named(redlock_client *cl, size_t i, const char *host, siz
         return SIZE_MAX;
     rl_node *p = &rt->phys[rt->nphys];
     memset(p, 0, sizeof *p);
-    char shown[300];
-    p->ep.host = malloc(hlen + 1);
-    if (p->ep.host) {
-        memcpy(p->ep.host, host, hlen);
-        p->ep.host[hlen] = '\0';
-    }
+    p->ep.host = strndup(host, hlen);
     p->ep.port = port;
     p->ep.tls = seed->ep.tls;
     p->ep.cluster = 1;
     p->ep.user = seed->ep.user ? strdup(seed->ep.user) : NULL;
     p->ep.password = seed->ep.password ? strdup(seed->ep.password) : NULL;
-    rl_fmt(shown, sizeof shown, memchr(host, ':', hlen) ? "[%.*s]:%d" : "%.*s:%d", (int)hlen, host, port);
-    p->ep.display = strdup(shown);
+    p->ep.display = display_of(host, hlen, port);
     p->of = i;
-    if (ip) {
-        p->alias = malloc(iplen + 1);
-        if (p->alias) {
-            memcpy(p->alias, ip, iplen);
-            p->alias[iplen] = '\0';
-        }
-    }
+    if (ip)
+        p->alias = strndup(ip, iplen);
     if (!p->ep.host || !p->ep.display || (seed->ep.user && !p->ep.user) || (seed->ep.password && !p->ep.password) ||
         (ip && !p->alias)) {
         rl_endpoint_clear(&p->ep);
