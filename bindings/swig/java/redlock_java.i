@@ -213,6 +213,7 @@ RL_JAVA_NATIVE(redlock_client::rl_newWriteLock, newWriteLockNative)
 RL_JAVA_NATIVE(redlock_lock::rl_downgrade, downgradeNative)
 /* many locks' attempts at once (Redlock.tryAcquireMany) */
 RL_JAVA_NATIVE(redlock_client::rl_acquireMany, acquireManyNative)
+RL_JAVA_NATIVE(redlock_client::rl_acquireManyMax, acquireManyMaxNative)
 /* the multi-resource lock: its names cross as the node list does */
 RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
@@ -265,6 +266,11 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
    * with null where the lock is held now. */
   jobjectArray rl_acquireMany(rl_status *st, jlongArray handles, uint32_t ttlMs) {
     return rl_java_acquire_many(st, $self, handles, ttlMs);
+  }
+
+  /* REDLOCK_ACQUIRE_MANY_MAX: Redlock.ACQUIRE_MANY_MAX reads it from here. */
+  static int rl_acquireManyMax() {
+    return REDLOCK_ACQUIRE_MANY_MAX;
   }
 }
 

@@ -83,8 +83,8 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
     }
   }
 
-  /** The most locks {@link #tryAcquireMany(List, long)} takes in one call (REDLOCK_ACQUIRE_MANY_MAX). */
-  public static final int ACQUIRE_MANY_MAX = 65536;
+  /** The most locks {@link #tryAcquireMany(List, long)} takes in one call: the C library's REDLOCK_ACQUIRE_MANY_MAX. */
+  public static final int ACQUIRE_MANY_MAX = acquireManyMaxNative();
 
   // tryAcquireMany holds the monitors of this many locks at once (one native
   // call each group): the nesting of synchronized blocks is a stack frame each.
