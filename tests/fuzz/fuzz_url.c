@@ -26,13 +26,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             if (!strstr(ep.display, ":***@"))
                 abort();
             /* The display is made of the scheme, user, host or path, port,
-             * db and ":***@". A password that cannot straddle those pieces
-             * (no separators, no digits-only) and is not inside one of them
-             * must not appear in it. */
+             * db, the cluster seeds and ":***@". A password that cannot
+             * straddle those pieces (no separators, no digits-only) and is
+             * not inside one of them must not appear in it. */
             const char *pw = ep.password;
-            int plain = strlen(pw) >= 3 && strpbrk(pw, ":@/[]*?=") == NULL && strspn(pw, "0123456789") != strlen(pw);
+            static const char *const fixed[] = {"redis-cluster://", "rediss-cluster://", "rediss://", "unix://",
+                                                "?seed=&seed=", "?db="};
+            int plain = strlen(pw) >= 3 && strpbrk(pw, ":@/[]*?=&") == NULL && strspn(pw, "0123456789") != strlen(pw);
             int inside = (ep.user && strstr(ep.user, pw)) || (ep.host && strstr(ep.host, pw)) ||
-                         (ep.path && strstr(ep.path, pw)) || strstr("rediss://unix://", pw);
+                         (ep.path && strstr(ep.path, pw));
+            for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+                inside |= strstr(fixed[i], pw) != NULL;
+            for (size_t i = 0; i < ep.nseeds; i++)
+                inside |= strstr(ep.seed_hosts[i], pw) != NULL;
             if (plain && !inside && strstr(ep.display, pw))
                 abort();
         }
