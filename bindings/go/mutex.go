@@ -191,12 +191,13 @@ func (m *Mutex) GoString() string { return m.String() }
 // Format prints String for every verb, as Client's does.
 func (m *Mutex) Format(f fmt.State, verb rune) { formatString(f, verb, m.String()) }
 
-// waitFlags says whether the C handle waits with wake-up and in fair mode
-// (false, false for an invalid Mutex), for the tests.
+// waitFlags says whether the C handle waits with wake-up (C's rule,
+// redlock_flags_wake: fair mode implies it) and in fair mode (false, false
+// for an invalid Mutex), for the tests.
 func (m *Mutex) waitFlags() (wake, fair bool) {
 	m.h.read(func(p *C.redlock_lock) {
 		f := C.rl_go_lock_flags(p)
-		wake = f&C.REDLOCK_OPT_WAKE != 0 && f&C.REDLOCK_OPT_NO_WAKE == 0
+		wake = C.redlock_flags_wake(f) != 0
 		fair = f&C.REDLOCK_OPT_FAIR != 0
 	})
 	return wake, fair

@@ -186,6 +186,7 @@ typedef struct redlock_lock_options {
 } redlock_lock_options;
 int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out);
 int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts);
+int redlock_flags_wake(uint32_t flags);
 
 #define REDLOCK_WAIT_DEFAULT ...
 #define REDLOCK_WAIT_NONE ...

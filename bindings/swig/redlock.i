@@ -422,7 +422,8 @@ struct redlock_election {};
 
 /* The bits a client's options and a lock's share: REDLOCK_OPT_WAKE (true
  * wakes waiting acquires on a release; off by default, when they poll; true
- * also clears REDLOCK_OPT_NO_WAKE, which C callers may have set), and
+ * also clears REDLOCK_OPT_NO_WAKE, which C callers may have set; getWake
+ * is C's redlock_flags_wake, so true with fair mode too), and
  * REDLOCK_OPT_FAIR (a free lock goes to the waiter that has waited longest). */
 %define RL_WAKE_FAIR
   void rl_setWake(bool wake) {
@@ -430,7 +431,7 @@ struct redlock_election {};
     if (wake)
       rl_flag_set(&$self->flags, REDLOCK_OPT_NO_WAKE, 0);
   }
-  bool rl_getWake() { return ($self->flags & REDLOCK_OPT_WAKE) && !($self->flags & REDLOCK_OPT_NO_WAKE); }
+  bool rl_getWake() { return redlock_flags_wake($self->flags) != 0; }
   RL_FLAG(Fair, REDLOCK_OPT_FAIR)
 %enddef
 

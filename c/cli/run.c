@@ -117,7 +117,7 @@ static void log_acquiring(const run_opts *o, redlock_lock *lock, int64_t ttl, in
              o->resource, cli_fmt_duration(ttl, d1, sizeof d1),
              wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o->common.n_urls,
              (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms,
-             (o->wake || o->fair) && !o->no_wake ? ", cut short by a release" : ", polling",
+             redlock_flags_wake(policy.flags) ? ", cut short by a release" : ", polling",
              o->fair ? "; fair mode" : "");
 }
 

@@ -348,6 +348,12 @@ REDLOCK_EXTERN int redlock_lock_get_options(const redlock_lock *lock, redlock_lo
  * as the client's options are (REDLOCK_EINVAL with the reason in
  * redlock_lock_errmsg). Not while an acquire on the handle is under way. */
 REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts);
+/* 1 if a waiting acquire with these flags (a client's redlock_options.flags
+ * or a lock's redlock_lock_options.flags) is woken by the holder's release,
+ * 0 if it polls: REDLOCK_OPT_WAKE or REDLOCK_OPT_FAIR, and not
+ * REDLOCK_OPT_NO_WAKE. Other bits are ignored. The rule redlock_lock_acquire
+ * and an election's candidates follow (an election adds REDLOCK_OPT_WAKE). */
+REDLOCK_EXTERN int redlock_flags_wake(uint32_t flags);
 
 /* Special values for redlock_lock_acquire's wait_ms */
 #define REDLOCK_WAIT_DEFAULT (-1)  /* the client's retry_count / wait_ms */

@@ -202,7 +202,7 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
     /* A waiter registers in the resource's queue (for wake-up and fair
      * mode) and listens for releases when wake-up is asked for (fair mode
      * asks for it) and not refused; by default it polls. */
-    int listen = rl_policy_wakes(o->flags);
+    int listen = redlock_flags_wake(o->flags);
     s->join = s->max_attempts > 1 && (listen || (o->flags & REDLOCK_OPT_FAIR));
     s->listen = s->join && listen;
     s->ticket = ticket_now();

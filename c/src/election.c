@@ -451,7 +451,7 @@ static int observe_locked(redlock_election *e, redlock_leader *last, int64_t wai
     if (!e->member[0])
         rl_wake_name(c, &e->waiter, l, e->member, sizeof e->member);
     obs_fd(l);
-    int listen = !(l->pol.flags & REDLOCK_OPT_NO_WAKE);
+    int listen = redlock_flags_wake(l->pol.flags);
     if (listen)
         rl_wake_listen(c, &e->waiter);
     int64_t renew_us = (int64_t)rl_policy_wake_lease_ms(&l->pol) * 1000 / 3;

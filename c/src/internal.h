@@ -562,9 +562,6 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
 int rl_policy_wake_calm(int64_t trouble_us, int64_t now_us);
 int64_t rl_policy_wake_wait_us(const redlock_lock_options *pol, int64_t hint_ms);
 uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol);
-/* Whether waiters with these flags listen for releases: REDLOCK_OPT_WAKE or
- * REDLOCK_OPT_FAIR, and not REDLOCK_OPT_NO_WAKE. By default they poll. */
-int rl_policy_wakes(uint32_t flags);
 /* After a failed automatic extension, try again no sooner than this. */
 #define RL_POLICY_EXTEND_RETRY_MIN_US 5000
 /* Once a lock is due, the auto-extend thread takes with it every lock

@@ -75,7 +75,7 @@ uint32_t rl_policy_wake_lease_ms(const redlock_lock_options *pol)
     return 3 * poll;
 }
 
-int rl_policy_wakes(uint32_t flags)
+int redlock_flags_wake(uint32_t flags)
 {
     return (flags & (REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR)) && !(flags & REDLOCK_OPT_NO_WAKE);
 }

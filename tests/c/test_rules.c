@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules.c: the rules the bindings read from C instead of copying them:
- * redlock_error_is_retryable, REDLOCK_WAIT_FOREVER, redlock_lock_options_init,
+ * redlock_error_is_retryable, redlock_flags_wake, REDLOCK_WAIT_FOREVER, redlock_lock_options_init,
  * redlock_lock_open's reasons, and redlock_lock_auto_extend2's userdata_free,
  * on real nodes. */
 #include "testutil.h"
@@ -143,6 +143,47 @@ static void test_lock_options_init(void)
     CHECK_LOCK_RC(l, redlock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
+}
+
+/* redlock_flags_wake for every combination of the three wait bits (others
+ * ignored), and the engine following it: a waiter whose lock's flags say
+ * wake-up starts the client's listener; one that polls leaves it off. */
+static void test_flags_wake(void)
+{
+    for (uint32_t f = 0; f < 32; f++) {
+        int want = (f & (REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR)) && !(f & REDLOCK_OPT_NO_WAKE);
+        CHECK(redlock_flags_wake(f) == want);
+        CHECK(redlock_flags_wake(f | REDLOCK_OPT_FENCING | REDLOCK_OPT_FUNCTIONS | 0x80000000u) == want);
+    }
+    static const uint32_t cases[] = { 0, REDLOCK_OPT_WAKE, REDLOCK_OPT_FAIR, REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_WAKE,
+                                      REDLOCK_OPT_FAIR | REDLOCK_OPT_NO_WAKE, REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        redlock_client *c = make_client(t_nurls, NULL);   /* a fresh client: no listener yet */
+        const char *name = uniq("flagswake");
+        redlock_lock *h = NULL, *w = NULL;
+        CHECK_RC(redlock_lock_new(&h, c, name), 0);
+        CHECK_RC(redlock_lock_new(&w, c, name), 0);
+        redlock_lock_options lo = { .version = REDLOCK_LOCK_OPTIONS_VERSION };
+        CHECK_RC(redlock_lock_get_options(w, &lo), 0);
+        lo.flags = cases[k];
+        lo.retry_delay_ms = 100;
+        lo.retry_jitter_ms = 0;
+        CHECK_LOCK_RC(w, redlock_lock_set_options(w, &lo), 0);
+        CHECK_LOCK_RC(h, redlock_lock_acquire(h, 30000, REDLOCK_WAIT_NONE), 0);
+        int rc = redlock_lock_acquire(w, 30000, 600);
+        CHECK(rc != 0 && !redlock_lock_is_held(w));
+        int on = 0;
+        for (size_t i = 0; i < t_nurls; i++)
+            on += redlock_client_listener_state(c, i, NULL, 0) != REDLOCK_LISTENER_OFF;
+        if (redlock_flags_wake(cases[k]))
+            CHECK(on == (int)t_nurls);
+        else
+            CHECK(on == 0);
+        CHECK_LOCK_RC(h, redlock_release(h), 0);
+        redlock_lock_free(h);
+        redlock_lock_free(w);
+        redlock_client_free(c);
+    }
 }
 
 static void test_lock_open(void)
@@ -327,6 +368,7 @@ int main(void)
     run_test("retryable", test_retryable);
     run_test("wait_forever", test_wait_forever);
     run_test("lock_options_init", test_lock_options_init);
+    run_test("flags_wake", test_flags_wake);
     run_test("lock_open", test_lock_open);
     run_test("auto_extend_free", test_auto_extend_free);
     run_test("auto_extend_free_on_loss", test_auto_extend_free_on_loss);

@@ -50,7 +50,9 @@ def test_options_reach_the_lock(make_client, cluster5, name):
     # The client's flags are the default of its locks; a lock can turn them back.
     c2 = make_client(cluster5.urls, wake=False, fair=True)
     opts = c2.lock(name).options
-    assert opts["wake"] is False and opts["fair"] is True
+    # "wake" says how the lock waits, by C's rule (redlock_flags_wake): fair implies wake-up.
+    assert opts["wake"] is True and opts["fair"] is True
+    assert c2.lock(name, wake=False).options["wake"] is True
     back = c2.lock(name, wake=True, fair=False)
     assert back.options["wake"] is True and back.options["fair"] is False
     # Only the given one changes.

@@ -163,15 +163,15 @@ class Lock:
     def options(self) -> dict:
         """This lock's acquisition policy (its own arguments over the client's options):
         retry_count, retry_delay, retry_jitter, drift_factor and drift_min, in seconds, and
-        the booleans wake (a release wakes a waiting acquire) and fair (waiters served in
-        arrival order)."""
+        the booleans wake (a release wakes a waiting acquire, as wake=True or fair=True ask)
+        and fair (waiters served in arrival order)."""
         opts = ffi.new("redlock_lock_options *")
         opts.version = lib.REDLOCK_LOCK_OPTIONS_VERSION
         self._check(lib.redlock_lock_get_options(self._ptr, opts))
         return {"retry_count": int(opts.retry_count), "retry_delay": opts.retry_delay_ms / 1000.0,
                 "retry_jitter": opts.retry_jitter_ms / 1000.0,
                 "drift_factor": float(opts.drift_factor), "drift_min": opts.drift_min_ms / 1000.0,
-                "wake": bool(opts.flags & _WAKE) and not (opts.flags & _NO_WAKE), "fair": bool(opts.flags & _FAIR)}
+                "wake": bool(lib.redlock_flags_wake(opts.flags)), "fair": bool(opts.flags & _FAIR)}
 
     @property
     def ttl(self) -> float:

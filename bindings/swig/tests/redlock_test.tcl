@@ -126,6 +126,9 @@ set lo [$wl getOptions]
 check {[$lo getWake] && [$lo getFair]} "a lock inherits wake and fair"
 $lo setWake 0
 $wl setOptions $lo
+check {[[$wl getOptions] getWake]} "fair mode still wakes (C's redlock_flags_wake)"
+$lo setFair 0
+$wl setOptions $lo
 check {![[$wl getOptions] getWake]} "per-lock wake round trip"
 delete_LockOptions $lo
 $wl close

@@ -1453,6 +1453,12 @@ public final class RedlockTest {
     plain.setFair(true);
     check(plain.getWake() && plain.getFair(), "Options setters");
     checkEq(0x18L, plain.getFlags() & 0x1cL, "REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR in flags, no REDLOCK_OPT_NO_WAKE");
+    plain.setWake(false);
+    check(plain.getWake(), "fair mode implies wake-up (C's redlock_flags_wake)");
+    plain.setFair(false);
+    check(!plain.getWake(), "neither bit: waiters poll");
+    plain.setWake(true);
+    plain.setFair(true);
     LockOptions lo = new LockOptions();
     check(!lo.getWake() && !lo.getFair(), "LockOptions defaults");
     check(lo.toString().contains("wake=false, fair=false"), "toString: " + lo);
