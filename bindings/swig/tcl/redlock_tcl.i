@@ -44,3 +44,64 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
 %typemap(freearg) (const char *const *nodes, size_t n_nodes) { free((void *)$1); }
 /* The multi-resource lock's names: a Tcl list, as the nodes. */
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
+
+/* (redlock_lock *const *locks, size_t n_locks) from a Tcl list of Lock
+ * handles (any kind, of one client; C refuses a mix, a lock twice, or too
+ * many). */
+%typemap(in) (redlock_lock *const *locks, size_t n_locks) {
+  Tcl_Obj **rl_elems;
+  Tcl_Size rl_n, rl_i;
+  if (Tcl_ListObjGetElements(interp, $input, &rl_n, &rl_elems) != TCL_OK)
+    SWIG_fail;
+  $1 = calloc(rl_n ? (size_t)rl_n : 1, sizeof(redlock_lock *));
+  if (!$1) {
+    rl_tcl_error(interp, REDLOCK_ENOMEM, NULL);
+    SWIG_fail;
+  }
+  for (rl_i = 0; rl_i < rl_n; rl_i++) {
+    void *rl_p = NULL;
+    if (!SWIG_IsOK(SWIG_ConvertPtr(rl_elems[rl_i], &rl_p, SWIGTYPE_p_redlock_lock, 0)) || !rl_p) {
+      free((void *)$1);
+      $1 = NULL;
+      rl_tcl_error(interp, REDLOCK_EINVAL, Tcl_GetString(Tcl_ObjPrintf("element %ld of the list is not a Lock",
+                                                                       (long)rl_i)));
+      SWIG_fail;
+    }
+    ((redlock_lock **)$1)[rl_i] = rl_p;
+  }
+  $2 = (size_t)rl_n;
+}
+%typemap(freearg) (redlock_lock *const *locks, size_t n_locks) { free((void *)$1); }
+/* NULL when rl_status carries the error (raised by its argout typemap). */
+%typemap(out, noblock=1) Tcl_Obj *rl_tryAcquireMany { if ($1) Tcl_SetObjResult(interp, $1); }
+
+%extend redlock_client {
+  /* One attempt at each lock of the list, as its tryAcquire makes it, all
+   * pipelined in about one round trip (redlock_lock_acquire_many). The
+   * result is a list as long: "" where the lock is held now, else the
+   * error its tryAcquire would have raised ("REDLOCK_ENOTACQUIRED: ..."),
+   * not raised: the other locks' outcomes stand. An empty list gives an
+   * empty list; a bad list (locks of another client, one twice, more than
+   * REDLOCK_ACQUIRE_MANY_MAX) raises REDLOCK_EINVAL before any I/O. */
+  Tcl_Obj *rl_tryAcquireMany(rl_status *st, redlock_lock *const *locks, size_t n_locks, uint32_t ttlMs) {
+    if (n_locks == 0)
+      return Tcl_NewListObj(0, NULL);
+    int *rcs = calloc(n_locks, sizeof *rcs);
+    int rc = rcs ? redlock_lock_acquire_many(locks, n_locks, ttlMs, rcs) : REDLOCK_ENOMEM;
+    if (rc != 0) {
+      rl_fail(st, rc, rc == REDLOCK_EINVAL ? "locks of different clients, a lock given twice, or too many"
+                                           : NULL);
+      free(rcs);
+      return NULL;
+    }
+    Tcl_Obj *out = Tcl_NewListObj(0, NULL);
+    for (size_t k = 0; k < n_locks; k++) {
+      const char *detail = redlock_lock_errmsg(locks[k]);
+      Tcl_ListObjAppendElement(NULL, out, rcs[k] == 0 ? Tcl_NewObj()
+          : Tcl_ObjPrintf("%s: %s", redlock_error_name(rcs[k]),
+                          detail && *detail ? detail : redlock_strerror(rcs[k])));
+    }
+    free(rcs);
+    return out;
+  }
+}

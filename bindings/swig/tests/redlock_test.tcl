@@ -212,6 +212,21 @@ check [$l3 isHeld] "one of the names after the set's release"
 $l3 close
 expect_error REDLOCK_EINVAL "a name twice" {$a newMultiLock {q q}}
 expect_error REDLOCK_EINVAL "no names" {$a newMultiLock {}}
+# Many locks' attempts at once: "" where held, the error's text where not.
+set held [$b tryAcquire tcl-many-1 10000]
+set ms {}
+foreach n {tcl-many-0 tcl-many-1 tcl-many-2} { lappend ms [$a newLock $n] }
+set res [$a tryAcquireMany $ms 10000]
+check {[llength $res] == 3 && [lindex $res 0] eq "" && [lindex $res 2] eq ""} "tryAcquireMany: $res"
+check {[string match "REDLOCK_ENOTACQUIRED: *" [lindex $res 1]]} "the held one says why: [lindex $res 1]"
+check {[[lindex $ms 0] isHeld] && ![[lindex $ms 1] isHeld] && [[lindex $ms 2] isHeld]} "held as the list says"
+check {[$a tryAcquireMany {} 10000] eq ""} "no locks, no results"
+set bad [$a tryAcquireMany [list [lindex $ms 1]] 0]
+check {[string match "REDLOCK_EINVAL: *" [lindex $bad 0]]} "a zero TTL is the lock's own error: $bad"
+expect_error REDLOCK_EINVAL "a lock twice" {$a tryAcquireMany [list [lindex $ms 0] [lindex $ms 0]] 10000}
+expect_error REDLOCK_EINVAL "a lock of another client" {$a tryAcquireMany [list [lindex $ms 1] $held] 10000}
+expect_error REDLOCK_EINVAL "not a lock" {$a tryAcquireMany [list [lindex $ms 1] $a] 10000}
+foreach l [concat $ms [list $held]] { $l close; rename $l "" }
 
 foreach c [list $a $b $p $plain $f] {
     delete_Redlock $c
