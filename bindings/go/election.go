@@ -87,7 +87,11 @@ func (e *Election) err(op string, p *C.redlock_election, rc C.int, also ...error
 }
 
 // waitFor runs call (a C wait on p) with ctx's deadline as wait_ms and its
-// cancellation as redlock_election_cancel.
+// cancellation as redlock_election_cancel. The error is ctx's when ctx
+// ended the wait: C's REDLOCK_ETIMEDOUT on a wait that was ctx's deadline
+// is context.DeadlineExceeded even when C's clock ran out a moment before
+// ctx's timer, as Mutex.LockContext says. (Observe's call waits a slice of
+// its own and looks at ctx itself.)
 func waitFor(ctx context.Context, p *C.redlock_election, call func(wait C.int64_t) C.int) (C.int, error) {
 	wait := C.int64_t(C.REDLOCK_WAIT_FOREVER)
 	if dl, ok := ctx.Deadline(); ok {
@@ -100,8 +104,14 @@ func waitFor(ctx context.Context, p *C.redlock_election, call func(wait C.int64_
 	stop := context.AfterFunc(ctx, func() { C.redlock_election_cancel(p) })
 	rc := call(wait)
 	stop()
-	if rc != 0 && ctx.Err() != nil {
-		return rc, ctx.Err()
+	if rc == 0 {
+		return rc, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return rc, err
+	}
+	if rc == C.REDLOCK_ETIMEDOUT && wait != C.REDLOCK_WAIT_FOREVER {
+		return rc, context.DeadlineExceeded
 	}
 	return rc, nil
 }

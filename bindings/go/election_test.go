@@ -121,3 +121,38 @@ func TestElectionCampaignCanceled(t *testing.T) {
 	}
 	a.Resign(context.Background())
 }
+
+// lateTimer is a context whose deadline C's wait takes as wait_ms, but
+// whose own timer never fires: the moment when C's wait has run out and
+// ctx's timer has not yet, held for as long as the test needs.
+type lateTimer struct {
+	context.Context
+	dl time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.dl, true }
+
+func TestElectionCampaignDeadlineBeforeCtxTimer(t *testing.T) {
+	name := lockName(t)
+	a, err := newClient(t).NewElection(name, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := newClient(t).NewElection(name, 10*time.Second)
+	defer b.Close()
+	if err := a.Campaign(context.Background(), "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := lateTimer{context.Background(), time.Now().Add(150 * time.Millisecond)}
+	err = b.Campaign(ctx, "beta")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrTimeout) {
+		t.Fatalf("Campaign past its deadline, ctx's timer not yet fired: %v", err)
+	}
+	if ctx.Err() != nil || b.IsLeader() {
+		t.Fatalf("ctx.Err() = %v, IsLeader %v", ctx.Err(), b.IsLeader())
+	}
+	if err := a.Resign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -260,6 +260,10 @@ func TestLockContextDeadline(t *testing.T) {
 	}
 	// A context already past its deadline does nothing.
 	mustIs(t, m.LockContext(ctx), redlock.ErrTimeout, context.DeadlineExceeded)
+	// C's wait, which is ctx's deadline, ran out before ctx's timer fired
+	// (lateTimer holds that moment): still ctx's DeadlineExceeded.
+	late := lateTimer{context.Background(), time.Now().Add(150 * time.Millisecond)}
+	mustIs(t, m.LockContext(late), redlock.ErrTimeout, context.DeadlineExceeded)
 }
 
 func TestLockContextSucceedsWhenFreed(t *testing.T) {
