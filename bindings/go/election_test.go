@@ -14,15 +14,24 @@ import (
 	redlock "github.com/redlock-project/redlock/bindings/go"
 )
 
-func TestElectionCampaignProclaimResign(t *testing.T) {
+// twoElections is the test's election under two candidates, each on a
+// client of its own, closed when the test ends.
+func twoElections(t *testing.T) (a, b *redlock.Election) {
+	t.Helper()
 	name := lockName(t)
-	a, err := newClient(t).NewElection(name, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	open := func() *redlock.Election {
+		e, err := newClient(t).NewElection(name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
 	}
-	defer a.Close()
-	b, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer b.Close()
+	return open(), open()
+}
+
+func TestElectionCampaignProclaimResign(t *testing.T) {
+	a, b := twoElections(t)
 	ctx := context.Background()
 	if _, err := b.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Fatalf("Leader before any campaign: %v", err)
@@ -67,11 +76,7 @@ func TestElectionCampaignProclaimResign(t *testing.T) {
 }
 
 func TestElectionObserve(t *testing.T) {
-	name := lockName(t)
-	a, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer a.Close()
-	w, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer w.Close()
+	a, w := twoElections(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := w.Observe(ctx)
 	next := func() redlock.Leader {
@@ -105,11 +110,7 @@ func TestElectionObserve(t *testing.T) {
 }
 
 func TestElectionCampaignCanceled(t *testing.T) {
-	name := lockName(t)
-	a, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer a.Close()
-	b, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer b.Close()
+	a, b := twoElections(t)
 	a.Campaign(context.Background(), "a")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
@@ -133,19 +134,12 @@ type lateTimer struct {
 func (c lateTimer) Deadline() (time.Time, bool) { return c.dl, true }
 
 func TestElectionCampaignDeadlineBeforeCtxTimer(t *testing.T) {
-	name := lockName(t)
-	a, err := newClient(t).NewElection(name, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, _ := newClient(t).NewElection(name, 10*time.Second)
-	defer b.Close()
+	a, b := twoElections(t)
 	if err := a.Campaign(context.Background(), "alpha"); err != nil {
 		t.Fatal(err)
 	}
 	ctx := lateTimer{context.Background(), time.Now().Add(150 * time.Millisecond)}
-	err = b.Campaign(ctx, "beta")
+	err := b.Campaign(ctx, "beta")
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrTimeout) {
 		t.Fatalf("Campaign past its deadline, ctx's timer not yet fired: %v", err)
 	}
