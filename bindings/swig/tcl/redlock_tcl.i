@@ -61,10 +61,11 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
   for (rl_i = 0; rl_i < rl_n; rl_i++) {
     void *rl_p = NULL;
     if (!SWIG_IsOK(SWIG_ConvertPtr(rl_elems[rl_i], &rl_p, SWIGTYPE_p_redlock_lock, 0)) || !rl_p) {
+      char rl_why[64];
+      snprintf(rl_why, sizeof rl_why, "element %ld of the list is not a Lock", (long)rl_i);
       free((void *)$1);
       $1 = NULL;
-      rl_tcl_error(interp, REDLOCK_EINVAL, Tcl_GetString(Tcl_ObjPrintf("element %ld of the list is not a Lock",
-                                                                       (long)rl_i)));
+      rl_tcl_error(interp, REDLOCK_EINVAL, rl_why);
       SWIG_fail;
     }
     ((redlock_lock **)$1)[rl_i] = rl_p;
