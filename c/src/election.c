@@ -101,9 +101,11 @@ int redlock_election_new(redlock_election **out, redlock_client *client, const c
     }
     e->lock->fencing = 1;
     /* Candidates are few and a quick hand-over is the point of an
-     * election: its campaigns are woken by the leader's release whatever
-     * the client's default, unless the client said REDLOCK_OPT_NO_WAKE. */
+     * election: its campaigns are woken by the leader's release, and its
+     * observers by every change, whatever the client's default, unless the
+     * client said REDLOCK_OPT_NO_WAKE. */
     e->lock->pol.flags |= REDLOCK_OPT_WAKE;
+    e->obs->pol.flags |= REDLOCK_OPT_WAKE;
     atomic_init(&e->term, 0);
     pthread_mutex_init(&e->obs_mu, NULL);
     *out = e;

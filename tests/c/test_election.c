@@ -261,12 +261,31 @@ static void test_observe(void)
     redlock_leader cur = read_leader(o.e);
     CHECK_RC(redlock_election_observe(o.e, &cur, 200), REDLOCK_ETIMEDOUT);
     CHECK_RC(redlock_election_observe(o.e, &cur, REDLOCK_WAIT_NONE), REDLOCK_ETIMEDOUT);
+    /* An observer is woken by the changes (its client's default options):
+     * it listened on every node, rather than polling, which can miss a
+     * "none" shorter than its poll. */
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(redlock_client_listener_state(oc, i, NULL, 0) != REDLOCK_LISTENER_OFF);
 
     redlock_election_free(a);
     redlock_election_free(b);
     redlock_election_free(o.e);
     redlock_client_free(c);
     redlock_client_free(oc);
+
+    /* Unless the client said REDLOCK_OPT_NO_WAKE: then it polls. */
+    redlock_options po;
+    redlock_options_init(&po);
+    po.flags = REDLOCK_OPT_NO_WAKE;
+    redlock_client *pc = make_client(t_nurls, &po);
+    redlock_election *pe;
+    CHECK_RC(redlock_election_new(&pe, pc, name), 0);
+    cur = read_leader(pe);
+    CHECK_RC(redlock_election_observe(pe, &cur, 200), REDLOCK_ETIMEDOUT);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(redlock_client_listener_state(pc, i, NULL, 0) == REDLOCK_LISTENER_OFF);
+    redlock_election_free(pe);
+    redlock_client_free(pc);
 }
 
 /* ---- a leader that dies: the next campaign wins after the TTL, with a higher term ---- */

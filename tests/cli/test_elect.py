@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -59,13 +61,23 @@ def test_second_campaigner_waits_or_fails(cli, cluster5, resource):
 def test_listen_json_prints_every_change(cli, cluster5, resource):
     env = env_for(cluster5)
     listener = subprocess.Popen([cli, "elect", "-l", "--json", resource], stdout=subprocess.PIPE, text=True, env=env)
+    # Lines through a thread, so that a change never printed fails the test instead of hanging it.
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in listener.stdout], daemon=True).start()
+
+    def next_change():
+        try:
+            return json.loads(lines.get(timeout=30))
+        except queue.Empty:
+            pytest.fail("elect -l printed no further change within 30 s")
+
     try:
-        first = json.loads(listener.stdout.readline())
+        first = next_change()
         assert first == {"leader": False, "term": 0, "revision": 0, "value": None}
         for value in ("a", "b"):
             r = subprocess.run([cli, "elect", resource, value, "--", "sleep", "0.2"], env=env, timeout=60)
             assert r.returncode == 0
-        seen = [json.loads(listener.stdout.readline()) for _ in range(4)]
+        seen = [next_change() for _ in range(4)]
     finally:
         listener.send_signal(signal.SIGINT)
         listener.wait(10)
