@@ -157,7 +157,7 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
                                       * more round trip per acquisition; nothing without it */
 #define REDLOCK_OPT_NO_WAKE   0x4u   /* waiting acquires only poll (retry_delay_ms + jitter),
                                       * even with REDLOCK_OPT_WAKE or REDLOCK_OPT_FAIR, and an
-                                      * election's candidates too; without any of the three
+                                      * election's candidates and observers too; without any of the three
                                       * a mutex's waiters poll as well */
 #define REDLOCK_OPT_FAIR      0x8u   /* fair mode: a free lock goes to the waiter that has
                                       * waited longest, not to whoever asks first. Every
@@ -172,7 +172,7 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
                                       * CPU per acquisition than polling (docs/performance.md).
                                       * Releases wake other clients' waiters whatever this
                                       * client's flags; elections wake their candidates
-                                      * unless REDLOCK_OPT_NO_WAKE */
+                                      * and observers unless REDLOCK_OPT_NO_WAKE */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */
@@ -351,8 +351,9 @@ REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lo
 /* 1 if a waiting acquire with these flags (a client's redlock_options.flags
  * or a lock's redlock_lock_options.flags) is woken by the holder's release,
  * 0 if it polls: REDLOCK_OPT_WAKE or REDLOCK_OPT_FAIR, and not
- * REDLOCK_OPT_NO_WAKE. Other bits are ignored. The rule redlock_lock_acquire
- * and an election's candidates follow (an election adds REDLOCK_OPT_WAKE). */
+ * REDLOCK_OPT_NO_WAKE. Other bits are ignored. The rule redlock_lock_acquire,
+ * an election's candidates and its observers follow (an election adds
+ * REDLOCK_OPT_WAKE to the client's flags). */
 REDLOCK_EXTERN int redlock_flags_wake(uint32_t flags);
 
 /* Special values for redlock_lock_acquire's wait_ms */
