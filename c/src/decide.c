@@ -2,6 +2,9 @@
 /* decide.c: the Redlock decisions as pure functions of what each node said
  * and when, kept apart from the I/O so they can be read, tested and fuzzed
  * on their own (tests/fuzz/fuzz_decide.c). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 
 rl_tally rl_tally_of(const rl_outcome *out, size_t n)
@@ -116,6 +119,48 @@ static int batch_decided(const rl_round *r)
     return 1;
 }
 
+/* A semaphore's acquisition lost on the slots it proposed goes on to ask
+ * for slots the nodes said are free (semaphore.c's choose). A refusal names
+ * the node's free slots, so the round waits for the nodes still to answer
+ * while they can make a slot free on a majority and what came so far
+ * cannot: two quick refusals that name no common slot would otherwise end
+ * the attempt while a slower node, one that ran a release before them,
+ * names the slot free with one of them. A node that keeps another limit
+ * decides it (the caller is told). */
+static int sem_informed(const rl_round *r)
+{
+    unsigned char cnt[REDLOCK_MAX_SEM_LIMIT];
+    uint32_t L = r->sem_limit < REDLOCK_MAX_SEM_LIMIT ? r->sem_limit : REDLOCK_MAX_SEM_LIMIT;
+    int pending = 0;
+    uint32_t p = 0;
+    memset(cnt, 0, L);
+    for (size_t i = 0; i < r->n; i++) {
+        pending += r->out[i] == RL_PENDING;
+        if (r->sem_other[i])
+            return 1;
+    }
+    for (const char *s = r->sem_slots ? r->sem_slots : ""; *s;) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s)
+            break;
+        p++;
+        for (size_t i = 0; i < r->n && v < L; i++)
+            cnt[v] += r->out[i] == RL_YES;
+        s = *end == ',' ? end + 1 : end;
+    }
+    for (size_t i = 0; i < r->n; i++)
+        for (unsigned k = 0; r->out[i] == RL_NO && k < r->sem_listed[i]; k++)
+            if (r->sem_free[i][k] < L)
+                cnt[r->sem_free[i][k]]++;
+    uint32_t ready = 0, hopeful = 0;
+    for (uint32_t s = 0; s < L; s++) {
+        ready += cnt[s] >= r->quorum;
+        hopeful += cnt[s] + pending >= r->quorum;
+    }
+    return ready >= p || hopeful < p;
+}
+
 int rl_round_decided(const rl_round *r)
 {
     unsigned char wait[REDLOCK_MAX_NODES];
@@ -125,5 +170,7 @@ int rl_round_decided(const rl_round *r)
         return batch_decided(r);
     int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
                   r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE;
-    return rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) == 0;
+    if (rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) != 0)
+        return 0;
+    return r->cmd != RL_CMD_SEM_ACQUIRE || sem_informed(r);
 }
