@@ -35,6 +35,17 @@ static int slots_held(int i, const char *res, uint32_t limit)
     return n;
 }
 
+/* The tests laid out node by node need exactly 3: anything else fails,
+ * saying why. */
+static int three_nodes(const char *test)
+{
+    if (t_nurls == 3)
+        return 1;
+    printf("%s: needs exactly 3 nodes, has %zu: not run\n", test, t_nurls);
+    CHECK(t_nurls == 3);
+    return 0;
+}
+
 static void test_limit_holders(void)
 {
     redlock_client *c = make_client(t_nurls, NULL);
@@ -365,11 +376,8 @@ static void test_bad_input(void)
  * majority admits all three; slots cannot be laid out that way. */
 static void test_interleaving_3_nodes_limit_2(void)
 {
-    if (t_nurls != 3) {
-        printf("interleaving_3_nodes_limit_2: needs exactly 3 nodes, has %zu: not run\n", t_nurls);
-        CHECK(t_nurls == 3);
+    if (!three_nodes("interleaving_3_nodes_limit_2"))
         return;
-    }
     const char *res = uniq("sem-interleave");
     const int L = 2;
     /* The per-node count: each client joins a node's count while it is
@@ -460,11 +468,8 @@ static void lay_out_3(const char *res)
  * refused handle is left behind. */
 static void test_permits_free_together(void)
 {
-    if (t_nurls != 3) {
-        printf("permits_free_together: needs exactly 3 nodes, has %zu: not run\n", t_nurls);
-        CHECK(t_nurls == 3);
+    if (!three_nodes("permits_free_together"))
         return;
-    }
     const char *res = uniq("sem-together");
     lay_out_3(res);
     redlock_client *c = make_client(3, NULL);
@@ -493,11 +498,8 @@ static void test_permits_free_together(void)
  * s2, the case this is about, comes a third of the time). */
 static void test_slow_node_names_the_free_slot(void)
 {
-    if (t_nurls != 3) {
-        printf("slow_node_names_the_free_slot: needs exactly 3 nodes, has %zu: not run\n", t_nurls);
-        CHECK(t_nurls == 3);
+    if (!three_nodes("slow_node_names_the_free_slot"))
         return;
-    }
     const char *res = uniq("sem-slow-list");
     lay_out_3(res);
     redlock_options o;
