@@ -80,12 +80,12 @@ test-cluster: build $(VENV)/bin/python
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_cluster_faults.py
 
 test-cli: build $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q pytest
+	$(VENV)/bin/python -m pip install -q pytest pytest-timeout
 	REDLOCK_CLI=$(BUILD)/c/cli/redlock $(VENV)/bin/python -m pytest -q tests/cli
 
 # The fault matrix, its cluster rows' short form and a short soak (docs/safety.md); about 2.5 minutes.
 test-safety: build $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q pytest
+	$(VENV)/bin/python -m pip install -q pytest pytest-timeout
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
 GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
@@ -170,7 +170,7 @@ bench-contend: build
 # The fault matrix's many-locks row in its long form: 20,000 locks on the watchdog.
 .PHONY: safety-many
 safety-many: build $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q pytest
+	$(VENV)/bin/python -m pip install -q pytest pytest-timeout
 	REDLOCK_SAFETY_MANY=20000 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety/test_faults.py -k many_locks
 
