@@ -111,6 +111,49 @@ static void wake_leader(redlock_client *cl);
 static void late_redirect(redlock_client *cl, size_t j, rl_req *e, const redisReply *rep, int64_t now);
 #define RL_HOPS_MAX 5   /* redirects followed per node per round */
 
+/* A NOSCRIPT to node i's EVALSHA (the script cache was flushed, or the
+ * server restarted): the body goes once, as EVAL, in the same round.
+ * 1 if queued. */
+static int resend_as_eval(rl_conn *c, int cluster, rl_round *r, size_t i, unsigned char cmd, unsigned char asked,
+                          int64_t now)
+{
+    char *own = NULL;
+    long long own_len = cluster ? rl_proto_format_node(&own, r, RL_VIA_EVAL, 1) : 0;
+    if (!cluster && !r->fmt[RL_VIA_EVAL]) {
+        long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
+        r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
+    }
+    if (asked && own && own_len > 0)
+        rl_fifo_asking(c, now);   /* on the importing shard of an ASK: again, or it answers MOVED */
+    rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
+                : r->fmt[RL_VIA_EVAL] && !cluster
+                ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
+    redisFreeCommand(own);
+    if (!n)
+        return 0;
+    n->round = r;
+    n->asked = asked;
+    n->cmd = cmd;
+    n->via = RL_VIA_EVAL;
+    r->seq[i] = c->seq0 + c->len - 1;
+    r->via[i] = RL_VIA_EVAL;
+    r->resent[i] = 1;
+    c->scripts_sent |= 1u << cmd;
+    return 1;
+}
+
+/* What node i's reply said beyond its outcome, kept in the round. */
+static void keep_parsed(rl_round *r, size_t i, const rl_parsed *p)
+{
+    r->counter[i] = p->counter;
+    r->hint_ms[i] = p->hint_ms;
+    r->marked[i] = (unsigned char)p->marked;
+    r->sem_other[i] = p->sem_other;
+    r->sem_nfree[i] = p->sem_nfree;
+    r->sem_listed[i] = p->sem_listed;
+    memcpy(r->sem_free[i], p->sem_free, sizeof p->sem_free);
+}
+
 /* The reply to the FIFO's front request. */
 static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
 {
@@ -177,42 +220,15 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
     rl_fifo_pop(c);
     if (p.out == RL_PENDING && !r->resent[i]) {
         /* Script cache flushed or server restarted: send the body once. */
-        char *own = NULL;
-        long long own_len = node->ep.cluster ? rl_proto_format_node(&own, r, RL_VIA_EVAL, 1) : 0;
-        if (!node->ep.cluster && !r->fmt[RL_VIA_EVAL]) {
-            long long len = rl_proto_format(&r->fmt[RL_VIA_EVAL], r, RL_VIA_EVAL);
-            r->fmt_len[RL_VIA_EVAL] = len < 0 ? 0 : (size_t)len;
-        }
-        if (asked && own && own_len > 0)
-            rl_fifo_asking(c, now);   /* on the importing shard of an ASK: again, or it answers MOVED */
-        rl_req *n = own && own_len > 0 ? rl_fifo_enqueue(c, own, (size_t)own_len, now)
-                    : r->fmt[RL_VIA_EVAL] && !node->ep.cluster
-                    ? rl_fifo_enqueue(c, r->fmt[RL_VIA_EVAL], r->fmt_len[RL_VIA_EVAL], now) : NULL;
-        redisFreeCommand(own);
-        if (n) {
-            n->round = r;
-            n->asked = asked;
-            n->cmd = cmd;
-            n->via = RL_VIA_EVAL;
-            r->seq[i] = c->seq0 + c->len - 1;
-            r->via[i] = RL_VIA_EVAL;
-            r->resent[i] = 1;
-            c->scripts_sent |= 1u << cmd;
+        if (resend_as_eval(c, node->ep.cluster, r, i, cmd, asked, now))
             return;
-        }
         rl_fmt(p.msg, sizeof p.msg, "EVAL after NOSCRIPT could not be queued");
         p.out = RL_ERR_IO;
     } else if (p.out == RL_PENDING) {
         rl_fmt(p.msg, sizeof p.msg, "NOSCRIPT again after EVAL");
         p.out = RL_ERR_SERVER;
     }
-    r->counter[i] = p.counter;
-    r->hint_ms[i] = p.hint_ms;
-    r->marked[i] = (unsigned char)p.marked;
-    r->sem_other[i] = p.sem_other;
-    r->sem_nfree[i] = p.sem_nfree;
-    r->sem_listed[i] = p.sem_listed;
-    memcpy(r->sem_free[i], p.sem_free, sizeof p.sem_free);
+    keep_parsed(r, i, &p);
     if (node->ep.cluster) {
         char shard[300];   /* who answered */
         rl_route_shard_name(cl, j, shard, sizeof shard);
