@@ -161,6 +161,12 @@ static int sem_informed(const rl_round *r)
     return ready >= p || hopeful < p;
 }
 
+int rl_cmd_acquires(rl_cmd cmd)
+{
+    return cmd == RL_CMD_SET || cmd == RL_CMD_ACQUIRE || cmd == RL_CMD_RW_ACQUIRE || cmd == RL_CMD_SEM_ACQUIRE ||
+           cmd == RL_CMD_MULTI_ACQUIRE;
+}
+
 int rl_round_decided(const rl_round *r)
 {
     unsigned char wait[REDLOCK_MAX_NODES];
@@ -168,9 +174,7 @@ int rl_round_decided(const rl_round *r)
         return 1;
     if (r->batch)
         return batch_decided(r);
-    int acquire = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
-                  r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE;
-    if (rl_round_wait_set(r->out, r->n, r->quorum, acquire, wait) != 0)
+    if (rl_round_wait_set(r->out, r->n, r->quorum, rl_cmd_acquires(r->cmd), wait) != 0)
         return 0;
     return r->cmd != RL_CMD_SEM_ACQUIRE || sem_informed(r);
 }

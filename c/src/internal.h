@@ -505,6 +505,8 @@ int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, 
 /* 1 once more replies cannot change what r's caller will conclude (decide.c):
  * it sent without waiting, or rl_round_wait_set waits for nobody. */
 int rl_round_decided(const rl_round *r);
+/* 1 if cmd takes a lock (SET NX, or one of the acquisition scripts). */
+int rl_cmd_acquires(rl_cmd cmd);
 
 /* ---- wake.c: waiting acquires, woken by releases (docs/algorithm.md) ---- */
 typedef struct rl_waiter {

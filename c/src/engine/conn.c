@@ -479,9 +479,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
      * in order when it wakes, and a new connection could overtake it. New
      * acquisitions stop at half the limit, so the releases that may follow
      * the SETs already queued still find room. */
-    uint32_t limit = r->cmd == RL_CMD_SET || r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE ||
-                     r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE
-                     ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
+    uint32_t limit = rl_cmd_acquires(r->cmd) ? RL_PIPE_MAX / 2 : RL_PIPE_MAX;
     /* An extension is of no use late, and one to a node that timed out,
      * has said nothing since and does not even take what is queued on its
      * socket (stopped, cut off) would only wait in this client's output

@@ -167,16 +167,12 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
         e->resend_if = RL_IF_NOSCRIPT;
         if (e->via == RL_VIA_EVALSHA && rl_proto_resend_late(r->cmd)) {
             late_command(c, e, r, r->cmd, RL_VIA_EVAL, RL_IF_NOSCRIPT);
-        } else if ((r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_RW_ACQUIRE || r->cmd == RL_CMD_SEM_ACQUIRE ||
-                    r->cmd == RL_CMD_MULTI_ACQUIRE) &&
-                   r->member[0] && won(r)) {
+        } else if (rl_cmd_acquires(r->cmd) && r->member[0] && won(r)) {
             /* If this node refused, the waiter is registered here: have it
              * leave once the refusal arrives (scripts.c). */
             late_command(c, e, r, r->cmd == RL_CMD_MULTI_ACQUIRE ? RL_CMD_MULTI_LEAVE : RL_CMD_LEAVE,
                          r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_REFUSED);
-        } else if ((r->cmd == RL_CMD_ACQUIRE || r->cmd == RL_CMD_SET || r->cmd == RL_CMD_RW_ACQUIRE ||
-                    r->cmd == RL_CMD_SEM_ACQUIRE || r->cmd == RL_CMD_MULTI_ACQUIRE) &&
-                   refused_only(r)) {
+        } else if (rl_cmd_acquires(r->cmd) && refused_only(r)) {
             /* Lost to refusals: if this node granted it after all, release
              * it there when the grant arrives, waking nobody (acquire.c
              * leaves such nodes out of its clean-up). A reader's is its own. */
