@@ -408,14 +408,18 @@ drop:
 
 /* Hands r's command for node L to connection j (L itself, or one of its
  * cluster's shards: route.c); ask: an ASK redirect, ASKING goes first. */
-static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_t now, int ask)
+/* Node j's connection, for node L's request in r: checked, and opened if
+ * it was closed (*opened then). NULL, the round told why, when it cannot
+ * carry the request now. *fresh: it was not ready before this call. */
+static rl_conn *usable_conn(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_t now, int *fresh,
+                            int *opened)
 {
     rl_node *node = rl_nodeat(cl, j);
     char msg[RL_NODE_MSG_MAX];
-    r->shard[L] = (uint16_t)j;
+    *opened = 0;
     if (!node->conn && !(node->conn = calloc(1, sizeof *node->conn))) {
         rl_conn_finish(r, L, RL_ERR_IO, "out of memory", now);
-        return 0;
+        return NULL;
     }
     node->conn->tagged = node->ep.cluster != 0;   /* fifo.c formats its late commands so */
     rl_conn *c = node->conn;
@@ -428,35 +432,51 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
      * after a quick restart went down the dead connection and was lost.) */
     if (c->state == RL_CONN_READY && !c->len && now - c->last_reply_us > 1000 && rl_conn_closed_while_idle(c))
         rl_conn_transition(cl, j, RL_CONN_CLOSED, RL_ERR_IO, "closed by the node");
-    int fresh = c->state != RL_CONN_READY, opened = 0;
+    *fresh = c->state != RL_CONN_READY;
     if (c->state == RL_CONN_CLOSED) {
         if (node->retry_after_us > now) {
             rl_fmt(msg, sizeof msg, "unreachable, next reconnect in %lld ms (%s)",
                    (long long)((node->retry_after_us - now + 999) / 1000), node->down_why);
             r->unreachable[L] = (unsigned char)node->down_unreachable;
             rl_conn_finish(r, L, RL_ERR_DOWN, msg, now);
-            return 0;
+            return NULL;
         }
         if (conn_open(cl, j, now, msg, sizeof msg) != 0) {
             r->unreachable[L] = strcmp(msg, "out of memory") != 0;   /* e.g. a name that does not resolve */
             rl_conn_finish(r, L, RL_ERR_IO, msg, now);
-            return 0;
+            return NULL;
         }
-        opened = 1;   /* a new socket: the leader must poll it */
+        *opened = 1;   /* a new socket: the leader must poll it */
     }
-    int via = RL_VIA_EVALSHA;
+    return c;
+}
+
+/* How r's command goes to node L over c: FCALL, EVALSHA, or EVAL where a
+ * NOSCRIPT could not be answered in this round: on a connection that never
+ * sent the script (its server may never have seen it), to a node that may
+ * not answer in time, and after a redirect of a command this round already
+ * re-sent as EVAL (a cluster's shard that answered NOSCRIPT, then MOVED or
+ * ASK). A round that does not wait (a clean-up release, a leave) is
+ * answered later: its late NOSCRIPT is re-sent as EVAL (rl_conn_orphan). */
+static int send_way(const rl_round *r, const rl_conn *c, const rl_node *node, size_t L)
+{
     if (r->via_fcall)
-        via = RL_VIA_FCALL;
-    else if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect || r->resent[L]))
-        /* EVAL where a NOSCRIPT could not be answered in this round: on a
-         * connection that never sent the script (its server may never have
-         * seen it), to a node that may not answer in time, and after a
-         * redirect of a command this round already re-sent as EVAL (a
-         * cluster's shard that answered NOSCRIPT, then MOVED or ASK). A
-         * round that does not wait (a clean-up release, a leave) is
-         * answered later: its late NOSCRIPT is re-sent as EVAL
-         * (rl_conn_orphan). */
-        via = RL_VIA_EVAL;
+        return RL_VIA_FCALL;
+    if (rl_proto_is_script(r->cmd) && (!(c->scripts_sent & (1u << r->cmd)) || node->suspect || r->resent[L]))
+        return RL_VIA_EVAL;
+    return RL_VIA_EVALSHA;
+}
+
+static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_t now, int ask)
+{
+    rl_node *node = rl_nodeat(cl, j);
+    char msg[RL_NODE_MSG_MAX];
+    int fresh = 0, opened = 0;
+    r->shard[L] = (uint16_t)j;
+    rl_conn *c = usable_conn(cl, L, j, r, now, &fresh, &opened);
+    if (!c)
+        return 0;
+    int via = send_way(r, c, node, L);
     /* A cluster node's command names the auxiliary keys its own way: it
      * is formatted for it alone (the round's copy serves the others). */
     char *own = NULL;
