@@ -157,13 +157,13 @@ static void singles(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
 
 enum { S_GO, S_VALID, S_ROUNDS, S_BATCHES, S_KEYS, S_VALUES, S_LENS, S_TTL, S_RES };
 
-void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
-                    int *rcs, char **msgs, rl_scratch *sc)
+/* Checks every lock: those that can be batched and pass go into go[] (their
+ * index into locks) with their validity; the others get their code and
+ * message, or SINGLE (after the batch). How many went into go. */
+static size_t check_all(redlock_lock **locks, const uint32_t *ttls, size_t n, int *rcs, char **msgs, size_t *go,
+                        int64_t *valid)
 {
     char tmp[RL_MSG_MAX];
-    /* Those that pass the checks, in order: their index into locks. */
-    size_t *go = rl_scratch_get(sc, S_GO, n * sizeof *go, 0);
-    int64_t *valid = rl_scratch_get(sc, S_VALID, n * sizeof *valid, 0);
     size_t m = 0;
     int64_t now = rl_now_us();
     for (size_t k = 0; k < n; k++) {
@@ -186,6 +186,52 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
             rcs[k] = REDLOCK_ENOMEM;
         }
     }
+    return m;
+}
+
+/* The EXTEND_MANY round of batch b, whose locks' validities end at the
+ * latest at cap_us and the earliest at first_end. */
+static void batch_round(redlock_client *c, rl_round *r, rl_batch *b, int64_t cap_us, int64_t first_end)
+{
+    r->cmd = RL_CMD_EXTEND_MANY;
+    r->batch = b;
+    r->key = b->keys[0];
+    r->key_len = b->key_lens[0];
+    r->fkey = r->key;
+    r->fkey_len = r->key_len;
+    r->value = b->values[0];
+    r->member = "";
+    r->mode = "";
+    /* No node is waited for past the last validity among its locks:
+     * the others' replies are useless by then. */
+    r->cap_us = cap_us;
+    r->quorum = c->quorum;
+    r->n = c->n;
+    r->start_us = rl_now_us();
+    /* A node's reply to a batch is worth waiting for while it can still
+     * save every lock in it: while the node keeps answering
+     * (rl_conn_expire), up to half the validity the first of them has
+     * left, so that a retry still fits in the other half. The node
+     * timeout is for one command; a batch is hundreds of keys, behind
+     * other batches on the same connection, and a node on a loaded
+     * machine that answered them late was counted as failed, its
+     * locks retried, and the retries added to its backlog. A node that
+     * has gone quiet is given up after a node timeout, as in any
+     * round: a lock that needs it (held on a bare quorum that includes
+     * it) must not hold up the thread and every other lock. A minority
+     * that does not answer costs nothing otherwise: each lock is
+     * decided once a quorum has. */
+    b->wait_until_us = first_end > r->start_us ? r->start_us + (first_end - r->start_us) / 2 : 0;
+}
+
+void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttls, size_t n, int automatic,
+                    int *rcs, char **msgs, rl_scratch *sc)
+{
+    char tmp[RL_MSG_MAX];
+    /* Those that pass the checks, in order: their index into locks. */
+    size_t *go = rl_scratch_get(sc, S_GO, n * sizeof *go, 0);
+    int64_t *valid = rl_scratch_get(sc, S_VALID, n * sizeof *valid, 0);
+    size_t m = check_all(locks, ttls, n, rcs, msgs, go, valid);
     size_t nr = (m + RL_BATCH_MAX - 1) / RL_BATCH_MAX;
     rl_round *rounds = nr ? rl_scratch_get(sc, S_ROUNDS, nr * sizeof *rounds, 1) : NULL;
     rl_batch *batches = nr ? rl_scratch_get(sc, S_BATCHES, nr * sizeof *batches, 1) : NULL;
@@ -223,35 +269,7 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
             if (valid[first + k] > cap_us)
                 cap_us = valid[first + k];
         }
-        r->cmd = RL_CMD_EXTEND_MANY;
-        r->batch = b;
-        r->key = keys[first];
-        r->key_len = key_lens[first];
-        r->fkey = r->key;
-        r->fkey_len = r->key_len;
-        r->value = values[first];
-        r->member = "";
-        r->mode = "";
-        /* No node is waited for past the last validity among its locks:
-         * the others' replies are useless by then. */
-        r->cap_us = cap_us;
-        r->quorum = c->quorum;
-        r->n = c->n;
-        r->start_us = rl_now_us();
-        /* A node's reply to a batch is worth waiting for while it can still
-         * save every lock in it: while the node keeps answering
-         * (rl_conn_expire), up to half the validity the first of them has
-         * left, so that a retry still fits in the other half. The node
-         * timeout is for one command; a batch is hundreds of keys, behind
-         * other batches on the same connection, and a node on a loaded
-         * machine that answered them late was counted as failed, its
-         * locks retried, and the retries added to its backlog. A node that
-         * has gone quiet is given up after a node timeout, as in any
-         * round: a lock that needs it (held on a bare quorum that includes
-         * it) must not hold up the thread and every other lock. A minority
-         * that does not answer costs nothing otherwise: each lock is
-         * decided once a quorum has. */
-        b->wait_until_us = first_end > r->start_us ? r->start_us + (first_end - r->start_us) / 2 : 0;
+        batch_round(c, r, b, cap_us, first_end);
     }
     if (nr)
         rl_round_run_many(c, rounds, nr);
