@@ -162,15 +162,17 @@ static int chunks_make(chunks *ch, redlock_client *c, rl_cmd cmd, redlock_lock *
     return 0;
 }
 
-int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results)
+/* The set's checks before anything else: 0, or REDLOCK_EINVAL for no set,
+ * an empty or too large one, a NULL lock, locks of different clients, or
+ * the same handle twice (two acquisitions at once on one handle). */
+static int check_set(redlock_lock *const *locks, size_t n)
 {
-    if (!locks || !results || n == 0 || n > REDLOCK_ACQUIRE_MANY_MAX)
+    if (!locks || n == 0 || n > REDLOCK_ACQUIRE_MANY_MAX)
         return REDLOCK_EINVAL;
     redlock_client *c = locks[0] ? locks[0]->client : NULL;
     for (size_t k = 0; k < n; k++)
         if (!locks[k] || locks[k]->client != c)
             return REDLOCK_EINVAL;
-    /* The same handle twice would be two acquisitions at once on one handle. */
     redlock_lock **sorted = malloc(n * sizeof *sorted);
     if (!sorted)
         return REDLOCK_ENOMEM;
@@ -186,9 +188,41 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
     for (size_t k = 1; k < n; k++)
         dup |= sorted[k] == sorted[k - 1];
     free(sorted);
-    if (dup)
-        return REDLOCK_EINVAL;
+    return dup ? REDLOCK_EINVAL : 0;
+}
 
+/* The clean-up of the locks lost[0..nlost): one release per node that may
+ * hold a lost lock's key (skip, c->n bytes per lost lock, says where not),
+ * in as few rounds as they need, waiting for nothing. */
+static void release_lost(redlock_client *c, redlock_lock *const *locks, const size_t *lost, size_t nlost,
+                         const unsigned char *skip)
+{
+    chunks rel;
+    if (chunks_make(&rel, c, RL_CMD_RELEASE_MANY, locks, lost, nlost, 0) != 0)
+        return;
+    /* A node that every lost lock of a round skips is not sent it. */
+    for (size_t q = 0; q < rel.nr; q++) {
+        rl_round *r = &rel.rounds[q];
+        r->no_wait = 1;
+        for (size_t i = 0; i < c->n; i++) {
+            int all = 1;
+            for (size_t k = 0; k < rel.b[q].m; k++)
+                all &= skip[(q * RL_BATCH_MAX + k) * c->n + i];
+            r->skip[i] = (unsigned char)all;
+        }
+    }
+    rl_round_run_many(c, rel.rounds, rel.nr);
+    chunks_free(&rel);
+}
+
+int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results)
+{
+    if (!results)
+        return REDLOCK_EINVAL;
+    int rc = check_set(locks, n);
+    if (rc)
+        return rc;
+    redlock_client *c = locks[0]->client;
     size_t *idx = malloc(n * sizeof *idx);
     if (!idx)
         return REDLOCK_ENOMEM;
@@ -248,22 +282,8 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
         }
         rl_msgs_unref(shared);
         chunks_free(&set);
-        chunks rel;
-        if (nlost && chunks_make(&rel, c, RL_CMD_RELEASE_MANY, locks, lost, nlost, 0) == 0) {
-            /* A node that every lost lock of a round skips is not sent it. */
-            for (size_t q = 0; q < rel.nr; q++) {
-                rl_round *r = &rel.rounds[q];
-                r->no_wait = 1;
-                for (size_t i = 0; i < c->n; i++) {
-                    int all = 1;
-                    for (size_t k = 0; k < rel.b[q].m; k++)
-                        all &= skip[(q * RL_BATCH_MAX + k) * c->n + i];
-                    r->skip[i] = (unsigned char)all;
-                }
-            }
-            rl_round_run_many(c, rel.rounds, rel.nr);
-            chunks_free(&rel);
-        }
+        if (nlost)
+            release_lost(c, locks, lost, nlost, skip);
         free(skip);
         free(lost);
     }
