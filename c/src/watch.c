@@ -283,52 +283,107 @@ static void tell_behind(redlock_lock *l, int64_t late_us, size_t n)
     rl_emit_out(l, REDLOCK_EVENT_WATCH_BEHIND, 0, msg, NULL, NULL, 1, 0, late_us);
 }
 
+/* The locks due now, and those due within a window after them, into
+ * w->batch, each marked busy: how many (0 when none is due yet: only early
+ * ones do not make a batch). *next: the earliest due time; *latest: the
+ * lock furthest behind beyond the told threshold, *late by how much. Under
+ * w->mu. A batch goes out once a lock is due, and takes with it the locks
+ * due within an eighth of their interval after it (at most
+ * RL_POLICY_WATCH_WINDOW_US). Else, once a batch ends, the locks whose
+ * window has just opened would go out a few at a time, each batch a look
+ * at every lock. */
+static size_t collect_due(rl_watch *w, int64_t now, int64_t *next, int64_t *late, redlock_lock **latest)
+{
+    size_t n = 0;
+    *next = INT64_MAX;
+    *late = 0;
+    *latest = NULL;
+    for (redlock_lock *l = w->head; l; l = l->ae.next) {
+        if (l->ae.due_us < *next)
+            *next = l->ae.due_us;
+        int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 8;
+        if (early > RL_POLICY_WATCH_WINDOW_US)
+            early = RL_POLICY_WATCH_WINDOW_US;
+        if (l->ae.due_us - early > now)
+            continue;
+        if (n == w->batch_cap) {
+            size_t cap = w->batch_cap ? 2 * w->batch_cap : 64;
+            redlock_lock **b = realloc(w->batch, cap * sizeof *b);
+            if (!b)
+                break;   /* the rest in the next batch */
+            w->batch = b;
+            w->batch_cap = cap;
+        }
+        w->batch[n++] = l;
+        l->ae.busy = 1;
+        int64_t behind = now - l->ae.due_us - rl_policy_watch_behind_us(l->ttl_ms);
+        if (behind > 0 && now - l->ae.due_us > *late) {
+            *late = now - l->ae.due_us;
+            *latest = l;
+        }
+    }
+    if (n && *next > now) {
+        /* None is due yet (next is the earliest). busy was set and is
+         * cleared under w->mu, which nobody waiting for it had meanwhile. */
+        for (size_t k = 0; k < n; k++)
+            w->batch[k]->ae.busy = 0;
+        n = 0;
+    }
+    return n;
+}
+
+/* After a batch (w->mu held, dropped around each callback): each lock's
+ * next due time, or off the list once done; the lost callbacks run, each
+ * lock busy until its own has returned. */
+static void settle_batch(rl_watch *w, redlock_lock **batch, size_t n)
+{
+    size_t nfire = 0;
+    for (size_t k = 0; k < n; k++) {
+        redlock_lock *l = batch[k];
+        if (l->ae.on) {
+            if (l->ae.done)
+                unlink_lock(w, l);
+            else
+                l->ae.due_us = l->ae.next_due;
+        }
+        if (l->ae.fire && l->ae.fn)
+            batch[nfire++] = l;
+        else
+            l->ae.busy = 0;
+    }
+    pthread_cond_broadcast(&w->idle);
+    for (size_t k = 0; k < nfire; k++) {
+        redlock_lock *l = batch[k];
+        redlock_lost_fn fn = l->ae.fn;
+        void *userdata = l->ae.userdata;
+        /* busy stays set: the lock cannot be freed under the callback,
+         * and ae.msg (the loss, thread only) stays as it is. */
+        l->ae.running = 1;
+        pthread_mutex_unlock(&w->mu);
+        fn(l, l->ae.fire_code, msg_of(l), userdata);
+        pthread_mutex_lock(&w->mu);
+        l->ae.running = 0;
+        hook_free f = { l->ae.free_after, l->ae.free_after_userdata };
+        l->ae.free_after = NULL;
+        if (f.fn) {
+            pthread_mutex_unlock(&w->mu);
+            run_free(f);
+            pthread_mutex_lock(&w->mu);
+        }
+        l->ae.busy = 0;
+        pthread_cond_broadcast(&w->idle);
+    }
+}
+
 static void *watch_main(void *arg)
 {
     redlock_client *c = arg;
     rl_watch *w = &c->watch;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        int64_t now = rl_now_us(), next = INT64_MAX, late = 0;
-        size_t n = 0;
-        redlock_lock *latest = NULL;
-        /* A batch goes out once a lock is due, and takes with it the
-         * locks due within a window after it (an eighth of their interval,
-         * at most RL_POLICY_WATCH_WINDOW_US): those alone, taken early, do
-         * not make a batch. Else, once a batch ends, the locks whose window
-         * has just opened would go out a few at a time, each batch a look
-         * at every lock. */
-        for (redlock_lock *l = w->head; l; l = l->ae.next) {
-            if (l->ae.due_us < next)
-                next = l->ae.due_us;
-            int64_t early = rl_policy_extend_interval_us(l->ttl_ms) / 8;
-            if (early > RL_POLICY_WATCH_WINDOW_US)
-                early = RL_POLICY_WATCH_WINDOW_US;
-            if (l->ae.due_us - early > now)
-                continue;
-            if (n == w->batch_cap) {
-                size_t cap = w->batch_cap ? 2 * w->batch_cap : 64;
-                redlock_lock **b = realloc(w->batch, cap * sizeof *b);
-                if (!b)
-                    break;   /* the rest in the next batch */
-                w->batch = b;
-                w->batch_cap = cap;
-            }
-            w->batch[n++] = l;
-            l->ae.busy = 1;
-            int64_t behind = now - l->ae.due_us - rl_policy_watch_behind_us(l->ttl_ms);
-            if (behind > 0 && now - l->ae.due_us > late) {
-                late = now - l->ae.due_us;
-                latest = l;
-            }
-        }
-        if (n && next > now) {
-            /* None is due yet (next is the earliest). busy was set and is
-             * cleared under w->mu, which nobody waiting for it had meanwhile. */
-            for (size_t k = 0; k < n; k++)
-                w->batch[k]->ae.busy = 0;
-            n = 0;
-        }
+        int64_t now = rl_now_us(), next, late;
+        redlock_lock *latest;
+        size_t n = collect_due(w, now, &next, &late, &latest);
         if (!n) {
             w->sleep_until_us = next;
             if (next == INT64_MAX) {
@@ -343,49 +398,14 @@ static void *watch_main(void *arg)
         int tell = latest && c->opts.on_event && (!w->behind_told_us || now - w->behind_told_us >= RL_POLICY_WATCH_TELL_US);
         if (tell)
             w->behind_told_us = now;
+        /* The batch array is the thread's: only collect_due reallocs it. */
         redlock_lock **batch = w->batch;
         pthread_mutex_unlock(&w->mu);
         if (tell)
             tell_behind(latest, late, n);   /* latest is busy: it stays */
         run_batch(c, batch, n);
         pthread_mutex_lock(&w->mu);
-        size_t nfire = 0;
-        for (size_t k = 0; k < n; k++) {
-            redlock_lock *l = batch[k];
-            if (l->ae.on) {
-                if (l->ae.done)
-                    unlink_lock(w, l);
-                else
-                    l->ae.due_us = l->ae.next_due;
-            }
-            if (l->ae.fire && l->ae.fn)
-                batch[nfire++] = l;
-            else
-                l->ae.busy = 0;
-        }
-        pthread_cond_broadcast(&w->idle);
-        for (size_t k = 0; k < nfire; k++) {
-            redlock_lock *l = batch[k];
-            redlock_lost_fn fn = l->ae.fn;
-            void *userdata = l->ae.userdata;
-            /* busy stays set: the lock cannot be freed under the callback,
-             * and ae.msg (the loss, thread only) stays as it is. */
-            l->ae.running = 1;
-            pthread_mutex_unlock(&w->mu);
-            fn(l, l->ae.fire_code, msg_of(l), userdata);
-            pthread_mutex_lock(&w->mu);
-            l->ae.running = 0;
-            hook_free f = { l->ae.free_after, l->ae.free_after_userdata };
-            l->ae.free_after = NULL;
-            if (f.fn) {
-                pthread_mutex_unlock(&w->mu);
-                run_free(f);
-                pthread_mutex_lock(&w->mu);
-            }
-            l->ae.busy = 0;
-            pthread_cond_broadcast(&w->idle);
-        }
-        /* The batch array is the thread's: a realloc above happens only here. */
+        settle_batch(w, batch, n);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
