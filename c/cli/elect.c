@@ -184,6 +184,62 @@ static int wants_help(int argc, char **argv)
     return 0;
 }
 
+/* run's arguments, for an election: NAME is its RESOURCE, and VALUE the
+ * first word of what it takes for COMMAND. 0, or the exit code of a usage
+ * error (told). */
+static int parse_elect(run_opts *o, int argc, char **argv, const char **value, int64_t *ttl)
+{
+    int rc = run_parse_args(o, argc, argv);
+    if (!rc && o->shell_command)
+        rc = cli_usage(CMD, "-c is not supported: give COMMAND after VALUE");
+    if (!rc && o->sem_limit)
+        rc = cli_usage(CMD, "--limit (-nN) is for 'redlock run' (a semaphore): an election has one leader");
+    if (!rc && o->shared)
+        rc = cli_usage(CMD, "-s, --shared is for 'redlock run' (a read lock): an election has one leader");
+    if (!rc) {
+        *value = o->argv[0];
+        o->argv++;
+        if (o->argv[0] && !strcmp(o->argv[0], "--"))
+            o->argv++;
+        if (!o->argv[0])
+            rc = cli_usage(CMD, "missing COMMAND to run while leader");
+        else if (strlen(*value) > REDLOCK_ELECTION_MAX_VALUE)
+            rc = cli_usage(CMD, "VALUE is %zu bytes, over the limit of %d", strlen(*value), REDLOCK_ELECTION_MAX_VALUE);
+    }
+    if (!rc)
+        rc = cli_common_resolve(&o->common, CMD, 1);
+    *ttl = o->common.ttl_ms >= 0 ? o->common.ttl_ms : DEFAULT_TTL_MS;
+    if (!rc && (*ttl < MIN_TTL_MS || *ttl > (int64_t)REDLOCK_MAX_TTL_MS))
+        rc = cli_usage(CMD, "--ttl must be between 100ms and 1d");
+    if (!rc)
+        rc = cli_nodes_check(&o->common, CMD, 1);
+    return rc;
+}
+
+/* Leader of e: COMMAND runs with REDLOCK_TERM set, then the leader
+ * resigns. The exit code, as run's; *reraise the signal to die of. */
+static int lead(run_opts *o, redlock_election *e, redlock_lock *lock, fdset *inherited, int *reraise)
+{
+    char term[24];
+    snprintf(term, sizeof term, "%llu", (unsigned long long)redlock_election_term(e));
+    run_vlog(o, "leader of '%s', term %s", o->resource, term);
+    if (setenv("REDLOCK_TERM", term, 1) != 0) {
+        cli_err(CMD, "out of memory");
+        redlock_election_resign(e);
+        return CLI_EXIT_SOFTWARE;
+    }
+    int passthrough, killed_by;
+    int crc = run_command(o, lock, inherited, &passthrough, &killed_by);
+    int released = redlock_election_resign(e);
+    if (released == REDLOCK_ESTATE)
+        released = REDLOCK_ELOST;   /* lost before the resign */
+    if (passthrough && killed_by && killed_by == run_signal)
+        *reraise = killed_by;
+    if (passthrough && released == REDLOCK_ELOST)
+        *reraise = 0;
+    return run_after_release(o, lock, released, crc, passthrough);
+}
+
 int cli_elect(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -194,33 +250,9 @@ int cli_elect(int argc, char **argv)
         return elect_listen(argc, argv);
     run_opts o;
     run_opts_init(&o, CMD);
-    /* run's arguments: NAME is its RESOURCE, and VALUE the first word of
-     * what it takes for COMMAND. */
-    int rc = run_parse_args(&o, argc, argv);
     const char *value = NULL;
-    if (!rc && o.shell_command)
-        rc = cli_usage(CMD, "-c is not supported: give COMMAND after VALUE");
-    if (!rc && o.sem_limit)
-        rc = cli_usage(CMD, "--limit (-nN) is for 'redlock run' (a semaphore): an election has one leader");
-    if (!rc && o.shared)
-        rc = cli_usage(CMD, "-s, --shared is for 'redlock run' (a read lock): an election has one leader");
-    if (!rc) {
-        value = o.argv[0];
-        o.argv++;
-        if (o.argv[0] && !strcmp(o.argv[0], "--"))
-            o.argv++;
-        if (!o.argv[0])
-            rc = cli_usage(CMD, "missing COMMAND to run while leader");
-        else if (strlen(value) > REDLOCK_ELECTION_MAX_VALUE)
-            rc = cli_usage(CMD, "VALUE is %zu bytes, over the limit of %d", strlen(value), REDLOCK_ELECTION_MAX_VALUE);
-    }
-    if (!rc)
-        rc = cli_common_resolve(&o.common, CMD, 1);
-    int64_t ttl = o.common.ttl_ms >= 0 ? o.common.ttl_ms : DEFAULT_TTL_MS;
-    if (!rc && (ttl < MIN_TTL_MS || ttl > (int64_t)REDLOCK_MAX_TTL_MS))
-        rc = cli_usage(CMD, "--ttl must be between 100ms and 1d");
-    if (!rc)
-        rc = cli_nodes_check(&o.common, CMD, 1);
+    int64_t ttl;
+    int rc = parse_elect(&o, argc, argv, &value, &ttl);
     if (rc) {
         cli_common_free(&o.common);
         return rc;
@@ -256,29 +288,7 @@ int cli_elect(int argc, char **argv)
             redlock_election_resign(e);
             crc = REDLOCK_ECANCELED;
         }
-        if (crc) {
-            rc = run_acquire_failed(&o, lock, crc, wait, &reraise);
-        } else {
-            char term[24];
-            snprintf(term, sizeof term, "%llu", (unsigned long long)redlock_election_term(e));
-            run_vlog(&o, "leader of '%s', term %s", o.resource, term);
-            if (setenv("REDLOCK_TERM", term, 1) != 0) {
-                cli_err(CMD, "out of memory");
-                rc = CLI_EXIT_SOFTWARE;
-                redlock_election_resign(e);
-            } else {
-                int passthrough, killed_by;
-                int crc2 = run_command(&o, lock, &inherited, &passthrough, &killed_by);
-                int released = redlock_election_resign(e);
-                if (released == REDLOCK_ESTATE)
-                    released = REDLOCK_ELOST;   /* lost before the resign */
-                if (passthrough && killed_by && killed_by == run_signal)
-                    reraise = killed_by;
-                if (passthrough && released == REDLOCK_ELOST)
-                    reraise = 0;
-                rc = run_after_release(&o, lock, released, crc2, passthrough);
-            }
-        }
+        rc = crc ? run_acquire_failed(&o, lock, crc, wait, &reraise) : lead(&o, e, lock, &inherited, &reraise);
     }
     run_signals_forget();
     redlock_election_free(e);
