@@ -503,7 +503,9 @@ void rl_round_run(redlock_client *client, rl_round *r);
  * conclude. */
 int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait);
 /* 1 once more replies cannot change what r's caller will conclude (decide.c):
- * it sent without waiting, or rl_round_wait_set waits for nobody. */
+ * it sent without waiting, or rl_round_wait_set waits for nobody and, for a
+ * semaphore's acquisition, the replies so far name enough slots free on a
+ * majority for the next round, or those still to come could not. */
 int rl_round_decided(const rl_round *r);
 /* 1 if cmd takes a lock (SET NX, or one of the acquisition scripts). */
 int rl_cmd_acquires(rl_cmd cmd);
