@@ -82,38 +82,18 @@ func (e *Election) open() (*C.redlock_election, error) {
 	return p, nil
 }
 
-func (e *Election) err(op string, p *C.redlock_election, rc C.int, also ...error) error {
-	return &Error{Op: op, Resource: e.name, Code: int(rc), Detail: C.GoString(C.redlock_election_errmsg(p)), also: also}
+func (e *Election) err(op string, p *C.redlock_election, rc C.int) *Error {
+	return &Error{Op: op, Resource: e.name, Code: int(rc), Detail: C.GoString(C.redlock_election_errmsg(p))}
 }
 
-// waitFor runs call (a C wait on p) with ctx's deadline as wait_ms and its
-// cancellation as redlock_election_cancel. The error is ctx's when ctx
-// ended the wait: C's REDLOCK_ETIMEDOUT on a wait that was ctx's deadline
-// is context.DeadlineExceeded even when C's clock ran out a moment before
-// ctx's timer, as Mutex.LockContext says. (Observe's call waits a slice of
-// its own and looks at ctx itself.)
-func waitFor(ctx context.Context, p *C.redlock_election, call func(wait C.int64_t) C.int) (C.int, error) {
-	wait := C.int64_t(C.REDLOCK_WAIT_FOREVER)
-	if dl, ok := ctx.Deadline(); ok {
-		ms := max(int64((time.Until(dl)+time.Millisecond-1)/time.Millisecond), 1)
-		if ms <= maxWaitMs {
-			wait = C.int64_t(ms)
-		}
-	}
+// waitFor runs call (a C wait on p) with ctx's cancellation as
+// redlock_election_cancel.
+func waitFor(ctx context.Context, p *C.redlock_election, call func() C.int) C.int {
 	C.redlock_election_cancel_reset(p)
 	stop := context.AfterFunc(ctx, func() { C.redlock_election_cancel(p) })
-	rc := call(wait)
+	rc := call()
 	stop()
-	if rc == 0 {
-		return rc, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return rc, err
-	}
-	if rc == C.REDLOCK_ETIMEDOUT && wait != C.REDLOCK_WAIT_FOREVER {
-		return rc, context.DeadlineExceeded
-	}
-	return rc, nil
+	return rc
 }
 
 // Campaign blocks until this process leads (or ctx ends: an error matching
@@ -127,17 +107,21 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	defer C.free(unsafe.Pointer(cval))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rc, cerr := waitFor(ctx, e.p, func(wait C.int64_t) C.int {
-		return C.redlock_election_campaign(e.p, cval, C.uint32_t(e.ttlMs), wait)
+	wait, isCtx := ctxWaitMs(ctx, C.REDLOCK_WAIT_FOREVER)
+	rc := waitFor(ctx, e.p, func() C.int {
+		return C.redlock_election_campaign(e.p, cval, C.uint32_t(e.ttlMs), C.int64_t(wait))
 	})
 	runtime.KeepAlive(e)
-	if rc != 0 {
-		if cerr != nil {
-			return e.err("campaign", e.p, rc, cerr)
-		}
-		return e.err("campaign", e.p, rc)
+	if rc == 0 {
+		return nil
 	}
-	return nil
+	// ctx's error (Mutex.LockContext's rule): C's timeout on a wait that
+	// was ctx's deadline is DeadlineExceeded even when C's clock ran out a
+	// moment before ctx's timer.
+	if ctxEnded(ctx, rc, isCtx) {
+		return ctxError(ctx, "campaign", e.name, e.err("campaign", e.p, rc))
+	}
+	return e.err("campaign", e.p, rc)
 }
 
 // Proclaim lets the leader change its value without a new election.
@@ -228,7 +212,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 				}
 			}
 			for {
-				rc, _ = waitFor(ctx, p, func(C.int64_t) C.int {
+				rc = waitFor(ctx, p, func() C.int {
 					return C.redlock_election_observe(p, &cur, observeSlice)
 				})
 				if rc != C.REDLOCK_ETIMEDOUT || ctx.Err() != nil {

@@ -50,7 +50,6 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -404,30 +403,9 @@ func (h *handle) token() (t uint64) {
 	return t
 }
 
-// ctxErr reports a LockContext ended by its context. base is C's error, or
-// nil if the context was done before C was called. The code says what the
-// caller asked for (a deadline is a timeout, a cancel a cancel) whichever
-// of the two C happened to see first.
+// ctxErr reports a LockContext ended by its context (ctxError).
 func (m *Mutex) ctxErr(ctx context.Context, base *Error) error {
-	e := &Error{Op: "lock", Resource: m.name, Code: int(C.REDLOCK_ECANCELED)}
-	if base != nil {
-		e = base
-	}
-	cerr := ctx.Err()
-	if cerr == nil {
-		// C's wait, which is ctx's deadline, ran out a moment before ctx's timer.
-		cerr = context.DeadlineExceeded
-	}
-	if errors.Is(cerr, context.DeadlineExceeded) {
-		e.Code = int(C.REDLOCK_ETIMEDOUT)
-	} else {
-		e.Code = int(C.REDLOCK_ECANCELED)
-	}
-	e.also = []error{cerr}
-	if cause := context.Cause(ctx); cause != nil && cause != cerr {
-		e.also = append(e.also, cause)
-	}
-	return e
+	return ctxError(ctx, "lock", m.name, base)
 }
 
 func closedErr(op, name string) error {

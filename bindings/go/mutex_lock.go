@@ -52,19 +52,11 @@ func (m *Mutex) lockCtx(ctx context.Context, wait int64) error {
 	if m.delayFunc != nil && wait == C.REDLOCK_WAIT_DEFAULT {
 		return m.lockPaced(ctx)
 	}
-	if dl, ok := ctx.Deadline(); ok && wait != C.REDLOCK_WAIT_NONE {
-		// C's wait_ms is the deadline, rounded up so C does not give up
-		// before ctx does; >= 1 because 0 means "one attempt".
-		left := time.Until(dl)
-		wait = max(int64((left+time.Millisecond-1)/time.Millisecond), 1)
-		if wait <= maxWaitMs {
-			return m.acquire(ctx, wait, true)
-		}
-		// Beyond C's longest finite wait: no deadline in C, and ctx's
-		// cancels the wait when it comes.
-		wait = C.REDLOCK_WAIT_FOREVER
+	if wait == C.REDLOCK_WAIT_NONE {
+		return m.acquire(ctx, wait, false)
 	}
-	return m.acquire(ctx, wait, false)
+	wait, isCtx := ctxWaitMs(ctx, wait)
+	return m.acquire(ctx, wait, isCtx)
 }
 
 // lockPaced is LockContext with WithRetryDelayFunc: attempt i, then the
@@ -156,7 +148,7 @@ func (m *Mutex) acquire(ctx context.Context, wait int64, waitIsCtx bool) error {
 		return nil
 	}
 	err = m.fail("lock", rc, p)
-	if ctx != nil && (rc == C.REDLOCK_ECANCELED && ctx.Err() != nil || rc == C.REDLOCK_ETIMEDOUT && waitIsCtx) {
+	if ctx != nil && ctxEnded(ctx, rc, waitIsCtx) {
 		err = m.ctxErr(ctx, err.(*Error))
 	} else if rc == C.REDLOCK_ECANCELED && m.client.closing.Load() {
 		err.(*Error).also = []error{ErrClosed}
