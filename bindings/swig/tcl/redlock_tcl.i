@@ -3,12 +3,14 @@
  * names the REDLOCK_E* code, and node lists from Tcl lists. */
 
 %{
-/* The error result is "REDLOCK_ENAME: detail" (or the code's generic text
- * when the C library gave no detail) and errorCode is
+/* The error result is "REDLOCK_ENAME: detail" (rl_tcl_message; the code's
+ * generic text when the C library gave no detail) and errorCode is
  * {REDLOCK REDLOCK_ENAME}, so scripts can trap on the name. */
+static Tcl_Obj *rl_tcl_message(int code, const char *detail) {
+    return Tcl_ObjPrintf("%s: %s", redlock_error_name(code), detail && *detail ? detail : redlock_strerror(code));
+}
 static void rl_tcl_error(Tcl_Interp *interp, int code, const char *detail) {
-    Tcl_SetObjResult(interp, Tcl_ObjPrintf("%s: %s", redlock_error_name(code),
-                                           detail && *detail ? detail : redlock_strerror(code)));
+    Tcl_SetObjResult(interp, rl_tcl_message(code, detail));
     Tcl_SetErrorCode(interp, "REDLOCK", redlock_error_name(code), NULL);
 }
 
@@ -96,12 +98,9 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
       return NULL;
     }
     Tcl_Obj *out = Tcl_NewListObj(0, NULL);
-    for (size_t k = 0; k < n_locks; k++) {
-      const char *detail = redlock_lock_errmsg(locks[k]);
+    for (size_t k = 0; k < n_locks; k++)
       Tcl_ListObjAppendElement(NULL, out, rcs[k] == 0 ? Tcl_NewObj()
-          : Tcl_ObjPrintf("%s: %s", redlock_error_name(rcs[k]),
-                          detail && *detail ? detail : redlock_strerror(rcs[k])));
-    }
+                                                      : rl_tcl_message(rcs[k], redlock_lock_errmsg(locks[k])));
     free(rcs);
     return out;
   }
