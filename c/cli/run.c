@@ -118,7 +118,7 @@ static void log_acquiring(const run_opts *o, redlock_lock *lock, int64_t ttl, in
              wait == CLI_WAIT_FOREVER ? "forever" : cli_fmt_duration(wait, d2, sizeof d2), o->common.n_urls,
              (unsigned)policy.retry_delay_ms, (unsigned)policy.retry_jitter_ms,
              redlock_flags_wake(policy.flags) ? ", cut short by a release" : ", polling",
-             o->fair ? "; fair mode" : "");
+             policy.flags & REDLOCK_OPT_FAIR ? "; fair mode" : "");
 }
 
 /* Acquires the lock, waiting up to `wait` (CLI_WAIT_FOREVER: until held or
