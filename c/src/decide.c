@@ -129,16 +129,19 @@ static int batch_decided(const rl_round *r)
  * decides it (the caller is told). */
 static int sem_informed(const rl_round *r)
 {
-    unsigned char cnt[REDLOCK_MAX_SEM_LIMIT];
-    uint32_t L = r->sem_limit < REDLOCK_MAX_SEM_LIMIT ? r->sem_limit : REDLOCK_MAX_SEM_LIMIT;
-    int pending = 0;
-    uint32_t p = 0;
-    memset(cnt, 0, L);
+    int pending = 0, yes = 0;
     for (size_t i = 0; i < r->n; i++) {
         pending += r->out[i] == RL_PENDING;
+        yes += r->out[i] == RL_YES;
         if (r->sem_other[i])
             return 1;
     }
+    if (yes >= r->quorum || pending == 0)
+        return 1;   /* won, or every node has answered: the common case, decided at once */
+    unsigned char cnt[REDLOCK_MAX_SEM_LIMIT];
+    uint32_t L = r->sem_limit < REDLOCK_MAX_SEM_LIMIT ? r->sem_limit : REDLOCK_MAX_SEM_LIMIT;
+    uint32_t p = 0;
+    memset(cnt, 0, L);
     for (const char *s = r->sem_slots ? r->sem_slots : ""; *s;) {
         char *end;
         unsigned long v = strtoul(s, &end, 10);
