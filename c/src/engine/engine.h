@@ -17,8 +17,11 @@
  *               whose round returned without their reply
  *   conn_socket.c  opening a node's socket (connection and listener alike)
  *   conn_tls.c  the TLS handshake, the client's SSL_CTX, SIGPIPE
+ *   route.c     a cluster node (docs/cluster.md): its connections to shard
+ *               masters and its slot map, data only (conn.c does the I/O)
  *   proto.c     the wire format: one table of commands (format, parse, what
  *               a late reply means)
+ *   slotmap.c   where Redis Cluster puts a key: its hash tag and its slot
  * Every field below is guarded by the client's rl_io.mu unless it says
  * otherwise. */
 #ifndef REDLOCK_ENGINE_H
