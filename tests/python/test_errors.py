@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 
+import nodes
 import pytest
 
 import redlock
-from redlock import InvalidArgument, NotSupported, Redlock, RedlockError
+from redlock import AuthError, InvalidArgument, LockNotAcquired, NotSupported, Redlock, RedlockError
 
 lib = redlock._lib
 
@@ -262,3 +263,41 @@ def test_wait_and_blocking_types(client, name, kw):
 def test_lock_needs_a_client():
     with pytest.raises(TypeError):
         redlock.Lock("not a client", "x")
+
+
+# -- the message says the cause once ----------------------------------------------------------
+
+def test_auth_refusal_says_the_cause_once():
+    # C's detail of a failed round starts with the code's words ("authentication failed: 0 of
+    # 3 nodes granted..."); the message must not say them twice.
+    with nodes.Cluster(count=3, kind="mixed") as cluster:
+        for i in range(len(cluster)):
+            cluster.cmd(i, "CONFIG", "SET", "requirepass", "s3cret")
+        with Redlock(cluster.urls, node_timeout=0.5) as client:   # no password in the URLs
+            with pytest.raises(AuthError) as info:
+                client.acquire("auth-once", ttl=5.0, blocking=False)
+    message = str(info.value)
+    assert message.count("authentication failed") == 1, message
+    assert message.startswith("'auth-once': authentication failed: "), message
+    assert "NOAUTH" in message and "2 needed" in message, message   # C's detail is all there
+    assert info.value.detail.startswith("authentication failed"), info.value.detail   # kept as C wrote it
+
+
+def test_contention_says_the_cause_once(client, other, name):
+    with client.lock(name, ttl=5.0):
+        with pytest.raises(LockNotAcquired) as info:
+            other.acquire(name, ttl=5.0, blocking=False)
+    message = str(info.value)
+    assert message.count("not acquired") == 1, message
+    assert "nodes granted" in message, message
+
+
+@pytest.mark.parametrize("detail,shown", [
+    ("authentication failed: 0 of 3 nodes granted", "authentication failed: 0 of 3 nodes granted"),
+    ("authentication failed", "authentication failed"),
+    ("node 1 said no", "authentication failed: node 1 said no"),
+    ("failed: x", "authentication failed: failed: x"),   # only the code's whole words are its own
+])
+def test_the_code_words_at_the_head_of_a_detail_are_said_once(detail, shown):
+    err = redlock._errors.error(lib.REDLOCK_EAUTH, detail, "r")
+    assert str(err) == f"'r': {shown}" and err.detail == detail

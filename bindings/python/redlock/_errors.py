@@ -142,8 +142,21 @@ def error(code: int, detail: str = "", resource: Optional[str] = None) -> Redloc
     """The exception for a failure code, not raised: for failures reported by
     a callback (a lost auto-extended lock), raised later in the owner's thread."""
     cls = _BY_CODE.get(code, RedlockError)
-    text = strerror(code)
     shown = resource if resource is None or len(resource) <= 80 else resource[:60] + "..."
     where = f"{shown!r}: " if shown is not None else ""
-    message = f"{where}{text}: {detail}" if detail and detail != text else f"{where}{text}"
-    return cls(message, code=code, detail=detail, resource=resource)
+    return cls(f"{where}{_say_once(strerror(code), detail)}", code=code, detail=detail, resource=resource)
+
+
+def _say_once(text: str, detail: str) -> str:
+    """The code's text and C's detail, the cause said once. C starts some details with the
+    code's own words ("authentication failed: 0 of 3 nodes granted...", "no quorum: ...",
+    "not acquired: ..." under "lock not acquired: held by another owner"): that head is left
+    out, the text says it. A head is the code's words when it is the text, its first clause, or
+    the end of that clause of two words or more (one word alone, "failed", is not enough)."""
+    if not detail or detail == text:
+        return text
+    head, sep, rest = detail.partition(": ")
+    clause = text.partition(": ")[0]
+    if sep and (head in (text, clause) or " " in head and clause.endswith(" " + head)):
+        return f"{text}: {rest}" if rest else text
+    return f"{text}: {detail}"
