@@ -27,6 +27,7 @@ ENV_PY = "REDLOCK_HARNESS_PY"
 ENV_PYTHON = "REDLOCK_HARNESS_PYTHON"
 ENV_CTL_CMD = "REDLOCK_HARNESS_CTL"
 ENV_KEEP = "REDLOCK_HARNESS_KEEP"
+ENV_PORTS = "REDLOCK_PORTS"              # LOW-HIGH: the range node ports are drawn from
 
 
 class ReplyError(Exception):
@@ -246,7 +247,32 @@ _port_fd = None
 _ports_held = set()
 
 
+def parse_port_range(text, name=None):
+    """"LOW-HIGH" -> (LOW, HIGH), both in 1..65535 with LOW <= HIGH; ValueError saying what is
+    wrong otherwise. name: how the value is introduced in the message (default $REDLOCK_PORTS)."""
+    name = name or ENV_PORTS
+    lo, sep, hi = str(text).strip().partition("-")
+    lo, hi = lo.strip(), hi.strip()
+    if not sep or not lo.isdigit() or not hi.isdigit() or len(lo) > 5 or len(hi) > 5:
+        raise ValueError("%s=%r: expected LOW-HIGH, two port numbers such as 17000-17100"
+                         % (name, str(text)))
+    lo, hi = int(lo), int(hi)
+    if not (1 <= lo <= 65535 and 1 <= hi <= 65535):
+        raise ValueError("%s=%r: ports go from 1 to 65535" % (name, str(text)))
+    if lo > hi:
+        raise ValueError("%s=%r: LOW is above HIGH" % (name, str(text)))
+    return lo, hi
+
+
 def _port_range():
+    """$REDLOCK_PORTS (LOW-HIGH) if set; else the larger stretch of ports outside the kernel's
+    ephemeral range."""
+    env = os.environ.get(ENV_PORTS, "").strip()
+    if env:
+        try:
+            return parse_port_range(env)
+        except ValueError as e:
+            raise HarnessError(str(e)) from None
     lo, hi = 32768, 60999
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
@@ -288,9 +314,11 @@ def _alloc_port(hosts):
     import random
     lo, hi = _port_range()
     fd = _port_lock_fd()
+    # A small range (REDLOCK_PORTS) is tried port by port, so that its last free port is found.
+    tries = random.sample(range(lo, hi + 1), hi - lo + 1) if hi - lo < 500 else \
+        (random.randint(lo, hi) for _ in range(500))
     with _glock:
-        for _ in range(500):
-            p = random.randint(lo, hi)
+        for p in tries:
             if p in _ports_held:
                 continue
             try:
@@ -301,7 +329,8 @@ def _alloc_port(hosts):
                 _ports_held.add(p)
                 return p
             fcntl.lockf(fd, fcntl.LOCK_UN, 1, p)
-    raise HarnessError("could not find a TCP port in %d-%d free on %s" % (lo, hi, " and ".join(hosts)))
+    raise HarnessError("could not find a TCP port in %d-%d%s free on %s" % (
+        lo, hi, " ($%s)" % ENV_PORTS if os.environ.get(ENV_PORTS, "").strip() else "", " and ".join(hosts)))
 
 
 def _free_port(p):
@@ -1034,9 +1063,13 @@ usage:
   nodes.py exec [--count N] [--kind redis|valkey|mixed] [--unix] [--ipv6]
                 [--persistence aof-always] [--conf KEY=VALUE ...] [--base-dir DIR] [--keep] [-v]
                 [--tls-dir DIR [--tls-auth-clients no|yes|optional] [--tls-host HOST]]
-                -- PROGRAM [ARGS...]
+                [--ports LOW-HIGH] -- PROGRAM [ARGS...]
   nodes.py ctl kill I | pause I | resume I | stop I | start I | restart I [--delay S]
                | cmd [--timeout S] I ARGS... | url I | pid I | kind I | running I | urls
+  nodes.py up [--count 5] [--kind mixed] [--cluster [N]] [--ports LOW-HIGH] [--state-dir DIR]
+  nodes.py down [--state-dir DIR]
+  nodes.py env [--state-dir DIR]
+  nodes.py ports
 """
 
 
@@ -1136,12 +1169,17 @@ def _main_exec(argv):
                    help="TLS only: DIR/server.crt, server.key, ca.crt (and client.crt/.key if present)")
     p.add_argument("--tls-auth-clients", choices=("no", "yes", "optional"), default="no")
     p.add_argument("--tls-host", default=None, help="host in the rediss:// URLs (default 127.0.0.1)")
+    p.add_argument("--ports", default=None, metavar="LOW-HIGH",
+                   help="draw the nodes' ports from this range (default: $REDLOCK_PORTS, if set)")
     try:
         a = p.parse_args(opts)
     except SystemExit as e:
         return 2 if e.code else 0
     if not prog:
         return _usage("exec needs -- PROGRAM [ARGS...]")
+    err = _ports_option(a.ports, a.count, "exec")
+    if err:
+        return err
     conf = {}
     for kv in a.conf:
         if "=" not in kv:
@@ -1236,6 +1274,400 @@ def _main_exec(argv):
         shutil.rmtree(ctl_dir, ignore_errors=True)
 
 
+def _ports_option(ports, count, who):
+    """--ports LOW-HIGH (exported as $REDLOCK_PORTS, so the nodes' children see it too) or
+    $REDLOCK_PORTS, checked before anything starts. Returns an exit status (2) on a bad range."""
+    if ports is not None:
+        try:
+            parse_port_range(ports, "--ports")
+        except ValueError as e:
+            sys.stderr.write("nodes.py %s: %s\n" % (who, e))
+            return 2
+        os.environ[ENV_PORTS] = ports.strip()
+    text = os.environ.get(ENV_PORTS, "").strip()
+    if not text:
+        return 0
+    try:
+        lo, hi = parse_port_range(text)
+    except ValueError as e:
+        sys.stderr.write("nodes.py %s: %s\n" % (who, e))
+        return 2
+    if hi - lo + 1 < count:
+        sys.stderr.write("nodes.py %s: the port range %s holds %d port%s; %d servers need %d\n"
+                         % (who, text, hi - lo + 1, "" if hi == lo else "s", count, count))
+        return 2
+    return 0
+
+
+def _main_ports(argv):
+    """nodes.py ports: prints the range node ports are drawn from; exit 2 if $REDLOCK_PORTS is bad."""
+    if argv:
+        return _usage("ports takes no arguments")
+    text = os.environ.get(ENV_PORTS, "").strip()
+    try:
+        lo, hi = _port_range()
+    except HarnessError as e:
+        sys.stderr.write("nodes.py ports: %s\n" % e)
+        return 2
+    print("%d-%d" % (lo, hi) + ("" if text else "   (default: $%s is not set)" % ENV_PORTS))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Playground: `up` starts nodes that stay up after it returns (`make nodes`), `down` stops them
+# (`make nodes-stop`), `env` prints their export line again. A detached `_serve` process (own
+# session, so no terminal signal reaches it) owns the Cluster exactly as `exec` does, so the nodes
+# still die with it (PR_SET_PDEATHSIG) and are never left behind by a failed start. Its state is a
+# directory: state.json (written once everything answers), serve.log, the nodes' dirs, ctl.sock.
+
+PLAYGROUND_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "build", "playground")
+PLAYGROUND_START_TIMEOUT = 90.0     # seconds `up` waits (clusters take a few seconds each)
+_PG_SERVE = "_playground-serve"
+
+
+def _pg_paths(d):
+    return {"state": os.path.join(d, "state.json"), "log": os.path.join(d, "serve.log"),
+            "lock": os.path.join(d, "lock"), "nodes": os.path.join(d, "nodes"),
+            "ctl": os.path.join(d, "ctl.sock")}
+
+
+def _pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def _pg_owned(pid, d):
+    """pid is the serve process of playground d (not a stranger that reused the pid)."""
+    args = _cmdline(pid)
+    return _PG_SERVE.encode() in args and os.path.abspath(d).encode() in args
+
+
+def _pg_read(d):
+    import json
+    try:
+        with open(_pg_paths(d)["state"]) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _pg_exports(st):
+    import shlex
+    out = ["export REDLOCK_NODES=%s" % shlex.quote(",".join(st["urls"]))]
+    if st.get("cluster_urls"):
+        out.append("export REDLOCK_CLUSTER_NODES=%s" % shlex.quote(",".join(st["cluster_urls"])))
+    return out
+
+
+def _pg_describe(st, d):
+    lines = ["nodes.py: %d local nodes, left running (state in %s):" % (len(st["urls"]), d)]
+    lines += ["  node %d: %-6s %s" % (i, k, u) for i, (k, u) in enumerate(zip(st["kinds"], st["urls"]))]
+    if st.get("cluster_urls"):
+        n = len(st["cluster_urls"])
+        lines.append("  and %d Redis/Valkey Cluster%s of 3 shards (each one Redlock node) in "
+                     "$REDLOCK_CLUSTER_NODES" % (n, "" if n == 1 else "s"))
+    lines.append("  kill, pause, restart node I: REDLOCK_HARNESS=%s python3 tests/harness/nodes.py "
+                 "ctl kill I | pause I | resume I | restart I" % st["ctl"])
+    lines.append("  stop them all: make nodes-stop (python3 tests/harness/nodes.py down)")
+    return "\n".join(lines) + "\n"
+
+
+def _pg_all_pids(st):
+    """(pid, port) of every server the playground started."""
+    out = list(zip(st.get("pids", []), st.get("ports", [])))
+    out += list(zip(st.get("cluster_pids", []), st.get("cluster_ports", [])))
+    return out
+
+
+def _pg_reap_strays(st):
+    """Kills servers of a playground whose serve process is gone, should any have survived it
+    (PR_SET_PDEATHSIG normally took them along). Only a process whose command line still names
+    its port is killed. Returns how many were."""
+    import signal
+    n = 0
+    for pid, port in _pg_all_pids(st):
+        if pid and _pid_alive(pid) and str(port).encode() in b" ".join(_cmdline(pid)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                n += 1
+            except ProcessLookupError:
+                pass
+    return n
+
+
+def _pg_clear(d, keep_log=True):
+    import shutil
+    p = _pg_paths(d)
+    for k in ("state", "ctl"):
+        try:
+            os.unlink(p[k])
+        except OSError:
+            pass
+    shutil.rmtree(p["nodes"], ignore_errors=True)
+    if not keep_log:
+        try:
+            os.unlink(p["log"])
+        except OSError:
+            pass
+
+
+def _pg_lock(d):
+    import fcntl
+    os.makedirs(d, exist_ok=True)
+    fd = os.open(_pg_paths(d)["lock"], os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)     # held until the process exits: one up/down at a time
+    return fd
+
+
+def _pg_running(d):
+    """The state of playground d if its serve process is alive, else None (stale state cleared)."""
+    st = _pg_read(d)
+    if st is None:
+        return None
+    if _pid_alive(st["pid"]) and _pg_owned(st["pid"], d):
+        return st
+    _pg_reap_strays(st)
+    _pg_clear(d)
+    return None
+
+
+def _pg_stop_serve(pid, d, grace):
+    """SIGTERM the serve process (it stops its nodes), SIGKILL it after `grace` seconds (its nodes
+    then die of PR_SET_PDEATHSIG). Returns once it is gone."""
+    import signal
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if not _pid_alive(pid):
+            return
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _pg_parser(cmd):
+    import argparse
+    p = argparse.ArgumentParser(prog="nodes.py " + cmd)
+    p.add_argument("--state-dir", default=os.environ.get("REDLOCK_PLAYGROUND") or PLAYGROUND_DIR,
+                   help="where the running set is recorded (default: build/playground in the checkout)")
+    if cmd in ("up", _PG_SERVE):
+        p.add_argument("--count", type=int, default=5)
+        p.add_argument("--kind", choices=("redis", "valkey", "mixed"), default="mixed")
+        p.add_argument("--cluster", type=int, nargs="?", const=3, default=0, metavar="N",
+                       help="also N Redis/Valkey Clusters of 3 shards (default N: 3), "
+                            "in $REDLOCK_CLUSTER_NODES")
+        p.add_argument("--ports", default=None, metavar="LOW-HIGH",
+                       help="draw every port from this range (default: $REDLOCK_PORTS, if set)")
+    return p
+
+
+def _main_up(argv):
+    import subprocess
+    p = _pg_parser("up")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    if a.count < 1 or a.cluster < 0:
+        return _usage("up: --count must be at least 1 and --cluster at least 0")
+    err = _ports_option(a.ports, a.count + 3 * a.cluster, "up")
+    if err:
+        return err
+    d = os.path.abspath(a.state_dir)
+    paths = _pg_paths(d)
+    _pg_lock(d)
+    st = _pg_running(d)
+    if st is not None:
+        sys.stderr.write("nodes.py up: already running (pid %d): not starting another set\n" % st["pid"])
+        if a.cluster and not st.get("cluster_urls"):
+            sys.stderr.write("nodes.py up: the running set has no clusters: stop it first for --cluster\n")
+        sys.stderr.write(_pg_describe(st, d))
+        print("\n".join(_pg_exports(st)), flush=True)
+        return 0
+    _pg_clear(d, keep_log=False)
+    argv = [sys.executable or "python3", "-S", os.path.abspath(__file__), _PG_SERVE, "--state-dir", d,
+            "--count", str(a.count), "--kind", a.kind, "--cluster", str(a.cluster)]
+    with open(paths["log"], "ab") as log:
+        # Own session: no terminal signal (Ctrl-C, hang-up) reaches it, and it outlives this
+        # process. Its stdout is the log, not ours, so `eval "$(nodes.py up)"` does not wait for it.
+        srv = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               close_fds=True, start_new_session=True, cwd=d)
+    why = None
+
+    def interrupted(signum, frame):
+        raise SystemExit(128 + signum)
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    try:
+        deadline = time.monotonic() + PLAYGROUND_START_TIMEOUT
+        while True:
+            st = _pg_read(d)
+            if st is not None and st.get("pid") == srv.pid:
+                break
+            rc = srv.poll()
+            if rc is not None:
+                why = "exited with status %d" % rc
+                break
+            if time.monotonic() > deadline:
+                why = "did not start within %gs" % PLAYGROUND_START_TIMEOUT
+                break
+            time.sleep(0.02)
+    except BaseException:        # Ctrl-C, SIGTERM turned into an exception: take the nodes down
+        _pg_stop_serve(srv.pid, d, STOP_GRACE)
+        srv.wait()
+        _pg_clear(d)
+        raise
+    if why is not None:
+        _pg_stop_serve(srv.pid, d, STOP_GRACE)
+        srv.wait()
+        _pg_clear(d)
+        sys.stderr.write("nodes.py up: could not start the nodes (%s):\n%s\n" % (why, _tail(paths["log"], 0, 40)))
+        return 1
+    sys.stderr.write(_pg_describe(st, d))
+    print("\n".join(_pg_exports(st)), flush=True)
+    return 0
+
+
+def _main_pg_serve(argv):
+    """The detached owner of a playground's nodes: starts them, records them in state.json, serves
+    the control socket, and stops everything on SIGTERM/SIGHUP/SIGINT."""
+    import json
+    import shutil
+    import signal
+    import tempfile
+    a = _pg_parser(_PG_SERVE).parse_args(argv)
+    d = os.path.abspath(a.state_dir)
+    paths = _pg_paths(d)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    # rcluster does `import nodes`: give it this module, not a second copy with its own port
+    # bookkeeping.
+    sys.modules.setdefault("nodes", sys.modules[__name__])
+    ctl_path, ctl_tmp = paths["ctl"], None
+    if len(ctl_path.encode()) > 100:          # sun_path is 108 bytes
+        ctl_tmp = tempfile.mkdtemp(prefix="redlock-playground-")
+        ctl_path = os.path.join(ctl_tmp, "ctl.sock")
+    cluster, made, srv = None, [], None
+    try:
+        cluster = Cluster(count=a.count, kind=a.kind, base_dir=paths["nodes"])
+        cluster.start()
+        if a.cluster:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import rcluster
+            made = [rcluster.RedisCluster(shards=3, kind="valkey" if c % 2 else "redis")
+                    for c in range(a.cluster)]
+            rcluster.start_all(made)
+        if stop.is_set():
+            return 1
+        srv = _serve_control(cluster, ctl_path)
+        st = {"pid": os.getpid(), "urls": cluster.urls, "kinds": cluster.kinds,
+              "ports": [cluster.port(i) for i in range(cluster.count)],
+              "pids": [cluster.pid(i) for i in range(cluster.count)], "ctl": ctl_path,
+              "cluster_urls": [rc.url() for rc in made],
+              "cluster_ports": [rc.nodes.port(i) for rc in made for i in range(len(rc))],
+              "cluster_pids": [rc.nodes.pid(i) for rc in made for i in range(len(rc))]}
+        tmp = paths["state"] + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(st, f, indent=1)
+        os.replace(tmp, paths["state"])
+        print("nodes.py %s: up: %s" % (_PG_SERVE, ",".join(st["urls"] + st["cluster_urls"])), flush=True)
+        while not stop.wait(1.0):
+            pass
+        print("nodes.py %s: stopping" % _PG_SERVE, flush=True)
+        return 0
+    except (HarnessError, ValueError, OSError) as e:
+        print("nodes.py %s: %s" % (_PG_SERVE, e), flush=True)
+        return 1
+    finally:
+        if srv is not None:
+            srv.shutdown()
+            srv.server_close()
+        for rc in made:
+            rc.close()
+        if cluster is not None:
+            cluster.close()
+        for k in ("state", "ctl"):
+            try:
+                os.unlink(paths[k])
+            except OSError:
+                pass
+        shutil.rmtree(paths["nodes"], ignore_errors=True)
+        if ctl_tmp:
+            shutil.rmtree(ctl_tmp, ignore_errors=True)
+
+
+def _main_down(argv):
+    p = _pg_parser("down")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    d = os.path.abspath(a.state_dir)
+    if not os.path.isdir(d):
+        sys.stderr.write("nodes.py down: no playground nodes running (%s)\n" % d)
+        return 0
+    _pg_lock(d)
+    st = _pg_read(d)
+    if st is None or not (_pid_alive(st["pid"]) and _pg_owned(st["pid"], d)):
+        n = _pg_reap_strays(st) if st else 0
+        _pg_clear(d)
+        sys.stderr.write("nodes.py down: no playground nodes running (%s)%s\n"
+                         % (d, "; killed %d left-over servers" % n if n else ""))
+        return 0
+    _pg_stop_serve(st["pid"], d, STOP_GRACE + 5.0)
+    n = _pg_reap_strays(st)
+    _pg_clear(d)
+    n = len(st.get("cluster_urls") or [])
+    sys.stderr.write("nodes.py down: stopped %d nodes%s\n" % (len(st["urls"]), (
+        " and %d cluster%s" % (n, "" if n == 1 else "s")) if n else ""))
+    if n:
+        sys.stderr.write("nodes.py down: %d servers outlived their owner and were killed\n" % n)
+    return 0
+
+
+def _main_env(argv):
+    p = _pg_parser("env")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    d = os.path.abspath(a.state_dir)
+    st = _pg_read(d)
+    if st is None or not (_pid_alive(st["pid"]) and _pg_owned(st["pid"], d)):
+        sys.stderr.write("nodes.py env: no playground nodes running (%s): start them with make nodes\n" % d)
+        return 1
+    print("\n".join(_pg_exports(st)))
+    return 0
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -1245,6 +1677,16 @@ def main(argv=None):
         return _main_ctl(argv[1:])
     if argv[0] == "exec":
         return _main_exec(argv[1:])
+    if argv[0] == "up":
+        return _main_up(argv[1:])
+    if argv[0] == "down":
+        return _main_down(argv[1:])
+    if argv[0] == "env":
+        return _main_env(argv[1:])
+    if argv[0] == "ports":
+        return _main_ports(argv[1:])
+    if argv[0] == _PG_SERVE:
+        return _main_pg_serve(argv[1:])
     return _usage("unknown subcommand %r" % argv[0])
 
 
