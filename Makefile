@@ -30,7 +30,10 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
 # Quiet: the build's output goes to a log, shown only if the build fails.
+# REDLOCK_PORTS=LOW-HIGH (environment or make argument) picks the nodes' ports; a bad range
+# fails here, before the build.
 demo:
+	@$(PYTHON) $(HARNESS) ports >/dev/null
 	@mkdir -p $(BUILD)
 	@echo "== building (log: $(BUILD)/demo-build.log)"
 	@$(MAKE) --no-print-directory build >$(BUILD)/demo-build.log 2>&1 || \
@@ -39,6 +42,20 @@ demo:
 	@tools/demo-cli $(BUILD)/c/cli/redlock
 	@printf '\n== part 2 of 2: the C library: processes add to one counter under one lock (c/examples/counter_demo.c)\n'
 	@$(PYTHON) $(HARNESS) exec --count 5 --kind mixed -- $(BUILD)/redlock_demo
+
+# Local nodes to try things on (README.md, "Try it"): 5 nodes, Redis and Valkey, left running
+# until 'make nodes-stop', their state in $(PLAYGROUND). stdout is only 'export REDLOCK_NODES=...'
+# (everything else goes to stderr), so eval "$$(make -s nodes)" sets it; a second 'make nodes'
+# starts nothing and prints the line again. NODES_OPTS='--cluster' adds 3 Redis/Valkey Clusters
+# ($$REDLOCK_CLUSTER_NODES); REDLOCK_PORTS=LOW-HIGH picks the ports (tests/harness/README.md).
+PLAYGROUND ?= $(BUILD)/playground
+NODES_OPTS ?=
+.PHONY: nodes nodes-stop
+nodes:
+	@$(MAKE) --no-print-directory deps >&2
+	@$(PYTHON) $(HARNESS) up --state-dir $(PLAYGROUND) $(NODES_OPTS)
+nodes-stop:
+	@$(PYTHON) $(HARNESS) down --state-dir $(PLAYGROUND)
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
       test-jar test-deb test-wheel test-go-module flake-hunt-short test-java-integ
