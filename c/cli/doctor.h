@@ -30,6 +30,8 @@ typedef struct dnode {
     redisContext *ctx;
     rl_reply_guard guard;      /* ctx's hardened reader; outlives ctx */
     int broken;                /* the connection failed during the checks: reported once */
+    int refused;               /* connected, but the node refuses this client (NOAUTH): the
+                                * one finding is 'auth'; the checks that need it are skipped */
     char error[512];           /* connect failure */
     int fail;                  /* its kind: CLI_FAIL_* */
     char run_id[64], version[48], server[16], role[16], master[300];

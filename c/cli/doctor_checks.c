@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth_fix.h"
 #include "doctor.h"
 #include "lib_private.h"
 
@@ -115,6 +116,16 @@ static int check_info(doctor *d, dnode *n)
     redisReply *r = cli_command(n->ctx, err, sizeof err, "INFO");
     if (!r && n->ctx->err)
         return CHECK_NEXT;  /* reported by doctor_flag_broken */
+    if (r && r->type == REDIS_REPLY_ERROR && cli_is_noauth(r->str)) {
+        /* Connected, but the node refuses this client until it authenticates: every later
+         * check would fail for that reason alone and list fixes that do not apply. */
+        doctor_add(d, n->index, SEV_SEVERE, "auth", CLI_FIX_NOAUTH,
+                   "the node refuses a client without a password (%s); its other checks were skipped", r->str);
+        n->refused = 1;
+        d->reachable--;
+        rl_reply_free(r);
+        return CHECK_STOP;
+    }
     if (!r || r->type == REDIS_REPLY_ERROR) {
         doctor_add(d, n->index, SEV_WARN, "info-denied",
                    "grant the doctor's user +info (and +config|get), or run doctor as an administrator",
@@ -460,7 +471,7 @@ static void check_clocks(doctor *d)
     size_t all = d->n_nodes + d->n_shards;
     for (size_t i = 0; i < all; i++) {
         dnode *n = i < d->n_nodes ? &d->nodes[i] : d->shards[i - d->n_nodes];
-        if (n->ctx && !n->ctx->err)
+        if (n->ctx && !n->ctx->err && !n->refused)
             clock_start(n, d->prefix, d->probe_ms);
     }
     struct timespec ts = { .tv_sec = d->probe_ms / 1000, .tv_nsec = (long)(d->probe_ms % 1000) * 1000000 };
@@ -508,7 +519,8 @@ static void check_quorum(doctor *d)
 {
     if (d->reachable < d->quorum)
         doctor_add(d, 0, SEV_SEVERE, "no-quorum", "bring the unreachable nodes back",
-                   "only %zu of %zu nodes answered; a lock needs %zu", d->reachable, d->n_nodes, d->quorum);
+                   "only %zu of %zu nodes answered and accepted this client; a lock needs %zu", d->reachable,
+                   d->n_nodes, d->quorum);
 }
 
 const set_check doctor_set_checks[] = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth_fix.h"
 #include "doctor.h"
 
 static const char *const sev_name[] = { "info", "warn", "severe" };
@@ -60,11 +61,11 @@ int doctor_flag_broken(doctor *d, dnode *n)
 static const struct {
     int fail;
     const char *check;
-    const char *fix;           /* NULL: made by connect_fix */
+    const char *fix;           /* NULL: made below, by the failure's detail */
 } connect_failures[] = {
     { CLI_FAIL_CONNECT, "unreachable", "check the URL, that the server runs, and that this host may reach it" },
     { CLI_FAIL_PROTOCOL, "unreachable", "check the URL, that the server runs, and that this host may reach it" },
-    { CLI_FAIL_AUTH, "auth", "check the user name and password in the URL (percent-encode special characters)" },
+    { CLI_FAIL_AUTH, "auth", NULL },   /* by what the node said: cli_auth_fix */
     { CLI_FAIL_TLS_NAME, "tls", NULL },
     { CLI_FAIL_TLS_CLIENT_CERT, "tls",
       "give a client certificate that the server's tls-ca-cert-file trusts, with --tls-cert and --tls-key" },
@@ -84,6 +85,8 @@ void doctor_connect_failed(doctor *d, dnode *n, const char *server_name)
     char fix[384];
     if (connect_failures[k].fix)
         snprintf(fix, sizeof fix, "%s", connect_failures[k].fix);
+    else if (connect_failures[k].fail == CLI_FAIL_AUTH)
+        snprintf(fix, sizeof fix, "%s", cli_auth_fix(n->error));
     else
         snprintf(fix, sizeof fix,
                  "the server's certificate must name %.200s in its subjectAltName: use the name it carries in "
