@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Leader election through the Python binding: campaign as a context manager giving the term,
 # proclaim, resign and hand-over, leader(), observe() as a generator and as an async iterator,
-# and bad input.
+# its timeout and close(), and bad input.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import time
+import weakref
 
 import pytest
 
@@ -122,3 +125,184 @@ def test_bad_input_and_cancel(client, name):
     e.reset_cancel()
     with e.campaign("v" * 1024) as term:
         assert e.leader().value == "v" * 1024 and term >= 1
+
+
+# -- observe(timeout=...) and close() ---------------------------------------------------------
+
+# How much later than asked an ended wait may return, on a loaded machine.
+MARGIN = 0.5
+
+
+def test_observe_timeout_ends_the_loop_when_nothing_changes(client, name):
+    e = client.election(name)
+    seen = []
+    start = time.monotonic()
+    changes = e.observe(timeout=0.4)
+    for leader in changes:
+        seen.append((leader, time.monotonic()))
+    ended = time.monotonic()
+    assert [s for s, _ in seen] == [Leader(False, 0, 0, None)]   # the current state, then nothing
+    quiet = ended - seen[0][1]
+    assert 0.4 - 0.01 <= quiet < 0.4 + MARGIN, quiet
+    assert ended - start < 0.4 + 2 * MARGIN
+    assert changes.timed_out and changes.closed
+    with pytest.raises(StopIteration):   # an ended iterator stays ended
+        next(changes)
+
+
+def test_observe_timeout_restarts_with_each_change(client, other, name):
+    a = client.election(name)
+    watcher = other.election(name)
+    seen = []
+    done = threading.Event()
+
+    def watch():
+        for leader in watcher.observe(current=False, timeout=1.5):
+            seen.append(leader.value)
+        done.set()
+
+    t = threading.Thread(target=watch)
+    t.start()
+    time.sleep(0.2)
+    lead = a.campaign("v1")
+    for v in ("v2", "v3"):   # each change within the timeout of the last: the loop goes on
+        time.sleep(0.9)
+        assert not done.is_set()
+        a.proclaim(v)
+    changed = time.monotonic()
+    assert done.wait(1.5 + 2 * MARGIN)
+    assert 1.5 - 0.05 <= time.monotonic() - changed < 1.5 + 2 * MARGIN
+    t.join()
+    lead.resign()
+    assert seen == ["v1", "v2", "v3"]
+
+
+def test_observe_timeout_zero_reads_once(client, other, name):
+    a = client.election(name)
+    watcher = other.election(name)
+    changes = watcher.observe(timeout=0)
+    assert next(changes) == Leader(False, 0, 0, None)
+    with a.campaign("x") as term:
+        start = time.monotonic()
+        assert next(changes) == Leader(True, term, 1, "x")   # already changed: yielded
+        with pytest.raises(StopIteration):                    # nothing more: ended at once
+            next(changes)
+        assert time.monotonic() - start < MARGIN and changes.timed_out
+    with pytest.raises(InvalidArgument):
+        watcher.observe(timeout=-1)
+
+
+def test_observe_close_from_another_thread_ends_the_loop_at_once(client, name):
+    e = client.election(name)
+    changes = e.observe()
+    seen = []
+    ended = []
+
+    def watch():
+        for leader in changes:
+            seen.append(leader)
+        ended.append(time.monotonic())
+
+    t = threading.Thread(target=watch)
+    t.start()
+    time.sleep(0.3)   # the thread is in the C wait by now
+    assert t.is_alive() and len(seen) == 1
+    closed = time.monotonic()
+    changes.close()
+    t.join(5)
+    assert not t.is_alive() and ended
+    # Prompt: the C wait itself is cancelled, not left to its 500 ms slice.
+    assert ended[0] - closed < 0.25, ended[0] - closed
+    assert changes.closed and not changes.timed_out and changes._ptr is None   # C handle freed
+    changes.close()   # idempotent
+    assert list(e.observe(timeout=0.1)) == [Leader(False, 0, 0, None)]   # the election is unharmed
+
+
+def test_observe_with_block_and_break_release_the_handle(client, name):
+    e = client.election(name)
+    with e.observe() as changes:
+        for leader in changes:
+            break
+    assert changes.closed and changes._ptr is None and len(e._observers) == 0
+    # break alone: the dropped observer is collected, and with it its C handle.
+    for leader in e.observe():
+        assert not leader.present
+        break
+    gc.collect()
+    assert len(e._observers) == 0
+    dropped = e.observe()
+    ref = weakref.ref(dropped)
+    assert len(e._observers) == 1
+    del dropped
+    gc.collect()
+    assert ref() is None and len(e._observers) == 0
+
+
+def test_election_cancel_ends_observers_with_cancelled(client, name):
+    e = client.election(name)
+    changes = e.observe(current=False)
+    got = []
+
+    def watch():
+        try:
+            next(changes)
+        except BaseException as err:   # noqa: B902  (what ended it is the point)
+            got.append(err)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    time.sleep(0.3)
+    e.cancel()
+    t.join(2)
+    assert not t.is_alive() and got and isinstance(got[0], Cancelled), got
+    with pytest.raises(Cancelled):   # sticky until reset_cancel()
+        next(changes)
+    e.reset_cancel()
+    assert list(e.observe(timeout=0.1)) == [Leader(False, 0, 0, None)]
+
+
+def test_observe_async_timeout_close_and_cancel(client, other, name):
+    a = client.election(name)
+    watcher = other.election(name)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        # 1. async for ends with the timeout.
+        seen = []
+        start = time.monotonic()
+        async with watcher.observe(timeout=0.3) as changes:
+            async for leader in changes:
+                seen.append(leader)
+        quiet = time.monotonic() - start
+        assert seen == [Leader(False, 0, 0, None)] and changes.timed_out
+        assert 0.3 - 0.01 <= quiet < 0.3 + 2 * MARGIN, quiet
+
+        # 2. close() from another task ends async for at once.
+        changes = watcher.observe(current=False)
+        ends = []
+
+        async def consume():
+            async for leader in changes:
+                seen.append(leader)
+            ends.append(time.monotonic())
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.3)
+        closed = time.monotonic()
+        changes.close()
+        await asyncio.wait_for(task, 5)
+        assert ends[0] - closed < 0.25, ends[0] - closed
+
+        # 3. a cancelled await stops its thread at once, and the change it read is not lost.
+        changes = watcher.observe(current=False)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(changes.__anext__(), 0.2)
+        lead = await loop.run_in_executor(None, a.campaign, "y")
+        first = await asyncio.wait_for(changes.__anext__(), 10)
+        await loop.run_in_executor(None, lead.resign)
+        second = await asyncio.wait_for(changes.__anext__(), 10)
+        changes.close()
+        return first, second, lead.term
+
+    first, second, term = asyncio.run(main())
+    assert first == Leader(True, term, 1, "y") and second == Leader(False, term, 0, None)

@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
+import weakref
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Type
@@ -17,7 +20,8 @@ from ._redlock import ffi, lib
 if TYPE_CHECKING:
     from ._client import Redlock
 
-# observe() waits in slices this long, so that Ctrl-C, close() and task cancellation get through.
+# observe() waits in C in slices this long, so that Ctrl-C gets through (close() and a cancelled
+# await cancel the C wait itself).
 _OBSERVE_SLICE_MS = 500
 
 
@@ -67,35 +71,151 @@ class Leadership:
             self._election.resign()
 
 
-class _Observer:
-    """Every change of the election, in order: iterate it (a generator) or ``async for`` it.
-    The first item is the state when iteration starts."""
+class Observer:
+    """Every change of the election, in order, from Election.observe(): iterate it (``for``) or
+    ``async for`` it. The first item is the state when iteration starts (unless current=False).
 
-    def __init__(self, election: "Election", current: bool) -> None:
+    It ends (StopIteration, StopAsyncIteration) when a wait for the next change runs out of its
+    ``timeout`` (then ``timed_out`` is True) or after close(), from any thread. ``with`` and
+    ``async with`` close it at the end of the block; ``break`` needs nothing more, since an
+    observer that is dropped is freed. Each observer waits on a C handle of its own, so close()
+    ends only its wait, at once, and several observers of one Election wait side by side.
+    Election.cancel() ends its observers' waits too, with Cancelled, until reset_cancel().
+    One consumer at a time: iterations of one observer from two threads take turns."""
+
+    def __init__(self, election: "Election", current: bool, wait_ms: Optional[int]) -> None:
         self._e = election
+        self._wait_ms = wait_ms   # None: no timeout
+        self._first = current
         self._last = ffi.new("redlock_leader *")
         self._last.version = lib.REDLOCK_LEADER_VERSION
-        self._first = current
+        self._pending: Optional[Leader] = None   # read, not yet handed out (an await cancelled meanwhile)
+        self._turn = threading.Lock()    # one C wait at a time: C allows one observe per handle
+        self._state = threading.Lock()   # guards _ptr, _closed, _busy
+        self._closed = False
+        self._busy = False
+        self.timed_out = False
+        self._ptr: Any = election._new_handle()
+        with election._observers_mutex:
+            election._observers.add(self)
 
-    def _next(self, stop: Optional[threading.Event] = None) -> Leader:
+    @property
+    def closed(self) -> bool:
+        """True once ended: close(), the timeout, or the election's handle gone."""
+        return self._closed
+
+    def close(self) -> None:
+        """Ends the iteration, at once in a thread waiting in it (which then sees StopIteration),
+        and frees the C handle. Any thread; idempotent."""
+        with self._e._observers_mutex:
+            self._e._observers.discard(self)
+        with self._state:
+            if self._closed:
+                return
+            self._closed = True
+            ptr = self._ptr
+            if ptr is None:
+                return
+            lib.redlock_election_cancel(ptr)
+            if self._busy:
+                return   # the waiting thread frees it as it leaves
+            self._ptr = None
+        ffi.release(ptr)
+
+    def _interrupt(self) -> None:
+        """Ends the C wait under way, if any (Election.cancel, a cancelled await)."""
+        with self._state:
+            if self._ptr is not None:
+                lib.redlock_election_cancel(self._ptr)
+
+    def _take(self, stop: Optional[threading.Event] = None) -> Optional[Leader]:
+        """The next state, or None when the iteration has ended. stop: set by a cancelled
+        await, whose thread then leaves what it read in _pending for the next call."""
+        with self._turn:
+            if self._pending is None:
+                with self._state:
+                    if self._closed:
+                        return None
+                    ptr = self._ptr
+                    self._busy = True
+                    # Reset under _state, then the flags are read: a close() or cancel from
+                    # now on is seen by the wait (sticky), one before it by the checks.
+                    lib.redlock_election_cancel_reset(ptr)
+                try:
+                    got = self._wait(ptr, stop)
+                    if got is None:
+                        return None   # the await is gone
+                    if not got:
+                        self.close()   # ended: the handle is freed below
+                        return None
+                finally:
+                    with self._state:
+                        self._busy = False
+                        if self._closed and self._ptr is not None:
+                            ptr, self._ptr = self._ptr, None
+                            ffi.release(ptr)
+            if stop is not None and stop.is_set():
+                return None   # the await is gone: _pending stays for the next one
+            leader, self._pending = self._pending, None
+            return leader
+
+    def _wait(self, ptr: Any, stop: Optional[threading.Event]) -> Optional[bool]:
+        """Reads the next state into _pending (True); False when the wait ran out or the
+        observer was closed, None when stop was set. Raises the C failure, and Cancelled after
+        Election.cancel()."""
         if self._first:
+            self._raise(ptr, lib.redlock_election_leader(ptr, self._last))
             self._first = False
-            rc = lib.redlock_election_leader(self._e._ptr, self._last)
-            self._e._check(rc)
-            return _leader_of(self._last)
-        while stop is None or not stop.is_set():
-            rc = lib.redlock_election_observe(self._e._ptr, self._last, _OBSERVE_SLICE_MS)
+            self._pending = _leader_of(self._last)
+            return True
+        deadline = None if self._wait_ms is None else time.monotonic() + self._wait_ms / 1000
+        while True:
+            if self._closed:
+                return False
+            if stop is not None and stop.is_set():
+                return None
+            if self._e._cancelled:
+                self._raise(ptr, lib.REDLOCK_ECANCELED, "observe cancelled by Election.cancel()")
+            if deadline is None:
+                wait_ms = _OBSERVE_SLICE_MS
+            elif self._wait_ms == 0:
+                wait_ms = lib.REDLOCK_WAIT_NONE   # timeout=0: one read, what has changed already
+            else:
+                wait_ms = min(_OBSERVE_SLICE_MS, math.ceil((deadline - time.monotonic()) * 1000))
+                if wait_ms <= 0:
+                    self.timed_out = True
+                    return False
+            rc = lib.redlock_election_observe(ptr, self._last, wait_ms)
             if rc == 0:
-                return _leader_of(self._last)
-            if rc != lib.REDLOCK_ETIMEDOUT:
-                self._e._check(rc)
-        raise StopIteration
+                self._pending = _leader_of(self._last)
+                return True
+            if rc == lib.REDLOCK_ETIMEDOUT:
+                if self._wait_ms == 0:
+                    self.timed_out = True
+                    return False
+            elif rc == lib.REDLOCK_ECANCELED:
+                # Whoever cancelled set its flag first, read at the loop's top; the reset comes
+                # under _state, so a cancel after it is not lost (C's cancel is sticky).
+                with self._state:
+                    lib.redlock_election_cancel_reset(ptr)
+            else:
+                self._raise(ptr, rc)
+            # A slice ran out: it ends so that Ctrl-C gets through.
+
+    def _raise(self, ptr: Any, rc: int, detail: Optional[str] = None) -> None:
+        if rc:
+            if detail is None:
+                detail = ffi.string(lib.redlock_election_errmsg(ptr)).decode("utf-8", "replace")
+            raise error(rc, detail, self._e._display)
 
     def __iter__(self) -> Iterator[Leader]:
         return self
 
     def __next__(self) -> Leader:
-        return self._next()
+        leader = self._take()
+        if leader is None:
+            raise StopIteration
+        return leader
 
     def __aiter__(self) -> AsyncIterator[Leader]:
         return self
@@ -103,14 +223,39 @@ class _Observer:
     async def __anext__(self) -> Leader:
         stop = threading.Event()
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(None, self._next, stop)
+        # The wait runs in a thread; a cancelled await stops it at once (the C wait is cancelled)
+        # and what it had read is kept for the next __anext__, so no change is lost.
+        fut = loop.run_in_executor(None, self._take, stop)
         try:
-            return await asyncio.shield(fut)
-        except StopIteration:
-            raise StopAsyncIteration from None
+            leader = await asyncio.shield(fut)
         except asyncio.CancelledError:
-            stop.set()   # the thread ends within one slice
+            stop.set()
+            self._interrupt()
             raise
+        if leader is None:
+            raise StopAsyncIteration
+        return leader
+
+    def __enter__(self) -> "Observer":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Observer":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Observer of {self._e._display!r} {state}>"
 
 
 class Election:
@@ -127,13 +272,21 @@ class Election:
         self._display = self._name.decode("utf-8", "replace")
         self._ttl_ms = _ttl_ms(ttl)
         self._client = client   # keeps the client alive as long as the election
+        self._cancelled = False   # cancel() until reset_cancel(), for the observers' handles
+        self._observers: "weakref.WeakSet[Observer]" = weakref.WeakSet()
+        self._observers_mutex = threading.Lock()
+        self._ptr = self._new_handle()
+
+    def _new_handle(self) -> Any:
+        """A C handle on the election (no network I/O), freed when collected or released."""
         out = ffi.new("redlock_election **")
+        client = self._client
         with client._mutex:
             if client._ptr is None:
                 raise LockStateError("the Redlock client is closed", detail="client is closed")
             rc = lib.redlock_election_new(out, client._ptr, self._name)
         check(rc, "invalid election name (empty, too long, or ending in ':fencing')", self._display)
-        self._ptr = ffi.gc(out[0], lib.redlock_election_free)
+        return ffi.gc(out[0], lib.redlock_election_free)
 
     def _check(self, rc: int) -> None:
         if rc:
@@ -172,11 +325,17 @@ class Election:
         self._check(lib.redlock_election_resign(self._ptr))
 
     def cancel(self) -> None:
-        """Ends a campaign or observe under way in another thread (Cancelled), and later ones
-        until reset_cancel()."""
+        """Ends a campaign or an observer's wait under way in another thread (Cancelled), and
+        later ones until reset_cancel(). To end one observer's iteration, close that observer."""
+        self._cancelled = True
         lib.redlock_election_cancel(self._ptr)
+        with self._observers_mutex:
+            observers = list(self._observers)
+        for observer in observers:
+            observer._interrupt()
 
     def reset_cancel(self) -> None:
+        self._cancelled = False
         lib.redlock_election_cancel_reset(self._ptr)
 
     def leader(self) -> Leader:
@@ -187,11 +346,30 @@ class Election:
         self._check(lib.redlock_election_leader(self._ptr, out))
         return _leader_of(out)
 
-    def observe(self, *, current: bool = True) -> _Observer:
+    def observe(self, *, current: bool = True, timeout: Optional[Seconds] = None) -> Observer:
         """Every change of leader or value, in term order, never a term back: ``for leader in
         election.observe():`` or ``async for leader in election.observe():``. The first item is
-        the current state (current=False: wait for the first change)."""
-        return _Observer(self, current)
+        the current state (current=False: wait for the first change).
+
+        ``timeout`` (seconds; None: no limit) bounds each wait for the next change: when one
+        runs out, the iteration ends, and the loop's next statement runs (``timed_out`` is then
+        True on the observer). It ends rather than raising because a quiet election is not a
+        failure: it is the news that the leader stayed, which a watcher often acts on next
+        (a health check, a re-read); campaign(timeout=), whose caller did not get what it asked
+        for, raises LockTimeout. 0 reads once and yields only a change already made. An ended
+        observer stays ended (the iterator protocol): observe() again, whose first item is the
+        state then.
+
+        The observer's close(), from any thread, ends the iteration at once; ``with
+        election.observe() as changes:`` (or ``async with``) closes it after the block."""
+        if timeout is None:
+            wait_ms = None
+        else:
+            seconds = float(timeout)
+            if not seconds >= 0 or seconds * 1000 > _MAX_WAIT_MS:
+                raise _invalid(f"timeout {timeout!r} is out of range")
+            wait_ms = math.ceil(seconds * 1000)
+        return Observer(self, current, wait_ms)
 
     @property
     def is_leader(self) -> bool:
