@@ -1660,8 +1660,11 @@ def _main_env(argv):
     except SystemExit as e:
         return 2 if e.code else 0
     d = os.path.abspath(a.state_dir)
-    st = _pg_read(d)
-    if st is None or not (_pid_alive(st["pid"]) and _pg_owned(st["pid"], d)):
+    st = None
+    if os.path.isdir(d):
+        _pg_lock(d)
+        st = _pg_running(d)     # clears the state of an owner that died
+    if st is None:
         sys.stderr.write("nodes.py env: no playground nodes running (%s): start them with make nodes\n" % d)
         return 1
     print("\n".join(_pg_exports(st)))
