@@ -45,9 +45,9 @@ demo:
 
 # Local nodes to try things on (README.md, "Try it"): 5 nodes, Redis and Valkey, left running
 # until 'make nodes-stop', their state in $(PLAYGROUND). stdout is only 'export REDLOCK_NODES=...'
-# (everything else goes to stderr), so eval "$$(make -s nodes)" sets it; a second 'make nodes'
+# (everything else goes to stderr), so eval "$(make -s nodes)" sets it; a second 'make nodes'
 # starts nothing and prints the line again. NODES_OPTS='--cluster' adds 3 Redis/Valkey Clusters
-# ($$REDLOCK_CLUSTER_NODES); REDLOCK_PORTS=LOW-HIGH picks the ports (tests/harness/README.md).
+# ($REDLOCK_CLUSTER_NODES); REDLOCK_PORTS=LOW-HIGH picks the ports (tests/harness/README.md).
 PLAYGROUND ?= $(BUILD)/playground
 NODES_OPTS ?=
 .PHONY: nodes nodes-stop
