@@ -46,6 +46,7 @@ type Election struct {
 	ttlMs  uint32
 	mu     sync.Mutex // serialises Campaign, Proclaim and Resign
 	p      *C.redlock_election
+	done   chan struct{} // closed by Close: ends the Observe channels
 }
 
 // NewElection makes an Election on name, leaderships lasting ttl while not
@@ -54,7 +55,7 @@ func (c *Client) NewElection(name string, ttl time.Duration) (*Election, error) 
 	if ttl == 0 {
 		ttl = c.cfg.expiry
 	}
-	e := &Election{name: name, client: c, ttlMs: uint32(ttl / time.Millisecond)}
+	e := &Election{name: name, client: c, ttlMs: uint32(ttl / time.Millisecond), done: make(chan struct{})}
 	p, err := e.open()
 	if err != nil {
 		return nil, err
@@ -188,17 +189,37 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 }
 
 // Observe sends the current state, then every change of leader or value in
-// term order (never a term back), until ctx ends; then the channel is
-// closed. Changes replaced before a read can see them are coalesced.
+// term order (never a term back), until ctx ends or the Election or its
+// Client is closed; then the channel is closed. Changes replaced before a
+// read can see them are coalesced.
+//
+// ctx is the way to stop it: context.WithTimeout bounds the whole watch,
+// and cancel, from any goroutine, ends the wait under way at once (C's
+// cancel). To stop after a quiet spell instead, select on the channel and
+// time.After, then cancel. A consumer that stops reading must cancel ctx
+// (or Close the Election), or the goroutine behind the channel waits on.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	ch := make(chan Leader)
 	p, err := e.open()
 	if err != nil {
 		close(ch)
 		return ch
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { // Close of the Election or of its Client ends it too
+		select {
+		case <-e.done:
+		case <-e.client.done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
 	go func() {
 		defer close(ch)
+		defer cancel()
 		defer C.redlock_election_free(p)
 		var cur C.redlock_leader
 		cur.version = C.REDLOCK_LEADER_VERSION
@@ -220,15 +241,22 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 				}
 			}
 			if rc != 0 && ctx.Err() == nil {
-				time.Sleep(observeSlice * time.Millisecond) // nodes failing: try again
+				// The nodes failing: try again after a pause that ctx ends.
+				pause := time.NewTimer(observeSlice * time.Millisecond)
+				select {
+				case <-pause.C:
+				case <-ctx.Done():
+					pause.Stop()
+				}
 			}
 		}
 	}()
 	return ch
 }
 
-// Close frees the Election's C handle; a leadership is left to expire
-// (Resign first to hand over at once). Idempotent.
+// Close frees the Election's C handle and ends its Observe channels; a
+// leadership is left to expire (Resign first to hand over at once).
+// Idempotent.
 func (e *Election) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -236,6 +264,7 @@ func (e *Election) Close() error {
 		runtime.SetFinalizer(e, nil)
 		C.redlock_election_free(e.p)
 		e.p = nil
+		close(e.done)
 	}
 	return nil
 }

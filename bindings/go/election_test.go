@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // Election on real nodes: campaign, proclaim, resign and hand-over, Leader,
-// Observe in order, Campaign cancelled by its context.
+// Observe in order and ended by its context's deadline or cancel, by Close
+// and by the client's Close, Campaign cancelled by its context.
 
 package redlock_test
 
@@ -148,5 +149,105 @@ func TestElectionCampaignDeadlineBeforeCtxTimer(t *testing.T) {
 	}
 	if err := a.Resign(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// observeMargin is how much later than asked an ended Observe may close its
+// channel, on a loaded machine.
+const observeMargin = 500 * time.Millisecond
+
+// drain reads ch until it is closed, failing the test after limit; it
+// returns what it read and when the channel was closed.
+func drain(t *testing.T, ch <-chan redlock.Leader, limit time.Duration) ([]redlock.Leader, time.Time) {
+	t.Helper()
+	var seen []redlock.Leader
+	deadline := time.After(limit)
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				return seen, time.Now()
+			}
+			seen = append(seen, l)
+		case <-deadline:
+			t.Fatalf("Observe's channel still open after %v (read %+v)", limit, seen)
+		}
+	}
+}
+
+func TestElectionObserveDeadlineEndsTheLoop(t *testing.T) {
+	_, w := twoElections(t)
+	const wait = 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	seen, closed := drain(t, w.Observe(ctx), 10*time.Second)
+	if len(seen) != 1 || seen[0].Present { // the current state (none), then no change
+		t.Fatalf("seen %+v", seen)
+	}
+	if d := closed.Sub(start); d < wait-10*time.Millisecond || d > wait+observeMargin {
+		t.Fatalf("the channel closed after %v, the deadline was %v", d, wait)
+	}
+}
+
+func TestElectionObserveCancelFromAnotherGoroutine(t *testing.T) {
+	_, w := twoElections(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := w.Observe(ctx)
+	if l := <-ch; l.Present {
+		t.Fatalf("first state %+v", l)
+	}
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // Observe is in C's wait by now
+		cancelled <- time.Now()
+		cancel()
+	}()
+	seen, closed := drain(t, ch, 10*time.Second)
+	// Prompt: C's wait is cancelled, not left to run out its 500 ms slice.
+	if d := closed.Sub(<-cancelled); len(seen) != 0 || d > 250*time.Millisecond {
+		t.Fatalf("closed %v after cancel (read %+v)", d, seen)
+	}
+}
+
+func TestElectionObserveEndsOnClose(t *testing.T) {
+	a, w := twoElections(t)
+	ch := w.Observe(context.Background())
+	if l := <-ch; l.Present {
+		t.Fatalf("first state %+v", l)
+	}
+	if err := a.Campaign(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	// A change this consumer does not read: Close ends the goroutine
+	// blocked on sending it too.
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	w.Close()
+	seen, closed := drain(t, ch, 10*time.Second)
+	if d := closed.Sub(start); d > 250*time.Millisecond || len(seen) > 1 {
+		t.Fatalf("closed %v after Close, read %+v", d, seen)
+	}
+	// An Observe after Close: a closed channel at once.
+	if _, ok := <-w.Observe(context.Background()); ok {
+		t.Fatal("Observe after Close sent a state")
+	}
+	a.Resign(context.Background())
+}
+
+func TestElectionObserveEndsOnClientClose(t *testing.T) {
+	c := newClient(t)
+	e, err := c.NewElection(lockName(t), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ch := e.Observe(context.Background())
+	<-ch
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	c.Close()
+	if _, closed := drain(t, ch, 10*time.Second); closed.Sub(start) > 250*time.Millisecond {
+		t.Fatalf("closed %v after the client's Close", closed.Sub(start))
 	}
 }
