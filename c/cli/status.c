@@ -21,7 +21,9 @@ static void help(void)
           "\n"
           "Shows, for each node, whether RESOURCE's key is set, its value (the holder's random\n"
           "token), and its TTL left; for a read-write lock, its live readers and whether a writer\n"
-          "waits; and the waiters queued. Reads only; takes no lock.\n"
+          "waits; and the waiters it can see: those queued for wake-up (--wake, --fair) and an\n"
+          "exclusive waiter's mark. Waiters that poll (the default) register nowhere and are not\n"
+          "visible. Reads only; takes no lock.\n"
           "\n"
           "options:\n"
           "      --nodes URL,URL,...     nodes (else $REDLOCK_NODES, else the config file)\n"
@@ -198,9 +200,67 @@ static int writer_waiting(const node_state *ns, const verdict *v)
     return k >= v->quorum;
 }
 
-static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
-                       const verdict *v, const sem_verdict *sv)
+/* Readers are part of the picture: the key in a reader's form, or a
+ * reader's lease still running, on some node. Otherwise the lock has one
+ * holder at most, and a writer holds the key as a mutex holder does (the
+ * same SET of its value): the nodes cannot tell them apart, and neither
+ * can status, so it calls such a lock a mutex. */
+static int readers_seen(const node_state *ns, const verdict *v)
 {
+    for (size_t i = 0; i < v->n; i++)
+        if (ns[i].state != ST_ERROR && (is_readers(&ns[i]) || ns[i].readers > 0))
+            return 1;
+    return 0;
+}
+
+/* The waiters status can see. Those that wait with wake-up (--wake,
+ * --fair, REDLOCK_OPT_WAKE) are registered in K:wq: the most found on one
+ * node. An exclusive waiter that polls leaves its intent (K:wi), which
+ * holds its value: one more, unless the intent is a registration, already
+ * counted. Waiters that poll otherwise (the default for a mutex, a reader,
+ * a semaphore's permit) write nothing on the nodes: never seen. */
+typedef struct waiters_seen {
+    long long queued;          /* registered in K:wq */
+    int intent;                /* plus one exclusive waiter that polls */
+    long long seen;
+} waiters_seen;
+
+static void count_waiters(const node_state *ns, const verdict *v, waiters_seen *w)
+{
+    size_t marks = 0;
+    memset(w, 0, sizeof *w);
+    for (size_t i = 0; i < v->n; i++) {
+        if (ns[i].state == ST_ERROR)
+            continue;
+        if (ns[i].waiters > w->queued)
+            w->queued = ns[i].waiters;
+        marks += ns[i].intent_ms > 0 && !ns[i].intent_queued;
+    }
+    w->intent = marks >= v->quorum;
+    w->seen = w->queued + w->intent;
+}
+
+/* The line about waiters: what is seen, and that the waiters that poll
+ * are not. */
+static void print_waiters(const waiters_seen *w, int rw)
+{
+    if (w->seen == 0) {
+        printf("waiters: none registered; waiters that poll (the default) register nowhere and are not visible\n");
+        return;
+    }
+    printf("%lld waiter%s seen (", w->seen, w->seen == 1 ? "" : "s");
+    if (w->queued)
+        printf("%lld queued for wake-up%s", w->queued, w->intent ? ", " : "");
+    if (w->intent)
+        printf("%s", rw ? "a writer's intent" : "an exclusive waiter's mark");
+    printf("); waiters that poll (the default) register nowhere and are not visible\n");
+}
+
+static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
+                       const verdict *v, const sem_verdict *sv, int exit_rc)
+{
+    waiters_seen w;
+    count_waiters(ns, v, &w);
     printf("{\"resource\":");
     cli_json_string(stdout, resource);
     printf(",\"key\":");
@@ -213,11 +273,15 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
     else
         printf("null");
     printf(",\"holder_nodes\":%zu,\"mode\":", v->best_count);
-    if (v->rc != 0)
+    if (sv->limit && exit_rc == 0)
+        printf("\"semaphore\"");
+    else if (sv->limit || v->rc != 0)
         printf("null");
     else
-        printf("\"%s\"", v->read ? "read" : "write");
+        printf("\"%s\"", v->read ? "read" : "mutex");
     printf(",\"readers\":%lld,\"writer_waiting\":%s", v->readers, writer_waiting(ns, v) ? "true" : "false");
+    printf(",\"waiters_seen\":%lld,\"waiters_queued\":%lld,\"waiter_visibility\":\"partial\"", w.seen,
+           w.queued);
     printf(",\"nodes\":[");
     for (size_t i = 0; i < v->n; i++) {
         static const char *names[] = { "free", "held", "error" };
@@ -307,14 +371,13 @@ static void print_text(const char *resource, const char *key, size_t key_len, co
     } else {
         printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);
     }
-    if (writer_waiting(ns, v))
+    int rw = readers_seen(ns, v);
+    if (rw && writer_waiting(ns, v))
         printf("a writer waits: new readers are refused until it gets the lock\n");
-    long long waiters = -1;
-    for (size_t i = 0; i < n; i++)
-        if (ns[i].state != ST_ERROR && ns[i].waiters > waiters)
-            waiters = ns[i].waiters;
-    if (waiters > 0)
-        printf("waiters queued: up to %lld\n", waiters);
+    waiters_seen seen;
+    count_waiters(ns, v, &seen);
+    if (v->rc == 0 || seen.seen)
+        print_waiters(&seen, rw);
     for (size_t i = 0; i < n; i++)
         if (ns[i].state == ST_HELD && ns[i].ttl_ms == -1) {
             printf("warning: the key has no expiry on some nodes: it was not set by Redlock, or was "
@@ -344,11 +407,15 @@ static void print_semaphore(const char *resource, const node_state *ns, const ve
         else
             printf("%3zu  %-*s  %-7s  %-7d  %lld\n", i + 1, w, ns[i].url, "-", 0, ns[i].waiters < 0 ? 0 : ns[i].waiters);
     }
-    if (v->answered < v->quorum)
+    if (v->answered < v->quorum) {
         printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);
-    else
-        printf("%s: %ld of %ld permits held on a quorum; %ld waiting\n", sv->held ? "held" : "free", sv->held,
-               sv->limit, sv->waiters);
+        return;
+    }
+    printf("%s: %ld of %ld permits held on a quorum\n", sv->held ? "held" : "free", sv->held, sv->limit);
+    waiters_seen seen;
+    count_waiters(ns, v, &seen);
+    if (sv->held || seen.seen)
+        print_waiters(&seen, 0);
 }
 
 /* Options and RESOURCE: 0, the exit code of a usage error (reported), or
@@ -426,7 +493,7 @@ int cli_status(int argc, char **argv)
         v.state = sv.held > 0 ? "held" : "free";
     }
     if (io.json)
-        print_json(resource, key, prefix_len + rlen, ns, &v, &sv);
+        print_json(resource, key, prefix_len + rlen, ns, &v, &sv, exit_rc);
     else if (sv.limit)
         print_semaphore(resource, ns, &v, &sv);
     else

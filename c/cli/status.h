@@ -22,7 +22,9 @@ typedef struct node_state {
     struct rd_id { char *p; size_t len; } *ids;   /* those readers' values */
     size_t n_ids;
     long long intent_ms;       /* PTTL of K:wi, a waiting writer's intent: < 0 none */
-    long long waiters;         /* ZCARD of K:wq */
+    int intent_queued;         /* that intent is a registration (id ':' n), queued in K:wq too */
+    long long waiters;         /* ZCARD of K:wq: the waiters registered for wake-up; those
+                                * that poll (the default) register nowhere */
     /* A semaphore (semaphore.c): its limit here (0: none), the slots held
      * here (slot[i]), and how many (its waiters are K:wq's, above). */
     long sem_limit;
@@ -33,11 +35,16 @@ typedef struct node_state {
 /* What the read-write lock keeps next to the key K (c/src/scripts.c): K
  * holds RW_MARK ':' the reader's value while one reader holds it, RW_MARK
  * while several do, with K:rd their leases; K:wi a waiting writer's intent;
- * K:wq is every lock's waiters' queue. */
+ * K:wq is every lock's waiters' queue. A writer holds K as a mutex holder
+ * does (its value), so the nodes cannot tell the two apart. On a cluster
+ * node (redis-cluster://) the keys beside K are "{K}:rd"..., so that they
+ * share K's slot, unless K has a hash tag of its own (engine/proto.c). */
 #define RW_MARK "readers"
 
 /* Reads what node `url` keeps of key (GET, PTTL; the read-write lock's,
- * the semaphore's and the waiters' keys) into *ns, within timeout_ms. */
+ * the semaphore's and the waiters' keys) into *ns, within timeout_ms per
+ * connection. A cluster node is read on the shard that owns key's slot,
+ * found by following MOVED and ASK as the library does (engine/route.c). */
 void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
                   node_state *ns);
 

@@ -2,12 +2,91 @@
 /* status_probe.c: what 'redlock status' reads of one node, over hiredis:
  * the key's value and PTTL, a read-write lock's live readers and a waiting
  * writer's intent, a semaphore's limit and slots, and the waiters' queue.
- * Reads only. */
+ * A cluster node is read on the shard of the key's slot, reached as the
+ * library reaches it. Reads only. */
 #define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth_fix.h"
 #include "status.h"
+
+/* c/src/engine/route.c and slotmap.c (the static library's, as in
+ * doctor_cluster.c; see lib_private.h): the library's own routing of a
+ * redis-cluster:// node, so that status follows a redirect exactly as a
+ * lock client does (the MOVED/ASK grammar, "MOVED 42 :7001", members known
+ * by hostname and ip, the URL's other seeds), and names the keys beside K
+ * as the library does. A connection index j of a client is its node (0)
+ * or one of that node's shard connections; rl_nodeat's rl_node begins with
+ * the connection's rl_endpoint (c/src/internal.h). */
+struct rl_node;
+struct rl_node *rl_nodeat(const redlock_client *cl, size_t j);
+size_t rl_route_seed(redlock_client *cl, size_t i, size_t k);
+int rl_route_redirect(redlock_client *cl, size_t j, const redisReply *rep, size_t *to, int *ask);
+int rl_key_tag(const char *key, size_t len, size_t *start, size_t *tlen);
+
+#define MAX_REDIRECTS 5
+
+static const rl_endpoint *endpoint_of(redlock_client *router, size_t j)
+{
+    return (const rl_endpoint *)(const void *)rl_nodeat(router, j);
+}
+
+/* The connection being read. After an ASK redirect (a slot that migrates)
+ * each command goes after its own ASKING, whose +OK is read and dropped. */
+typedef struct pconn {
+    redisContext *ctx;
+    int asking;
+    int cluster;               /* the keys beside K are named for a cluster node */
+} pconn;
+
+static void p_append(pconn *pc, const char *fmt, ...)
+{
+    va_list ap;
+    if (pc->asking)
+        redisAppendCommand(pc->ctx, "ASKING");
+    va_start(ap, fmt);
+    redisvAppendCommand(pc->ctx, fmt, ap);
+    va_end(ap);
+}
+
+static int p_read(pconn *pc, redisReply **out, char *err, size_t errsize)
+{
+    if (pc->asking) {
+        redisReply *ok = NULL;
+        int rc = cli_read_reply(pc->ctx, &ok, err, errsize);
+        rl_reply_free(ok);
+        if (rc) {
+            *out = NULL;
+            return rc;
+        }
+    }
+    return cli_read_reply(pc->ctx, out, err, errsize);
+}
+
+/* K and a suffix, as the library names the keys of the read-write lock and
+ * of the waiters' queue beside K: "{K}suffix" on a cluster node when K has
+ * no hash tag (engine/proto.c), so that they share K's slot. NULL when out
+ * of memory. */
+static char *aux_key(const pconn *pc, const char *key, size_t key_len, const char *suffix, size_t *len)
+{
+    size_t st, tl, sl = strlen(suffix);
+    int wrap = pc->cluster && !rl_key_tag(key, key_len, &st, &tl);
+    char *k = malloc(key_len + sl + 3), *p = k;
+    if (!k)
+        return NULL;
+    if (wrap)
+        *p++ = '{';
+    memcpy(p, key, key_len);
+    p += key_len;
+    if (wrap)
+        *p++ = '}';
+    memcpy(p, suffix, sl + 1);
+    *len = (size_t)(p - k) + sl;
+    return k;
+}
 
 /* Records a live reader's value on ns (ids has room for every one). */
 static void add_id(node_state *ns, const char *p, size_t len)
@@ -21,29 +100,32 @@ static void add_id(node_state *ns, const char *p, size_t len)
     ns->ids[ns->n_ids++].len = len;
 }
 
-/* Readers, intent and waiters of node i, on ctx after GET and PTTL: 0, or
- * -1 with the error in ns (a node whose ACL refuses these still shows the
- * key: they are then -1). */
-static void probe_rw(redisContext *ctx, const char *key, size_t key_len, node_state *ns)
+/* Readers, intent and waiters of node i, on pc after GET and PTTL (a node
+ * whose ACL refuses these still shows the key: they are then -1). */
+static void probe_rw(pconn *pc, const char *key, size_t key_len, node_state *ns)
 {
-    char *k = malloc(key_len + 4);
-    ns->readers = ns->intent_ms = ns->waiters = -1;
-    if (!k)
-        return;
-    memcpy(k, key, key_len);
     static const char *const suffix[3] = { ":rd", ":wi", ":wq" };
-    redisAppendCommand(ctx, "TIME");
-    memcpy(k + key_len, suffix[0], 3);
-    redisAppendCommand(ctx, "ZRANGE %b 0 -1 WITHSCORES", k, key_len + 3);
-    memcpy(k + key_len, suffix[1], 3);
-    redisAppendCommand(ctx, "PTTL %b", k, key_len + 3);
-    memcpy(k + key_len, suffix[2], 3);
-    redisAppendCommand(ctx, "ZCARD %b", k, key_len + 3);
-    free(k);
-    redisReply *r[4] = { NULL, NULL, NULL, NULL };
+    char *k[3];
+    size_t len[3];
+    ns->readers = ns->intent_ms = ns->waiters = -1;
+    for (int i = 0; i < 3; i++)
+        k[i] = aux_key(pc, key, key_len, suffix[i], &len[i]);
+    if (!k[0] || !k[1] || !k[2]) {
+        for (int i = 0; i < 3; i++)
+            free(k[i]);
+        return;
+    }
+    p_append(pc, "TIME");
+    p_append(pc, "ZRANGE %b 0 -1 WITHSCORES", k[0], len[0]);
+    p_append(pc, "PTTL %b", k[1], len[1]);
+    p_append(pc, "GET %b", k[1], len[1]);
+    p_append(pc, "ZCARD %b", k[2], len[2]);
+    for (int i = 0; i < 3; i++)
+        free(k[i]);
+    redisReply *r[5] = { NULL, NULL, NULL, NULL, NULL };
     char err[256];
-    for (int i = 0; i < 4; i++)
-        if (cli_read_reply(ctx, &r[i], err, sizeof err))
+    for (int i = 0; i < 5; i++)
+        if (p_read(pc, &r[i], err, sizeof err))
             break;
     if (r[0] && r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements == 2 && r[1] && r[1]->type == REDIS_REPLY_ARRAY) {
         long long now = atoll(r[0]->element[0]->str) * 1000 + atoll(r[0]->element[1]->str) / 1000;
@@ -68,23 +150,33 @@ static void probe_rw(redisContext *ctx, const char *key, size_t key_len, node_st
     }
     if (r[2] && r[2]->type == REDIS_REPLY_INTEGER)
         ns->intent_ms = r[2]->integer;
-    if (r[3] && r[3]->type == REDIS_REPLY_INTEGER)
-        ns->waiters = r[3]->integer;
-    for (int i = 0; i < 4; i++)
+    /* A registered writer's intent is its registration, "id:n"; an
+     * unregistered one's is its value, which has no ':' (scripts.c). */
+    if (r[3] && r[3]->type == REDIS_REPLY_STRING)
+        ns->intent_queued = memchr(r[3]->str, ':', r[3]->len) != NULL;
+    if (r[4] && r[4]->type == REDIS_REPLY_INTEGER)
+        ns->waiters = r[4]->integer;
+    for (int i = 0; i < 5; i++)
         rl_reply_free(r[i]);
 }
 
 
 /* The semaphore beside key: K:limit, then K:s0.. (the library's names,
- * docs/c-api.md), and the waiters' queue K:wq. Read after GET/PTTL on the
- * same connection; errors leave the node a plain lock. */
-static void probe_semaphore(redisContext *ctx, const char *key, size_t key_len, node_state *ns)
+ * docs/c-api.md; on a cluster node K has a hash tag, so they share its
+ * slot), and the waiters' queue K:wq. Read after GET/PTTL on the same
+ * connection; errors leave the node a plain lock. */
+static void probe_semaphore(pconn *pc, const char *key, size_t key_len, node_state *ns)
 {
     char err[128];
     redisReply *lim = NULL, *wq = NULL;
-    redisAppendCommand(ctx, "GET %b:limit", key, key_len);
-    redisAppendCommand(ctx, "ZCARD %b:wq", key, key_len);
-    if (cli_read_reply(ctx, &lim, err, sizeof err) || cli_read_reply(ctx, &wq, err, sizeof err)) {
+    size_t wql;
+    char *wqk = aux_key(pc, key, key_len, ":wq", &wql);
+    if (!wqk)
+        return;
+    p_append(pc, "GET %b:limit", key, key_len);
+    p_append(pc, "ZCARD %b", wqk, wql);
+    free(wqk);
+    if (p_read(pc, &lim, err, sizeof err) || p_read(pc, &wq, err, sizeof err)) {
         rl_reply_free(lim);
         rl_reply_free(wq);
         return;
@@ -95,11 +187,11 @@ static void probe_semaphore(redisContext *ctx, const char *key, size_t key_len, 
         ns->slot = calloc((size_t)limit, 1);
         if (ns->slot) {
             for (long i = 0; i < limit; i++)
-                redisAppendCommand(ctx, "EXISTS %b:s%ld", key, key_len, i);
+                p_append(pc, "EXISTS %b:s%ld", key, key_len, i);
             ns->sem_limit = limit;
             for (long i = 0; i < limit; i++) {
                 redisReply *e = NULL;
-                if (cli_read_reply(ctx, &e, err, sizeof err)) {
+                if (p_read(pc, &e, err, sizeof err)) {
                     ns->sem_limit = 0;   /* the connection failed: nothing more to read */
                     break;
                 }
@@ -111,6 +203,67 @@ static void probe_semaphore(redisContext *ctx, const char *key, size_t key_len, 
     }
     rl_reply_free(lim);
     rl_reply_free(wq);
+}
+
+/* What the node said (its final '.' dropped), then the fix: the error of
+ * a node that refuses the client. */
+static void auth_error(char *out, size_t size, const char *said, size_t len, const char *fix)
+{
+    if (len && said[len - 1] == '.')
+        len--;
+    snprintf(out, size, "%.*s; %s", (int)(len < 300 ? len : 300), said, fix);
+}
+
+/* The reason a connection failed into out, with the fix when the node
+ * refused the URL's password. */
+static void connect_error(char *out, size_t size, const char *err, int fail)
+{
+    if (fail == CLI_FAIL_AUTH)
+        auth_error(out, size, err, strlen(err), cli_auth_fix(err));
+    else
+        snprintf(out, size, "%s", err);
+}
+
+/* A cluster node's router: a client of the library over that one URL,
+ * never connected, whose route.c data says where each redirect leads (the
+ * connection index to open, with the seed's credentials and TLS). NULL
+ * when the library cannot make one: redirects are then errors. */
+static redlock_client *make_router(const char *url)
+{
+    redlock_client *router = NULL;
+    if (redlock_client_new(&router, &url, 1, NULL) != 0)
+        return NULL;
+    return router;
+}
+
+/* Connects to the first seed of node i that answers, on the router's
+ * connection index *j: the context, or NULL with the first failure in ns. */
+static redisContext *connect_seed(const cli_common *common, redlock_client *router, const rl_endpoint *ep,
+                                  int64_t timeout_ms, rl_reply_guard *guard, size_t *j, node_state *ns)
+{
+    char err[512], first[512] = "";
+    int fail, first_fail = 0;
+    for (size_t k = 0;; k++) {
+        size_t at = router ? rl_route_seed(router, 0, k) : k == 0 ? 0 : SIZE_MAX;
+        if (at == SIZE_MAX)
+            break;
+        *guard = (rl_reply_guard)RL_REPLY_GUARD_INSPECT;
+        redisContext *ctx = cli_connect(common, router ? endpoint_of(router, at) : ep, timeout_ms, guard, err,
+                                        sizeof err, &fail);
+        if (ctx) {
+            *j = at;
+            return ctx;
+        }
+        if (!first[0]) {
+            snprintf(first, sizeof first, "%s", err);
+            first_fail = fail;
+        }
+        if (fail == CLI_FAIL_AUTH)
+            break;   /* every seed has the same credentials */
+    }
+    ns->state = ST_ERROR;
+    connect_error(ns->error, sizeof ns->error, first, first_fail);
+    return NULL;
 }
 
 void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
@@ -127,23 +280,51 @@ void status_probe(const cli_common *common, const char *url, const char *key, si
         return;
     }
     snprintf(ns->url, sizeof ns->url, "%s", ep.display);
+    redlock_client *router = ep.cluster ? make_router(url) : NULL;
+    pconn pc = { NULL, 0, ep.cluster };
     /* Hardens ctx's reader: it must outlive ctx, freed below. */
-    rl_reply_guard guard = RL_REPLY_GUARD_INSPECT;
-    int fail;
-    redisContext *ctx = cli_connect(common, &ep, timeout_ms, &guard, err, sizeof err, &fail);
+    rl_reply_guard guard;
+    size_t j = 0;
+    pc.ctx = connect_seed(common, router, &ep, timeout_ms, &guard, &j, ns);
     rl_endpoint_clear(&ep);
-    if (!ctx) {
-        ns->state = ST_ERROR;
-        snprintf(ns->error, sizeof ns->error, "%s", err);
-        return;
-    }
-    /* GET and PTTL pipelined: one round trip, read back to back. */
-    redisAppendCommand(ctx, "GET %b", key, key_len);
-    redisAppendCommand(ctx, "PTTL %b", key, key_len);
     redisReply *get = NULL, *pttl = NULL;
-    if (cli_read_reply(ctx, &get, ns->error, sizeof ns->error) ||
-        cli_read_reply(ctx, &pttl, ns->error, sizeof ns->error)) {
+    for (int hops = 0; pc.ctx; hops++) {
+        /* GET and PTTL pipelined: one round trip, read back to back. */
+        p_append(&pc, "GET %b", key, key_len);
+        p_append(&pc, "PTTL %b", key, key_len);
+        if (p_read(&pc, &get, ns->error, sizeof ns->error) || p_read(&pc, &pttl, ns->error, sizeof ns->error)) {
+            ns->state = ST_ERROR;
+            break;
+        }
+        size_t to;
+        int ask = 0;
+        if (!router || get->type != REDIS_REPLY_ERROR || hops == MAX_REDIRECTS ||
+            !rl_route_redirect(router, j, get, &to, &ask))
+            break;
+        /* The key's slot is another shard's (MOVED), or moves there (ASK). */
+        rl_reply_free(get);
+        rl_reply_free(pttl);
+        get = pttl = NULL;
+        redisFree(pc.ctx);
+        guard = (rl_reply_guard)RL_REPLY_GUARD_INSPECT;
+        int fail;
+        const rl_endpoint *shard = endpoint_of(router, to);
+        pc.ctx = cli_connect(common, shard, timeout_ms, &guard, err, sizeof err, &fail);
+        pc.asking = ask;
+        j = to;
+        if (!pc.ctx) {
+            char why[512];
+            connect_error(why, sizeof why, err, fail);
+            ns->state = ST_ERROR;
+            snprintf(ns->error, sizeof ns->error, "the key's shard %.100s: %.380s",
+                     shard->display ? shard->display : "?", why);
+        }
+    }
+    if (!pc.ctx || ns->state == ST_ERROR) {
+        /* a connection that failed: ns->error says why */
+    } else if (get->type == REDIS_REPLY_ERROR && cli_is_noauth(get->str)) {
         ns->state = ST_ERROR;
+        auth_error(ns->error, sizeof ns->error, get->str, get->len, CLI_FIX_NOAUTH);
     } else if (get->type == REDIS_REPLY_ERROR) {
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "GET: %.*s", (int)get->len, get->str);
@@ -167,11 +348,14 @@ void status_probe(const cli_common *common, const char *url, const char *key, si
         ns->state = ST_ERROR;
         snprintf(ns->error, sizeof ns->error, "unexpected reply type %d to GET (not a Redis server?)", get->type);
     }
-    if (ns->state != ST_ERROR)
-        probe_semaphore(ctx, key, key_len, ns);
     rl_reply_free(get);
     rl_reply_free(pttl);
     if (ns->state != ST_ERROR)
-        probe_rw(ctx, key, key_len, ns);
-    redisFree(ctx);
+        probe_semaphore(&pc, key, key_len, ns);
+    if (ns->state != ST_ERROR)
+        probe_rw(&pc, key, key_len, ns);
+    if (pc.ctx)
+        redisFree(pc.ctx);
+    if (router)
+        redlock_client_free(router);
 }
