@@ -126,6 +126,11 @@ def test_status_on_cluster_nodes(runner, clusters3):
         rc_, st = status_json(runner, nodes, lock)
         assert rc_ == 0 and st["state"] == "held" and st["holder_nodes"] == 3, st
         assert all(n["state"] == "held" for n in st["nodes"]), st
+        # a waiter queued for wake-up is found where the library queues it: {KEY}:wq, in the
+        # key's slot
+        waiter = runner.popen("run", "--fair", "-w", "30s", "--nodes", nodes, lock, "--", "true")
+        permits.append(waiter)
+        wait_for(lambda: status_json(runner, nodes, lock)[1]["waiters_queued"] == 1, what="the waiter queued")
         wait_for(lambda: status_json(runner, nodes, sem)[1].get("semaphore", {}).get("permits_held") == 2,
                  what="two permits held")
         r = status(runner, nodes, sem)
