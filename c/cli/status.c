@@ -251,9 +251,10 @@ static void print_waiters(const waiters_seen *w, int rw)
     printf("%lld waiter%s seen (", w->seen, w->seen == 1 ? "" : "s");
     if (w->queued)
         printf("%lld queued for wake-up%s", w->queued, w->intent ? ", " : "");
+    /* Exclusive waiters that poll share one intent: one seen, however many. */
     if (w->intent)
-        printf("%s", rw ? "a writer's intent" : "an exclusive waiter's mark");
-    printf("); waiters that poll (the default) register nowhere and are not visible\n");
+        printf("%s", rw ? "a writer that polls, by its intent" : "an exclusive waiter that polls, by its mark");
+    printf("); %swaiters that poll (the default) register nowhere and are not visible\n", w->intent ? "other " : "");
 }
 
 static void print_json(const char *resource, const char *key, size_t key_len, const node_state *ns,
