@@ -39,7 +39,7 @@ var (
 	ErrLost         error = newSentinel(C.REDLOCK_ELOST)        // the lock was no longer ours on a majority
 	ErrTimeout      error = newSentinel(C.REDLOCK_ETIMEDOUT)    // the wait deadline passed
 	ErrIO           error = newSentinel(C.REDLOCK_EIO)          // I/O error talking to nodes
-	ErrServer       error = newSentinel(C.REDLOCK_ESERVER)      // error reply (NOPERM, READONLY, OOM...)
+	ErrServer       error = newSentinel(C.REDLOCK_ESERVER)      // error reply (READONLY, OOM...)
 	ErrAuth         error = newSentinel(C.REDLOCK_EAUTH)        // authentication failed
 	ErrTLS          error = newSentinel(C.REDLOCK_ETLS)         // TLS failure
 	ErrNotSupported error = newSentinel(C.REDLOCK_ENOTSUP)      // not supported by this build or the nodes
@@ -50,6 +50,11 @@ var (
 	// reached (connections refused, names that do not resolve, connects
 	// timing out) for WithUnreachableTimeout. The detail names each node.
 	ErrUnreachable error = newSentinel(C.REDLOCK_EUNREACHABLE)
+	// ErrPermission: a node refused a command the lock needs: its ACL
+	// user lacks it (NOPERM), or the command is disabled or renamed there.
+	// The client finds out on connecting, before it takes a lock it could
+	// not release. The detail names the node and the command.
+	ErrPermission error = newSentinel(C.REDLOCK_EPERM)
 
 	// ErrClosed is returned by every operation after Client.Close, and by
 	// a LockContext that Close interrupted.
@@ -72,7 +77,7 @@ var sentinels = map[int]error{}
 func init() {
 	for _, e := range []error{ErrInvalid, ErrNoMemory, ErrNotAcquired, ErrNoQuorum, ErrExpired,
 		ErrLost, ErrTimeout, ErrIO, ErrServer, ErrAuth, ErrTLS, ErrNotSupported, ErrCanceled,
-		ErrLimit, ErrState, ErrUnreachable} {
+		ErrLimit, ErrState, ErrUnreachable, ErrPermission} {
 		sentinels[e.(*codeError).code] = e
 	}
 }

@@ -36,15 +36,17 @@ typedef enum redlock_error_code {
     REDLOCK_ELOST        = -6,  /* the lock is no longer ours on a majority */
     REDLOCK_ETIMEDOUT    = -7,  /* the wait deadline passed */
     REDLOCK_EIO          = -8,  /* I/O error talking to nodes */
-    REDLOCK_ESERVER      = -9,  /* server error reply (NOPERM, READONLY, OOM...) */
+    REDLOCK_ESERVER      = -9,  /* server error reply (READONLY, OOM...) */
     REDLOCK_EAUTH        = -10, /* authentication failed */
     REDLOCK_ETLS         = -11, /* TLS failure */
     REDLOCK_ENOTSUP      = -12, /* not supported */
     REDLOCK_ECANCELED    = -13, /* cancelled by redlock_lock_cancel() or a signal */
     REDLOCK_ELIMIT       = -14, /* extension bound reached (max_extensions, max_hold_ms) */
     REDLOCK_ESTATE       = -15, /* the call does not fit the lock's state (e.g. release of a lock not held) */
-    REDLOCK_EUNREACHABLE = -16  /* no quorum of nodes could be reached (refused, unresolvable name,
+    REDLOCK_EUNREACHABLE = -16, /* no quorum of nodes could be reached (refused, unresolvable name,
                                  * connect timeout) for redlock_options.unreachable_ms */
+    REDLOCK_EPERM        = -17  /* a node refused a command the lock needs: an ACL without it
+                                 * (NOPERM), or the command disabled or renamed */
 } redlock_error_code;
 
 /* Limits enforced on input; exceeding one gives REDLOCK_EINVAL. */

@@ -23,18 +23,40 @@ static int64_t unreachable_bound_us(const redlock_options *o)
     return (int64_t)base * REDLOCK_UNREACHABLE_CONNECTS * 1000;
 }
 
+/* How many of the client's nodes the last attempt could not reach (conn.c
+ * marks those it could not connect to). */
+static size_t unreachable_nodes(const redlock_lock *lock)
+{
+    size_t down = 0;
+    for (size_t i = 0; i < lock->client->n; i++)
+        down += lock->report[i].unreachable;
+    return down;
+}
+
+/* The wait ends with REDLOCK_EUNREACHABLE, naming each unreachable node. */
+static int fail_unreachable(redlock_lock *lock, int64_t for_us, uint64_t attempts, size_t down)
+{
+    redlock_client *c = lock->client;
+    char msg[RL_MSG_MAX];
+    rl_fmt(msg, sizeof msg, "no quorum of nodes reachable for %lld ms (%llu attempt%s): %zu of %zu nodes unreachable, "
+           "%d reachable needed",
+           (long long)(for_us / 1000), (unsigned long long)attempts, attempts == 1 ? "" : "s", down, c->n, c->quorum);
+    for (size_t i = 0; i < c->n; i++)
+        if (lock->report[i].unreachable)
+            rl_append(msg, sizeof msg, "; %s: %s", c->nodes[i].ep.display, lock->report[i].msg);
+    return rl_lock_err(lock, REDLOCK_EUNREACHABLE, "%s", msg);
+}
+
 /* After a failed attempt of a wait: 1 when no attempt has reached a quorum
- * of nodes (conn.c marks those it could not connect to) since *reached_us
- * for longer than the bound, with the error naming each unreachable node;
- * else 0, and *reached_us moves on if this attempt reached a quorum. A busy
- * lock, a node that answers with an error and a slow node never count:
- * only a wait that can never end by itself stops. */
+ * of nodes since *reached_us for longer than the bound, with the error
+ * naming each unreachable node; else 0, and *reached_us moves on if this
+ * attempt reached a quorum. A busy lock, a node that answers with an error
+ * and a slow node never count: only a wait that can never end by itself
+ * stops. */
 static int unreachable_too_long(redlock_lock *lock, int64_t *reached_us, uint64_t attempts)
 {
     redlock_client *c = lock->client;
-    size_t down = 0;
-    for (size_t i = 0; i < c->n; i++)
-        down += lock->report[i].unreachable;
+    size_t down = unreachable_nodes(lock);
     int64_t now = rl_now_us(), bound = unreachable_bound_us(&c->opts);
     if ((int)(c->n - down) >= c->quorum) {
         *reached_us = now;
@@ -42,15 +64,7 @@ static int unreachable_too_long(redlock_lock *lock, int64_t *reached_us, uint64_
     }
     if (bound < 0 || now - *reached_us < bound)
         return 0;
-    char msg[RL_MSG_MAX];
-    rl_fmt(msg, sizeof msg, "no quorum of nodes reachable for %lld ms (%llu attempt%s): %zu of %zu nodes unreachable, "
-           "%d reachable needed",
-           (long long)((now - *reached_us) / 1000), (unsigned long long)attempts, attempts == 1 ? "" : "s", down, c->n,
-           c->quorum);
-    for (size_t i = 0; i < c->n; i++)
-        if (lock->report[i].unreachable)
-            rl_append(msg, sizeof msg, "; %s: %s", c->nodes[i].ep.display, lock->report[i].msg);
-    rl_lock_err(lock, REDLOCK_EUNREACHABLE, "%s", msg);
+    fail_unreachable(lock, now - *reached_us, attempts, down);
     return 1;
 }
 
@@ -299,7 +313,13 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
         return 0;
     }
     if (n >= s->max_attempts) {
-        if (n > 1)
+        /* Out of attempts with no quorum of nodes reachable: naming them
+         * says more than "no quorum", and the same as a wait bounded by
+         * time says once unreachable_ms has passed. */
+        size_t down = unreachable_nodes(lock);
+        if (n > 1 && (int)(lock->client->n - down) < lock->client->quorum)
+            *rc = fail_unreachable(lock, rl_now_us() - s->start, n, down);
+        else if (n > 1)
             rl_append(rl_errbuf(lock), RL_MSG_MAX, " (after %llu attempts)", (unsigned long long)n);
         return 0;
     }

@@ -67,13 +67,16 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
         rl_emit_acquire_done(lock, 0, call_us);
         return 0;
     }
-    int hard = t.auth + t.server + t.io + t.tls;
+    int hard = t.auth + t.perm + t.server + t.io + t.tls;
     if (code == REDLOCK_EEXPIRED)
         rl_lock_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift "
                     "allowance %lld ms)", t.yes, r->n, (long long)((now - r->start_us) / 1000), ttl_ms,
                     (long long)(rl_drift_us(lock, ttl_ms) / 1000));
     else if (code == REDLOCK_ENOTACQUIRED)
         rl_lock_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r->n, c->quorum);
+    else if (code == REDLOCK_EAUTH || code == REDLOCK_EPERM)
+        rl_lock_err(lock, code, "%s: %d of %zu nodes refused the client (%d granted, %d needed)",
+                    redlock_strerror(code), t.auth + t.perm, r->n, t.yes, c->quorum);
     else
         rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
                     code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r->n, c->quorum, hard);

@@ -15,6 +15,7 @@ rl_tally rl_tally_of(const rl_outcome *out, size_t n)
         case RL_YES: t.yes++; break;
         case RL_NO: t.no++; break;
         case RL_ERR_AUTH: t.auth++; break;
+        case RL_ERR_PERM: t.perm++; break;
         case RL_ERR_SERVER: t.server++; break;
         case RL_ERR_TLS: t.tls++; break;
         case RL_UNSENT: t.unsent++; break;
@@ -26,13 +27,21 @@ rl_tally rl_tally_of(const rl_outcome *out, size_t n)
 
 int rl_failure_code(const rl_tally *t)
 {
-    if (t->tls > t->auth && t->tls > t->server && t->tls > t->io)
+    int refused = t->auth + t->perm;
+    if (t->tls > refused && t->tls > t->server && t->tls > t->io)
         return REDLOCK_ETLS;
-    if (t->auth > t->server && t->auth > t->io && t->auth > t->tls)
-        return REDLOCK_EAUTH;
-    if (t->server > t->auth && t->server > t->io && t->server > t->tls)
+    if (refused > t->server && refused > t->io && refused > t->tls)
+        return t->auth >= t->perm ? REDLOCK_EAUTH : REDLOCK_EPERM;
+    if (t->server > refused && t->server > t->io && t->server > t->tls)
         return REDLOCK_ESERVER;
     return REDLOCK_ENOQUORUM;
+}
+
+int rl_refusal_code(const rl_tally *t, size_t n, int quorum)
+{
+    if (t->auth + t->perm <= (int)n - quorum)
+        return 0;
+    return t->auth >= t->perm ? REDLOCK_EAUTH : REDLOCK_EPERM;
 }
 
 int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid_until_us, int64_t now_us)
@@ -40,11 +49,21 @@ int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid
     rl_tally t = rl_tally_of(out, n);
     if (t.yes >= quorum)
         return valid_until_us > now_us ? 0 : REDLOCK_EEXPIRED;
+    /* Nodes that refuse the client (a password, a command) will refuse
+     * every attempt: when they alone rule a quorum out, that is the answer,
+     * whatever the others said. A minority of them is only named. */
+    int refused = rl_refusal_code(&t, n, quorum);
+    if (refused)
+        return refused;
     /* Contention only when the refusals alone rule a quorum out: otherwise
      * the nodes that failed (or were never heard) made the difference, and
      * calling that "held by another owner" would hide an outage. */
     if (t.no > (int)n - quorum)
         return REDLOCK_ENOTACQUIRED;
+    /* A minority that refuses the client must not end a wait that the
+     * others can still win: it counts as a node that failed. */
+    t.io += t.auth + t.perm;
+    t.auth = t.perm = 0;
     return rl_failure_code(&t);
 }
 
@@ -56,7 +75,8 @@ int rl_decide_extend(const rl_outcome *out, size_t n, int quorum, int64_t decide
         return decided_us < valid_until_us ? 0 : REDLOCK_EEXPIRED;
     if (t.yes + unknown < quorum)
         return REDLOCK_ELOST;   /* certain: too many nodes said "not ours" */
-    return rl_failure_code(&t);
+    int refused = rl_refusal_code(&t, n, quorum);
+    return refused ? refused : rl_failure_code(&t);
 }
 
 int rl_decide_release(const rl_outcome *out, size_t n, int quorum)
@@ -67,7 +87,8 @@ int rl_decide_release(const rl_outcome *out, size_t n, int quorum)
         return 0;
     if (t.yes + unknown < quorum)
         return REDLOCK_ELOST;
-    return rl_failure_code(&t);
+    int refused = rl_refusal_code(&t, n, quorum);
+    return refused ? refused : rl_failure_code(&t);
 }
 
 int rl_round_wait_set(const rl_outcome *out, size_t n, int quorum, int acquire, unsigned char *wait)

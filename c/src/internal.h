@@ -76,6 +76,7 @@ typedef enum rl_outcome {
     RL_ERR_TIMEOUT,  /* no reply before the node's deadline */
     RL_ERR_DOWN,     /* skipped: node in reconnect backoff */
     RL_ERR_TLS,      /* TLS handshake or certificate failure */
+    RL_ERR_PERM,     /* a command refused: NOPERM, unknown (disabled or renamed) command */
     RL_UNSENT        /* the round was decided before this node was needed */
 } rl_outcome;
 
@@ -96,10 +97,13 @@ void rl_client_unref(redlock_client *client);
 int rl_check_options(const redlock_options *o, char *err, size_t errsize);
 
 /* ---- decide.c: the decisions, pure functions of the outcomes ---- */
-typedef struct rl_tally { int yes, no, auth, server, io, tls, unsent; } rl_tally;
+typedef struct rl_tally { int yes, no, auth, perm, server, io, tls, unsent; } rl_tally;
 rl_tally rl_tally_of(const rl_outcome *out, size_t n);
 /* The code for "too many nodes failed to answer": the commonest cause. */
 int rl_failure_code(const rl_tally *t);
+/* REDLOCK_EAUTH or REDLOCK_EPERM when the nodes that refuse the client
+ * (authentication, a refused command) alone rule a quorum out, else 0. */
+int rl_refusal_code(const rl_tally *t, size_t n, int quorum);
 /* 0 when held: a quorum said OK and the validity end is still ahead. */
 int rl_decide_acquire(const rl_outcome *out, size_t n, int quorum, int64_t valid_until_us, int64_t now_us);
 /* 0 when a quorum confirmed before the old validity ended. */

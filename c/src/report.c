@@ -52,6 +52,7 @@ static const char *outcome_word(rl_outcome o)
     case RL_NO: return "refused";
     case RL_ERR_SERVER: return "server error";
     case RL_ERR_AUTH: return "auth error";
+    case RL_ERR_PERM: return "command refused";
     case RL_ERR_IO: return "I/O error";
     case RL_ERR_TIMEOUT: return "timeout";
     case RL_ERR_DOWN: return "down";
@@ -82,6 +83,7 @@ static int node_outcome(const rl_round *r, const rl_outcome *out, size_t i, int 
     case RL_NO: return REDLOCK_NODE_REFUSED;
     case RL_ERR_SERVER: *code = REDLOCK_ESERVER; return REDLOCK_NODE_ERROR;
     case RL_ERR_AUTH: *code = REDLOCK_EAUTH; return REDLOCK_NODE_ERROR;
+    case RL_ERR_PERM: *code = REDLOCK_EPERM; return REDLOCK_NODE_ERROR;
     case RL_ERR_IO: *code = REDLOCK_EIO; return REDLOCK_NODE_ERROR;
     case RL_ERR_TLS: *code = REDLOCK_ETLS; return REDLOCK_NODE_ERROR;
     case RL_ERR_TIMEOUT: *code = REDLOCK_ETIMEDOUT; return REDLOCK_NODE_TIMEOUT;
@@ -253,7 +255,7 @@ void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const 
     if (r) {
         for (size_t i = 0; i < r->n; i++) {
             rl_outcome o = out[i];
-            rtts[i] = o == RL_YES || o == RL_NO || o == RL_ERR_SERVER || o == RL_ERR_AUTH ? r->rtt_us[i] : -1;
+            rtts[i] = o == RL_YES || o == RL_NO || o == RL_ERR_SERVER || o == RL_ERR_AUTH || o == RL_ERR_PERM ? r->rtt_us[i] : -1;
         }
         ev.node_rtts_us = rtts;
     }

@@ -99,6 +99,7 @@ static const struct {
     { REDLOCK_ELIMIT, "REDLOCK_ELIMIT", "extension limit reached" },
     { REDLOCK_ESTATE, "REDLOCK_ESTATE", "operation does not fit the lock's state" },
     { REDLOCK_EUNREACHABLE, "REDLOCK_EUNREACHABLE", "no quorum of nodes could be reached" },
+    { REDLOCK_EPERM, "REDLOCK_EPERM", "a node refused a command the lock needs" },
 };
 
 const char *redlock_strerror(int code)
@@ -119,8 +120,9 @@ const char *redlock_error_name(int code)
 
 /* Failures that another attempt may not meet: the lock is held, too few
  * nodes answered in time, the validity ran out during the round, or a node
- * failed. Everything else (bad arguments, auth, TLS, a cancel, a wait that
- * gave up, nodes unreachable for too long) a retry cannot fix. */
+ * failed. Everything else (bad arguments, auth, a refused command, TLS, a
+ * cancel, a wait that gave up, nodes unreachable for too long) a retry
+ * cannot fix. */
 int redlock_error_is_retryable(int code)
 {
     return code == REDLOCK_ENOTACQUIRED || code == REDLOCK_ENOQUORUM || code == REDLOCK_EEXPIRED ||

@@ -96,10 +96,10 @@ static void test_eval_mode_minimal(void)
     CHECK(keys_on(3) == 0);
     CHECK(acl_log_empty());
 
-    /* outside the key pattern: a clean NOPERM */
+    /* outside the key pattern: a clean NOPERM, a refusal (REDLOCK_EPERM) */
     redlock_client *other = client_as("evaluser:Eval-pw-1", "other:", 0);
     CHECK_RC(redlock_lock_new(&l, other, uniq("eval-key")), 0);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_ESERVER);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_EPERM);
     CHECK(strstr(redlock_lock_errmsg(l), "NOPERM") != NULL);
     CHECK(strstr(redlock_lock_errmsg(l), "Eval-pw-1") == NULL);
     CHECK(!redlock_lock_is_held(l));
@@ -114,7 +114,7 @@ static void test_function_mode(void)
     /* loading needs FUNCTION LOAD: a lock user cannot, and the error says so per node */
     all_nodes("ACL SETUSER fnuser reset on '>Fn-pw-2' '~lock:*' +fcall +set +get +del +pexpire +ping");
     redlock_client *c = client_as("fnuser:Fn-pw-2", "lock:", REDLOCK_OPT_FUNCTIONS);
-    CHECK_RC(redlock_client_load_functions(c, err, sizeof err), REDLOCK_ESERVER);
+    CHECK_RC(redlock_client_load_functions(c, err, sizeof err), REDLOCK_EPERM);
     CHECK(strstr(err, "0 of 3") != NULL && strstr(err, "NOPERM") != NULL && strstr(err, "Fn-pw-2") == NULL);
     CHECK(strstr(err, "fnuser:***@") != NULL);
 
@@ -148,15 +148,20 @@ static void test_function_mode(void)
     CHECK(EVENTUALLY(keys_on(3) == 0, 5000, "no key left"));
     CHECK(acl_log_empty());
 
-    /* the same user in EVAL mode: SET works, the scripts are refused with NOPERM */
+    /* the same user in EVAL mode: SET would work, but the scripts that
+     * release and extend are refused with NOPERM. The client finds out on
+     * connecting, before its SET can take a lock it could not release. */
     redlock_client *evalc = client_as("fnuser:Fn-pw-2", "lock:", 0);
     CHECK_RC(redlock_lock_new(&l, evalc, uniq("fn-user-eval")), 0);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), REDLOCK_ESERVER);
-    CHECK(strstr(redlock_lock_errmsg(l), "NOPERM") != NULL);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESERVER);
-    CHECK(strstr(redlock_lock_errmsg(l), "NOPERM") != NULL && strstr(redlock_lock_errmsg(l), "eval") != NULL);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_EPERM);
+    CHECK(strstr(redlock_lock_errmsg(l), "NOPERM") != NULL && strstr(redlock_lock_errmsg(l), "evalsha") != NULL);
     CHECK(strstr(redlock_lock_errmsg(l), "Fn-pw-2") == NULL);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(keys_on(3) == 0);
+    /* a wait ends at once too: refused on every node, not held elsewhere */
+    double t0 = now_ms();
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, 5000), REDLOCK_EPERM);
+    CHECK(now_ms() - t0 < 1000);
     redlock_lock_free(l);
     redlock_client_free(evalc);
     all_nodes("FLUSHALL");
@@ -165,9 +170,10 @@ static void test_function_mode(void)
     all_nodes("ACL SETUSER fcallonly reset on '>Fn-pw-3' '~lock:*' +fcall +set +ping");
     redlock_client *bare = client_as("fcallonly:Fn-pw-3", "lock:", REDLOCK_OPT_FUNCTIONS);
     CHECK_RC(redlock_lock_new(&l, bare, uniq("fcall-only")), 0);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESERVER);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_EPERM);
     CHECK(strstr(redlock_lock_errmsg(l), "script") != NULL);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(keys_on(3) == 0);   /* found out before its SET: nothing it could not release */
     redlock_lock_free(l);
     redlock_client_free(bare);
     all_nodes("FLUSHALL");

@@ -46,8 +46,9 @@ static void test_noperm_and_auth(void)
     CHECK(c != NULL);
     redlock_lock *l;
     CHECK_RC(redlock_lock_new(&l, c, uniq("noperm")), 0);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), REDLOCK_ESERVER);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), REDLOCK_EPERM);
     CHECK(strstr(redlock_lock_errmsg(l), "NOPERM") != NULL);
+    CHECK(strstr(redlock_lock_errmsg(l), "'set'") != NULL);
     CHECK(strstr(redlock_lock_errmsg(l), "s3cret-pw") == NULL);
     CHECK(!redlock_lock_is_held(l));
     redlock_lock_free(l);
@@ -57,7 +58,7 @@ static void test_noperm_and_auth(void)
     CHECK(ctl(NULL, 0, "cmd 0 ACL SETUSER locker +set") == 0);
     c = client_for(urls, 3);
     CHECK_RC(redlock_lock_new(&l, c, uniq("noperm2")), 0);
-    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), REDLOCK_ESERVER);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), REDLOCK_EPERM);
     /* node 0's key was released, by a clean-up that waits for no reply:
      * wait for its effect, well within the TTL */
     CHECK(EVENTUALLY(keys_on(3) == 0, 15000, "the clean-up on node 0"));

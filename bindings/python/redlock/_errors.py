@@ -83,7 +83,7 @@ class RedlockIOError(RedlockError, OSError):
 
 
 class ServerError(RedlockError):
-    """REDLOCK_ESERVER: a node answered with an error (NOPERM, READONLY, OOM...)."""
+    """REDLOCK_ESERVER: a node answered with an error (READONLY, OOM...)."""
     code = lib.REDLOCK_ESERVER
 
 
@@ -118,11 +118,19 @@ class LockStateError(RedlockError, RuntimeError):
     code = lib.REDLOCK_ESTATE
 
 
+class PermissionDenied(RedlockError, PermissionError):
+    """REDLOCK_EPERM: a node refused a command the lock needs: its ACL user lacks it
+    (NOPERM), or the command is disabled or renamed there. The client finds out on
+    connecting, before it takes a lock it could not release. The detail names the node
+    and the command. A RedlockError, and a built-in PermissionError."""
+    code = lib.REDLOCK_EPERM
+
+
 _BY_CODE: Dict[int, Type[RedlockError]] = {
     cls.code: cls
     for cls in (InvalidArgument, RedlockMemoryError, LockNotAcquired, QuorumError, LockExpired,
                 LockLost, LockTimeout, RedlockIOError, ServerError, AuthError, TLSError,
-                NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable)
+                NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable, PermissionDenied)
 }
 
 

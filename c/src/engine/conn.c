@@ -35,8 +35,47 @@ static rl_req *push_setup(rl_conn *c, int kind, int64_t now)
     return e;
 }
 
-/* CLOSED -> CONNECTING, with AUTH and SELECT queued first. 0, or -1 with
- * the reason in msg. */
+/* The probe: the release this client would send, on a key no lock uses,
+ * with a value nobody holds (so it only reads). It runs before any of the
+ * client's commands on a new connection, and nothing goes until it has
+ * answered (the gate, flush): a node that refuses the client (no password,
+ * a wrong one, an ACL without EVALSHA or FCALL, the command renamed or
+ * disabled) is found out before a plain SET takes a lock there that could
+ * not then be released or extended. Its few arguments also get through to
+ * a server that wants a password, which closes the connection of an
+ * unauthenticated client that sends more than 10, as a lock's scripts do:
+ * its NOAUTH says why. A refusal to touch the probe's key says nothing of
+ * the lock's keys (an ACL may allow only those), so it is let through. */
+static int append_probe(redlock_client *cl, redisContext *ctx)
+{
+    char key[REDLOCK_MAX_PREFIX_LEN + 32], wq[sizeof key + 3], wl[sizeof key + 3];
+    rl_fmt(key, sizeof key, "%.*s{redlock:probe}", (int)cl->prefix_len, cl->prefix ? cl->prefix : "");
+    rl_fmt(wq, sizeof wq, "%s:wq", key);
+    rl_fmt(wl, sizeof wl, "%s:wl", key);
+    if (cl->opts.flags & REDLOCK_OPT_FUNCTIONS)
+        return redisAppendCommand(ctx, "FCALL redlock_release 3 %s %s %s redlock-probe 0 %s", key, wq, wl, "");
+    return redisAppendCommand(ctx, "EVALSHA %s 3 %s %s %s redlock-probe 0 %s", rl_sha_release, key, wq, wl, "");
+}
+
+/* 1 if the probe's reply lets the client's commands go; else 0 with the
+ * node's outcome and message. */
+static int probe_passed(const redisReply *rep, rl_outcome *out, char *msg, size_t size)
+{
+    if (rep->type != REDIS_REPLY_ERROR)
+        return 1;
+    /* NOSCRIPT: EVALSHA is allowed, the script goes as EVAL when needed;
+     * MOVED, ASK and the like: the ACL had passed it (it is checked first). */
+    char part[RL_NODE_MSG_MAX];
+    rl_outcome o = rl_proto_error(rep->str, part, sizeof part);
+    if (o == RL_ERR_SERVER || (o == RL_ERR_PERM && strstr(rep->str, "permissions to access") != NULL))
+        return 1;
+    *out = o;
+    rl_fmt(msg, size, "%s", part);
+    return 0;
+}
+
+/* CLOSED -> CONNECTING, with AUTH, SELECT and the probe queued first, and
+ * the gate shut behind them. 0, or -1 with the reason in msg. */
 static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_t msgsize)
 {
     rl_node *node = rl_nodeat(cl, i);
@@ -51,6 +90,12 @@ static int conn_open(redlock_client *cl, size_t i, int64_t now, char *msg, size_
         ok = rl_conn_append_auth(node, c->ctx) == REDIS_OK && push_setup(c, RL_REQ_AUTH, now);
     if (ok && node->ep.db)
         ok = redisAppendCommand(c->ctx, "SELECT %d", node->ep.db) == REDIS_OK && push_setup(c, RL_REQ_SELECT, now);
+    if (ok)
+        ok = append_probe(cl, c->ctx) == REDIS_OK && push_setup(c, RL_REQ_PROBE, now);
+    if (ok) {
+        c->gated = 1;
+        c->gate_bytes = sdslen(c->ctx->obuf);
+    }
     if (!ok) {
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "out of memory");
         rl_fmt(msg, msgsize, "out of memory");
@@ -88,6 +133,32 @@ static void io_fail(redlock_client *cl, size_t i, const char *what)
     rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, msg);
 }
 
+/* Writes what is buffered before the gate (the setup commands and the
+ * probe) and holds back the rest: hiredis writes its whole buffer, so it
+ * is given only the part before the gate. */
+static int write_gated(redisContext *ctx, rl_conn *c, int *done)
+{
+    sds all = ctx->obuf;
+    size_t total = sdslen(all), g = c->gate_bytes < total ? c->gate_bytes : total;
+    sds head = sdsnewlen(all, g), rest = sdsnewlen(all + g, total - g);
+    if (!head || !rest) {
+        sdsfree(head);
+        sdsfree(rest);
+        return REDIS_ERR;
+    }
+    ctx->obuf = head;
+    sdsfree(all);
+    int rc = redisBufferWrite(ctx, done);
+    c->gate_bytes = sdslen(ctx->obuf);
+    sds joined = sdscatsds(ctx->obuf, rest);
+    sdsfree(rest);
+    if (!joined)
+        return REDIS_ERR;
+    ctx->obuf = joined;
+    *done = c->gate_bytes == 0;
+    return rc;
+}
+
 /* Writes what is buffered, as far as the socket takes it: 0, or -1 once
  * the connection has been closed. */
 static int flush(redlock_client *cl, size_t i)
@@ -98,7 +169,7 @@ static int flush(redlock_client *cl, size_t i)
     int done = 0;
     if (c->ssl)
         ERR_clear_error();
-    if (redisBufferWrite(c->ctx, &done) == REDIS_ERR) {
+    if ((c->gated ? write_gated(c->ctx, c, &done) : redisBufferWrite(c->ctx, &done)) == REDIS_ERR) {
         io_fail(cl, i, "write");
         return -1;
     }
@@ -179,11 +250,24 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         int auth = e->kind == RL_REQ_AUTH;
         rl_fifo_pop(c);
         if (err) {
-            char msg[RL_NODE_MSG_MAX];
-            rl_fmt(msg, sizeof msg, "%s: %.120s", auth ? "AUTH" : "SELECT", rep->str);
-            rl_conn_transition(cl, i, RL_CONN_CLOSED,
-                               auth || rl_proto_is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, msg);
+            char msg[RL_NODE_MSG_MAX], part[RL_NODE_MSG_MAX - 8];
+            rl_outcome o = rl_proto_error(rep->str, part, sizeof part);
+            rl_fmt(msg, sizeof msg, "%s: %s", auth ? "AUTH" : "SELECT", part);
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, auth ? RL_ERR_AUTH : o, msg);
         }
+        return;
+    }
+    if (e->kind == RL_REQ_PROBE) {
+        rl_outcome o;
+        char msg[RL_NODE_MSG_MAX];
+        rl_fifo_pop(c);
+        if (!probe_passed(rep, &o, msg, sizeof msg)) {
+            rl_conn_transition(cl, i, RL_CONN_CLOSED, o, msg);
+            return;
+        }
+        c->gated = 0;   /* the gate opens: read_replies flushes what waited */
+        c->gate_bytes = 0;
+        c->wpending = sdslen(c->ctx->obuf) > 0;
         return;
     }
     rl_round *r = e->round;

@@ -83,6 +83,8 @@ void rl_conn_transition(redlock_client *cl, size_t i, rl_conn_state to, rl_outco
     close_socket(c);
     c->state = RL_CONN_CLOSED;
     c->wpending = 0;
+    c->gated = 0;
+    c->gate_bytes = 0;
     c->scripts_sent = 0;
 }
 
@@ -97,6 +99,8 @@ static void forget(rl_conn *c)
     c->ssl = NULL;
     c->state = RL_CONN_CLOSED;
     c->wpending = 0;
+    c->gated = 0;
+    c->gate_bytes = 0;
     c->scripts_sent = 0;
 }
 
@@ -131,7 +135,7 @@ int rl_conn_needs_driving(const redlock_client *cl, size_t i)
 {
     const rl_conn *c = rl_nodeat(cl, i)->conn;
     return c && (c->state == RL_CONN_CONNECTING || c->state == RL_CONN_HANDSHAKE ||
-                 (c->state == RL_CONN_READY && c->wpending));
+                 (c->state == RL_CONN_READY && (c->wpending || c->gated)));   /* gated: the probe's reply opens it */
 }
 
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)

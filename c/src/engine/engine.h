@@ -70,6 +70,11 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
 void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep);
 /* 1 if an error reply says authentication is missing or wrong. */
 int rl_proto_is_auth_error(const char *err);
+/* What an error reply means for its node: RL_ERR_AUTH (no password, a wrong
+ * one), RL_ERR_PERM (NOPERM, a disabled or renamed command) or
+ * RL_ERR_SERVER; msg gets the reply, cut at a word if it must be, and the
+ * fix where one is known. */
+rl_outcome rl_proto_error(const char *err, char *msg, size_t size);
 
 /* ---- conn.c ---- */
 typedef enum rl_conn_state {
@@ -79,7 +84,8 @@ typedef enum rl_conn_state {
     RL_CONN_READY         /* commands are written and replies matched, in order */
 } rl_conn_state;
 
-enum { RL_REQ_AUTH = 1, RL_REQ_SELECT, RL_REQ_CMD, RL_REQ_MAP /* CLUSTER NODES (route.c) */ };
+enum { RL_REQ_AUTH = 1, RL_REQ_SELECT, RL_REQ_CMD, RL_REQ_MAP /* CLUSTER NODES (route.c) */,
+       RL_REQ_PROBE /* may this client release here? (conn.c) */ };
 
 /* One command a connection has been handed and owes a reply to. */
 typedef struct rl_req {
@@ -124,7 +130,9 @@ struct rl_conn {
     rl_req *q;                 /* ring of owed replies: q[(head + k) % cap] */
     uint32_t head, len, cap;
     uint64_t seq0;             /* sequence number of q[head] */
-    int wpending;              /* output not fully written */
+    int wpending;              /* output not fully written (and may be written now) */
+    int gated;                 /* the probe's answer awaited: what follows it is held back */
+    size_t gate_bytes;         /* while gated, the bytes before the gate still to write */
     uint32_t gen;              /* counts opens: poll results name the socket they are for */
     uint32_t late_cmds;        /* owed replies with a leave or release waiting on them */
     unsigned char tagged;      /* a cluster node's: auxiliary keys share the key's slot (slotmap.c) */

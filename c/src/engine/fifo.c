@@ -70,7 +70,7 @@ rl_req *rl_fifo_enqueue(rl_conn *c, const char *buf, size_t len, int64_t now)
     }
     e->kind = RL_REQ_CMD;
     e->sent_us = now;
-    c->wpending = 1;
+    c->wpending = !c->gated || c->gate_bytes > 0;   /* behind the gate, it waits for the probe */
     return e;
 }
 

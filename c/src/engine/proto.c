@@ -291,6 +291,58 @@ int rl_proto_is_auth_error(const char *e)
     return strncmp(e, "NOAUTH", 6) == 0 || strncmp(e, "WRONGPASS", 9) == 0 || strstr(e, "password") != NULL;
 }
 
+/* e copied into buf of size, cut at a word with "..." when it does not fit
+ * beside room bytes (a fix said after it). */
+static void cut_words(char *buf, size_t size, const char *e, size_t room)
+{
+    size_t max = size > room + 16 ? size - room - 1 : size / 2, len = strlen(e);
+    if (len <= max) {
+        memcpy(buf, e, len + 1);
+        return;
+    }
+    size_t end = max > 3 ? max - 3 : 0;
+    while (end > max / 2 && e[end] != ' ')
+        end--;
+    while (end > 0 && (e[end - 1] == ' ' || e[end - 1] == ',' || e[end - 1] == ':'))
+        end--;
+    memcpy(buf, e, end);
+    memcpy(buf + end, "...", 4);
+}
+
+rl_outcome rl_proto_error(const char *e, char *msg, size_t size)
+{
+    const char *fix = NULL;
+    rl_outcome out = RL_ERR_SERVER;
+    if (strncmp(e, "NOAUTH", 6) == 0) {
+        out = RL_ERR_AUTH;
+        fix = "this node needs a password: add it to the URL as redis://:PASSWORD@host";
+    } else if (strncmp(e, "WRONGPASS", 9) == 0) {
+        out = RL_ERR_AUTH;
+        fix = "the user or password in the URL is refused";
+    } else if (strstr(e, "password") != NULL) {
+        out = RL_ERR_AUTH;
+        fix = strstr(e, "without any password") ? "this node has no password: leave it out of the URL" : NULL;
+    } else if (strncmp(e, "NOPERM", 6) == 0) {
+        out = RL_ERR_PERM;
+        fix = "grant it to the node's user (docs/security.md)";
+    } else if (strncmp(e, "ERR unknown command", 19) == 0) {
+        out = RL_ERR_PERM;
+        fix = "the command is disabled or renamed on this node";
+    } else if (strstr(e, "can't run this command") || strstr(e, "ACL failure in script") ||
+               strstr(e, "Unknown Redis command called from script") || strstr(e, "Unknown command called from script")) {
+        out = RL_ERR_PERM;   /* a command the script runs: denied, disabled or renamed */
+        fix = "the lock's scripts need GET, SET, DEL, PEXPIRE (docs/security.md)";
+    }
+    size_t room = fix ? strlen(fix) + 2 : 0;
+    cut_words(msg, size, e, room);
+    size_t len = strlen(msg);
+    if (fix && len && msg[len - 1] == '.' && (len < 3 || strcmp(msg + len - 3, "...") != 0))
+        msg[len - 1] = '\0';
+    if (fix)
+        rl_append(msg, size, ": %s", fix);
+    return out;
+}
+
 static void say(rl_parsed *p, rl_outcome out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(rl_parsed *p, rl_outcome out, const char *fmt, ...)
 {
@@ -481,7 +533,7 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
     if (via == RL_VIA_FCALL && strstr(rep->str, "Function not found"))
         say(p, RL_ERR_SERVER, "%.80s (load it with redlock_client_load_functions)", rep->str);
     else
-        say(p, rl_proto_is_auth_error(rep->str) ? RL_ERR_AUTH : RL_ERR_SERVER, "%.150s", rep->str);
+        p->out = rl_proto_error(rep->str, p->msg, sizeof p->msg);
 }
 
 /* ---- elections (election.c): KEYS K, K:leader, K:obs; ARGV as scripts.c says ---- */

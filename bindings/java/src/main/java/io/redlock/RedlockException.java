@@ -73,6 +73,7 @@ public class RedlockException extends ErrorCodes {
       case ELIMIT: return new ExtensionLimitException(n, t, d);
       case ESTATE: return new LockStateException(n, t, d);
       case EUNREACHABLE: return new NodesUnreachableException(n, t, d);
+      case EPERM: return new PermissionDeniedException(n, t, d);
       default: return new RedlockException(code, n, t, d);
     }
   }
