@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Issue 36: a node that refuses the client is never taken for a busy lock. Nodes that want a
 # password and get none (NOAUTH) or a wrong one (WRONGPASS) raise AuthError; an ACL user that
-# lacks scripting, or a node whose EVALSHA is disabled, raises PermissionDenied (REDLOCK_EPERM)
-# and leaves no lock key behind. Each primitive (mutex, mutex with wake-up, read lock, write
+# lacks scripting, or nodes whose EVAL and EVALSHA are disabled, raise PermissionDenied
+# (REDLOCK_EPERM) and leave no lock key behind. Each primitive (mutex, mutex with wake-up, read lock, write
 # lock, semaphore permit, multi-lock, election campaign), given a 10 s wait, must end within
 # 2 s with the cause in its message, when the refusing nodes alone rule out a quorum (3 of 3,
 # 2 of 3). One refusing node of three does not end the wait: with the lock free, it is taken.
@@ -91,13 +91,30 @@ def acl():
         yield c
 
 
+# Two rename-command lines: the harness's conf has one value per key, but a value's words are
+# passed as they are, so the second line rides on the first.
+NO_SCRIPTS = {"rename-command": ["EVALSHA", "", "--rename-command", "EVAL", ""]}
+
+
 @pytest.fixture(scope="module")
 def renamed():
-    """Three nodes started with EVALSHA disabled (rename-command EVALSHA "")."""
+    """Three nodes started with EVAL and EVALSHA disabled (rename-command ... "")."""
+    with nodes.Cluster(count=3, kind="mixed", conf=NO_SCRIPTS) as c:
+        for i in range(3):
+            for command in (["EVALSHA", "0" * 40, "0"], ["EVAL", "return 1", "0"]):
+                with pytest.raises(nodes.ReplyError, match="unknown command"):
+                    c.cmd(i, *command)   # the setup works: the command is gone
+        yield c
+
+
+@pytest.fixture(scope="module")
+def no_evalsha():
+    """Three nodes started with EVALSHA alone disabled (EVAL works)."""
     with nodes.Cluster(count=3, kind="mixed", conf={"rename-command": ["EVALSHA", ""]}) as c:
         for i in range(3):
-            with pytest.raises(nodes.ReplyError):
-                c.cmd(i, "EVALSHA", "0" * 40, "0")   # the setup works: the command is gone
+            with pytest.raises(nodes.ReplyError, match="unknown command"):
+                c.cmd(i, "EVALSHA", "0" * 40, "0")
+        assert c.cmd(0, "EVAL", "return 1", "0") == 1
         yield c
 
 
@@ -248,6 +265,18 @@ def _no_lock_keys(cluster, name, nodes_=None, bound=1.0):
     assert not found, f"lock keys left behind by a refused acquire: {found}"
 
 
+def _absent_for(cluster, i, name, seconds, what):
+    """Node i holds no key of the lock (fencing counters aside) for `seconds`: long enough for a
+    command the round sent and did not wait for to have arrived."""
+    deadline = time.monotonic() + seconds
+    while True:
+        keys = [k for k in cluster.keys(i, "*" + name + "*") if not k.endswith(":fencing")]
+        assert not keys, f"lock keys on {what} (node {i}): {keys}"
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+
+
 # --------------------------------------------------------------------------- passwords
 
 @pytest.mark.timeout(60)
@@ -277,7 +306,25 @@ def test_wrong_password_on_two_of_three_ends_the_wait(acl, primitive, name):
     err = _refused(primitive, urls, name, AuthError)
     assert WRONGPASS_RE.search(str(err)), err
     _names_a_node(err, acl, [1, 2])
-    _no_lock_keys(acl, name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("primitive", ["mutex", "semaphore"])
+def test_a_node_that_refused_the_password_runs_no_lock_command(acl, primitive, name):
+    """A node that answered AUTH with WRONGPASS must not run what the client sent after it. The
+    client sends AUTH and its first commands together; where the default user is open (as here,
+    and on any node without requirepass), the commands after a refused AUTH run as that user, so
+    today the node holds the lock (or a semaphore's :limit) that the client reported refused."""
+    urls = [_with_user(u, "one_wrongpw:" + PW) for u in acl.urls]
+    with _client(urls) as client:
+        release = PRIMITIVES[primitive](client, name)
+        try:
+            _absent_for(acl, 2, name, 0.3, "the node that refused the password")
+        finally:
+            release()
+    urls = [_with_user(u, "two_wrongpw:" + PW) for u in acl.urls]
+    _refused(primitive, urls, name + ":2", AuthError)
+    _no_lock_keys(acl, name + ":2")
 
 
 @pytest.mark.timeout(60)
@@ -301,7 +348,6 @@ def test_one_node_of_three_with_a_wrong_password_does_not_stop_a_free_lock(acl, 
         release = PRIMITIVES[primitive](client, name)
         elapsed = time.monotonic() - t0
         assert elapsed < PROMPT, f"{primitive}: a free lock took {elapsed:.2f} s with one refusing node"
-        assert not acl.keys(2, "*" + name + "*"), "a key on the node that refused the password"
         assert any(acl.keys(i, "*" + name + "*") for i in (0, 1)), "held, but no key on nodes 0, 1"
         release()
 
@@ -346,18 +392,39 @@ def test_acl_user_without_scripting_on_one_of_three_takes_a_free_lock(acl, primi
         elapsed = time.monotonic() - t0
         assert elapsed < PROMPT, f"{primitive}: a free lock took {elapsed:.2f} s with one refusing node"
         # The client knows node 2 could not release a lock, so it takes none there.
-        assert not [k for k in acl.keys(2, "*" + name + "*") if not k.endswith(":fencing")], \
-            "a lock key on the node whose user cannot run the release script"
+        _absent_for(acl, 2, name, 0.3, "the node whose user cannot run the release script")
         assert any(acl.keys(i, "*" + name + "*") for i in (0, 1)), "held, but no key on nodes 0, 1"
         release()
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("primitive", KINDS)
-def test_disabled_evalsha_raises_permission_denied(renamed, primitive, name):
+def test_disabled_scripting_commands_raise_permission_denied(renamed, primitive, name):
+    """EVAL and EVALSHA disabled. Today a mutex is taken (a plain SET) and its release then fails
+    on every node, leaving the key until its TTL; the scripted primitives wait out their wait."""
     err = _refused(primitive, renamed.urls, name, PermissionDenied)
     _check_permission_denied(err, renamed)
     _no_lock_keys(renamed, name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("primitive", ["mutex", "write", "semaphore", "multi", "campaign"])
+def test_disabled_evalsha_alone_works_or_is_refused_at_once(no_evalsha, primitive, name):
+    """EVALSHA disabled, EVAL not: the library can still run its scripts with EVAL (it does
+    today), so the lock either works, acquire and release, or is refused at once with
+    PermissionDenied; never a wait, never a key left."""
+    with _client(no_evalsha.urls) as client:
+        t0 = time.monotonic()
+        try:
+            release = PRIMITIVES[primitive](client, name)
+        except PermissionDenied as err:
+            assert time.monotonic() - t0 < PROMPT, err
+            _check_permission_denied(err, no_evalsha)
+        else:
+            assert time.monotonic() - t0 < PROMPT
+            release()
+    if primitive == "mutex":   # the others keep records beside the lock (:limit, :leader...)
+        _no_lock_keys(no_evalsha, name)
 
 
 def test_permission_denied_is_in_the_error_hierarchy():
@@ -386,7 +453,8 @@ def test_readonly_and_oom_stay_server_errors(name):
             err = lock.last_error
             assert isinstance(err, (redlock.ServerError, redlock.QuorumError)), repr(err)
             assert not isinstance(err, (PermissionDenied, AuthError)), repr(err)
-            results = lock.node_results
-            assert [r.code for r in results] == [redlock._lib.REDLOCK_ESERVER] * 3, results
-            assert "OOM" in results[0].message, results[0]
-            assert all("READONLY" in r.message for r in results[1:]), results
+            failed = [(i, r) for i, r in enumerate(lock.node_results) if r.outcome.name == "ERROR"]
+            assert len(failed) >= 2, lock.node_results     # a quorum's worth of failures decided it
+            for i, r in failed:
+                assert r.code == redlock._lib.REDLOCK_ESERVER, r
+                assert ("OOM" if i == 0 else "READONLY") in r.message, r
