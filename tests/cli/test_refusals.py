@@ -2,9 +2,10 @@
 # Issue 36: a node that refuses the client is never taken for a busy lock. `redlock run` (the
 # lock, which is the write side of the read-write lock; -s; -n 2; --also; --wake) and `redlock
 # elect` against nodes that want a password and get none or a wrong one, against an ACL user
-# without scripting, and against nodes whose EVALSHA is disabled: exit 69 (EX_UNAVAILABLE) with
-# the cause on stderr, within 2 s, with no --wait (forever) and with -w 10s. Never 75 ("held
-# elsewhere"), never a wait. One refusing node of three does not stop a free lock.
+# without scripting, and against nodes whose EVAL and EVALSHA are disabled: exit 69
+# (EX_UNAVAILABLE) with the cause on stderr, within 2 s, with no --wait (forever) and with
+# -w 10s. Never 75 ("held elsewhere"), never a wait. One refusing node of three does not stop a
+# free lock.
 #
 # Today (before the fix) the password cases never return without -w and exit 75 with -w 10s
 # after 10 s (Redis closes an unauthenticated connection that sends more than 10 arguments,
@@ -127,10 +128,23 @@ def acl():
 
 @pytest.fixture(scope="module")
 def renamed():
-    """Three nodes started with EVALSHA disabled."""
+    """Three nodes started with EVAL and EVALSHA disabled (two rename-command lines: the second
+    rides on the first's value, the harness's conf having one value per key)."""
+    conf = {"rename-command": ["EVALSHA", "", "--rename-command", "EVAL", ""]}
+    with nodes.Cluster(count=3, kind="mixed", conf=conf) as c:
+        for i in range(3):
+            for command in (["EVALSHA", "0" * 40, "0"], ["EVAL", "return 1", "0"]):
+                with pytest.raises(nodes.ReplyError, match="unknown command"):
+                    c.cmd(i, *command)
+        yield c
+
+
+@pytest.fixture(scope="module")
+def no_evalsha():
+    """Three nodes started with EVALSHA alone disabled (EVAL works)."""
     with nodes.Cluster(count=3, kind="mixed", conf={"rename-command": ["EVALSHA", ""]}) as c:
         for i in range(3):
-            with pytest.raises(nodes.ReplyError):
+            with pytest.raises(nodes.ReplyError, match="unknown command"):
                 c.cmd(i, "EVALSHA", "0" * 40, "0")
         yield c
 
@@ -171,11 +185,27 @@ def test_acl_user_without_scripting_exits_69_at_once(runner, acl, command, wait,
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("wait", list(WAITS))
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_disabled_evalsha_exits_69_at_once(runner, renamed, command, wait, resource):
+def test_disabled_scripting_commands_exit_69_at_once(runner, renamed, command, wait, resource):
     err = _refused(runner, renamed.urls, command, wait, resource)
     assert COMMAND_RE.search(err), f"the refused command is not named: {err}"
     _names_a_node(err, renamed)
     _no_lock_keys(renamed, resource)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_disabled_evalsha_alone_runs_or_exits_69_at_once(runner, no_evalsha, command, resource):
+    """EVALSHA disabled, EVAL not: the library can run its scripts with EVAL (it does today), so
+    COMMAND either runs, or redlock exits 69 at once naming the command; never 75, never a wait."""
+    args = _args(command, "w10s", resource)
+    args = args[:-1] + ["sh", "-c", "echo ran"]
+    r, elapsed = _run(runner, no_evalsha.urls, args)
+    assert elapsed < PROMPT, f"took {elapsed:.2f} s: {r.stderr}"
+    if r.returncode == 0:
+        assert r.stdout.strip() == "ran", r.stdout
+    else:
+        assert r.returncode == 69, f"exit {r.returncode}: {r.stderr}"
+        assert COMMAND_RE.search(r.stderr), r.stderr
 
 
 @pytest.mark.timeout(60)
