@@ -82,12 +82,13 @@ def _names_a_node(stderr, cluster, which=None):
 
 
 def _no_lock_keys(cluster, resource, bound=1.0):
-    """No key of the resource on any node (fencing counters aside), waiting up to `bound` for
-    the writes a decided round did not wait for."""
+    """No key of the resource on any node (fencing counters and a semaphore's :limit record
+    aside), waiting up to `bound` for the writes a decided round did not wait for."""
     def left():
         out = {}
         for i in range(len(cluster)):
-            keys = [k for k in cluster.keys(i, "*" + resource + "*") if not k.endswith(":fencing")]
+            keys = [k for k in cluster.keys(i, "*" + resource + "*")
+                    if not k.endswith(":fencing") and not k.endswith(":limit")]
             if keys:
                 out[i] = sorted(keys)
         return out
@@ -227,7 +228,7 @@ def test_one_node_denying_scripting_does_not_stop_a_free_lock(runner, acl, comma
     # While COMMAND runs: the refusing node holds no key of the resource, the others do.
     probe = ("import sys; sys.path.insert(0, %r); import nodes; "
              "print(*[len([k for k in nodes.resp_call(('tcp', '127.0.0.1', p), ['KEYS', %r]) "
-             "if not k.endswith(':fencing')]) for p in %r])"
+             "if not k.endswith((':fencing', ':limit'))]) for p in %r])"
              % (os.path.dirname(nodes.__file__), "*" + resource + "*", [acl.port(i) for i in range(3)]))
     args = args[:-1] + [sys.executable, "-c", probe]
     r, elapsed = _run(runner, urls, args)

@@ -248,14 +248,20 @@ def _names_a_node(err, cluster, which=None):
     assert any(f"127.0.0.1:{p}" in str(err) for p in ports), f"no refusing node named in: {err}"
 
 
+def _records(key):
+    """Keys the library keeps beside a lock that are no lock: fencing counters, and a
+    semaphore's limit record, which a granting node keeps for two TTLs (docs/algorithm.md)."""
+    return key.endswith(":fencing") or key.endswith(":limit")
+
+
 def _no_lock_keys(cluster, name, nodes_=None, bound=1.0):
-    """No key of the lock on the given nodes: only the library's fencing counters may remain
-    (its connect probe's keys do not carry the lock's name). Waits up to `bound` for the
-    writes the round did not wait for."""
+    """No key of the lock on the given nodes: only the library's records may remain (its
+    connect probe's keys do not carry the lock's name). Waits up to `bound` for the writes the
+    round did not wait for."""
     def left():
         out = {}
         for i in (nodes_ if nodes_ is not None else range(len(cluster))):
-            keys = [k for k in cluster.keys(i, "*" + name + "*") if not k.endswith(":fencing")]
+            keys = [k for k in cluster.keys(i, "*" + name + "*") if not _records(k)]
             if keys:
                 out[i] = sorted(keys)
         return out
@@ -270,7 +276,7 @@ def _absent_for(cluster, i, name, seconds, what):
     command the round sent and did not wait for to have arrived."""
     deadline = time.monotonic() + seconds
     while True:
-        keys = [k for k in cluster.keys(i, "*" + name + "*") if not k.endswith(":fencing")]
+        keys = [k for k in cluster.keys(i, "*" + name + "*") if not _records(k)]
         assert not keys, f"lock keys on {what} (node {i}): {keys}"
         if time.monotonic() > deadline:
             return
