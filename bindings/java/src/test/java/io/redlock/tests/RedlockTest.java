@@ -1845,6 +1845,76 @@ public final class RedlockTest {
       checkEq("not leader", told.poll(10, java.util.concurrent.TimeUnit.SECONDS), "latch told notLeader on stop");
       check(!ea.leader().isPresent(), "stop resigned");
       expect(InvalidArgumentException.class, "empty name", () -> a.newElection(""));
+      electionObserveEnds(a, b, name + "-observe");
+    }
+  }
+
+  /**
+   * observe's timeout (null within waitMs and a margin, no change), and close() from another
+   * thread ending a WAIT_FOREVER observe and a waiting campaign at once, the handle then freed.
+   */
+  static void electionObserveEnds(Redlock a, Redlock b, String name) throws Exception {
+    final long margin = 500; // ms a loaded machine may add
+    try (Election lead = a.newElection(name)) {
+      Election watch = b.newElection(name);
+      Leader seen = watch.leader();
+      long t0 = System.nanoTime();
+      Leader none = watch.observe(seen, 400);
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      check(none == null && ms >= 390 && ms < 400 + margin, "observe(400 ms), no change: null after " + ms + " ms");
+      // a loop over observe ends with the timeout
+      int changes = 0;
+      t0 = System.nanoTime();
+      for (Leader next; (next = watch.observe(seen, 300)) != null; seen = next)
+        changes++;
+      ms = (System.nanoTime() - t0) / 1_000_000;
+      check(changes == 0 && ms < 300 + margin, "the loop ended after " + ms + " ms, " + changes + " changes");
+
+      // close() from another thread ends an observe that waits for ever
+      FutureTask<Leader> observing = new FutureTask<>(() -> watch.observe(watch.leader(), Redlock.WAIT_FOREVER));
+      Thread th = new Thread(observing, "election-observer");
+      th.start();
+      Thread.sleep(300); // in C's wait by now
+      check(!observing.isDone(), "observe waits while nothing changes");
+      t0 = System.nanoTime();
+      watch.close();
+      th.join(5_000);
+      ms = (System.nanoTime() - t0) / 1_000_000;
+      check(!th.isAlive() && ms < 250, "close() ended the observe after " + ms + " ms");
+      Throwable why = null;
+      try {
+        observing.get();
+      } catch (java.util.concurrent.ExecutionException e) {
+        why = e.getCause();
+      }
+      check(why instanceof LockStateException, "the observe ended by close: LockStateException: " + why);
+      expect(LockStateException.class, "observe after close", () -> watch.observe(null, 100));
+      check(!watch.isLeader() && watch.term() == 0, "isLeader and term after close");
+      watch.close(); // idempotent
+
+      // close() from another thread ends a campaign that waits for ever
+      lead.campaign("held", 10_000, Redlock.WAIT_NONE);
+      Election rival = b.newElection(name);
+      FutureTask<Void> campaigning = new FutureTask<>(() -> {
+        rival.campaign("rival", 10_000, Redlock.WAIT_FOREVER);
+        return null;
+      });
+      Thread tc = new Thread(campaigning, "election-rival");
+      tc.start();
+      Thread.sleep(300);
+      t0 = System.nanoTime();
+      rival.close();
+      tc.join(5_000);
+      ms = (System.nanoTime() - t0) / 1_000_000;
+      check(!tc.isAlive() && ms < 250, "close() ended the campaign after " + ms + " ms");
+      why = null;
+      try {
+        campaigning.get();
+      } catch (java.util.concurrent.ExecutionException e) {
+        why = e.getCause();
+      }
+      check(why instanceof CancelledException, "the campaign ended by close: CancelledException: " + why);
+      checkEq("held", lead.leader().value(), "the leader is unharmed");
     }
   }
 
