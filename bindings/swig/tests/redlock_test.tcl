@@ -196,6 +196,18 @@ $e1 resign
 $e2 campaign two 10000 3000
 check {[$e2 isLeader] && [$e2 term] > [lindex $line 1]} "the next leader has a higher term"
 $e2 resign
+# observeLine LINE WAITMS: the next state after LINE, or "" once WAITMS ran out with no change.
+set line [$e1 leaderLine]
+set t0 [clock milliseconds]
+set next [$e1 observeLine $line 300]
+set ms [expr {[clock milliseconds] - $t0}]
+check {$next eq "" && $ms >= 290 && $ms < 800} "observeLine with no change: '$next' after $ms ms"
+$e2 campaign three 10000 0
+set next [$e1 observeLine $line 5000]
+check {[lindex $next 0] == 1 && [lindex $next 1] == [$e2 term] && [lindex $next 3] eq "three"} "observeLine sees the campaign: $next"
+$e2 resign
+set next [$e1 observeLine $next 5000]
+check {[lindex $next 0] == 0 && [lindex $next 1] > [lindex $line 1]} "observeLine sees the resign: $next"
 delete_Election $e1
 delete_Election $e2
 # A multi-resource lock: the names as a Tcl list, held together, all or none.
