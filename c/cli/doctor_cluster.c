@@ -12,9 +12,7 @@
 #include <string.h>
 
 #include "doctor.h"
-
-/* c/src/engine/slotmap.c (the static library's; see lib_private.h) */
-unsigned rl_keyslot(const char *key, size_t len);
+#include "lib_private.h"
 
 typedef struct member {
     char id[48], host[256], flags[128], master[48], link[16];

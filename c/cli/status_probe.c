@@ -11,21 +11,13 @@
 #include <string.h>
 
 #include "auth_fix.h"
+#include "lib_private.h"
 #include "status.h"
 
-/* c/src/engine/route.c and slotmap.c (the static library's, as in
- * doctor_cluster.c; see lib_private.h): the library's own routing of a
- * redis-cluster:// node, so that status follows a redirect exactly as a
- * lock client does (the MOVED/ASK grammar, "MOVED 42 :7001", members known
- * by hostname and ip, the URL's other seeds), and names the keys beside K
- * as the library does. A connection index j of a client is its node (0)
- * or one of that node's shard connections; rl_nodeat's rl_node begins with
- * the connection's rl_endpoint (c/src/internal.h). */
-struct rl_node;
-struct rl_node *rl_nodeat(const redlock_client *cl, size_t j);
-size_t rl_route_seed(redlock_client *cl, size_t i, size_t k);
-int rl_route_redirect(redlock_client *cl, size_t j, const redisReply *rep, size_t *to, int *ask);
-int rl_key_tag(const char *key, size_t len, size_t *start, size_t *tlen);
+/* The library's own routing of a redis-cluster:// node (lib_private.h), so
+ * that status follows a redirect exactly as a lock client does (the
+ * MOVED/ASK grammar, "MOVED 42 :7001", members known by hostname and ip,
+ * the URL's other seeds), and names the keys beside K as the library does. */
 
 #define MAX_REDIRECTS 5
 
