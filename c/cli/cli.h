@@ -88,7 +88,7 @@ int cli_endpoint_parse(const char *url, rl_endpoint *ep, char *err, size_t errsi
 void cli_show_url(char *out, size_t size, const char *url);
 /* Parses every node URL before anything is contacted; with distinct, also
  * refuses two URLs that reach the same address. A usage error naming the
- * node (numbered from 1) and CLI_EXIT_USAGE, or 0. */
+ * node (numbered from 0, as the library does) and CLI_EXIT_USAGE, or 0. */
 int cli_nodes_check(const cli_common *c, const char *cmd, int distinct);
 /* The library's options for the tool's settings: key prefix, node timeout
  * and TLS (strings borrowed from c). The one place that maps them, for

@@ -435,7 +435,7 @@ static int resolve_tls(cli_common *c, const char *cmd, const conf_file *f, const
         rl_endpoint ep;
         char err[256];
         if (rl_endpoint_parse(&ep, c->urls[i], err, sizeof err) == 0 && !ep.tls && !ep.path) {
-            rc = cli_usage(cmd, "node %zu (%s) is plain TCP but TLS options are set: use rediss://", i + 1,
+            rc = cli_usage(cmd, "node %zu (%s) is plain TCP but TLS options are set: use rediss://", i,
                            ep.display);
             rl_endpoint_clear(&ep);
             return rc;

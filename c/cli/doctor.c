@@ -92,7 +92,7 @@ static int setup(doctor *d, cli_common *common, const redlock_options *lib, int6
     }
     for (size_t i = 0; i < d->n_nodes; i++) {
         char err[512];
-        d->nodes[i].index = (int)i + 1;
+        d->nodes[i].index = (int)i;
         rl_endpoint_parse(&d->nodes[i].ep, common->urls[i], err, sizeof err);
         d->tls_nodes += d->nodes[i].ep.tls != 0;
     }

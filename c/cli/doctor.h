@@ -16,8 +16,11 @@
 
 enum { SEV_INFO, SEV_WARN, SEV_SEVERE };
 
+/* The node of a finding about the whole set rather than one node. */
+#define DOCTOR_SET (-1)
+
 typedef struct finding {
-    int node;                  /* 1-based; 0 = about the whole set */
+    int node;                  /* 0-based; DOCTOR_SET = about the whole set */
     int severity;
     const char *check;
     char message[512];
@@ -25,7 +28,7 @@ typedef struct finding {
 } finding;
 
 typedef struct dnode {
-    int index;                 /* 1-based, as in every message */
+    int index;                 /* 0-based, as in every message and in the library */
     rl_endpoint ep;
     redisContext *ctx;
     rl_reply_guard guard;      /* ctx's hardened reader; outlives ctx */

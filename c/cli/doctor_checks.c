@@ -449,10 +449,10 @@ static void check_duplicates(doctor *d)
     for (size_t i = 0; i < d->n_nodes; i++)
         for (size_t j = 0; j < i; j++)
             if (d->nodes[i].run_id[0] && !strcmp(d->nodes[i].run_id, d->nodes[j].run_id)) {
-                doctor_add(d, (int)i + 1, SEV_SEVERE, "duplicate",
+                doctor_add(d, (int)i, SEV_SEVERE, "duplicate",
                            "list each server once: every node must be a separate server",
                            "same server as node %zu (run_id %.12s...): it would count twice toward the quorum",
-                           j + 1, d->nodes[i].run_id);
+                           j, d->nodes[i].run_id);
                 break;
             }
 }
@@ -462,7 +462,8 @@ static void check_clocks(doctor *d)
 {
     if (d->probe_ms <= 0) {
         if (d->reachable)
-            doctor_add(d, 0, SEV_WARN, "clock-skipped", "run doctor without --clock-probe 0 (the default probe takes 1s)",
+            doctor_add(d, DOCTOR_SET, SEV_WARN, "clock-skipped",
+                       "run doctor without --clock-probe 0 (the default probe takes 1s)",
                        "clock probe skipped (--clock-probe 0): no node's expiry clock was compared with this host's");
         return;
     }
@@ -498,7 +499,7 @@ static void check_clocks(doctor *d)
 static void check_tls_insecure(doctor *d)
 {
     if (d->tls_nodes && d->tls_insecure)
-        doctor_add(d, 0, SEV_WARN, "tls-insecure",
+        doctor_add(d, DOCTOR_SET, SEV_WARN, "tls-insecure",
                    "give the CA that signed the servers' certificates with --tls-ca-file (or tls_ca_file) instead",
                    "--tls-insecure: the servers' certificates were not verified; anyone on the network path could "
                    "pose as a node, and a lock client with the same settings would accept it");
@@ -508,17 +509,17 @@ static void check_node_count(doctor *d)
 {
     size_t n = d->n_nodes;
     if (n < 3)
-        doctor_add(d, 0, SEV_WARN, "few-nodes", "use 5 (or at least 3) independent nodes",
+        doctor_add(d, DOCTOR_SET, SEV_WARN, "few-nodes", "use 5 (or at least 3) independent nodes",
                    "%zu node%s: the lock cannot survive the failure of any node", n, n == 1 ? "" : "s");
     else if (n % 2 == 0)
-        doctor_add(d, 0, SEV_INFO, "even-nodes", "use an odd number of nodes",
+        doctor_add(d, DOCTOR_SET, SEV_INFO, "even-nodes", "use an odd number of nodes",
                    "%zu nodes tolerate as many failures (%zu) as %zu would", n, n - d->quorum, n - 1);
 }
 
 static void check_quorum(doctor *d)
 {
     if (d->reachable < d->quorum)
-        doctor_add(d, 0, SEV_SEVERE, "no-quorum", "bring the unreachable nodes back",
+        doctor_add(d, DOCTOR_SET, SEV_SEVERE, "no-quorum", "bring the unreachable nodes back",
                    "only %zu of %zu nodes answered and accepted this client; a lock needs %zu", d->reachable,
                    d->n_nodes, d->quorum);
 }

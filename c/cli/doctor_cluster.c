@@ -294,11 +294,11 @@ void doctor_check_same_cluster(doctor *d)
                     p++;
             }
             if (shared) {
-                doctor_add(d, (int)i + 1, SEV_SEVERE, "same-cluster",
+                doctor_add(d, (int)i, SEV_SEVERE, "same-cluster",
                            "give each cluster once, as one redis-cluster:// node; use independent clusters as nodes",
                            "member of the same cluster as node %zu: the two are not independent (a failover or a "
                            "partition inside the cluster takes both)",
-                           j + 1);
+                           j);
                 break;
             }
         }

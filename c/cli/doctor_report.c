@@ -95,17 +95,17 @@ void doctor_connect_failed(doctor *d, dnode *n, const char *server_name)
     doctor_add(d, n->index, SEV_SEVERE, connect_failures[k].check, fix, "%s", n->error);
 }
 
-/* One node's heading and findings (idx 0: those about the whole set). */
+/* One node's heading and findings (idx DOCTOR_SET: those about the whole set). */
 static void print_node(const doctor *d, int idx)
 {
     int any = 0;
     for (size_t k = 0; k < d->n; k++)
         any |= d->f[k].node == idx;
-    if (idx == 0 && !any)
+    if (idx == DOCTOR_SET && !any)
         return;
     printf("\n");
-    if (idx) {
-        const dnode *nd = &d->nodes[idx - 1];
+    if (idx != DOCTOR_SET) {
+        const dnode *nd = &d->nodes[idx];
         printf("node %d  %s", idx, nd->ep.display);
         if (nd->ctx && nd->have_info)
             printf("  (%s %s, %s, run_id %.12s)", nd->server[0] ? nd->server : "server", nd->version,
@@ -134,8 +134,8 @@ void doctor_print_text(const doctor *d)
     printf("redlock doctor: %zu node%s, quorum %zu, clock probe %s\n", n, n == 1 ? "" : "s", d->quorum,
            d->probe_ms ? cli_fmt_duration(d->probe_ms, p, sizeof p) : "off");
     for (size_t i = 0; i < n; i++)
-        print_node(d, (int)i + 1);
-    print_node(d, 0);
+        print_node(d, (int)i);
+    print_node(d, DOCTOR_SET);
     printf("\nsummary: %d severe, %d warn, %d info\n", d->counts[SEV_SEVERE], d->counts[SEV_WARN],
            d->counts[SEV_INFO]);
 }
@@ -145,7 +145,7 @@ void doctor_print_json(const doctor *d)
     printf("{\"quorum\":%zu,\"nodes\":[", d->quorum);
     for (size_t i = 0; i < d->n_nodes; i++) {
         const dnode *nd = &d->nodes[i];
-        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
+        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i);
         cli_json_string(stdout, nd->ep.display);
         printf(",\"reachable\":%s,\"server\":", nd->ctx ? "true" : "false");
         cli_json_string(stdout, nd->server[0] ? nd->server : NULL);
@@ -161,7 +161,7 @@ void doctor_print_json(const doctor *d)
     for (size_t k = 0; k < d->n; k++) {
         const finding *f = &d->f[k];
         printf("%s{\"node\":", k ? "," : "");
-        if (f->node)
+        if (f->node != DOCTOR_SET)
             printf("%d", f->node);
         else
             printf("null");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nodes.c: the nodes and settings as the library sees them, for every
  * subcommand: node URLs checked before anything is contacted (numbered from
- * 1, as status and doctor number them), shown with only their userinfo
- * hidden, and the tool's settings mapped to redlock_options. */
+ * 0, as the library, status and doctor number them), shown with only their
+ * userinfo hidden, and the tool's settings mapped to redlock_options. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
@@ -57,15 +57,15 @@ int cli_nodes_check(const cli_common *c, const char *cmd, int distinct)
         if (rl_endpoint_parse(&eps[i], c->urls[i], err, sizeof err) == 0)
             continue;
         cli_show_url(shown, sizeof shown, c->urls[i]);
-        rc = cli_usage(cmd, "node %zu '%s': %s", i + 1, shown, err);
+        rc = cli_usage(cmd, "node %zu '%s': %s", i, shown, err);
     }
-    /* The library refuses these too, but numbers its nodes from 0. */
+    /* The library refuses these too; nodes are numbered from 0, as there. */
     for (size_t i = 0; distinct && !rc && i < n; i++)
         for (size_t j = 0; j < i && !rc; j++)
             if (rl_endpoint_same_server(&eps[j], &eps[i]))
                 rc = cli_usage(cmd, "node %zu (%s) and node %zu (%s) are the same server; it would be counted "
                                     "twice in the quorum",
-                               j + 1, eps[j].display, i + 1, eps[i].display);
+                               j, eps[j].display, i, eps[i].display);
     for (size_t i = 0; i < n; i++)
         rl_endpoint_clear(&eps[i]);
     free(eps);

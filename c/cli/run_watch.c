@@ -67,16 +67,16 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
 }
 
 /* --verbose lines about waking up: a release woke the wait, or a node's
- * listener changed state. Nodes are numbered from 1, as everywhere. */
+ * listener changed state. Nodes are numbered from 0, as everywhere. */
 static void log_wake(const run_opts *o, const redlock_event *ev)
 {
     if (ev->type == REDLOCK_EVENT_WOKEN) {
-        run_vlog(o, "woken by a release of '%s' (node %zu)", o->resource, ev->node + 1);
+        run_vlog(o, "woken by a release of '%s' (node %zu)", o->resource, ev->node);
         return;
     }
     static const char *const names[] = { "off", "connecting", "ready", "down", "refused" };
     int st = ev->listener_state;
-    run_vlog(o, "wake-up listener on node %zu: %s%s%s", ev->node + 1,
+    run_vlog(o, "wake-up listener on node %zu: %s%s%s", ev->node,
              st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "unknown",
              *ev->message ? ": " : "", ev->message);
 }

@@ -286,7 +286,7 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
     printf(",\"nodes\":[");
     for (size_t i = 0; i < v->n; i++) {
         static const char *names[] = { "free", "held", "error" };
-        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i + 1);
+        printf("%s{\"index\":%zu,\"url\":", i ? "," : "", i);
         cli_json_string(stdout, ns[i].url);
         printf(",\"state\":\"%s\",\"value\":", names[ns[i].state]);
         if (ns[i].state == ST_HELD && ns[i].value)
@@ -326,7 +326,7 @@ static void print_row(const node_state *ns, size_t i, int w, const verdict *v)
     const node_state *s = &ns[i];
     const char *st = s->state == ST_HELD ? "held" : s->state == ST_FREE ? "free" : "error";
     const char *ttl = s->state != ST_HELD ? "-" : s->ttl_ms == -1 ? "no expiry" : cli_fmt_duration(s->ttl_ms, d, sizeof d);
-    printf("%3zu  %-*s  %-5s  %-9s  ", i + 1, w, s->url, st, ttl);
+    printf("%3zu  %-*s  %-5s  %-9s  ", i, w, s->url, st, ttl);
     if (s->state == ST_HELD && s->value) {
         print_value(stdout, s->value, s->value_len);
         const node_state *b = v->best < v->n ? &ns[v->best] : NULL;
@@ -401,12 +401,12 @@ static void print_semaphore(const char *resource, const node_state *ns, const ve
     printf("  #  %-*s  %-7s  %-7s  %s\n", w, "NODE", "LIMIT", "PERMITS", "WAITERS");
     for (size_t i = 0; i < n; i++) {
         if (ns[i].state == ST_ERROR)
-            printf("%3zu  %-*s  error: %s\n", i + 1, w, ns[i].url, ns[i].error);
+            printf("%3zu  %-*s  error: %s\n", i, w, ns[i].url, ns[i].error);
         else if (ns[i].sem_limit)
-            printf("%3zu  %-*s  %-7ld  %-7ld  %lld\n", i + 1, w, ns[i].url, ns[i].sem_limit, ns[i].held,
+            printf("%3zu  %-*s  %-7ld  %-7ld  %lld\n", i, w, ns[i].url, ns[i].sem_limit, ns[i].held,
                    ns[i].waiters < 0 ? 0 : ns[i].waiters);
         else
-            printf("%3zu  %-*s  %-7s  %-7d  %lld\n", i + 1, w, ns[i].url, "-", 0, ns[i].waiters < 0 ? 0 : ns[i].waiters);
+            printf("%3zu  %-*s  %-7s  %-7d  %lld\n", i, w, ns[i].url, "-", 0, ns[i].waiters < 0 ? 0 : ns[i].waiters);
     }
     if (v->answered < v->quorum) {
         printf("unknown: only %zu of %zu nodes answered, quorum %zu\n", v->answered, n, v->quorum);

@@ -86,20 +86,38 @@ def test_usage_errors_exit_2_with_one_line(runner, args):
 
 
 @pytest.mark.parametrize("sub", ["run", "status", "doctor"])
-def test_a_url_error_names_the_node_from_1_and_shows_an_address_without_userinfo(runner, sub):
+def test_a_url_error_names_the_node_from_0_and_shows_an_address_without_userinfo(runner, sub):
     args = {"run": ["run", "res", "true"], "status": ["status", "res"], "doctor": ["doctor"]}[sub]
     r = runner.run(sub, "--nodes", "127.0.0.1:7501", *args[1:])
     assert r.returncode == EXIT_USAGE, r.stderr
-    assert r.stderr.startswith("redlock %s: node 1 '127.0.0.1:7501': unknown scheme" % sub), r.stderr
+    assert r.stderr.startswith("redlock %s: node 0 '127.0.0.1:7501': unknown scheme" % sub), r.stderr
     assert r.stderr.rstrip().endswith("(see 'redlock %s --help')" % sub), r.stderr
     r = runner.run(sub, "--nodes", "app:pw@127.0.0.1:7501", *args[1:])
-    assert "node 1 '***@127.0.0.1:7501'" in r.stderr and "pw" not in r.stderr, r.stderr
+    assert "node 0 '***@127.0.0.1:7501'" in r.stderr and "pw" not in r.stderr, r.stderr
 
 
-def test_run_refuses_one_server_twice_numbering_nodes_from_1(runner):
+def test_run_refuses_one_server_twice_numbering_nodes_from_0(runner):
     r = runner.run("run", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://localhost:1", "res", "true")
     assert r.returncode == EXIT_USAGE, r.stderr
-    assert "node 1 (redis://127.0.0.1:1) and node 3 (redis://localhost:1) are the same server" in r.stderr
+    assert "node 0 (redis://127.0.0.1:1) and node 2 (redis://localhost:1) are the same server" in r.stderr
+
+
+def test_nodes_are_numbered_from_0_as_in_the_library(runner, cluster5, resource):
+    # Issue 36: the CLI numbers nodes as the library, Python and Go do: the first is node 0.
+    good, bad = cluster5.url(0), "foo://127.0.0.1:7502"
+    for sub, args in (("run", [resource, "true"]), ("status", [resource]), ("doctor", [])):
+        r = runner.run(sub, "--nodes", f"{good},{bad}", *args)
+        assert r.returncode == EXIT_USAGE, r.stderr
+        assert r.stderr.startswith(f"redlock {sub}: node 1 '{bad}': unknown scheme"), r.stderr
+    st = json.loads(runner.run("status", "--json", "--nodes", nodes_arg(cluster5), resource).stdout)
+    assert [n["index"] for n in st["nodes"]] == list(range(5)), st["nodes"]
+    r = runner.run("status", "--nodes", nodes_arg(cluster5), resource)
+    rows = [line.split()[:2] for line in r.stdout.splitlines()[2:7]]
+    assert rows == [[str(i), cluster5.url(i)] for i in range(5)], r.stdout
+    r = runner.run("doctor", "--json", "--clock-probe", "0", "--nodes", nodes_arg(cluster5))
+    doc = json.loads(r.stdout)
+    assert [n["index"] for n in doc["nodes"]] == list(range(5)), doc["nodes"]
+    assert {f["node"] for f in doc["findings"] if f["check"] == "no-persistence"} == set(range(5)), doc
 
 
 @pytest.mark.parametrize("first", ["redis://127.0.0.1:1", "redis://no-such-host.invalid:6379"])
@@ -567,7 +585,7 @@ def test_doctor_on_default_nodes(runner, cluster5):
     r, doc, checks = doctor(runner, cluster5.urls)
     assert r.returncode == 0
     assert doc["severe"] == 0
-    assert all(checks[(i, "no-persistence")]["severity"] == "warn" for i in range(1, 6))
+    assert all(checks[(i, "no-persistence")]["severity"] == "warn" for i in range(5))
     assert not any(c == "clock-rate" for _, c in checks)
     assert {n["server"] for n in doc["nodes"]} == {"redis", "valkey"}
     assert len({n["run_id"] for n in doc["nodes"]}) == 5
@@ -580,9 +598,9 @@ def test_doctor_eviction_policy_is_severe(runner):
         c.cmd(2, "CONFIG", "SET", "maxmemory-policy", "noeviction")
         r, doc, checks = doctor(runner, c.urls)
         assert r.returncode == 1
-        assert checks[(1, "eviction")]["severity"] == "severe"
-        assert "allkeys-lru" in checks[(1, "eviction")]["message"]
-        assert (2, "eviction") in checks and (3, "eviction") not in checks
+        assert checks[(0, "eviction")]["severity"] == "severe"
+        assert "allkeys-lru" in checks[(0, "eviction")]["message"]
+        assert (1, "eviction") in checks and (2, "eviction") not in checks
 
 
 def test_doctor_replicas_are_severe(runner):
@@ -591,10 +609,10 @@ def test_doctor_replicas_are_severe(runner):
         wait_for(lambda: "connected_slaves:1" in c.cmd(0, "INFO", "replication"), what="replica link")
         r, doc, checks = doctor(runner, c.urls)
         assert r.returncode == 1
-        assert checks[(3, "replica")]["severity"] == "severe"
-        assert str(c.port(0)) in checks[(3, "replica")]["message"]
-        assert checks[(1, "has-replicas")]["severity"] == "warn"
-        assert (2, "replica") not in checks
+        assert checks[(2, "replica")]["severity"] == "severe"
+        assert str(c.port(0)) in checks[(2, "replica")]["message"]
+        assert checks[(0, "has-replicas")]["severity"] == "warn"
+        assert (1, "replica") not in checks
 
 
 def test_doctor_same_server_twice_is_severe(runner):
@@ -602,8 +620,8 @@ def test_doctor_same_server_twice_is_severe(runner):
         dup = f"redis://localhost:{c.port(1)}"
         r, doc, checks = doctor(runner, [*c.urls, dup])
         assert r.returncode == 1, r.stdout
-        assert checks[(4, "duplicate")]["severity"] == "severe"
-        assert "node 2" in checks[(4, "duplicate")]["message"]
+        assert checks[(3, "duplicate")]["severity"] == "severe"
+        assert "node 1" in checks[(3, "duplicate")]["message"]
         assert (None, "even-nodes") in checks
 
 
@@ -615,8 +633,8 @@ def test_doctor_acl_without_set_is_severe(runner):
         urls[0] = urls[0].replace("redis://", "redis://noset:pw-noset@")
         r, doc, checks = doctor(runner, urls)
         assert r.returncode == 1
-        assert checks[(1, "acl-set")]["severity"] == "severe"
-        assert "ACL SETUSER" in checks[(1, "acl-set")]["fix"]
+        assert checks[(0, "acl-set")]["severity"] == "severe"
+        assert "ACL SETUSER" in checks[(0, "acl-set")]["fix"]
         assert "pw-noset" not in r.stdout + r.stderr
         assert doc["nodes"][0]["url"].startswith("redis://noset:***@")
 
@@ -630,7 +648,7 @@ def test_doctor_scripts_denied_is_severe(runner):
         urls = [u.replace("redis://", "redis://noeval:pw@") for u in c.urls]
         r, doc, checks = doctor(runner, urls)
         assert r.returncode == 1
-        for i in (1, 2, 3):
+        for i in (0, 1, 2):
             assert checks[(i, "acl-eval")]["severity"] == "severe"
             assert checks[(i, "acl-evalsha")]["severity"] == "severe"
         # and the ACL that denies only the commands inside the scripts
@@ -639,8 +657,8 @@ def test_doctor_scripts_denied_is_severe(runner):
         urls = [u.replace("redis://", "redis://nodel:pw@") for u in c.urls]
         r, doc, checks = doctor(runner, urls)
         assert r.returncode == 1
-        assert checks[(1, "acl-release")]["severity"] == "severe"
-        assert (1, "acl-eval") not in checks
+        assert checks[(0, "acl-release")]["severity"] == "severe"
+        assert (0, "acl-eval") not in checks
 
 
 def test_doctor_unreachable_node_and_few_nodes(runner):
@@ -648,7 +666,7 @@ def test_doctor_unreachable_node_and_few_nodes(runner):
         c.kill(1)
         r, doc, checks = doctor(runner, c.urls)
         assert r.returncode == 1
-        assert checks[(2, "unreachable")]["severity"] == "severe"
+        assert checks[(1, "unreachable")]["severity"] == "severe"
         assert checks[(None, "few-nodes")]["severity"] == "warn"
         assert checks[(None, "no-quorum")]["severity"] == "severe"
         assert doc["nodes"][1]["reachable"] is False
@@ -681,6 +699,6 @@ def test_doctor_clock_rate(runner, tmp_path, monkeypatch, clockrate_shim, rate, 
                            f"{normal.url(0)},{fast.url(0)}")
             doc = json.loads(r.stdout)
             checks = {(f["node"], f["check"]): f for f in doc["findings"]}
-            assert checks[(1, "clock-rate")]["severity"] == "info"
-            assert checks[(2, "clock-rate")]["severity"] == severity, checks[(2, "clock-rate")]
+            assert checks[(0, "clock-rate")]["severity"] == "info"
+            assert checks[(1, "clock-rate")]["severity"] == severity, checks[(1, "clock-rate")]
             assert r.returncode == (1 if severity == "severe" else 0)

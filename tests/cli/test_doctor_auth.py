@@ -36,8 +36,8 @@ def doctor(runner, urls, *extra):
     return r
 
 
-def node2(doc):
-    return [f for f in doc["findings"] if f["node"] == 2]
+def node1(doc):
+    return [f for f in doc["findings"] if f["node"] == 1]
 
 
 def test_doctor_names_a_missing_password(runner, three):
@@ -45,7 +45,7 @@ def test_doctor_names_a_missing_password(runner, three):
     r = doctor(runner, urls, "--json")
     assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(r.stdout)
-    mine = node2(doc)
+    mine = node1(doc)
     assert [f["check"] for f in mine] == ["auth"], mine
     assert mine[0]["severity"] == "severe"
     assert "needs a password" in mine[0]["fix"] and "redis://:PASSWORD@" in mine[0]["fix"], mine
@@ -55,7 +55,7 @@ def test_doctor_names_a_missing_password(runner, three):
     # the two nodes that take the client still make a quorum
     assert not any(f["check"] == "no-quorum" for f in doc["findings"]), doc["findings"]
     text = doctor(runner, urls).stdout
-    block = text.split("node 2", 1)[1].split("\nnode 3", 1)[0]
+    block = text.split("\nnode 1 ", 1)[1].split("\nnode 2 ", 1)[0]
     assert "needs a password" in block and block.count("SEVERE") == 1, block
     for u in UNRELATED:
         assert u not in block, block
@@ -66,7 +66,7 @@ def test_doctor_names_a_refused_password(runner, three):
     urls[1] = with_password(urls[1], "not-" + PASSWORD)
     r = doctor(runner, urls, "--json")
     assert r.returncode == 1
-    mine = node2(json.loads(r.stdout))
+    mine = node1(json.loads(r.stdout))
     assert [f["check"] for f in mine] == ["auth"], mine
     assert "the password (or user) in the URL is refused" in mine[0]["fix"], mine
     assert "not-" + PASSWORD not in r.stdout
@@ -74,18 +74,18 @@ def test_doctor_names_a_refused_password(runner, three):
     urls[1] = with_password(three.url(1), PASSWORD)
     doc = json.loads(doctor(runner, urls, "--json").stdout)
     assert not any(f["check"] == "auth" for f in doc["findings"]), doc["findings"]
-    assert any(f["check"] == "clock-rate" for f in node2(doc)), node2(doc)
+    assert any(f["check"] == "clock-rate" for f in node1(doc)), node1(doc)
 
 
 def test_status_names_the_auth_cause(runner, three):
     urls = list(three.urls)
     r = runner.run("status", "--nodes", ",".join(urls), "auth-status")
     assert r.returncode == 1, r.stdout + r.stderr     # free on the two others: a quorum answered
-    row = [line for line in r.stdout.splitlines() if line.strip().startswith("2 ")][0]
+    row = [line for line in r.stdout.splitlines() if line.strip().startswith("1 ")][0]
     assert "needs a password" in row and "redis://:PASSWORD@" in row, row
     st = json.loads(runner.run("status", "--json", "--nodes", ",".join(urls), "auth-status").stdout)
     assert st["nodes"][1]["state"] == "error" and "needs a password" in st["nodes"][1]["error"], st
     urls[1] = with_password(urls[1], "not-" + PASSWORD)
     r = runner.run("status", "--nodes", ",".join(urls), "auth-status")
-    row = [line for line in r.stdout.splitlines() if line.strip().startswith("2 ")][0]
+    row = [line for line in r.stdout.splitlines() if line.strip().startswith("1 ")][0]
     assert "the password (or user) in the URL is refused" in row, row

@@ -48,11 +48,11 @@ def test_doctor_survives_a_node_nesting_replies(runner, cluster5):
         assert_no_signal(r, "doctor")
         assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
         doc = json.loads(r.stdout)
-        mine = [f for f in doc["findings"] if f["node"] == 3]
+        mine = [f for f in doc["findings"] if f["node"] == 2]
         assert any(f["check"] == "protocol" and f["severity"] == "severe" and "nested" in f["message"]
                    for f in mine), mine
         # The real nodes were checked as usual.
-        assert not [f for f in doc["findings"] if f["node"] in (1, 2) and f["severity"] == "severe"]
+        assert not [f for f in doc["findings"] if f["node"] in (0, 1) and f["severity"] == "severe"]
 
         r = runner.run("doctor", "--clock-probe", "0", "--nodes", fake.url, timeout=60)
         assert_no_signal(r, "doctor")
@@ -93,13 +93,13 @@ def test_doctor_flags_nodes_that_say_ok_to_everything(runner, cluster5):
         assert r.returncode == 1, (r.stdout, r.stderr)
         doc = json.loads(r.stdout)
         severe = {(f["node"], f["check"]) for f in doc["findings"] if f["severity"] == "severe"}
-        for node in (3, 4, 5):
+        for node in (2, 3, 4):
             for check in ("fake-ok", "info-invalid", "clock-skipped"):
                 assert (node, check) in severe, (node, check, doc["findings"])
         # The honest nodes: no severe finding, and their clocks were compared.
-        assert not {s for s in severe if s[0] in (1, 2)}, severe
-        assert {(f["node"], f["check"]) for f in doc["findings"]} >= {(1, "clock-rate"), (2, "clock-rate")}
-        fake_msgs = [f["message"] for f in doc["findings"] if f["check"] == "fake-ok" and f["node"] == 3]
+        assert not {s for s in severe if s[0] in (0, 1)}, severe
+        assert {(f["node"], f["check"]) for f in doc["findings"]} >= {(0, "clock-rate"), (1, "clock-rate")}
+        fake_msgs = [f["message"] for f in doc["findings"] if f["check"] == "fake-ok" and f["node"] == 2]
         assert any("SET NX" in m and "+OK" in m for m in fake_msgs), fake_msgs
         assert any("unknown command" in m for m in fake_msgs), fake_msgs
 
@@ -153,7 +153,7 @@ def test_doctor_flags_an_empty_or_unparsable_info(runner, cluster5, reply, word)
         assert_no_signal(r, "doctor")
         assert r.returncode == 1, (r.stdout, r.stderr)
         doc = json.loads(r.stdout)
-        found = [f for f in doc["findings"] if f["node"] == 1 and f["check"] == "info-invalid"]
+        found = [f for f in doc["findings"] if f["node"] == 0 and f["check"] == "info-invalid"]
         assert found and found[0]["severity"] == "severe" and word in found[0]["message"], doc["findings"]
         # Whatever it said about itself is not shown as the server's identity.
         assert doc["nodes"][0]["server"] is None and doc["nodes"][0]["run_id"] is None

@@ -217,7 +217,7 @@ def test_doctor_over_tls(runner, tls3, certs):
     assert all(n["reachable"] and n["url"].startswith("rediss://") for n in doc["nodes"])
     assert {n["server"] for n in doc["nodes"]} == {"redis", "valkey"}
     assert len({n["run_id"] for n in doc["nodes"]}) == 3
-    assert all(checks[(i, "no-persistence")]["severity"] == "warn" for i in (1, 2, 3))
+    assert all(checks[(i, "no-persistence")]["severity"] == "warn" for i in range(3))
     assert not any(c.startswith("tls") for _, c in checks)
     assert all(tls3.keys(i, "*redlock-doctor*") == [] for i in range(3))
 
@@ -231,7 +231,7 @@ def test_doctor_over_tls(runner, tls3, certs):
 def test_doctor_over_tls_reports_certificate_failures(runner, tls3, certs):
     r, doc, checks = doctor_json(runner, tls3)
     assert r.returncode == 1
-    for i in (1, 2, 3):
+    for i in range(3):
         f = checks[(i, "tls")]
         assert f["severity"] == "severe" and VERIFY_FAILED in f["message"]
         assert "--tls-ca-file" in f["fix"]
@@ -240,7 +240,7 @@ def test_doctor_over_tls_reports_certificate_failures(runner, tls3, certs):
     r, doc, checks = doctor_json(runner, tls3, "--tls-ca-file", str(certs / "ca.crt"), "--tls-server-name",
                                  "wrong.example")
     assert r.returncode == 1
-    for i in (1, 2, 3):
+    for i in range(3):
         f = checks[(i, "tls")]
         assert "hostname mismatch (expected wrong.example)" in f["message"]
         assert "--tls-server-name" in f["fix"]
@@ -352,4 +352,4 @@ def test_client_certificates(runner, certs, resource):
             assert n["error"].startswith("TLS") and "client certificate" in n["error"], n["error"]
         r, doc, checks = doctor_json(runner, c, "--tls-ca-file", ca)
         assert r.returncode == 1
-        assert all("--tls-cert" in checks[(i, "tls")]["fix"] for i in (1, 2, 3))
+        assert all("--tls-cert" in checks[(i, "tls")]["fix"] for i in range(3))
