@@ -7,8 +7,8 @@
 # -w 10s. Never 75 ("held elsewhere"), never a wait. One refusing node of three does not stop a
 # free lock.
 #
-# Today (before the fix) the password cases never return without -w and exit 75 with -w 10s
-# after 10 s (Redis closes an unauthenticated connection that sends more than 10 arguments,
+# Before the fix, the password cases of `run` (write side), -n 2, --also, --wake and elect never
+# returned without -w and exited 75 with -w 10s after 10 s (Redis closes an unauthenticated connection that sends more than 10 arguments,
 # which reads as an I/O failure).
 from __future__ import annotations
 

@@ -7,11 +7,11 @@
 # 2 s with the cause in its message, when the refusing nodes alone rule out a quorum (3 of 3,
 # 2 of 3). One refusing node of three does not end the wait: with the lock free, it is taken.
 #
-# Today (before the fix) the password cases of the write lock, the semaphore, the multi-lock and
-# the election wait out their 10 s and end in LockTimeout: Redis closes an unauthenticated
+# Before the fix, the password cases of the write lock, the semaphore, the multi-lock and the
+# election waited out their 10 s and ended in LockTimeout: Redis closes an unauthenticated
 # connection that sends more than 10 arguments ("Protocol error: unauthenticated multibulk
-# length"), which reads as an I/O failure. PermissionDenied does not exist yet, so this module
-# fails to import until the binding has it.
+# length"), which read as an I/O failure; an ACL user without scripting took a mutex it could not
+# release, and the scripted primitives waited out their wait on NOPERM.
 from __future__ import annotations
 
 import asyncio
