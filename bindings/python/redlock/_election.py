@@ -101,7 +101,7 @@ class Observer:
 
     @property
     def closed(self) -> bool:
-        """True once ended: close(), the timeout, or the election's handle gone."""
+        """True once ended: by close() or by the timeout."""
         return self._closed
 
     def close(self) -> None:
@@ -132,6 +132,8 @@ class Observer:
         """The next state, or None when the iteration has ended. stop: set by a cancelled
         await, whose thread then leaves what it read in _pending for the next call."""
         with self._turn:
+            if self._closed:
+                return None   # a change read before close() is not handed out after it
             if self._pending is None:
                 with self._state:
                     if self._closed:
