@@ -9,6 +9,7 @@
  * nothing drives, and no reply is ever taken for a later command's. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,13 @@ static void dispatch(redlock_client *cl, size_t i, redisReply *rep, int64_t now)
         c->gated = 0;   /* the gate opens: read_replies flushes what waited */
         c->gate_bytes = 0;
         c->wpending = sdslen(c->ctx->obuf) > 0;
+        /* A follower whose round was decided meanwhile waits for its
+         * command to be written (rl_round_gated): tell it to look again. */
+        for (uint32_t k = 0; k < c->len; k++) {
+            rl_round *w = rl_fifo_at(c, k)->round;
+            if (w && w->following)
+                pthread_cond_signal(&w->cv);
+        }
         return;
     }
     rl_round *r = e->round;

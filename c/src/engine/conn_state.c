@@ -138,6 +138,20 @@ int rl_conn_needs_driving(const redlock_client *cl, size_t i)
                  (c->state == RL_CONN_READY && (c->wpending || c->gated)));   /* gated: the probe's reply opens it */
 }
 
+int rl_round_gated(const redlock_client *cl, const rl_round *r)
+{
+    if (r->no_wait)
+        return 0;
+    for (size_t i = 0; i < r->n; i++) {
+        /* A node that timed out lately is not waited for here either: a
+         * paused minority still costs a round nothing. */
+        const rl_conn *c = r->out[i] == RL_PENDING && !rl_nodeat(cl, i)->suspect ? rl_nodeat(cl, r->shard[i])->conn : NULL;
+        if (c && c->gated && c->state != RL_CONN_CLOSED)
+            return 1;
+    }
+    return 0;
+}
+
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i)
 {
     const rl_conn *c = rl_nodeat(cl, i)->conn;

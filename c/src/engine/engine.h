@@ -186,6 +186,11 @@ int rl_conn_calm(const redlock_client *cl, size_t i, int64_t now);
 uint32_t rl_conn_owed(const redlock_client *cl, size_t i);
 /* Owed replies on which a leave or a release waits (these need reading soon). */
 uint32_t rl_conn_late_cmds(const redlock_client *cl, size_t i);
+/* 1 if a node r waits for still has r's command held behind its
+ * connection's gate (conn.c's probe): r is not done with it, decided or
+ * not, until the command is written, so that what a call hands to a node
+ * is on its way when the call returns, as on any other connection. */
+int rl_round_gated(const redlock_client *cl, const rl_round *r);
 void rl_conn_free(redlock_client *cl, size_t i);
 
 /* ---- conn_socket.c ---- */

@@ -357,7 +357,7 @@ void rl_io_kick(redlock_client *cl)
 void rl_io_wait(redlock_client *cl, rl_round *r)
 {
     rl_io *io = cl->io;
-    while (!rl_round_decided(r)) {
+    while (!rl_round_decided(r) || rl_round_gated(cl, r)) {
         if (!io->leader) {
             io->leader = 1;
             drive(cl, -1);
@@ -386,7 +386,7 @@ void rl_io_wait(redlock_client *cl, rl_round *r)
         cond_wait_until(&r->cv, &io->mu, next);
         io->followers--;
         r->following = 0;
-        if (!rl_round_decided(r) && rl_now_us() >= next)
+        if ((!rl_round_decided(r) || rl_round_gated(cl, r)) && rl_now_us() >= next)
             drive_now(cl);
         int64_t now = rl_now_us();
         for (size_t i = 0; i < r->n; i++)
