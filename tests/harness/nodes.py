@@ -434,12 +434,19 @@ class Cluster:
     killed and cleaned up on exit (also at interpreter exit and on SIGTERM)."""
 
     def __init__(self, count=3, kind="redis", unix=False, persistence=None, conf=None,
-                 base_dir=None, ipv6=False, tls=None):
+                 base_dir=None, ipv6=False, tls=None, env=None, clockshift=None):
         """tls: None, or a dict that makes every node listen only on a TLS port (--port 0
         --tls-port P) with urls rediss://HOST:P. Keys: "cert", "key", "ca" (PEM paths, required),
         "auth_clients" (False, True or "optional"; default False), "client_cert" and "client_key"
         (what the harness's own connections present, needed once clients must authenticate),
-        "host" (in the URLs and sent as SNI; default 127.0.0.1)."""
+        "host" (in the URLs and sent as SNI; default 127.0.0.1).
+        env: variables added to the servers' environment: one dict for every node, or a list
+        of one dict (or None) per node. None (the default): the servers inherit ours unchanged.
+        clockshift: None, or the path of the clock-step shim (tests/safety/clockshift.c,
+        libclockshift.so): every node then runs under it (LD_PRELOAD) with its own offset file,
+        starting at 0, and step_clock(i, ms) / set_clock_offset(i, ms) move that node's wall
+        clock (CLOCK_REALTIME, gettimeofday, time; never CLOCK_MONOTONIC). The offset is the
+        node's, not its process's: it survives restart(i), as a machine's clock would."""
         import tempfile
         if count < 1:
             raise ValueError("count must be >= 1")
@@ -465,6 +472,17 @@ class Cluster:
         self.ipv6 = ipv6
         self.persistence = persistence
         self.conf = dict(conf or {})
+        if env is None or isinstance(env, dict):
+            self._env = [dict(env or {}) for _ in range(count)]
+        else:
+            env = list(env)
+            if len(env) != count:
+                raise ValueError("env: one dict (or None) per node, %d given for %d nodes" % (len(env), count))
+            self._env = [dict(e or {}) for e in env]
+        self.clockshift = os.path.abspath(clockshift) if clockshift else None
+        if self.clockshift and not os.path.isfile(self.clockshift):
+            raise HarnessError("clockshift: %s is not a file (build tests/safety: libclockshift.so)"
+                               % self.clockshift)
         kinds = [kind if kind != "mixed" else ("redis" if i % 2 == 0 else "valkey") for i in range(count)]
         binaries = {k: _find_binary(k) for k in set(kinds)}
         self._own_dir = base_dir is None
@@ -486,6 +504,8 @@ class Cluster:
             self._nodes.append(n)
         for n in self._nodes:
             os.makedirs(n.dir, exist_ok=True)
+            if self.clockshift:
+                self._write_offset(n, 0)
 
     # -- context manager -----------------------------------------------------------------------
     def __enter__(self):
@@ -636,11 +656,71 @@ class Cluster:
                 n.log_mark = size
             else:
                 n.out_mark = size
+        kw = {}
+        env = self._node_env(n)
+        if env is not None:
+            kw["env"] = env
         with open(n.out, "ab") as out:
             # Own process group: a terminal Ctrl-C must not kill nodes behind the harness's back.
             n.proc = _popen(self._argv(n), signal.SIGKILL, True, cwd=n.dir, stdin=subprocess.DEVNULL,
-                            stdout=out, stderr=subprocess.STDOUT, close_fds=True)
+                            stdout=out, stderr=subprocess.STDOUT, close_fds=True, **kw)
         n.paused = False
+
+    def _node_env(self, n):
+        """The environment of node n's server, or None to inherit ours unchanged."""
+        extra = self._env[n.index]
+        if not extra and not self.clockshift:
+            return None
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in extra.items()})
+        if self.clockshift:
+            pre = env.get("LD_PRELOAD", "").strip()
+            env["LD_PRELOAD"] = self.clockshift + (" " + pre if pre else "")
+            env["REDLOCK_CLOCKSHIFT_FILE"] = self._offset_path(n)
+        return env
+
+    # -- wall clock (clockshift) ----------------------------------------------------------------
+    def _offset_path(self, n):
+        return os.path.join(n.dir, "clockshift")
+
+    def _write_offset(self, n, ms):
+        # A new file renamed over the old one: the shim never reads half a number.
+        p = self._offset_path(n)
+        with open(p + ".tmp", "w") as f:
+            f.write("%d\n" % int(ms))
+        os.replace(p + ".tmp", p)
+
+    def _need_clockshift(self):
+        if not self.clockshift:
+            raise HarnessError("the nodes do not run under the clock shim: Cluster(clockshift=PATH)")
+
+    def clock_offset(self, i):
+        """Node i's wall-clock offset in ms (0 unless stepped)."""
+        self._need_clockshift()
+        n = self._n(i)
+        with n.lock:
+            try:
+                with open(self._offset_path(n)) as f:
+                    return int(f.read().strip() or 0)
+            except FileNotFoundError:
+                return 0
+
+    def set_clock_offset(self, i, ms):
+        """Set node i's wall clock to the real one + ms; the server sees it within a few ms
+        (the shim re-reads its file at most every 2 ms, on its next clock reading)."""
+        self._need_clockshift()
+        n = self._n(i)
+        with n.lock:
+            self._write_offset(n, ms)
+
+    def step_clock(self, i, ms):
+        """Step node i's wall clock by ms (forward if positive); returns its new offset."""
+        self._need_clockshift()
+        n = self._n(i)
+        with n.lock:
+            off = self.clock_offset(i) + int(ms)
+            self._write_offset(n, off)
+            return off
 
     def _alive(self, n):
         return n.proc is not None and n.proc.poll() is None
