@@ -36,6 +36,30 @@ def find_client():
                             "$%s to its path" % ENV_CLIENT)
 
 
+ENV_CLOCKSHIFT = "REDLOCK_CLOCKSHIFT_LIB"
+
+
+def find_clockshift():
+    """The clock-step shim (clockshift.c): $REDLOCK_CLOCKSHIFT_LIB, else libclockshift.so next to
+    the safety client (both are built in the same directory), else the default build tree."""
+    p = os.environ.get(ENV_CLOCKSHIFT)
+    if p:
+        if not os.path.isfile(p):
+            raise FileNotFoundError("%s=%s is not a file" % (ENV_CLOCKSHIFT, p))
+        return p
+    cands = []
+    try:
+        cands.append(os.path.join(os.path.dirname(os.path.abspath(find_client())), "libclockshift.so"))
+    except FileNotFoundError:
+        pass
+    cands.append(os.path.join(ROOT, "build", "tests", "safety", "libclockshift.so"))
+    for cand in cands:
+        if os.path.isfile(cand):
+            return cand
+    raise FileNotFoundError("libclockshift.so not built: build tests/safety (CMakeLists.txt) and set "
+                            "$%s to its path" % ENV_CLOCKSHIFT)
+
+
 def now_ns():
     # time.monotonic_ns() is CLOCK_MONOTONIC on Linux: the clients' clock.
     return time.monotonic_ns()
@@ -69,9 +93,10 @@ class Run:
         """Start client `cid`. opts: ttl, hold, margin, gap, wait, duration, iterations,
         attempt_gap, node_timeout, connect_timeout, retry_count, retry_delay, retry_jitter,
         pre_write; flags (True/False): fencing, auto_extend, storage (the run's fake fencing
-        storage; implies fencing)."""
+        storage; implies fencing); extra_args: a list of arguments added as they are."""
         argv = [self.bin, "--id", str(cid), "--log", self.log_path(cid), "--counter", self.counter,
                 "--resource", self.resource]
+        argv += [str(a) for a in (opts.pop("extra_args", None) or [])]
         if opts.pop("storage", False):
             opts["fencing"] = True
             argv += ["--storage", self.storage]
@@ -224,6 +249,35 @@ class Faults:
             return self.run.heal("proxy", "node%d" % i)
         return self.run.fault("proxy-" + mode, "node%d" % i,
                               detail=",".join("%s=%s" % kv for kv in sorted(params.items())))
+
+    def wipe(self, i, how="restart"):
+        """Node i loses every key: "restart" kills it and starts it again at once (without
+        persistence it comes back empty: a crash, or a restart by an operator), "flushall" sends
+        FLUSHALL (a wipe by hand). Logged as a key-losing fault; returns the fault's time."""
+        if how == "restart":
+            if self.c.persistence is not None:
+                raise ValueError("wipe by restart: the nodes keep their keys (persistence=%r)"
+                                 % self.c.persistence)
+            t = self.run.fault("wipe-restart", "node%d" % i, loses_keys=True)
+            self.c.restart(i)
+            self.run.heal("restart", "node%d" % i, "wiped")
+            return t
+        if how == "flushall":
+            t = self.run.fault("wipe-flushall", "node%d" % i, loses_keys=True)
+            self.c.cmd(i, "FLUSHALL")
+            return t
+        raise ValueError("wipe: how is 'restart' or 'flushall', not %r" % (how,))
+
+    def step_clock(self, i, ms):
+        """Step node i's wall clock by ms (the cluster runs under the clock shim:
+        nodes.Cluster(clockshift=find_clockshift())). A forward step expires every key with less
+        than ms to live at once, so it is logged as key-losing; a backward one keeps keys longer.
+        Returns the fault's time."""
+        # Logged first: the fault's time is never after the keys went.
+        t = self.run.fault("clock-step", "node%d" % i, loses_keys=ms > 0,
+                           detail="step=%+dms offset=%+dms" % (ms, self.c.clock_offset(i) + ms))
+        self.c.step_clock(i, ms)
+        return t
 
     def stop_client(self, cid):
         self.run.procs[cid].send_signal(signal.SIGSTOP)
