@@ -45,8 +45,12 @@ typedef enum redlock_error_code {
     REDLOCK_ESTATE       = -15, /* the call does not fit the lock's state (e.g. release of a lock not held) */
     REDLOCK_EUNREACHABLE = -16, /* no quorum of nodes could be reached (refused, unresolvable name,
                                  * connect timeout) for redlock_options.unreachable_ms */
-    REDLOCK_EPERM        = -17  /* a node refused a command the lock needs: an ACL without it
+    REDLOCK_EPERM        = -17, /* a node refused a command the lock needs: an ACL without it
                                  * (NOPERM), or the command disabled or renamed */
+    REDLOCK_EATRISK      = -18  /* not a failure and never returned: the code of the at-risk
+                                 * notice (redlock_lock_auto_extend3): auto-extension has not
+                                 * extended the lock and its validity ends within the
+                                 * at-risk margin. The lock is still held */
 } redlock_error_code;
 
 /* Limits enforced on input; exceeding one gives REDLOCK_EINVAL. */
@@ -78,11 +82,17 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_ACQUIRE_DONE   = 11,/* an acquire call ended, after its last attempt: code
                                        * (0 = acquired), attempt (the attempts made, 0 if
                                        * none), elapsed_us (the whole call, waits included) */
-    REDLOCK_EVENT_WATCH_BEHIND   = 12 /* the client's auto-extend thread starts extensions
+    REDLOCK_EVENT_WATCH_BEHIND   = 12,/* the client's auto-extend thread starts extensions
                                        * late: more locks than the nodes can extend in time.
                                        * lock: the latest; elapsed_us: how late; message: how
                                        * many were due. At most once a second, while the
                                        * validity left is still about half the TTL */
+    REDLOCK_EVENT_AT_RISK        = 13 /* an auto-extended lock armed for at-risk notices
+                                       * (redlock_lock_auto_extend3) has not been extended
+                                       * and its validity ends within the margin: code
+                                       * REDLOCK_EATRISK, validity_ms the validity left,
+                                       * message the last failed try. Once per episode: a
+                                       * successful extension ends it */
 } redlock_event_type;
 
 /* The state of the connection on which a client listens for releases, one
@@ -121,7 +131,7 @@ typedef struct redlock_event {
     int quorum;                /* nodes needed */
     size_t n_nodes;
     int64_t elapsed_us;        /* the round's duration (for ACQUIRED, the whole attempt) */
-    int64_t validity_ms;       /* ACQUIRED/EXTENDED: the validity then left */
+    int64_t validity_ms;       /* ACQUIRED/EXTENDED/AT_RISK: the validity then left */
     uint64_t fencing_token;    /* ACQUIRED with REDLOCK_OPT_FENCING: the token, else 0 */
     size_t node;               /* NODE_ERROR: the node's index in the client's URL list */
     int node_outcome;          /* NODE_ERROR: redlock_node_outcome */
@@ -417,7 +427,13 @@ REDLOCK_EXTERN uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
 /* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours
  * on a majority), REDLOCK_EEXPIRED (its validity ran out before an
  * extension succeeded; message says what failed) or REDLOCK_ELIMIT (the hold
- * bound was reached and the validity then ran out). Runs on the client's
+ * bound was reached and the validity then ran out). Armed with
+ * redlock_lock_auto_extend3 and an at-risk margin, it is also called with
+ * REDLOCK_EATRISK, before the validity ends: not lost yet, but not extended
+ * either (message: why, and the validity left); a loss may follow, or a
+ * successful extension (after which a new at-risk notice may come). Only
+ * that call gives REDLOCK_EATRISK: callbacks armed otherwise are called
+ * for losses only. Runs on the client's
  * auto-extend thread; it may read the lock and call redlock_release, but
  * must not free it, and should be quick: other locks wait meanwhile. */
 typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
@@ -451,6 +467,22 @@ REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
  * ended it. */
 REDLOCK_EXTERN int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
                                              void *userdata, void (*userdata_free)(void *userdata));
+/* redlock_lock_auto_extend2, and on_lost is told when the lock is at risk:
+ * once at_risk_ms before its validity ends no extension has succeeded (the
+ * nodes fail, or the hold bound stops the extensions), on_lost is called
+ * with REDLOCK_EATRISK and the lock stays under auto-extension; the loss,
+ * if it comes, is told after it as usual. So the holder can stop its work
+ * while the lock is still its own. Each failed episode is told once: a
+ * successful extension ends it. REDLOCK_EVENT_AT_RISK goes to on_event at
+ * the same time. at_risk_ms: 0 for no at-risk notices (as
+ * redlock_lock_auto_extend2), REDLOCK_AT_RISK_DEFAULT for
+ * max(TTL / 10, 2 * node_timeout_ms), or a margin in ms; at most half the
+ * acquisition's TTL (a larger one is taken as that). The notice comes at
+ * the margin, give or take the thread's rounds for other locks. */
+#define REDLOCK_AT_RISK_DEFAULT UINT32_MAX
+REDLOCK_EXTERN int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                                             redlock_lost_fn on_lost, void *userdata,
+                                             void (*userdata_free)(void *userdata));
 
 /* ---- The last round's per-node report ----
  * What node i did in the lock's last round (the last attempt of an acquire,

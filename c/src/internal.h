@@ -301,7 +301,11 @@ typedef struct rl_autoextend {
     unsigned char tried;      /* an extension failed since the last success: its
                                * detail is the lock's report (a message per failed
                                * try and lock would be kilobytes a batch) */
+    unsigned char risk_told;  /* the at-risk notice of this failed episode was given */
+    unsigned char risk_fire;  /* the batch's verdict: tell the owner it is at risk */
     int fire_code;
+    uint32_t risk_ms;         /* at-risk margin (redlock_lock_auto_extend3), 0: none */
+    char *risk_msg;           /* the at-risk notice, from before() to its callback (thread only) */
     uint32_t batch_ttl;       /* the batch's extension, in ms */
     struct redlock_lock *next, *prev;
     int64_t due_us;

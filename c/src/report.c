@@ -239,7 +239,7 @@ void rl_emit_out(redlock_lock *lock, int type, int code, const char *msg, const 
     event_init(&ev, lock, type, code, msg, automatic, elapsed_us);
     ev.attempt = attempt;
     ev.nodes_ok = r ? rl_tally_of(out, r->n).yes : 0;
-    if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED)
+    if (type == REDLOCK_EVENT_ACQUIRED || type == REDLOCK_EVENT_EXTENDED || type == REDLOCK_EVENT_AT_RISK)
         ev.validity_ms = (atomic_load(&lock->valid_until_us) - rl_now_us()) / 1000;
     if (type == REDLOCK_EVENT_ACQUIRED)
         ev.fencing_token = atomic_load(&lock->token);

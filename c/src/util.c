@@ -100,6 +100,7 @@ static const struct {
     { REDLOCK_ESTATE, "REDLOCK_ESTATE", "operation does not fit the lock's state" },
     { REDLOCK_EUNREACHABLE, "REDLOCK_EUNREACHABLE", "no quorum of nodes could be reached" },
     { REDLOCK_EPERM, "REDLOCK_EPERM", "a node refused a command the lock needs" },
+    { REDLOCK_EATRISK, "REDLOCK_EATRISK", "the lock is at risk: not extended, and its validity ends soon" },
 };
 
 const char *redlock_strerror(int code)

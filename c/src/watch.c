@@ -4,8 +4,9 @@
  * it is due (every TTL/3): all the locks due in the same window go out
  * together (extend_many.c), each under its lock's mutex, and are decided
  * one by one. It tells the owner about a loss through the lock's
- * redlock_lost_fn, tells on_event when it falls behind, and stops with the
- * client. */
+ * redlock_lost_fn (and, armed by redlock_lock_auto_extend3, that the lock is
+ * at risk, before the loss), tells on_event when it falls behind, and stops
+ * with the client. */
 #include <errno.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -112,13 +113,53 @@ static const char *msg_of(const redlock_lock *l)
     return l->ae.msg ? l->ae.msg : "";
 }
 
+/* The at-risk margin of l's arming, in us (0: no notices). */
+static int64_t risk_margin_us(const redlock_lock *l)
+{
+    return (int64_t)l->ae.risk_ms * 1000;
+}
+
+/* next capped at the time l becomes at risk, while its notice is still to
+ * give: the thread must look at the lock then. */
+static int64_t risk_cap(const redlock_lock *l, int64_t next, int64_t valid_until)
+{
+    if (!l->ae.risk_ms || l->ae.risk_told)
+        return next;
+    int64_t at = valid_until - risk_margin_us(l);
+    return at < next ? at : next;
+}
+
+/* The lock is held, its validity not over: 1 if it is at risk now, with
+ * its notice prepared (ae.risk_fire, ae.risk_msg, the event emitted). */
+static int tell_risk(redlock_lock *l, int64_t now, int64_t valid_until)
+{
+    if (!l->ae.risk_ms || l->ae.risk_told || now < valid_until - risk_margin_us(l))
+        return 0;
+    l->ae.risk_told = l->ae.risk_fire = 1;
+    char msg[RL_MSG_MAX];
+    long long left = (long long)((valid_until - now) / 1000);
+    if (l->ae.limited) {
+        rl_fmt(msg, sizeof msg, "lock '%s' reached its hold bound: its validity ends in %lld ms", l->resource,
+               left);
+    } else {
+        rl_fmt(msg, sizeof msg, "lock '%s' was not extended and its validity ends in %lld ms%s%s", l->resource,
+               left, msg_of(l)[0] || l->ae.tried ? "; last try: " : "", msg_of(l));
+        if (!msg_of(l)[0] && l->ae.tried)
+            rl_describe_report(msg, sizeof msg, l);
+    }
+    free(l->ae.risk_msg);
+    l->ae.risk_msg = strdup(msg);
+    rl_emit_out(l, REDLOCK_EVENT_AT_RISK, REDLOCK_EATRISK, msg, NULL, NULL, 1, 0, 0);
+    return 1;
+}
+
 /* A due lock, its mutex held, before the batch: 1 if it goes into the
  * batch (ae.batch_ttl, ae.last set); 0 if the thread is done with it for
  * now: ae.done (it leaves the list), ae.fire (tell the owner: lost, with
  * lost_code and lost_msg), or ae.next_due. */
 static int before(redlock_lock *l, int64_t now)
 {
-    l->ae.fire = l->ae.done = 0;
+    l->ae.fire = l->ae.done = l->ae.risk_fire = 0;
     int state = atomic_load(&l->state);
     int64_t valid_until = atomic_load(&l->valid_until_us);
     char msg[RL_MSG_MAX];
@@ -140,8 +181,12 @@ static int before(redlock_lock *l, int64_t now)
                 rl_describe_report(msg, sizeof msg, l);
         }
         rl_mark_lost(l, code, msg, 1);
+    } else if (tell_risk(l, now, valid_until)) {
+        /* Told first, then (not limited) tried again at once. */
+        l->ae.next_due = l->ae.limited ? valid_until : now;
+        return 0;
     } else if (l->ae.limited) {
-        l->ae.next_due = valid_until;              /* only the end is left to see */
+        l->ae.next_due = risk_cap(l, valid_until, valid_until);  /* only the end is left to see */
     } else {
         uint32_t ttl = l->ttl_ms;
         int64_t left_ms = (l->ae.until_us - now) / 1000;
@@ -151,7 +196,10 @@ static int before(redlock_lock *l, int64_t now)
             if (left_ms <= 0 || rl_drift_us(l, (uint32_t)left_ms) >= left_ms * 1000 ||
                 now + left_ms * 1000 - rl_drift_us(l, (uint32_t)left_ms) <= valid_until) {
                 l->ae.limited = 1;
-                l->ae.next_due = valid_until;
+                if (tell_risk(l, now, valid_until))
+                    l->ae.next_due = valid_until;
+                else
+                    l->ae.next_due = risk_cap(l, valid_until, valid_until);
                 return 0;
             }
             ttl = (uint32_t)left_ms;
@@ -184,7 +232,9 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
          * (the validity runs from the round's start, later than either). */
         int64_t from = l->ae.due_us > start ? l->ae.due_us : start;
         l->ae.limited = l->ae.last;
-        l->ae.next_due = l->ae.last ? valid_until : from + rl_policy_extend_interval_us(l->ttl_ms);
+        l->ae.risk_told = 0;                       /* a new episode may be told */
+        l->ae.next_due = risk_cap(l, l->ae.last ? valid_until : from + rl_policy_extend_interval_us(l->ttl_ms),
+                                  valid_until);
     } else if (rc == REDLOCK_ELOST || rc == REDLOCK_EEXPIRED) {
         if (rc == REDLOCK_EEXPIRED) {
             /* Told as before() tells an expiry found between batches: a
@@ -199,7 +249,7 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
         l->ae.fire_code = rc;
     } else if (rc == REDLOCK_ELIMIT) {
         l->ae.limited = 1;                         /* the client's max_hold_ms / max_extensions */
-        l->ae.next_due = valid_until;
+        l->ae.next_due = risk_cap(l, valid_until, valid_until);
     } else {
         /* No quorum, I/O, server errors: try again soon, while validity is left. */
         int64_t left = valid_until - now;
@@ -208,7 +258,7 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
             retry = left / 2;
         if (retry < RL_POLICY_EXTEND_RETRY_MIN_US)
             retry = RL_POLICY_EXTEND_RETRY_MIN_US;
-        l->ae.next_due = now + retry < valid_until ? now + retry : valid_until;
+        l->ae.next_due = risk_cap(l, now + retry < valid_until ? now + retry : valid_until, valid_until);
     }
 }
 
@@ -233,8 +283,8 @@ static void run_chunk(redlock_client *c, redlock_lock **batch, size_t n)
         redlock_lock *l = batch[k];
         if (pthread_mutex_trylock(&l->mu) != 0) {
             /* Its owner is in a call on the handle: the next batch, soon. */
-            l->ae.fire = l->ae.done = 0;
-            l->ae.next_due = now + RL_POLICY_EXTEND_RETRY_MIN_US;
+            l->ae.fire = l->ae.done = l->ae.risk_fire = 0;
+            l->ae.next_due = risk_cap(l, now + RL_POLICY_EXTEND_RETRY_MIN_US, atomic_load(&l->valid_until_us));
             continue;
         }
         if (before(l, now)) {
@@ -346,10 +396,14 @@ static void settle_batch(rl_watch *w, redlock_lock **batch, size_t n)
             else
                 l->ae.due_us = l->ae.next_due;
         }
-        if (l->ae.fire && l->ae.fn)
+        if ((l->ae.fire || l->ae.risk_fire) && l->ae.fn) {
             batch[nfire++] = l;
-        else
+        } else {
+            free(l->ae.risk_msg);
+            l->ae.risk_msg = NULL;
+            l->ae.risk_fire = 0;
             l->ae.busy = 0;
+        }
     }
     pthread_cond_broadcast(&w->idle);
     for (size_t k = 0; k < nfire; k++) {
@@ -360,7 +414,13 @@ static void settle_batch(rl_watch *w, redlock_lock **batch, size_t n)
          * and ae.msg (the loss, thread only) stays as it is. */
         l->ae.running = 1;
         pthread_mutex_unlock(&w->mu);
-        fn(l, l->ae.fire_code, msg_of(l), userdata);
+        if (l->ae.fire)
+            fn(l, l->ae.fire_code, msg_of(l), userdata);
+        else
+            fn(l, REDLOCK_EATRISK, l->ae.risk_msg ? l->ae.risk_msg : "", userdata);
+        free(l->ae.risk_msg);
+        l->ae.risk_msg = NULL;
+        l->ae.risk_fire = 0;
         pthread_mutex_lock(&w->mu);
         l->ae.running = 0;
         hook_free f = { l->ae.free_after, l->ae.free_after_userdata };
@@ -411,8 +471,21 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata,
-                 void (*userdata_free)(void *))
+/* The at-risk margin of an arming of l with at_risk_ms (redlock_lock_auto_extend3). */
+static uint32_t risk_ms_of(const redlock_lock *l, uint32_t at_risk_ms)
+{
+    uint32_t ms = at_risk_ms;
+    if (ms == REDLOCK_AT_RISK_DEFAULT) {
+        ms = l->ttl_ms / 10;
+        uint32_t nt = l->client->opts.node_timeout_ms;
+        if (nt <= UINT32_MAX / 2 && 2 * nt > ms)
+            ms = 2 * nt;
+    }
+    return ms > l->ttl_ms / 2 ? l->ttl_ms / 2 : ms;
+}
+
+static int watch_add(redlock_lock *l, uint32_t max_hold_ms, uint32_t at_risk_ms, redlock_lost_fn fn,
+                     void *userdata, void (*userdata_free)(void *))
 {
     rl_watch *w = &l->client->watch;
     pthread_mutex_lock(&w->mu);
@@ -448,6 +521,8 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     l->ae.limited = 0;
     set_msg(l, NULL);
     l->ae.tried = 0;
+    l->ae.risk_ms = risk_ms_of(l, at_risk_ms);
+    l->ae.risk_told = 0;
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
         l->ae.prev = NULL;
@@ -465,6 +540,12 @@ int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void
     pthread_mutex_unlock(&w->mu);
     run_free(old);
     return 0;
+}
+
+int rl_watch_add(redlock_lock *l, uint32_t max_hold_ms, redlock_lost_fn fn, void *userdata,
+                 void (*userdata_free)(void *))
+{
+    return watch_add(l, max_hold_ms, 0, fn, userdata, userdata_free);
 }
 
 int rl_watch_remove(redlock_lock *l)
@@ -498,13 +579,19 @@ int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_l
 int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata,
                               void (*userdata_free)(void *userdata))
 {
+    return redlock_lock_auto_extend3(lock, max_hold_ms, 0, on_lost, userdata, userdata_free);
+}
+
+int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                              redlock_lost_fn on_lost, void *userdata, void (*userdata_free)(void *userdata))
+{
     if (!lock)
         return REDLOCK_EINVAL;
     /* Not under the lock's mutex: rl_watch_add may wait for the thread to
      * finish with this lock, which needs the mutex. The fields it reads are
      * the owner's, and the owner is the caller. */
     int held = redlock_lock_is_held(lock);
-    int rc = held ? rl_watch_add(lock, max_hold_ms, on_lost, userdata, userdata_free) : REDLOCK_ESTATE;
+    int rc = held ? watch_add(lock, max_hold_ms, at_risk_ms, on_lost, userdata, userdata_free) : REDLOCK_ESTATE;
     /* The message under the mutex: a loss callback may already be releasing. */
     pthread_mutex_lock(&lock->mu);
     if (!held)

@@ -2,8 +2,9 @@
 /* test_autoextend.c: redlock_lock_auto_extend on real nodes: a short-TTL lock
  * stays held for many TTLs; loss (key deleted behind the lock's back,
  * majority down) and the hold bound are reported through the callback and
- * is_held; a thousand locks on one thread; the owner's calls meanwhile; a
- * callback that releases; clean shutdown. */
+ * is_held; the at-risk notice before a loss (redlock_lock_auto_extend3); a
+ * thousand locks on one thread; the owner's calls meanwhile; a callback that
+ * releases; clean shutdown. */
 #include "testutil.h"
 
 #include <pthread.h>
@@ -29,12 +30,38 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
     atomic_fetch_add(&b->fired, 1);
 }
 
-static atomic_int n_auto_ext;
+static atomic_int n_auto_ext, n_at_risk;
 static void count_events(const redlock_event *ev, void *userdata)
 {
     (void)userdata;
     if (ev->type == REDLOCK_EVENT_EXTENDED && ev->automatic)
         atomic_fetch_add(&n_auto_ext, 1);
+    if (ev->type == REDLOCK_EVENT_AT_RISK && ev->code == REDLOCK_EATRISK && ev->validity_ms > 0)
+        atomic_fetch_add(&n_at_risk, 1);
+}
+
+/* Every notice on_lost gets: its code, when, and the validity then left. */
+typedef struct notices {
+    atomic_int n;
+    int code[4];
+    int64_t at_ms[4];
+    int64_t validity_ms[4];
+    int held[4];
+    char msg[4][512];
+} notices;
+
+static void on_notice(redlock_lock *lock, int code, const char *message, void *userdata)
+{
+    notices *b = userdata;
+    int k = atomic_load(&b->n);
+    if (k < 4) {
+        b->code[k] = code;
+        b->at_ms[k] = now_ms();
+        b->validity_ms[k] = redlock_lock_validity_ms(lock);
+        b->held[k] = redlock_lock_is_held(lock);
+        snprintf(b->msg[k], sizeof b->msg[k], "%s", message);
+    }
+    atomic_fetch_add(&b->n, 1);
 }
 
 static redlock_client *client(void)
@@ -186,6 +213,73 @@ static void test_majority_down(void)
     redlock_client_free(c);
 }
 
+/* redlock_lock_auto_extend3: with a majority paused, extensions fail; the
+ * holder hears REDLOCK_EATRISK while the lock is still held, a margin
+ * before its validity ends, and the loss after it. */
+static void test_at_risk(void)
+{
+    redlock_client *c = client();   /* node_timeout_ms 300: default margin 600 ms of 3 s */
+    redlock_lock *l;
+    notices b;
+    memset(&b, 0, sizeof b);
+    atomic_store(&n_at_risk, 0);
+    CHECK_RC(redlock_lock_new(&l, c, uniq("risk")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 3000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend3(l, 0, REDLOCK_AT_RISK_DEFAULT, on_notice, &b, NULL), 0);
+    size_t quorum = t_nurls / 2 + 1;
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
+    /* Paused before the first extension (due at 1 s): none succeeds. */
+    for (int i = 0; i < 800 && atomic_load(&b.n) < 2; i++)
+        msleep(10);
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "resume %zu", i) == 0);
+    CHECK(atomic_load(&b.n) == 2);
+    CHECK(b.code[0] == REDLOCK_EATRISK);
+    CHECK(b.held[0] == 1);                       /* not lost yet */
+    CHECK(b.validity_ms[0] > 300);               /* about the 600 ms margin left */
+    CHECK(b.validity_ms[0] <= 700);
+    CHECK(strstr(b.msg[0], "validity ends in") != NULL);
+    CHECK(b.code[1] == REDLOCK_EEXPIRED);        /* then the loss, at the end */
+    CHECK(b.held[1] == 0);
+    CHECK(b.at_ms[1] - b.at_ms[0] >= 300);
+    CHECK(atomic_load(&n_at_risk) == 1);
+    CHECK(strcmp(redlock_error_name(REDLOCK_EATRISK), "REDLOCK_EATRISK") == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+/* A margin asked for but never reached: a healthy lock hears nothing; and
+ * redlock_lock_auto_extend2 (no margin) only ever hears the loss. */
+static void test_at_risk_quiet(void)
+{
+    redlock_client *c = client();
+    redlock_lock *l;
+    notices b;
+    memset(&b, 0, sizeof b);
+    atomic_store(&n_at_risk, 0);
+    CHECK_RC(redlock_lock_new(&l, c, uniq("quiet")), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1500, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_auto_extend3(l, 0, 500, on_notice, &b, NULL), 0);
+    msleep(3500);
+    CHECK(atomic_load(&b.n) == 0);
+    CHECK(redlock_lock_is_held(l));
+    CHECK_RC(redlock_lock_auto_extend2(l, 0, on_notice, &b, NULL), 0);
+    size_t quorum = t_nurls / 2 + 1;
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
+    for (int i = 0; i < 400 && atomic_load(&b.n) < 1; i++)
+        msleep(10);
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "resume %zu", i) == 0);
+    msleep(200);
+    CHECK(atomic_load(&b.n) == 1);
+    CHECK(b.code[0] == REDLOCK_EEXPIRED);
+    CHECK(atomic_load(&n_at_risk) == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
 #define MANY 1000
 static void test_many_locks(void)
 {
@@ -271,5 +365,7 @@ int main(void)
     run_test("owner_concurrent", test_owner_concurrent);
     run_test("many_locks", test_many_locks);
     run_test("majority_down", test_majority_down);
+    run_test("at_risk", test_at_risk);
+    run_test("at_risk_quiet", test_at_risk_quiet);
     return finish_tests();
 }
