@@ -105,6 +105,14 @@ test-safety: build $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q pytest pytest-timeout
 	REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/safety
 
+# The targeted rows' long form (docs/safety.md, "Nodes that forget"): 60 s per row; a node's keys
+# wiped or its wall clock stepped under the holder. REDLOCK_SAFETY_PROTECTION=1 expects 0 violations.
+.PHONY: test-safety-targeted
+test-safety-targeted: build $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q pytest pytest-timeout
+	REDLOCK_SAFETY_TARGETED_SECONDS=60 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
+	  $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/safety/test_targeted.py
+
 GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
