@@ -287,10 +287,13 @@ typedef struct rl_io {
     int wake_fd;               /* eventfd */
     rl_round *active;          /* rounds under way (r->next), the leader's included */
     int followers;             /* rounds waiting for someone else to drive */
-    /* the helper thread: finishes what no round is driving */
+    /* the helper thread: finishes what no round is driving, and reads the
+     * replies still owed once the client is quiet */
     pthread_t thread;
     pthread_cond_t helper_cv;
     int helper_started, helper_stop, helper_busy;
+    int helper_idle;           /* asleep with nothing to do: pass_lead must wake it for replies owed */
+    int64_t last_round_us;     /* when a round last returned (rl_io_done) */
     pid_t pid;                 /* the process these connections belong to */
     /* waiting acquires (wake.c keeps the list; listen.c wakes them) */
     char wake_id[RL_WAKE_ID_LEN + 1];  /* the client's channel: redlock:wake:<wake_id> */
@@ -311,8 +314,9 @@ void rl_io_done(redlock_client *cl);
  * left over): wake it if it is in poll(). The submitting round drives
  * otherwise. mu held. */
 void rl_io_wake_leader(redlock_client *cl);
-/* Work that nobody may drive: the leader if there is one, else the helper
- * (started on first need). mu held. */
+/* Work that nobody may drive (a connect, a handshake, a write, replies
+ * owed): the leader if there is one, else the helper (started on first
+ * need). mu held. */
 void rl_io_kick(redlock_client *cl);
 
 /* ---- route.c: a cluster node's shard connections and slot map ----

@@ -5,8 +5,10 @@
  * rounds they answer), the others wait for their round to be decided (the
  * followers). A leader whose round is decided passes the lead on and
  * returns. What is left unfinished when no round is under way (a connect,
- * a TLS handshake, a write the socket did not take whole) is finished by a
- * helper thread, started on first need. docs/design.md has the reasons. */
+ * a TLS handshake, a write the socket did not take whole, replies still
+ * owed) is finished by a helper thread, started on first need, so that
+ * what a call handed to the nodes is done without another call.
+ * docs/design.md has the reasons. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,6 +20,10 @@
 #include "engine.h"
 
 #define HELPER_SLICE_US 50000   /* the helper's longest poll before it looks around */
+/* Replies still owed when a round returns are read by the helper only once
+ * no round has returned for this long: a busy client's next round reads
+ * them on its way, with no hand-off between threads. */
+#define HELPER_GRACE_US 2000
 
 static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -73,7 +79,7 @@ static void after_fork(redlock_client *cl)
         pthread_mutex_init(&io->mu, NULL);
         cond_init(&io->helper_cv);
         io->leader = io->polling = io->followers = 0;
-        io->helper_started = io->helper_stop = io->helper_busy = 0;
+        io->helper_started = io->helper_stop = io->helper_busy = io->helper_idle = 0;
         io->active = NULL;
         /* The waiters were the parent's threads; this process is another
          * client to the nodes, with a channel of its own. */
@@ -284,11 +290,18 @@ static void pass_lead(redlock_client *cl)
             return;
         }
     }
-    /* Late replies need no hurry (the kernel keeps them, the next round
-     * reads them; once started, the helper also looks at them on its
-     * timer): only a connect, a handshake or a write needs a driver now,
-     * and the listeners while someone waits for a release. */
+    /* A connect, a handshake or a write needs a driver now, and so do the
+     * listeners while someone waits for a release, and late replies that
+     * a leave or a release waits on. Other replies still owed must be read
+     * too, even if the caller makes no further call: a late NOSCRIPT to a
+     * release decided without its node is answered by sending the release
+     * again (as EVAL), and that is all that deletes the key there. The
+     * helper reads them once the client has been quiet for a moment
+     * (HELPER_GRACE_US); it is told only when it sleeps with nothing to do,
+     * so a busy client pays no wake-up per round. */
     if (needs_driving(cl) || io->nwaiters || late_cmds(cl))
+        rl_io_kick(cl);
+    else if ((!io->helper_started || io->helper_idle) && owes_anything(cl))
         rl_io_kick(cl);
 }
 
@@ -298,22 +311,31 @@ static void *helper_main(void *arg)
     rl_io *io = cl->io;
     pthread_mutex_lock(&io->mu);
     while (!io->helper_stop) {
-        int work = needs_driving(cl) || io->nwaiters || late_cmds(cl);
-        if (!io->leader && !io->followers && (work || owes_anything(cl))) {
-            /* Finish writes and connects; read late replies (a NOSCRIPT to
-             * re-send, a connection to close once it stalls) without
-             * holding the lead long, so a caller rarely finds it taken. */
-            io->leader = io->helper_busy = 1;
-            drive(cl, work ? HELPER_SLICE_US : 0);
-            io->helper_busy = 0;
-            pass_lead(cl);
-            if (needs_driving(cl) || io->nwaiters || late_cmds(cl))
+        int urgent = needs_driving(cl) || io->nwaiters || late_cmds(cl);
+        int64_t until = INT64_MAX;
+        if (!io->leader && !io->followers && (urgent || owes_anything(cl))) {
+            int64_t quiet_at = io->last_round_us + HELPER_GRACE_US;
+            if (urgent || rl_now_us() >= quiet_at) {
+                /* Finish writes and connects, and read what is owed (a
+                 * NOSCRIPT to re-send, a connection to close once it
+                 * stalls): poll() sleeps until a reply comes, and gives the
+                 * lead up at once to a round that arrives (it writes the
+                 * wake eventfd), so a caller rarely waits for it. */
+                io->leader = io->helper_busy = 1;
+                drive(cl, HELPER_SLICE_US);
+                io->helper_busy = 0;
+                pass_lead(cl);
                 continue;
+            }
+            until = quiet_at;   /* a round just returned: the next one may read them */
         }
         if (io->helper_stop)
             break;
-        int64_t until = owes_anything(cl) ? rl_now_us() + (int64_t)cl->opts.node_timeout_ms * 1000 : INT64_MAX;
+        /* Nothing owed, or a round under way (pass_lead tells us when it
+         * is done and leaves something): sleep until told. */
+        io->helper_idle = until == INT64_MAX;
         cond_wait_until(&io->helper_cv, &io->mu, until);
+        io->helper_idle = 0;
     }
     pthread_mutex_unlock(&io->mu);
     return NULL;
@@ -398,6 +420,7 @@ void rl_io_wait(redlock_client *cl, rl_round *r)
 
 void rl_io_done(redlock_client *cl)
 {
+    cl->io->last_round_us = rl_now_us();
     if (!cl->io->leader)
         pass_lead(cl);
 }
@@ -409,6 +432,11 @@ static void stop_helper(redlock_client *cl)
     int started = io->helper_started;
     io->helper_stop = 1;
     pthread_cond_signal(&io->helper_cv);
+    if (io->helper_busy && io->polling) {
+        uint64_t one = 1;   /* out of its poll() now, not at the end of its slice */
+        ssize_t w = write(io->wake_fd, &one, sizeof one);
+        (void)w;
+    }
     pthread_mutex_unlock(&io->mu);
     if (started && io->pid == getpid())
         pthread_join(io->thread, NULL);
