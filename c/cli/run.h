@@ -74,11 +74,13 @@ void run_vlog(const run_opts *o, const char *fmt, ...) __attribute__((format(pri
 /* Sets the client's on_event hook (-v, extension trouble) in opts. */
 void run_watch_init(const run_opts *o, redlock_options *opts);
 /* Hands the lock to the library's auto-extension while COMMAND (process
- * group pgid) runs; a loss sends the lost signal to the group. Returns 1 if
- * the auto-extension runs, 0 if it could not start (then the lock counts as
- * lost at once). */
+ * group pgid) runs; its at-risk notice, or a loss, sends the lost signal to
+ * the group. Returns 1 if the auto-extension runs, 0 if it could not start
+ * (then the lock counts as lost at once). */
 int run_watch_start(redlock_lock *lock, pid_t pgid);
-/* When SIGKILL is due after a loss (--kill-after), or -1. */
+/* When SIGKILL is due after the lost signal, or -1: --kill-after after it,
+ * or sooner, halfway through the validity then left. A SIGKILL due sooner
+ * than --kill-after is sent here, once due (then -1). */
 int64_t run_watch_kill_at(const run_opts *o);
 /* COMMAND has ended: no signal may reach its pid from now on; stops the
  * auto-extension (waiting for a loss being handled). */

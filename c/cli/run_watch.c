@@ -4,15 +4,20 @@
  * COMMAND runs.
  *
  * The library's auto-extend thread keeps the lock alive every TTL/3 and
- * calls on_lost when it is gone. on_lost sends the lost signal to COMMAND's
+ * calls on_lost when it is at risk (not extended, its validity ending
+ * within the library's default margin, max(TTL/10, 2 x node timeout)) and
+ * when it is gone. The first of them sends the lost signal to COMMAND's
  * group at once and wakes the main thread with RUN_WAKE_SIGNAL, which sends
- * SIGKILL after --kill-after (on_lost must be quick: the library's thread
- * serves other locks too). */
+ * SIGKILL after --kill-after, or sooner: at the latest halfway through the
+ * validity left at the notice, so that COMMAND is dead before the lock's
+ * validity ends (on_lost must be quick: the library's thread serves other
+ * locks too). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "run.h"
@@ -22,8 +27,12 @@
 typedef struct watch {
     pthread_mutex_t mu;
     int child_done;            /* set by main before reaping: no kill() after this */
-    int lost;                  /* set by on_lost */
+    int lost;                  /* set by on_lost: at risk, or lost */
     int64_t lost_at_ms;
+    int64_t valid_end_ms;      /* the validity's end as last known (monotonic ms) */
+    int64_t kill_at_ms;        /* SIGKILL due (with --kill-after), set with lost */
+    int kill_early;            /* kill_at_ms comes from the validity, not --kill-after */
+    int killed;                /* SIGKILL sent (by run_watch_kill_at) */
     char why[2200];
     pid_t pgid;
     pthread_t main_thread;
@@ -45,23 +54,44 @@ void run_vlog(const run_opts *o, const char *fmt, ...)
     fprintf(stderr, "redlock %s [%s pid %d]: %s\n", CMD, cli_timestamp(ts, sizeof ts), (int)getpid(), buf);
 }
 
+/* At risk (REDLOCK_EATRISK) or lost: the first notice stops COMMAND. A
+ * later loss after an at-risk notice only updates why. */
 static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata)
 {
-    (void)lock;
     watch *w = userdata;
     const run_opts *o = w->o;
+    int at_risk = code == REDLOCK_EATRISK;
+    int64_t left = at_risk ? redlock_lock_validity_ms(lock) : 0;
     pthread_mutex_lock(&w->mu);
     if (!w->lost) {
         w->lost = 1;
         w->lost_at_ms = cli_now_ms();
+        if (at_risk)
+            w->valid_end_ms = w->lost_at_ms + (left > 0 ? left : 0);
         snprintf(w->why, sizeof w->why, "%s: %s", redlock_error_name(code),
                  message && *message ? message : redlock_strerror(code));
+        /* SIGKILL after --kill-after, but at the latest halfway through
+         * the validity left (right away if none is), so that COMMAND is
+         * dead before the lock can be another owner's. */
+        int64_t rest = w->valid_end_ms - w->lost_at_ms;
+        int64_t early = w->lost_at_ms + (rest > 0 ? rest / 2 : 0);
+        w->kill_at_ms = w->lost_at_ms + o->kill_after_ms;
+        w->kill_early = early < w->kill_at_ms;
+        if (w->kill_early)
+            w->kill_at_ms = early;
         if (!w->child_done) {
-            cli_err(CMD, "lock '%s' lost while the command ran (%s); sending %s to its process group %d",
-                    o->resource, w->why, cli_signal_name(o->lost_signal), (int)w->pgid);
+            char d[32];
+            cli_fmt_duration(w->kill_at_ms - w->lost_at_ms, d, sizeof d);
+            cli_err(CMD, "lock '%s' %s while the command ran (%s); sending %s to its process group %d%s%s%s",
+                    o->resource, at_risk ? "at risk" : "lost", w->why, cli_signal_name(o->lost_signal),
+                    (int)w->pgid, o->kill_after_ms > 0 ? ", SIGKILL in " : "", o->kill_after_ms > 0 ? d : "",
+                    o->kill_after_ms > 0 && w->kill_early ? ", before the lock's validity ends" : "");
             kill(-w->pgid, o->lost_signal);
         }
         pthread_kill(w->main_thread, RUN_WAKE_SIGNAL);
+    } else if (!at_risk && !strncmp(w->why, "REDLOCK_EATRISK", 15)) {
+        snprintf(w->why, sizeof w->why, "%s: %s", redlock_error_name(code),
+                 message && *message ? message : redlock_strerror(code));
     }
     pthread_mutex_unlock(&w->mu);
 }
@@ -106,6 +136,9 @@ static void on_event(const redlock_event *ev, void *userdata)
     if (!ev->automatic)
         return;
     if (ev->type == REDLOCK_EVENT_EXTENDED) {
+        pthread_mutex_lock(&w->mu);
+        w->valid_end_ms = cli_now_ms() + ev->validity_ms;
+        pthread_mutex_unlock(&w->mu);
         if (w->ext_failures)
             cli_err(CMD, "extended '%s' again after %d failed attempt%s", o->resource, w->ext_failures,
                     w->ext_failures == 1 ? "" : "s");
@@ -132,11 +165,14 @@ int run_watch_start(redlock_lock *lock, pid_t pgid)
     g_watch.main_thread = pthread_self();
     /* g_watch.o was set before the client existed: on_event may read it on another thread now */
     g_watch.lost = 0;
+    g_watch.killed = 0;
     g_watch.child_done = 0;
+    g_watch.valid_end_ms = cli_now_ms() + redlock_lock_validity_ms(lock);
     pthread_mutex_unlock(&g_watch.mu);
     /* No bound of our own on the hold: the command runs as long as it
-     * needs, up to the most auto-extension allows (about 49 days). */
-    int arc = redlock_lock_auto_extend(lock, UINT32_MAX, on_lost, &g_watch);
+     * needs, up to the most auto-extension allows (about 49 days). The
+     * at-risk notice comes at the library's default margin. */
+    int arc = redlock_lock_auto_extend3(lock, UINT32_MAX, REDLOCK_AT_RISK_DEFAULT, on_lost, &g_watch, NULL);
     if (arc == 0)
         return 1;
     /* Without extensions the lock would expire under the command. */
@@ -150,8 +186,21 @@ int64_t run_watch_kill_at(const run_opts *o)
 {
     int64_t kill_at = -1;
     pthread_mutex_lock(&g_watch.mu);
-    if (g_watch.lost && o->kill_after_ms > 0)
-        kill_at = g_watch.lost_at_ms + o->kill_after_ms;
+    if (g_watch.lost && o->kill_after_ms > 0) {
+        kill_at = g_watch.kill_at_ms;
+        if (g_watch.kill_early && !g_watch.killed && kill_at <= cli_now_ms() && !g_watch.child_done) {
+            /* Sooner than --kill-after: say so here, and send it, since the
+             * caller's message would name --kill-after. */
+            cli_err(CMD, "command still running %lld ms after %s, and the lock's validity ends in "
+                         "about %lld ms; sending SIGKILL to process group %d",
+                    (long long)(cli_now_ms() - g_watch.lost_at_ms), cli_signal_name(o->lost_signal),
+                    (long long)(g_watch.valid_end_ms - cli_now_ms()), (int)g_watch.pgid);
+            kill(-g_watch.pgid, SIGKILL);
+            g_watch.killed = 1;
+        }
+        if (g_watch.killed)
+            kill_at = -1;   /* sent: the caller waits for COMMAND to die */
+    }
     pthread_mutex_unlock(&g_watch.mu);
     return kill_at;
 }
