@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # cffi build script (API mode) for the extension module redlock._redlock.
-# setup.py names it in cffi_modules; it compiles c/src/*.c and c/src/engine/*.c into the module,
-# or links libredlock via pkg-config.
+# setup.py names it in cffi_modules; it compiles the C core into the module (the sources of
+# c/sources.txt with the flags of c/cflags.txt, as CMake and Go do: docs/design.md, "One
+# compilation"), or links libredlock via pkg-config. REDLOCK_WERROR=1 adds -Werror (make
+# test-build-flags).
 from __future__ import annotations
 
 import glob
@@ -21,6 +23,8 @@ C_INCLUDE = os.path.join(ROOT, "c", "include")
 C_SRC = os.path.join(ROOT, "c", "src")
 C_COMMON = os.path.join(ROOT, "c", "common")
 C_ENGINE = os.path.join(C_SRC, "engine")
+C_SOURCES_LIST = os.path.join(ROOT, "c", "sources.txt")
+C_FLAGS_LIST = os.path.join(ROOT, "c", "cflags.txt")
 
 # Declarations of c/include/redlock.h. Every constant and the layouts of the
 # options and event structs are left to the C compiler ("..."), so this text cannot drift from the
@@ -373,8 +377,36 @@ def rel(path: str) -> str:
     return path if r.startswith("..") else r
 
 
+def read_list(path: str) -> list[str]:
+    """The items of c/sources.txt or c/cflags.txt: one a line; blank lines and '#' lines skipped."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line.strip() for line in f]
+    except OSError as err:
+        sys.exit(f"redlock: cannot build the extension: {err}")
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def core_sources() -> list[str]:
+    sources = [os.path.join(ROOT, *s.split("/")) for s in read_list(C_SOURCES_LIST)]
+    missing = [s for s in sources if not os.path.isfile(s)]
+    if not sources or missing:
+        sys.exit(f"redlock: cannot build the extension: {rel(C_SOURCES_LIST)} "
+                 + (f"names files that do not exist: {', '.join(map(rel, missing))}" if missing else "is empty"))
+    return [rel(s) for s in sources]
+
+
+def core_flags() -> list[str]:
+    """c/cflags.txt, and -Werror when REDLOCK_WERROR is set."""
+    return read_list(C_FLAGS_LIST) + (["-Werror"] if env_true("REDLOCK_WERROR") else [])
+
+
 def use_system_lib() -> bool:
-    return os.environ.get("REDLOCK_USE_SYSTEM_LIB", "").strip().lower() in ("1", "true", "yes", "on")
+    return env_true("REDLOCK_USE_SYSTEM_LIB")
 
 
 def make_ffibuilder() -> FFI:
@@ -397,22 +429,19 @@ def make_ffibuilder() -> FFI:
         depends: list[str] = []
         mode = "system libredlock"
     else:
-        # The C core compiled into the extension: no libredlock needed at run time. Every
-        # c/src/*.c, c/src/engine/*.c and c/common/*.c, globbed, so files the core is split into are
-        # picked up.
-        sources = sorted(rel(p) for d in (C_SRC, C_ENGINE, C_COMMON) for p in glob.glob(os.path.join(d, "*.c")))
-        if not sources:
-            sys.exit(f"redlock: no C sources found under {C_SRC}")
+        # The C core compiled into the extension: no libredlock needed at run time. The sources and
+        # flags are CMake's and Go's (c/sources.txt, c/cflags.txt); they apply to cffi's generated
+        # file too, which compiles without a warning under them.
+        sources = core_sources()
         require_modules(BUNDLED_MODULES)
-        flags = pkg_config("--cflags", "--libs", *BUNDLED_MODULES)
+        flags = core_flags() + pkg_config("--cflags", "--libs", *BUNDLED_MODULES)
         kw = split_flags(flags)
         kw["include_dirs"][:0] = [rel(C_INCLUDE), rel(C_SRC), rel(C_COMMON)]
-        kw["define_macros"][:0] = [("REDLOCK_BUILDING", None), ("_GNU_SOURCE", None)]
-        kw["extra_compile_args"][:0] = ["-fvisibility=hidden", "-std=gnu11"]
         kw["libraries"].append("pthread")
-        # Headers too: setuptools rebuilds only when a listed file is newer than the module.
+        # Headers and the two lists too: setuptools rebuilds only when a listed file is newer than
+        # the module.
         depends = sorted(rel(p) for d in (C_INCLUDE, C_SRC, C_ENGINE, C_COMMON)
-                         for p in glob.glob(os.path.join(d, "*.h")))
+                         for p in glob.glob(os.path.join(d, "*.h"))) + [rel(C_SOURCES_LIST), rel(C_FLAGS_LIST)]
         mode = "C core compiled in"
     # The build's mode and flags go into the generated C file. cffi rewrites that file only when
     # its text changes, and setuptools relinks only when a source is newer than the module: without
