@@ -127,6 +127,16 @@ test-fuzz: deps
 test-docs: build
 	tools/docs-check --build $(BUILD)
 
+# One compilation of the C core (docs/design.md): CMake, the Python extension and the Go binding
+# compile the sources of c/sources.txt with the flags of c/cflags.txt; each is built here with
+# -Werror, and the Go binding's bundled files must be what tools/gen-go-bundle writes. About a
+# minute (docs/testing.md).
+.PHONY: test-build-flags
+test: test-build-flags
+test-build-flags: deps $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q 'setuptools>=61' 'cffi>=1.15'
+	tools/build-flags-check --build $(BUILD)/build-flags --python $(VENV)/bin/python --jobs $(JOBS)
+
 # The Maven jar with its native library inside; runs the java_* ctest cases on
 # it, then the jar alone with the system's hiredis hidden (needs root, else SKIPPED).
 jar: deps
