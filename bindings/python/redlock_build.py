@@ -39,7 +39,7 @@ typedef enum redlock_error_code {
     REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED, REDLOCK_ELOST, REDLOCK_ETIMEDOUT,
     REDLOCK_EIO, REDLOCK_ESERVER, REDLOCK_EAUTH, REDLOCK_ETLS,
     REDLOCK_ENOTSUP, REDLOCK_ECANCELED, REDLOCK_ELIMIT, REDLOCK_ESTATE,
-    REDLOCK_EUNREACHABLE, REDLOCK_EPERM,
+    REDLOCK_EUNREACHABLE, REDLOCK_EPERM, REDLOCK_EATRISK,
     ...
 } redlock_error_code;
 
@@ -57,7 +57,7 @@ typedef enum redlock_event_type {
     REDLOCK_EVENT_EXTEND_FAILED, REDLOCK_EVENT_LOST, REDLOCK_EVENT_RELEASED,
     REDLOCK_EVENT_RELEASE_FAILED, REDLOCK_EVENT_NODE_ERROR, REDLOCK_EVENT_WOKEN,
     REDLOCK_EVENT_LISTENER, REDLOCK_EVENT_ACQUIRE_DONE,
-    REDLOCK_EVENT_WATCH_BEHIND,
+    REDLOCK_EVENT_WATCH_BEHIND, REDLOCK_EVENT_AT_RISK,
     ...
 } redlock_event_type;
 
@@ -212,6 +212,10 @@ int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
 int redlock_lock_auto_extend_stop(redlock_lock *lock);
 int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
                               void *userdata, void (*userdata_free)(void *userdata));
+#define REDLOCK_AT_RISK_DEFAULT ...
+int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                              redlock_lost_fn on_lost, void *userdata,
+                              void (*userdata_free)(void *userdata));
 
 int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
                              int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);

@@ -46,6 +46,7 @@ class EventType(enum.IntEnum):
     LISTENER = lib.REDLOCK_EVENT_LISTENER    # a node's wake-up listener changed state
     ACQUIRE_DONE = lib.REDLOCK_EVENT_ACQUIRE_DONE  # an acquire call ended (code 0: acquired)
     WATCH_BEHIND = lib.REDLOCK_EVENT_WATCH_BEHIND  # auto-extension starts late: more locks than the nodes keep up with
+    AT_RISK = lib.REDLOCK_EVENT_AT_RISK  # not extended, the validity ends within the margin: not lost yet
 
 
 class NodeOutcome(enum.IntEnum):
@@ -246,6 +247,7 @@ class Watch:
     def __init__(self, lock: Any, resource: str) -> None:
         self.lost = threading.Event()
         self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
+        self.at_risk = threading.Event()  # the at-risk notice came, before any loss
         self.resource = resource
         self.lock_ref = weakref.ref(lock)
 
@@ -266,6 +268,7 @@ class Watch:
         already ended the last acquisition's arming.)"""
         self.loss = None
         self.lost.clear()
+        self.at_risk.clear()
 
     def error(self) -> Optional[RedlockError]:
         loss = self.loss
@@ -279,12 +282,18 @@ def _redlock_py_on_lost(c_lock: Any, code: int, message: Any, userdata: Any) -> 
         if entry is None:
             return
         watch, on_lost = entry
-        watch.loss = (code, _text(message))
-        watch.lost.set()
+        if code == lib.REDLOCK_EATRISK:
+            # Not lost yet: told a margin before the validity ends, so that the
+            # holder stops in time. The loss, if it comes, is told after it.
+            watch.at_risk.set()
+            exc = error(code, _text(message), watch.resource)
+        else:
+            watch.loss = (code, _text(message))
+            watch.lost.set()
+            exc = watch.error()
         lock = watch.lock_ref() if on_lost is not None else None
         if on_lost is None or lock is None:  # no callback, or the Lock is being collected
             return
-        exc = watch.error()
     except BaseException:
         log.exception("redlock: could not deliver a lost-lock notice")
         return

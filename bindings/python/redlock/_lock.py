@@ -200,8 +200,9 @@ class Lock:
         # notice for it can follow (replaced, stopped, released, freed), or now
         # if it refused.
         key = self._watch.arm(on_lost)
-        rc = lib.redlock_lock_auto_extend2(self._ptr, max_hold_ms, lib._redlock_py_on_lost,
-                                           ffi.cast("void *", key), lib._redlock_py_on_lost_free)
+        rc = lib.redlock_lock_auto_extend3(self._ptr, max_hold_ms, lib.REDLOCK_AT_RISK_DEFAULT,
+                                           lib._redlock_py_on_lost, ffi.cast("void *", key),
+                                           lib._redlock_py_on_lost_free)
         if rc:
             self._watch.forget(key)
         return rc
@@ -351,6 +352,13 @@ class Lock:
         ExtensionLimit once the bound is reached and the validity ran out)
         and calls ``on_lost(lock, error)`` on the background thread: it must
         be quick, must not block on this Lock, and what it raises is logged.
+
+        Before a loss, when no extension has succeeded and the validity ends
+        within max(ttl / 10, 2 * node_timeout), the lock is at risk: ``at_risk``
+        is set and ``on_lost(lock, error)`` is called with ``error.code ==
+        Lock.AT_RISK`` while the lock is still held, so that the work can stop
+        in time; check() does not raise for it. The loss, if it comes, is
+        told after it as above.
         Raises LockStateError if the lock is not held."""
         ms = _max_hold_ms(max_hold)
         _callable(on_lost, "on_lost")
@@ -386,6 +394,18 @@ class Lock:
                 lib.redlock_lock_auto_extend_stop(self._ptr)
             finally:
                 self._busy.release()
+
+    #: The code of the at-risk notice given to on_lost (REDLOCK_EATRISK): not lost yet.
+    AT_RISK: int = lib.REDLOCK_EATRISK
+
+    @property
+    def at_risk(self) -> threading.Event:
+        """Set when auto-extension warned that the current acquisition is at
+        risk: not extended, and its validity ends within the margin (see
+        auto_extend()). Set before ``lost``, while the lock is still held; it
+        stays set (a later extension may have saved the lock: see check())
+        until the next acquisition clears it. Any thread may wait on it."""
+        return self._watch.at_risk
 
     @property
     def lost(self) -> threading.Event:
