@@ -76,9 +76,9 @@ func (e *Election) open() (*C.redlock_election, error) {
 		return nil, ErrClosed
 	}
 	var p *C.redlock_election
-	if rc := C.redlock_election_new(&p, e.client.p, cname); rc != 0 {
-		return nil, &Error{Op: "election", Resource: e.name, Code: int(rc),
-			Detail: "the name is empty, too long, or ends in \":fencing\""}
+	var errbuf [512]C.char
+	if rc := C.redlock_election_open(&p, e.client.p, cname, &errbuf[0], C.size_t(len(errbuf))); rc != 0 {
+		return nil, &Error{Op: "election", Resource: e.name, Code: int(rc), Detail: C.GoString(&errbuf[0])}
 	}
 	return p, nil
 }

@@ -21,12 +21,8 @@ package redlock
 //                           size_t errbuf_size, int set, uint32_t retry_count, uint32_t delay_ms,
 //                           uint32_t jitter_ms, double drift, uint32_t flags, int kind) {
 //     int rc = kind == 0 ? redlock_lock_open(out, c, name, errbuf, errbuf_size)
-//              : kind == 1 ? redlock_lock_new_read(out, c, name) : redlock_lock_new_write(out, c, name);
-//     if (rc != 0 && kind != 0) {   /* the same checks: their reason */
-//         redlock_lock *probe = NULL;
-//         redlock_lock_open(&probe, c, name, errbuf, errbuf_size);
-//         redlock_lock_free(probe);
-//     }
+//              : kind == 1 ? redlock_lock_open_read(out, c, name, errbuf, errbuf_size)
+//              : redlock_lock_open_write(out, c, name, errbuf, errbuf_size);
 //     if (rc != 0 || !set)
 //         return rc;
 //     redlock_lock_options o;

@@ -48,6 +48,10 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_PREFIX_LEN ...
 #define REDLOCK_MAX_TTL_MS ...
 #define REDLOCK_MAX_WAIT_MS ...
+#define REDLOCK_MAX_NODE_TIMEOUT_MS ...
+#define REDLOCK_MAX_CONNECT_TIMEOUT_MS ...
+#define REDLOCK_MAX_DRIFT_MIN_MS ...
+static const double REDLOCK_MAX_DRIFT_FACTOR;
 
 typedef struct redlock_client redlock_client;
 typedef struct redlock_lock redlock_lock;
@@ -158,6 +162,10 @@ int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *re
                       char *errbuf, size_t errbuf_size);
 int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
 int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+int redlock_lock_open_read(redlock_lock **out, redlock_client *client, const char *resource,
+                           char *errbuf, size_t errbuf_size);
+int redlock_lock_open_write(redlock_lock **out, redlock_client *client, const char *resource,
+                            char *errbuf, size_t errbuf_size);
 int redlock_lock_downgrade(redlock_lock *lock);
 
 /* The counting semaphore: a kind of lock handle (docs/c-api.md). */
@@ -191,6 +199,7 @@ typedef struct redlock_lock_options {
 int redlock_lock_get_options(const redlock_lock *lock, redlock_lock_options *out);
 int redlock_lock_set_options(redlock_lock *lock, const redlock_lock_options *opts);
 int redlock_flags_wake(uint32_t flags);
+uint32_t redlock_flags_set_wake(uint32_t flags, int on);
 
 #define REDLOCK_WAIT_DEFAULT ...
 #define REDLOCK_WAIT_NONE ...
@@ -245,6 +254,8 @@ typedef struct redlock_leader {
     ...;
 } redlock_leader;
 int redlock_election_new(redlock_election **out, redlock_client *client, const char *name);
+int redlock_election_open(redlock_election **out, redlock_client *client, const char *name,
+                          char *errbuf, size_t errbuf_size);
 void redlock_election_free(redlock_election *e);
 int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms);
 int redlock_election_proclaim(redlock_election *e, const char *value);

@@ -421,16 +421,12 @@ struct redlock_election {};
 %enddef
 
 /* The bits a client's options and a lock's share: REDLOCK_OPT_WAKE (true
- * wakes waiting acquires on a release; off by default, when they poll; true
- * also clears REDLOCK_OPT_NO_WAKE, which C callers may have set; getWake
- * is C's redlock_flags_wake, so true with fair mode too), and
+ * wakes waiting acquires on a release; off by default, when they poll;
+ * setWake is C's redlock_flags_set_wake and getWake its redlock_flags_wake,
+ * so getWake is true after setWake(true), and with fair mode too), and
  * REDLOCK_OPT_FAIR (a free lock goes to the waiter that has waited longest). */
 %define RL_WAKE_FAIR
-  void rl_setWake(bool wake) {
-    rl_flag_set(&$self->flags, REDLOCK_OPT_WAKE, wake);
-    if (wake)
-      rl_flag_set(&$self->flags, REDLOCK_OPT_NO_WAKE, 0);
-  }
+  void rl_setWake(bool wake) { $self->flags = redlock_flags_set_wake($self->flags, wake); }
   bool rl_getWake() { return redlock_flags_wake($self->flags) != 0; }
   RL_FLAG(Fair, REDLOCK_OPT_FAIR)
 %enddef
@@ -450,9 +446,10 @@ struct redlock_election {};
 %extend redlock_client {
   redlock_election *rl_newElection(rl_status *st, const char *name) {
     redlock_election *e = NULL;
-    int rc = redlock_election_new(&e, $self, name);
+    char err[512] = "";
+    int rc = redlock_election_open(&e, $self, name, err, sizeof err);
     if (rc != 0)
-      rl_fail(st, rc, "the election name is empty, too long, or ends in ':fencing'");
+      rl_fail(st, rc, err);
     return e;
   }
 }
@@ -605,16 +602,18 @@ struct redlock_election {};
 %extend redlock_client {
   redlock_lock *rl_newReadLock(rl_status *st, const char *resource) {
     redlock_lock *l = NULL;
-    int rc = redlock_lock_new_read(&l, $self, resource);
-    if (rc != 0) /* the same checks as a mutex's, with their reason */
-      redlock_client_rl_newLock($self, st, resource);
+    char err[512] = "";
+    int rc = redlock_lock_open_read(&l, $self, resource, err, sizeof err);
+    if (rc != 0)
+      rl_fail(st, rc, err);
     return l;
   }
   redlock_lock *rl_newWriteLock(rl_status *st, const char *resource) {
     redlock_lock *l = NULL;
-    int rc = redlock_lock_new_write(&l, $self, resource);
+    char err[512] = "";
+    int rc = redlock_lock_open_write(&l, $self, resource, err, sizeof err);
     if (rc != 0)
-      redlock_client_rl_newLock($self, st, resource);
+      rl_fail(st, rc, err);
     return l;
   }
 }

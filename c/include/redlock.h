@@ -59,6 +59,10 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_PREFIX_LEN    1024
 #define REDLOCK_MAX_TTL_MS        86400000u   /* one day */
 #define REDLOCK_MAX_WAIT_MS       604800000   /* seven days: wait_ms arguments and options */
+#define REDLOCK_MAX_NODE_TIMEOUT_MS    600000u /* redlock_options.node_timeout_ms: 1 up to this */
+#define REDLOCK_MAX_CONNECT_TIMEOUT_MS 600000u /* redlock_options.connect_timeout_ms: up to this */
+#define REDLOCK_MAX_DRIFT_MIN_MS       60000u  /* redlock_options.drift_min_ms: up to this */
+#define REDLOCK_MAX_DRIFT_FACTOR       0.5     /* redlock_options.drift_factor: in [0, this) */
 
 typedef struct redlock_client redlock_client; /* N nodes + settings; thread-safe */
 typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one thread at a time
@@ -367,6 +371,11 @@ REDLOCK_EXTERN int redlock_lock_set_options(redlock_lock *lock, const redlock_lo
  * an election's candidates and its observers follow (an election adds
  * REDLOCK_OPT_WAKE to the client's flags). */
 REDLOCK_EXTERN int redlock_flags_wake(uint32_t flags);
+/* flags with wake-up asked for or not: on sets REDLOCK_OPT_WAKE, off clears
+ * it, and both clear REDLOCK_OPT_NO_WAKE, so that redlock_flags_wake then
+ * says on, or, for off, what REDLOCK_OPT_FAIR says (fair mode implies
+ * wake-up). Other bits are kept. */
+REDLOCK_EXTERN uint32_t redlock_flags_set_wake(uint32_t flags, int on);
 
 /* Special values for redlock_lock_acquire's wait_ms */
 #define REDLOCK_WAIT_DEFAULT (-1)  /* the client's retry_count / wait_ms */
@@ -579,6 +588,10 @@ typedef struct redlock_leader {
  * REDLOCK_EINVAL for NULL, "", over REDLOCK_MAX_RESOURCE_LEN, or ending in
  * ":fencing"). No network I/O. */
 REDLOCK_EXTERN int redlock_election_new(redlock_election **out, redlock_client *client, const char *name);
+/* redlock_election_new, and errbuf, if not NULL, receives a NUL-terminated
+ * reason for a failure ("" on success), as redlock_lock_open does. */
+REDLOCK_EXTERN int redlock_election_open(redlock_election **out, redlock_client *client, const char *name,
+                                         char *errbuf, size_t errbuf_size);
 /* Frees memory only, never network I/O: a leadership is left to expire
  * (resign first to hand over at once). Accepts NULL. */
 REDLOCK_EXTERN void redlock_election_free(redlock_election *e);
@@ -644,6 +657,12 @@ REDLOCK_EXTERN const char *redlock_election_errmsg(const redlock_election *e);
  * arguments and errors are redlock_lock_new's. No network I/O. */
 REDLOCK_EXTERN int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource);
 REDLOCK_EXTERN int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource);
+/* The same, and errbuf, if not NULL, receives a NUL-terminated reason for a
+ * failure ("" on success), as redlock_lock_open does. */
+REDLOCK_EXTERN int redlock_lock_open_read(redlock_lock **out, redlock_client *client, const char *resource,
+                                          char *errbuf, size_t errbuf_size);
+REDLOCK_EXTERN int redlock_lock_open_write(redlock_lock **out, redlock_client *client, const char *resource,
+                                           char *errbuf, size_t errbuf_size);
 /* A held write lock becomes a read lock in one round, with no writer in
  * between, for the TTL of its acquisition. 0, or: REDLOCK_EINVAL for NULL
  * or a handle that is not a write lock (a read lock is never upgraded: two

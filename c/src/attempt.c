@@ -174,8 +174,8 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
         else if (code == REDLOCK_ENOTACQUIRED)
             rl_lock_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
         else if (code == REDLOCK_EAUTH || code == REDLOCK_EPERM)
-            rl_lock_err(lock, code, "%s: %d of %zu nodes refused the client (%d granted, %d needed)",
-                        redlock_strerror(code), t.auth + t.perm, r.n, t.yes, c->quorum);
+            rl_lock_err(lock, code, "%d of %zu nodes refused the client (%d granted, %d needed)",
+                        t.auth + t.perm, r.n, t.yes, c->quorum);
         else
             rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
                     code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);

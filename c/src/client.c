@@ -45,16 +45,17 @@ static int any_tls_option(const redlock_options *o)
 
 int rl_check_options(const redlock_options *o, char *err, size_t errsize)
 {
-    if (!(o->drift_factor >= 0.0 && o->drift_factor < 0.5)) {
-        rl_fmt(err, errsize, "drift_factor must be in [0, 0.5)");
+    if (!(o->drift_factor >= 0.0 && o->drift_factor < REDLOCK_MAX_DRIFT_FACTOR)) {
+        rl_fmt(err, errsize, "drift_factor must be in [0, %g) (REDLOCK_MAX_DRIFT_FACTOR)", REDLOCK_MAX_DRIFT_FACTOR);
         return REDLOCK_EINVAL;
     }
-    if (o->node_timeout_ms == 0 || o->node_timeout_ms > 600000) {
-        rl_fmt(err, errsize, "node_timeout_ms must be in 1..600000");
+    if (o->node_timeout_ms == 0 || o->node_timeout_ms > REDLOCK_MAX_NODE_TIMEOUT_MS) {
+        rl_fmt(err, errsize, "node_timeout_ms must be in 1..%u (REDLOCK_MAX_NODE_TIMEOUT_MS)", REDLOCK_MAX_NODE_TIMEOUT_MS);
         return REDLOCK_EINVAL;
     }
-    if (o->connect_timeout_ms > 600000) {
-        rl_fmt(err, errsize, "connect_timeout_ms must be at most 600000");
+    if (o->connect_timeout_ms > REDLOCK_MAX_CONNECT_TIMEOUT_MS) {
+        rl_fmt(err, errsize, "connect_timeout_ms must be at most %u (REDLOCK_MAX_CONNECT_TIMEOUT_MS)",
+               REDLOCK_MAX_CONNECT_TIMEOUT_MS);
         return REDLOCK_EINVAL;
     }
     if (o->retry_delay_ms > REDLOCK_MAX_TTL_MS || o->retry_jitter_ms > REDLOCK_MAX_TTL_MS ||
@@ -67,8 +68,8 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
                REDLOCK_MAX_WAIT_MS);
         return REDLOCK_EINVAL;
     }
-    if (o->drift_min_ms > 60000) {
-        rl_fmt(err, errsize, "drift_min_ms must be at most 60000");
+    if (o->drift_min_ms > REDLOCK_MAX_DRIFT_MIN_MS) {
+        rl_fmt(err, errsize, "drift_min_ms must be at most %u (REDLOCK_MAX_DRIFT_MIN_MS)", REDLOCK_MAX_DRIFT_MIN_MS);
         return REDLOCK_EINVAL;
     }
     if (o->key_prefix && strlen(o->key_prefix) > REDLOCK_MAX_PREFIX_LEN) {

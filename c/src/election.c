@@ -73,24 +73,43 @@ static int fail_lock(redlock_election *e, int code)
 
 int redlock_election_new(redlock_election **out, redlock_client *client, const char *name)
 {
-    if (!out)
+    return redlock_election_open(out, client, name, NULL, 0);
+}
+
+int redlock_election_open(redlock_election **out, redlock_client *client, const char *name, char *errbuf,
+                          size_t errbuf_size)
+{
+    if (errbuf && errbuf_size)
+        errbuf[0] = '\0';
+    if (!out) {
+        rl_fmt(errbuf, errbuf_size, "out is NULL");
         return REDLOCK_EINVAL;
+    }
     *out = NULL;
-    if (!client || !name)
+    if (!client || !name) {
+        rl_fmt(errbuf, errbuf_size, "%s is NULL", client ? "name" : "client");
         return REDLOCK_EINVAL;
+    }
     size_t len = strlen(name);
     /* The lock refuses ":fencing" only when the client mints tokens; an
      * election always does. */
-    if (len >= RL_FENCE_SUFFIX_LEN && memcmp(name + len - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0)
+    if (len >= RL_FENCE_SUFFIX_LEN && memcmp(name + len - RL_FENCE_SUFFIX_LEN, RL_FENCE_SUFFIX, RL_FENCE_SUFFIX_LEN) == 0) {
+        rl_fmt(errbuf, errbuf_size, "the election name '%s' ends in '%s': an election's term is a fencing token, and "
+               "that is the key of another name's counter", name, RL_FENCE_SUFFIX);
         return REDLOCK_EINVAL;
+    }
     redlock_election *e = calloc(1, sizeof *e);
-    if (!e)
+    if (!e) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
-    int rc = redlock_lock_new(&e->lock, client, name);
+    }
+    int rc = redlock_lock_open(&e->lock, client, name, errbuf, errbuf_size);
     if (rc == 0)
-        rc = redlock_lock_new(&e->obs, client, name);
-    if (rc == 0 && (aux_key(e, AUX_RECORD) != 0 || aux_key(e, AUX_OBSERVERS) != 0))
+        rc = redlock_lock_open(&e->obs, client, name, errbuf, errbuf_size);
+    if (rc == 0 && (aux_key(e, AUX_RECORD) != 0 || aux_key(e, AUX_OBSERVERS) != 0)) {
         rc = REDLOCK_ENOMEM;
+        rl_fmt(errbuf, errbuf_size, "out of memory");
+    }
     if (rc) {
         redlock_lock_free(e->lock);
         redlock_lock_free(e->obs);

@@ -80,6 +80,11 @@ int redlock_flags_wake(uint32_t flags)
     return (flags & (REDLOCK_OPT_WAKE | REDLOCK_OPT_FAIR)) && !(flags & REDLOCK_OPT_NO_WAKE);
 }
 
+uint32_t redlock_flags_set_wake(uint32_t flags, int on)
+{
+    return (flags & ~(REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_WAKE)) | (on ? REDLOCK_OPT_WAKE : 0);
+}
+
 int rl_policy_wake_calm(int64_t trouble_us, int64_t now_us)
 {
     return !trouble_us || now_us - trouble_us >= (int64_t)RL_POLICY_WAKE_CALM_MS * 1000;

@@ -35,9 +35,10 @@ static char *rw_key_names(const char *key, size_t key_len, size_t len[2])
     return names;
 }
 
-static int new_side(redlock_lock **out, redlock_client *client, const char *resource, int kind)
+static int new_side(redlock_lock **out, redlock_client *client, const char *resource, int kind, char *errbuf,
+                    size_t errbuf_size)
 {
-    int rc = redlock_lock_open(out, client, resource, NULL, 0);
+    int rc = redlock_lock_open(out, client, resource, errbuf, errbuf_size);
     if (rc)
         return rc;
     redlock_lock *l = *out;
@@ -45,6 +46,7 @@ static int new_side(redlock_lock **out, redlock_client *client, const char *reso
     if (!l->rw_keys) {
         redlock_lock_free(l);
         *out = NULL;
+        rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
     l->kind = kind;
@@ -53,12 +55,24 @@ static int new_side(redlock_lock **out, redlock_client *client, const char *reso
 
 int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource)
 {
-    return new_side(out, client, resource, RL_KIND_READ);
+    return new_side(out, client, resource, RL_KIND_READ, NULL, 0);
 }
 
 int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource)
 {
-    return new_side(out, client, resource, RL_KIND_WRITE);
+    return new_side(out, client, resource, RL_KIND_WRITE, NULL, 0);
+}
+
+int redlock_lock_open_read(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
+                           size_t errbuf_size)
+{
+    return new_side(out, client, resource, RL_KIND_READ, errbuf, errbuf_size);
+}
+
+int redlock_lock_open_write(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
+                            size_t errbuf_size)
+{
+    return new_side(out, client, resource, RL_KIND_WRITE, errbuf, errbuf_size);
 }
 
 /* A reader always goes by the script. A writer is a plain SET NX PX, as a

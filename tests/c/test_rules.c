@@ -186,6 +186,59 @@ static void test_flags_wake(void)
     }
 }
 
+/* redlock_flags_set_wake: what it sets, redlock_flags_wake then says, for
+ * every combination of the wait bits; other bits are kept. */
+static void test_flags_set_wake(void)
+{
+    const uint32_t other = REDLOCK_OPT_FENCING | REDLOCK_OPT_FUNCTIONS | 0x80000000u;
+    for (uint32_t f = 0; f < 32; f++) {
+        for (int on = 0; on <= 1; on++) {
+            uint32_t g = redlock_flags_set_wake(f | other, on);
+            /* on: woken; off: as fair mode says, which implies wake-up */
+            CHECK(redlock_flags_wake(g) == (on || (f & REDLOCK_OPT_FAIR) != 0));
+            CHECK((g & other) == other);
+            CHECK((g & REDLOCK_OPT_FAIR) == (f & REDLOCK_OPT_FAIR));   /* fair mode is its own bit */
+            CHECK(!(g & REDLOCK_OPT_NO_WAKE));
+            CHECK(!!(g & REDLOCK_OPT_WAKE) == on);
+        }
+    }
+}
+
+/* The constructors of the other kinds say why they refuse, as redlock_lock_open does. */
+static void test_open_with_reason(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.flags = REDLOCK_OPT_FENCING;
+    redlock_client *fenced = make_client(t_nurls, &o);
+    redlock_lock *l = (redlock_lock *)&l;
+    redlock_election *e = (redlock_election *)&e;
+    char err[256];
+    strcpy(err, "x");
+    CHECK_RC(redlock_lock_open_read(&l, fenced, "", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(l == NULL && strstr(err, "empty") != NULL);
+    CHECK_RC(redlock_lock_open_write(&l, fenced, "orders:fencing", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(l == NULL && strstr(err, "orders:fencing") != NULL);
+    CHECK_RC(redlock_lock_open_write(&l, fenced, uniq("rw-open"), err, sizeof err), 0);
+    CHECK(l != NULL && err[0] == '\0');
+    redlock_lock_free(l);
+    CHECK_RC(redlock_lock_open_read(&l, NULL, "x", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(strstr(err, "client is NULL") != NULL);
+    /* an election refuses ":fencing" whatever the client's flags: its term is a token */
+    redlock_client *plain = make_client(t_nurls, NULL);
+    CHECK_RC(redlock_election_open(&e, plain, "jobs:fencing", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(e == NULL && strstr(err, "jobs:fencing") != NULL);
+    CHECK_RC(redlock_election_open(&e, plain, "", err, sizeof err), REDLOCK_EINVAL);
+    CHECK(strstr(err, "empty") != NULL);
+    CHECK_RC(redlock_election_open(&e, plain, uniq("elect-open"), err, sizeof err), 0);
+    CHECK(e != NULL && err[0] == '\0');
+    redlock_election_free(e);
+    CHECK_RC(redlock_election_open(&e, plain, uniq("elect-open"), NULL, 0), 0);   /* no buffer: fine */
+    redlock_election_free(e);
+    redlock_client_free(plain);
+    redlock_client_free(fenced);
+}
+
 static void test_lock_open(void)
 {
     redlock_options o;
@@ -369,6 +422,8 @@ int main(void)
     run_test("wait_forever", test_wait_forever);
     run_test("lock_options_init", test_lock_options_init);
     run_test("flags_wake", test_flags_wake);
+    run_test("flags_set_wake", test_flags_set_wake);
+    run_test("open_with_reason", test_open_with_reason);
     run_test("lock_open", test_lock_open);
     run_test("auto_extend_free", test_auto_extend_free);
     run_test("auto_extend_free_on_loss", test_auto_extend_free_on_loss);

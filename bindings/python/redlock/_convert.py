@@ -99,8 +99,8 @@ def _count(value: Any, what: str) -> int:
 
 def _drift_factor(value: Any) -> float:
     v = _real(value, "drift_factor", "a float")
-    if v >= 0.5:
-        raise _invalid(f"drift_factor must be in [0, 0.5): the drift allowance is ttl * factor, "
+    if v >= lib.REDLOCK_MAX_DRIFT_FACTOR:
+        raise _invalid(f"drift_factor must be in [0, {lib.REDLOCK_MAX_DRIFT_FACTOR:g}): the drift allowance is ttl * factor, "
                        f"got {_show(value)}")
     return v
 

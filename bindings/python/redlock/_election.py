@@ -286,8 +286,9 @@ class Election:
         with client._mutex:
             if client._ptr is None:
                 raise LockStateError("the Redlock client is closed", detail="client is closed")
-            rc = lib.redlock_election_new(out, client._ptr, self._name)
-        check(rc, "invalid election name (empty, too long, or ending in ':fencing')", self._display)
+            errbuf = ffi.new("char[]", 512)
+            rc = lib.redlock_election_open(out, client._ptr, self._name, errbuf, 512)
+        check(rc, ffi.string(errbuf).decode("utf-8", "replace"), self._display)
         return ffi.gc(out[0], lib.redlock_election_free)
 
     def _check(self, rc: int) -> None:

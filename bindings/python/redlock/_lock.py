@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
 
 from . import _fork, _sigwake
 from ._callbacks import _NO_RTT, NodeOutcome, NodeResult, Watch, _enum, reraise_interrupt
-from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NO_WAKE, _NODE_MSG_SIZE, _POLICY, _UNSET, _WAKE,
+from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NODE_MSG_SIZE, _POLICY, _UNSET,
                        _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
                        _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
 from ._errors import Cancelled, LockExpired, LockStateError, RedlockError, check, error
@@ -151,8 +151,8 @@ class Lock:
         for field, value in values.items():
             if value is None:
                 continue
-            if field == "wake":  # flags: only this lock's bit changes, the rest stays the client's
-                opts.flags = (opts.flags & ~(_WAKE | _NO_WAKE)) | (_WAKE if value else 0)
+            if field == "wake":  # flags: only this lock's wake-up changes, the rest stays the client's
+                opts.flags = lib.redlock_flags_set_wake(opts.flags, 1 if value else 0)
             elif field == "fair":
                 opts.flags = (opts.flags & ~_FAIR) | (_FAIR if value else 0)
             else:

@@ -21,20 +21,13 @@ __all__ = ["RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock"]
 def _new_side(client: Redlock, name: bytes, display: Optional[str], write: bool) -> Any:
     from ._client import _free_lock  # the client module imports the lock modules
     out = ffi.new("redlock_lock **")
-    new = lib.redlock_lock_new_write if write else lib.redlock_lock_new_read
-    detail = ""
+    errbuf = ffi.new("char[]", _ERRBUF_SIZE)
+    open_side = lib.redlock_lock_open_write if write else lib.redlock_lock_open_read
     with client._mutex:  # close() must not free the client meanwhile
         if client._ptr is None:
             raise LockStateError("the Redlock client is closed", detail="client is closed", resource=display)
-        rc = new(out, client._ptr, name)
-        if rc:
-            # The same checks as a mutex's, which say why (no I/O either).
-            errbuf = ffi.new("char[]", _ERRBUF_SIZE)
-            probe = ffi.new("redlock_lock **")
-            lib.redlock_lock_open(probe, client._ptr, name, errbuf, _ERRBUF_SIZE)
-            lib.redlock_lock_free(probe[0])
-            detail = ffi.string(errbuf).decode("utf-8", "replace")
-    check(rc, detail, display)
+        rc = open_side(out, client._ptr, name, errbuf, _ERRBUF_SIZE)
+    check(rc, ffi.string(errbuf).decode("utf-8", "replace"), display)
     return ffi.gc(out[0], lambda ptr: finalize(lambda: _free_lock(ptr)))
 
 
