@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // Auto-extension (Mutex.AutoExtend) against real nodes: a short-lived lock
-// held across many expiries, and each kind of loss ending LockedContext.
+// held across many expiries, the at-risk notice and each kind of loss ending
+// LockedContext.
 
 package redlock_test
 
@@ -9,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -163,8 +165,145 @@ func TestAutoExtendLost(t *testing.T) {
 	}
 }
 
+// waitCause polls LockedContext until a context made now is done with a
+// cause matching target (after an at-risk notice, a new context is done at
+// once with it until the loss), and returns that cause.
+func waitCause(t *testing.T, m *redlock.Mutex, target error, what string) error {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := m.LockedContext(context.Background())
+		cause := context.Cause(ctx)
+		cancel()
+		if ctx.Err() != nil && errors.Is(cause, target) {
+			return cause
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s: no LockedContext ended with %v", what, target)
+	return nil
+}
+
+// The at-risk notice (issue 38): with a majority of nodes paused no
+// extension succeeds, and LockedContext contexts end with ErrAtRisk a margin
+// before the validity ends, while the lock is still held (Valid, Until and
+// Token unchanged); the loss (ErrExpired) comes after the validity's end.
+func TestAutoExtendAtRisk(t *testing.T) {
+	// The margin: max(3 s / 10, 2 x 100 ms) = 300 ms.
+	const ttl, margin = 3 * time.Second, 300 * time.Millisecond
+	c := newClient(t, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithFencing())
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(ttl))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	token := m.Token()
+	fault(t, "pause", lastNodes(quorum())...) // long before the first extension, due at 1 s
+
+	cause := waitDone(t, ctx, "majority paused")
+	now, until := time.Now(), m.Until()
+	mustIs(t, cause, redlock.ErrAtRisk)
+	var re *redlock.Error
+	if !errors.As(cause, &re) || re.Op != "auto-extend" || re.Resource != name || re.Name() != "REDLOCK_EATRISK" {
+		t.Fatalf("cause %#v", cause)
+	}
+	if errors.Is(cause, redlock.ErrExpired) || errors.Is(cause, redlock.ErrLost) {
+		t.Fatalf("the at-risk cause matches a loss: %v", cause)
+	}
+	t.Logf("at risk: %v (validity left %v)", cause, until.Sub(now))
+	left := until.Sub(now)
+	if left <= 50*time.Millisecond || left > margin+50*time.Millisecond {
+		t.Fatalf("at-risk notice with %v of validity left, want about %v", left, margin)
+	}
+	// Not lost yet: the lock is still ours, and still auto-extended.
+	if ok, err := m.Valid(); !ok || err != nil {
+		t.Fatalf("Valid at the notice = %v, %v", ok, err)
+	}
+	if m.Token() != token || token == 0 {
+		t.Fatalf("Token at the notice = %d, was %d", m.Token(), token)
+	}
+	// A context asked for while at risk is done at once, for the same reason.
+	late, cancelLate := m.LockedContext(context.Background())
+	defer cancelLate()
+	if late.Err() == nil || !errors.Is(context.Cause(late), redlock.ErrAtRisk) {
+		t.Fatalf("LockedContext while at risk: err %v cause %v", late.Err(), context.Cause(late))
+	}
+
+	loss := waitCause(t, m, redlock.ErrExpired, "the loss after the notice")
+	lostAt := time.Now()
+	if !lostAt.After(until) {
+		t.Fatalf("lost at %v, before the validity's end %v known at the notice", lostAt, until)
+	}
+	if lostAt.Sub(now) < margin/2 {
+		t.Fatalf("lost %v after the notice: the notice came too late", lostAt.Sub(now))
+	}
+	t.Logf("loss: %v (%v after the notice)", loss, lostAt.Sub(now))
+	if ok, _ := m.Valid(); ok {
+		t.Fatal("Valid after the loss")
+	}
+	mustIs(t, m.StopAutoExtend(), redlock.ErrState) // the loss ended it
+}
+
+// An at-risk episode that ends with an extension: contexts made after it
+// live again, and a later episode is told again.
+func TestAutoExtendAtRiskRecovers(t *testing.T) {
+	// The margin: max(2 s / 10, 2 x 500 ms), at most half the expiry: 1 s,
+	// time enough for the nodes to come back. Extensions every 667 ms.
+	const ttl = 2 * time.Second
+	c := newClient(t)
+	name := lockName(t)
+	m := c.NewMutex(name, redlock.WithExpiry(ttl))
+	if err := m.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock()
+	if err := m.AutoExtend(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.LockedContext(context.Background())
+	defer cancel()
+	paused := lastNodes(quorum())
+	for _, i := range paused {
+		ctl(t, "PAUSE", strconv.Itoa(i))
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			for _, i := range paused {
+				ctl(t, "RESUME", strconv.Itoa(i))
+			}
+		}
+	}
+	defer resume()
+	mustIs(t, waitDone(t, ctx, "majority paused"), redlock.ErrAtRisk)
+	resume() // the thread keeps trying: an extension succeeds within the validity left
+	if !eventually(5*time.Second, func() bool {
+		ctx2, cancel2 := m.LockedContext(context.Background())
+		defer cancel2()
+		return ctx2.Err() == nil
+	}) {
+		t.Fatal("LockedContext still done after the nodes came back")
+	}
+	if ok, _ := m.Valid(); !ok {
+		t.Fatal("the lock was lost although the nodes came back within the margin")
+	}
+	ctx3, cancel3 := m.LockedContext(context.Background())
+	defer cancel3()
+	select {
+	case <-ctx3.Done():
+		t.Fatalf("LockedContext ended with the nodes up: %v", context.Cause(ctx3))
+	case <-time.After(ttl):
+	}
+}
+
 // The hold bound: extensions stop, and the lock is lost when its validity
-// runs out, with ErrLimit.
+// runs out, with ErrLimit; the at-risk notice comes first.
 func TestAutoExtendMaxHold(t *testing.T) {
 	c := newClient(t)
 	name := lockName(t)
@@ -179,7 +318,11 @@ func TestAutoExtendMaxHold(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	cause := waitDone(t, ctx, "past maxHold")
-	mustIs(t, cause, redlock.ErrLimit)
+	mustIs(t, cause, redlock.ErrAtRisk) // the bound stops the extensions: at risk, not lost yet
+	if ok, _ := m.Valid(); !ok {
+		t.Fatal("not valid at the at-risk notice")
+	}
+	mustIs(t, waitCause(t, m, redlock.ErrLimit, "past maxHold"), redlock.ErrLimit)
 	if took := time.Since(start); took < 600*time.Millisecond {
 		// Less than maxHold minus one expiry: it was not extended at all.
 		t.Fatalf("lost after %v: the lock was not kept until near its bound", took)
@@ -205,8 +348,8 @@ func TestAutoExtendExpired(t *testing.T) {
 	ctx, cancel := m.LockedContext(context.Background())
 	defer cancel()
 	fault(t, "kill", lastNodes(len(nodeURLs)-quorum()+1)...)
-	cause := waitDone(t, ctx, "majority down")
-	mustIs(t, cause, redlock.ErrExpired)
+	mustIs(t, waitDone(t, ctx, "majority down"), redlock.ErrAtRisk) // told first, while held
+	cause := waitCause(t, m, redlock.ErrExpired, "majority down")
 	t.Logf("loss: %v", cause)
 }
 

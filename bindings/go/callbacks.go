@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// The Go functions C calls back (events, the release of an event handler and
-// auto-extension losses), kept in a file of their own: a file with //export may
-// only declare in its preamble.
+// The Go functions C calls back (events, the release of an event handler,
+// auto-extension at-risk notices and losses), kept in a file of their own: a
+// file with //export may only declare in its preamble.
 
 //go:build cgo
 
@@ -31,13 +31,19 @@ func rlGoEventFree(handle C.uintptr_t) {
 	cgo.Handle(handle).Delete()
 }
 
-// rlGoLost reports an auto-extended lock's loss; it runs on the client's
+// rlGoLost reports an auto-extended lock's at-risk notice (REDLOCK_EATRISK,
+// with the validity then left) or its loss; it runs on the client's
 // background thread.
 //
 //export rlGoLost
-func rlGoLost(code C.int, message *C.char, handle C.uintptr_t) {
+func rlGoLost(code C.int, message *C.char, validityMs C.int64_t, handle C.uintptr_t) {
 	lt := cgo.Handle(handle).Value().(*lossTarget)
-	lt.t.lose(lt.gen, &Error{Op: "auto-extend", Resource: lt.name, Code: int(code), Detail: C.GoString(message)})
+	err := &Error{Op: "auto-extend", Resource: lt.name, Code: int(code), Detail: C.GoString(message)}
+	if code == C.REDLOCK_EATRISK {
+		lt.t.risk(lt.gen, int64(validityMs), err)
+		return
+	}
+	lt.t.lose(lt.gen, err)
 }
 
 // rlGoLostFree deletes a loss callback's handle: C calls it once no loss

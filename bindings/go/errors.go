@@ -55,6 +55,12 @@ var (
 	// The client finds out on connecting, before it takes a lock it could
 	// not release. The detail names the node and the command.
 	ErrPermission error = newSentinel(C.REDLOCK_EPERM)
+	// ErrAtRisk is not a failure: it is the cause of the contexts from
+	// Mutex.LockedContext that the auto-extension ended before the lock's
+	// validity does, because no extension has succeeded and the validity
+	// ends within the at-risk margin. The lock is still held then (Unlock
+	// and Valid work as usual); stop the work guarded by the lock.
+	ErrAtRisk error = newSentinel(C.REDLOCK_EATRISK)
 
 	// ErrClosed is returned by every operation after Client.Close, and by
 	// a LockContext that Close interrupted.
@@ -77,7 +83,7 @@ var sentinels = map[int]error{}
 func init() {
 	for _, e := range []error{ErrInvalid, ErrNoMemory, ErrNotAcquired, ErrNoQuorum, ErrExpired,
 		ErrLost, ErrTimeout, ErrIO, ErrServer, ErrAuth, ErrTLS, ErrNotSupported, ErrCanceled,
-		ErrLimit, ErrState, ErrUnreachable, ErrPermission} {
+		ErrLimit, ErrState, ErrUnreachable, ErrPermission, ErrAtRisk} {
 		sentinels[e.(*codeError).code] = e
 	}
 }

@@ -86,9 +86,11 @@ type tracker struct {
 
 	mu      sync.Mutex // never held across a C call or user code
 	ctxs    map[*heldCtx]struct{}
-	autoGen uint64 // the running auto-extension's number; 0 when none runs
-	gens    uint64 // numbers handed out so far
-	lost    error  // why the auto-extension found the acquisition lost; nil once a new one is made
+	autoGen uint64    // the running auto-extension's number; 0 when none runs
+	gens    uint64    // numbers handed out so far
+	lost    error     // why the auto-extension found the acquisition lost; nil once a new one is made
+	atRisk  error     // the auto-extension's at-risk notice (ErrAtRisk); nil when none, or a new arming
+	riskEnd time.Time // the validity's end as known at that notice
 }
 
 // NewMutex makes a Mutex for name; it does no I/O and never fails. A bad
@@ -454,7 +456,7 @@ func (t *tracker) settle(now time.Time, v int64, cause error) {
 // newHold forgets the loss of an earlier acquisition.
 func (t *tracker) newHold() {
 	t.mu.Lock()
-	t.lost = nil
+	t.lost, t.atRisk = nil, nil
 	t.mu.Unlock()
 }
 
@@ -483,16 +485,19 @@ type heldCtx struct {
 
 // LockedContext returns a context derived from parent that is done when
 // the current acquisition is over: when its validity (Until) runs out,
-// following Extend; while AutoExtend runs, only when the auto-extension
-// finds the lock lost; when Unlock or another operation finds the lock
-// gone; or with parent. context.Cause tells which: ErrExpired when the
-// validity ran out, the auto-extension's *Error (matching ErrLost,
-// ErrExpired or ErrLimit) when it lost the lock, the operation's *Error when
-// one found the lock lost, context.Canceled after Unlock. Without
-// AutoExtend it tracks validity as known to this process, not loss found on
-// the nodes by someone else; call cancel when done. If the Mutex is not
-// held the context is done at once, with cause the auto-extension's loss if
-// that is why, else ErrExpired.
+// following Extend; while AutoExtend runs, when the auto-extension says the
+// lock is at risk (not extended, its validity ending within the margin: the
+// lock is still held, so that the work stops in time) or finds it lost;
+// when Unlock or another operation finds the lock gone; or with parent.
+// context.Cause tells which: ErrExpired when the validity ran out, the
+// auto-extension's *Error (matching ErrAtRisk, or ErrLost, ErrExpired or
+// ErrLimit when it lost the lock with no notice before), the operation's
+// *Error when one found the lock lost, context.Canceled after Unlock.
+// Without AutoExtend it tracks validity as known to this process, not loss
+// found on the nodes by someone else; call cancel when done. If the Mutex is
+// not held the context is done at once, with cause the auto-extension's loss
+// if that is why, else ErrExpired; so it is while the lock is at risk (until
+// an extension succeeds), with cause the at-risk notice.
 func (m *Mutex) LockedContext(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	u := m.Until()
@@ -502,6 +507,10 @@ func (m *Mutex) LockedContext(parent context.Context) (context.Context, context.
 	defer t.mu.Unlock()
 	if t.lost != nil || !time.Now().Before(u) {
 		cancel(t.lostCause())
+		return ctx, func() { cancel(context.Canceled) }
+	}
+	if risk := t.riskNow(u, time.Duration(m.ttlMs)*time.Millisecond); risk != nil {
+		cancel(risk)
 		return ctx, func() { cancel(context.Canceled) }
 	}
 	hc := &heldCtx{cancel: cancel}
