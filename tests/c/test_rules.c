@@ -392,7 +392,9 @@ static void test_auto_extend_free_on_loss(void)
     redlock_client *c = make_client(t_nurls, NULL);
     for (int release_in_cb = 0; release_in_cb <= 1; release_in_cb++) {
         hook h = { .release_in_cb = release_in_cb };
-        redlock_lock *l = held(c, "ae2-loss", 1500);
+        /* 3 s: time enough, on a loaded machine, to see the key on every
+         * node and arm the hook before the first extension is due */
+        redlock_lock *l = held(c, "ae2-loss", 3000);
         char key[256];
         snprintf(key, sizeof key, "%s", redlock_lock_resource(l));
         CHECK(key_on_every_node(t_nurls, key));
