@@ -78,7 +78,11 @@ int run_command_exit(const run_opts *o, int status, int *passthrough, int *kille
     run_describe_status(status, how, sizeof how);
     run_vlog(o, "command %s", how);
     if (run_watch_lost(why, sizeof why)) {
-        cli_err(CMD, "the command %s after the lock was lost (%s); exiting with %ld", how, why, o->lost_code);
+        /* Stopped at the at-risk notice, with no loss told after it: the
+         * lock was still held when the lost signal went. */
+        int at_risk = !strncmp(why, "REDLOCK_EATRISK:", 16);
+        cli_err(CMD, "the command %s after the lock was %s (%s); exiting with %ld", how,
+                at_risk ? "at risk of expiring" : "lost", why, o->lost_code);
         return (int)o->lost_code;
     }
     *passthrough = 1;
