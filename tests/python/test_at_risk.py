@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
-from redlock import Lock, LockExpired
+import redlock
+from redlock import Lock, LockAtRisk, LockExpired, RedlockError
 
 
 def test_at_risk_before_the_loss(fresh5, make_client, name):
@@ -16,7 +17,7 @@ def test_at_risk_before_the_loss(fresh5, make_client, name):
     got_loss = threading.Event()
 
     def on_lost(lock, err):
-        notices.append((err.code, lock.validity, lock.held, time.monotonic()))
+        notices.append((err.code, lock.validity, lock.held, time.monotonic(), type(err)))
         if err.code != Lock.AT_RISK:
             got_loss.set()
 
@@ -35,9 +36,11 @@ def test_at_risk_before_the_loss(fresh5, make_client, name):
         for i in paused:
             fresh5.resume(i)
     assert len(notices) == 2, notices
-    (code0, validity0, held0, t0), (code1, _, held1, t1) = notices
+    (code0, validity0, held0, t0, cls0), (code1, _, held1, t1, cls1) = notices
     assert code0 == Lock.AT_RISK and held0 and 0.1 < validity0 <= 0.35, notices
+    assert cls0 is LockAtRisk, notices   # the warning has its own class...
     assert code1 != Lock.AT_RISK and not held1, notices
+    assert cls1 is LockExpired, notices   # ...and the loss its usual one
     assert t1 - t0 >= 0.15, notices
     assert lock.lost.is_set() and lock.at_risk.is_set()
     try:
@@ -54,3 +57,13 @@ def test_no_notice_while_extensions_succeed(cluster5, make_client, name):
         time.sleep(2.0)
         assert lock.held
     assert notices == [] and not lock.at_risk.is_set()
+
+
+def test_lock_at_risk_class():
+    # The at-risk code has its class, exported, a RedlockError but no failure class.
+    assert "LockAtRisk" in redlock.__all__
+    assert LockAtRisk.code == Lock.AT_RISK == -18
+    assert issubclass(LockAtRisk, RedlockError)
+    assert not issubclass(LockAtRisk, (LockExpired, redlock.LockLost))
+    err = redlock._errors.error(Lock.AT_RISK, "validity ends in 300 ms", "job")
+    assert type(err) is LockAtRisk and err.error_name == "REDLOCK_EATRISK" and err.resource == "job"

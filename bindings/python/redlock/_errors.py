@@ -126,11 +126,20 @@ class PermissionDenied(RedlockError, PermissionError):
     code = lib.REDLOCK_EPERM
 
 
+class LockAtRisk(RedlockError):
+    """REDLOCK_EATRISK: not a failure, and never raised by a call: the at-risk notice
+    that auto-extension gives ``on_lost`` while the lock is still held, when no extension
+    has succeeded and its validity ends within the margin (see Lock.auto_extend()). Stop
+    the work now; the loss, if it comes, is told after it with another class."""
+    code = lib.REDLOCK_EATRISK
+
+
 _BY_CODE: Dict[int, Type[RedlockError]] = {
     cls.code: cls
     for cls in (InvalidArgument, RedlockMemoryError, LockNotAcquired, QuorumError, LockExpired,
                 LockLost, LockTimeout, RedlockIOError, ServerError, AuthError, TLSError,
-                NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable, PermissionDenied)
+                NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable, PermissionDenied,
+                LockAtRisk)
 }
 
 
