@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "keys.h"
 
 typedef struct node_state {
     char url[512];             /* masked */
@@ -39,7 +40,7 @@ typedef struct node_state {
  * does (its value), so the nodes cannot tell the two apart. On a cluster
  * node (redis-cluster://) the keys beside K are "{K}:rd"..., so that they
  * share K's slot, unless K has a hash tag of its own (engine/proto.c). */
-#define RW_MARK "readers"
+#define RW_MARK RL_RW_MARK   /* c/common/keys.h, where the library names its keys */
 
 /* Reads what node `url` keeps of key (GET, PTTL; the read-write lock's,
  * the semaphore's and the waiters' keys) into *ns, within timeout_ms per

@@ -96,7 +96,7 @@ static void add_id(node_state *ns, const char *p, size_t len)
  * whose ACL refuses these still shows the key: they are then -1). */
 static void probe_rw(pconn *pc, const char *key, size_t key_len, node_state *ns)
 {
-    static const char *const suffix[3] = { ":rd", ":wi", ":wq" };
+    static const char *const suffix[3] = { RL_KEY_READERS, RL_KEY_INTENT, RL_KEY_QUEUE };
     char *k[3];
     size_t len[3];
     ns->readers = ns->intent_ms = ns->waiters = -1;
@@ -162,10 +162,10 @@ static void probe_semaphore(pconn *pc, const char *key, size_t key_len, node_sta
     char err[128];
     redisReply *lim = NULL, *wq = NULL;
     size_t wql;
-    char *wqk = aux_key(pc, key, key_len, ":wq", &wql);
+    char *wqk = aux_key(pc, key, key_len, RL_KEY_QUEUE, &wql);
     if (!wqk)
         return;
-    p_append(pc, "GET %b:limit", key, key_len);
+    p_append(pc, "GET %b" RL_KEY_SEM_SEP RL_KEY_SEM_LIMIT, key, key_len);
     p_append(pc, "ZCARD %b", wqk, wql);
     free(wqk);
     if (p_read(pc, &lim, err, sizeof err) || p_read(pc, &wq, err, sizeof err)) {
@@ -179,7 +179,7 @@ static void probe_semaphore(pconn *pc, const char *key, size_t key_len, node_sta
         ns->slot = calloc((size_t)limit, 1);
         if (ns->slot) {
             for (long i = 0; i < limit; i++)
-                p_append(pc, "EXISTS %b:s%ld", key, key_len, i);
+                p_append(pc, "EXISTS %b" RL_KEY_SEM_SEP RL_KEY_SEM_SLOT "%ld", key, key_len, i);
             ns->sem_limit = limit;
             for (long i = 0; i < limit; i++) {
                 redisReply *e = NULL;

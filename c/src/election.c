@@ -19,7 +19,7 @@
 /* The election's keys besides the lock's own: K + suffix, made here only,
  * so that a change of naming (hash tags for a cluster) is one place. */
 enum { AUX_RECORD, AUX_OBSERVERS, AUX_N };
-static const char *const aux_suffix[AUX_N] = { ":leader", ":obs" };
+static const char *const aux_suffix[AUX_N] = { RL_KEY_LEADER, RL_KEY_OBSERVERS };
 
 /* An observer that hears nothing reads again after this long at most while
  * too few listeners are subscribed (the polling fallback). */

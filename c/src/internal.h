@@ -13,6 +13,7 @@
 
 #include "redlock.h"
 #include "rlcommon.h"
+#include "keys.h"
 
 #define RL_VALUE_BYTES 20              /* random bytes per acquisition */
 #define RL_VALUE_HEX (RL_VALUE_BYTES * 2)
@@ -138,8 +139,8 @@ typedef enum rl_cmd {
 } rl_cmd;
 
 #define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
-#define RL_FENCE_SUFFIX ":fencing"    /* the counter's key: the lock's key + this */
-#define RL_FENCE_SUFFIX_LEN 8
+#define RL_FENCE_SUFFIX RL_KEY_FENCING   /* the counter's key: the lock's key + this (keys.h) */
+#define RL_FENCE_SUFFIX_LEN (sizeof RL_KEY_FENCING - 1)
 
 /* ---- election.c: what one node says about an election (RL_CMD_ELECT) ---- */
 #define RL_ELECT_ARGS 7            /* op, owner, term, revision, value, observer, lease */
@@ -635,8 +636,8 @@ static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
 int rl_sem_run(redlock_lock *lock, rl_round *r);
 /* The name of the semaphore's key for `what` ("limit", or a slot's number)
  * next to K: the one place that names them (the scripts use the same). */
-#define RL_SEM_SEP ":"
-#define RL_SEM_SLOT_PREFIX "s"
+#define RL_SEM_SEP RL_KEY_SEM_SEP            /* keys.h */
+#define RL_SEM_SLOT_PREFIX RL_KEY_SEM_SLOT
 extern char rl_sha_sem_acquire[41], rl_sha_sem_extend[41], rl_sha_sem_release[41], rl_sha_sem_fence_commit[41];
 extern const char rl_script_sem_acquire[], rl_script_sem_extend[], rl_script_sem_release[],
     rl_script_sem_fence_commit[];

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-static const char *const aux_suffix[3] = { ":wq", ":wl", RL_FENCE_SUFFIX };
+static const char *const aux_suffix[3] = { RL_KEY_QUEUE, RL_KEY_LISTENERS, RL_FENCE_SUFFIX };
 
 static int by_name(const void *a, const void *b)
 {

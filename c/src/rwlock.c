@@ -13,7 +13,7 @@
 /* The keys next to the lock's key K (scripts.c): the readers' leases, and a
  * waiting writer's intent. Every name is made here, K and a suffix, so
  * that a key layout of another kind (a cluster's hash tags) is one change. */
-static const char *const rw_suffix[2] = { ":rd", ":wi" };
+static const char *const rw_suffix[2] = { RL_KEY_READERS, RL_KEY_INTENT };
 
 /* "K:rd\0K:wi\0" for key K, with each name's length in len; NULL when out
  * of memory. */

@@ -166,7 +166,6 @@ const char rl_script_elect[] =
  * new readers out for ARGV[7] ms after each of its refused attempts; it
  * holds the writer's registration (or value), so the last reader's release
  * wakes that writer first. */
-#define RL_RW_MARK "readers"
 #define RL_RW_LUA \
     "local k, q, l, rd, wi = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6] " RL_RW_FNS
 /* The functions, on the locals k and rd. rl_take writes a granted reader's

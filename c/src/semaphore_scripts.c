@@ -27,7 +27,7 @@
 const char rl_script_sem_acquire[] =
     RL_WAKE_LUA RL_SEM_AUX_LUA
     "local k, q, l, me, mode = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[6] "
-    "local lk, lim = rl_aux(k, 'limit'), tonumber(ARGV[7]) "
+    "local lk, lim = rl_aux(k, '" RL_KEY_SEM_LIMIT "'), tonumber(ARGV[7]) "
     "local cur = redis.call('get', lk) "
     "if cur and cur ~= ARGV[7] then local n = tonumber(cur) "
     "if not n or n > 100000 then return {-1, cur} end "
@@ -63,7 +63,7 @@ const char rl_script_sem_extend[] =
     "if redis.call('get', sk) ~= ARGV[1] then return 0 end ks[#ks + 1] = sk end "
     "if #ks == 0 then return 0 end "
     "for _, sk in ipairs(ks) do redis.call('pexpire', sk, ARGV[2]) end "
-    "local lk = rl_aux(KEYS[1], 'limit') local t = redis.call('pttl', lk) "
+    "local lk = rl_aux(KEYS[1], '" RL_KEY_SEM_LIMIT "') local t = redis.call('pttl', lk) "
     "if t == -2 then redis.call('set', lk, ARGV[4], 'PX', tonumber(ARGV[2]) * 2) "
     "elseif t >= 0 and t < tonumber(ARGV[2]) then redis.call('pexpire', lk, tonumber(ARGV[2]) * 2) end return 1";
 /* KEYS: K, K:wq, K:wl. ARGV: value, wake ('0': nobody), our registration,

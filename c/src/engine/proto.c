@@ -99,7 +99,8 @@ static const struct cmd_spec {
                              KEYS_MULTI, ARG_LEAVE, parse_script, 1 },
 };
 
-static const char *const queue_suffix[2] = { ":wq", ":wl" };
+static const char *const queue_suffix[2] = { RL_KEY_QUEUE, RL_KEY_LISTENERS };
+_Static_assert(sizeof RL_KEY_QUEUE == 4 && sizeof RL_KEY_LISTENERS == 4, "tag_keys and format copy 3-byte suffixes");
 
 int rl_proto_is_script(rl_cmd cmd)
 {
