@@ -132,7 +132,7 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
  *   rl_open          redlock_client_open, plus the client's event hook
  *   rl_options_free  drops the event listener of an Options
  * (A lock's lost listener needs no hook: the C library lets go of it,
- * through redlock_lock_auto_extend2's userdata_free.)
+ * through redlock_lock_auto_extend3's userdata_free.)
  * ------------------------------------------------------------------------- */
 #if defined(SWIGJAVA)
 %include "java/redlock_java.i"

@@ -249,8 +249,9 @@ static void rl_java_on_event(const redlock_event *ev, void *userdata) {
     (*env)->PopLocalFrame(env, NULL);
 }
 
-/* redlock_lost_fn, on the client's auto-extend thread. NativeCallbacks.lost
- * only queues the listener for a Java thread (see there why). */
+/* redlock_lost_fn, on the client's auto-extend thread: a loss, or the
+ * at-risk notice (REDLOCK_EATRISK). NativeCallbacks.lost only queues the
+ * listener for a Java thread (see there why). */
 static void rl_java_on_lost(redlock_lock *lock, int code, const char *message, void *userdata) {
     rl_jref *dispatch = userdata;
     JNIEnv *env;
@@ -337,7 +338,7 @@ int rl_java_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
 
 /* The lost listener's reference is the C library's to drop once it can no
  * longer be called (replaced, stopped, released, freed): rl_jref_free as the
- * userdata_free of redlock_lock_auto_extend2. */
+ * userdata_free of redlock_lock_auto_extend3. */
 static void rl_java_lost_free(void *dispatch) {
     rl_jref_free(dispatch);
 }
@@ -349,8 +350,11 @@ void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms
         rl_fail(st, REDLOCK_ENOMEM, NULL);
         return;
     }
-    rc = redlock_lock_auto_extend2(lock, max_hold_ms, ref ? rl_java_on_lost : NULL, ref,
-                                   ref ? rl_java_lost_free : NULL);
+    /* A listener hears the at-risk notice too (REDLOCK_EATRISK, at the
+     * library's default margin): NativeCallbacks.lost gives it to
+     * LockLostListener.onAtRisk, before the loss. */
+    rc = redlock_lock_auto_extend3(lock, max_hold_ms, ref ? REDLOCK_AT_RISK_DEFAULT : 0, ref ? rl_java_on_lost : NULL,
+                                   ref, ref ? rl_java_lost_free : NULL);
     if (rc != 0) {
         rl_lock_fail(st, lock, rc);
         rl_jref_free(ref); /* not kept by a refused call */

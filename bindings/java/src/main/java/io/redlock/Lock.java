@@ -158,7 +158,10 @@ public final class Lock extends LockNative implements AutoCloseable {
    * {@link #stopAutoExtend()}, a loss, or maxHoldMs of holding in all (0 = one
    * hour; the Options' maxHoldMs and maxExtensions apply too). A loss makes
    * {@link #isHeld()} false and is told to listener (may be null) on another
-   * thread; see {@link LockLostListener}. Calling it again replaces the
+   * thread; before it, while the lock is still held, the listener's
+   * {@link LockLostListener#onAtRisk onAtRisk} is told that no extension has
+   * succeeded and the validity ends within max(TTL / 10, 2 &times; the node
+   * timeout); see {@link LockLostListener}. Calling it again replaces the
    * listener. Throws {@link LockStateException} when the lock is not held.
    */
   public synchronized void autoExtend(long maxHoldMs, LockLostListener listener) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// LockLostListener.java: told when an auto-extended lock is lost
-// (redlock_lost_fn); given to Lock.autoExtend.
+// LockLostListener.java: told when an auto-extended lock is at risk or lost
+// (redlock_lost_fn, armed by redlock_lock_auto_extend3); given to
+// Lock.autoExtend.
 package io.redlock;
 
 /**
@@ -10,6 +11,12 @@ package io.redlock;
  * ours on a majority), a {@link LockExpiredException} (its validity ran out
  * before an extension succeeded) or an {@link ExtensionLimitException} (the
  * hold bound was reached and the validity then ran out).
+ *
+ * <p>Before that, {@link #onAtRisk} is told that the lock is at risk: no
+ * extension has succeeded and its validity ends within the margin,
+ * max(TTL / 10, 2 &times; the node timeout). The lock is still held then, so
+ * that the work it guards can stop in time; by {@link #lockLost} another
+ * owner may already hold it.
  *
  * <p>Runs on the binding's "redlock-lost-listener" thread, one listener at a
  * time, shortly after the loss, so it may call any method of the lock
@@ -20,4 +27,15 @@ package io.redlock;
 @FunctionalInterface
 public interface LockLostListener {
   void lockLost(Lock lock, RedlockException cause);
+
+  /**
+   * The lock is at risk (the C library's REDLOCK_EATRISK notice): not
+   * extended, and its validity ends within the margin; it is still held, and
+   * auto-extension keeps trying. A loss ({@link #lockLost}) may follow, or a
+   * successful extension, after which a later episode is told again. Stop
+   * the work the lock guards now. {@code message} says why and how much
+   * validity is left. Runs as {@link #lockLost} does, before it. The default
+   * does nothing, so listeners written for losses only are unchanged.
+   */
+  default void onAtRisk(Lock lock, String message) {}
 }

@@ -55,9 +55,20 @@ final class NativeCallbacks {
     }
   }
 
-  // Called from C (rl_java_on_lost) on the auto-extend thread.
+  // Called from C (rl_java_on_lost) on the auto-extend thread: a loss, or
+  // the at-risk notice before it, which may come again after an extension
+  // ended the episode, and keeps the listener for the loss.
   static void lost(Object dispatch, int code, byte[] name, byte[] text, byte[] detail) {
     LostDispatch d = (LostDispatch) dispatch;
+    if (code == RedlockException.EATRISK) {
+      LockLostListener listener = d.listener;
+      Lock lock = d.lock.get();
+      if (listener == null || lock == null)
+        return;
+      String message = NativeSupport.string(detail);
+      LostExecutor.INSTANCE.execute(() -> listener.onAtRisk(lock, message));
+      return;
+    }
     LockLostListener listener = d.listener;
     d.listener = null; // at most once
     Lock lock = d.lock.get();

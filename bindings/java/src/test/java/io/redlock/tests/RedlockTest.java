@@ -1005,6 +1005,57 @@ public final class RedlockTest {
           "lost or unconfirmed: " + afterExpiry);
     }
 
+    // At risk (issue 38): with a majority paused no extension succeeds, and
+    // onAtRisk is told while the lock is still held, a margin before its
+    // validity ends (max(3 s / 10, 2 x 50 ms) = 300 ms); the loss comes after
+    // it, to lockLost. (The listeners above, lambdas, keep the default
+    // onAtRisk, which does nothing: "A majority down" still heard the loss.)
+    try (Redlock client = new Redlock(nodes())) {
+      Lock risky = client.acquire("ae-risk", 3_000);
+      CompletableFuture<Object[]> atRisk = new CompletableFuture<>();
+      CompletableFuture<Object[]> lostAfter = new CompletableFuture<>();
+      AtomicInteger notices = new AtomicInteger();
+      risky.autoExtend(0, new LockLostListener() {
+        @Override
+        public void lockLost(Lock l, RedlockException cause) {
+          lostAfter.complete(new Object[] {cause, System.nanoTime(), l.isHeld()});
+        }
+
+        @Override
+        public void onAtRisk(Lock l, String message) {
+          notices.incrementAndGet();
+          atRisk.complete(new Object[] {l, message, l.isHeld(), l.validityMs(), System.nanoTime(),
+              Thread.currentThread(), lostAfter.isDone()});
+        }
+      });
+      try {
+        for (int i = 0; i < 3; i++) // long before the first extension, due at 1 s
+          harness("PAUSE", Integer.toString(i));
+        Object[] r = atRisk.get(20, TimeUnit.SECONDS);
+        check(r[0] == risky, "onAtRisk gets the lock");
+        check(((String) r[1]).contains("validity ends in"), "the notice says why: " + r[1]);
+        check((Boolean) r[2], "still held at the notice");
+        long left = (Long) r[3];
+        check(left > 50 && left <= 350, "validity left at the notice, about the margin: " + left + " ms");
+        checkEq("redlock-lost-listener", ((Thread) r[5]).getName(), "onAtRisk's thread");
+        check(!(Boolean) r[6], "the notice came before the loss");
+        Object[] loss = lostAfter.get(20, TimeUnit.SECONDS);
+        check(loss[0] instanceof LockExpiredException, "then the loss: LockExpiredException: " + loss[0]);
+        check(!(Boolean) loss[2], "not held at the loss");
+        long gapMs = ((Long) loss[1] - (Long) r[4]) / 1_000_000;
+        check(gapMs >= 150, "the loss " + gapMs + " ms after the notice: the notice came a margin before");
+        checkEq(1, notices.get(), "one notice for the one episode");
+      } finally {
+        for (int i = 0; i < 3; i++)
+          harness("RESUME", Integer.toString(i));
+      }
+      try {
+        risky.close(); // the live minority may still hold the key: lost, or unconfirmed
+      } catch (LockLostException | NoQuorumException e) {
+        // expected after the expiry
+      }
+    }
+
     // Replacing the listener, release, and close all let go of it (the JNI
     // global reference): a listener that is no longer used can be collected.
     try (Redlock client = new Redlock(nodes())) {
