@@ -22,6 +22,9 @@
 #define CLI_EXIT_NOTFOUND  127  /* run: command not found */
 
 #define CLI_WAIT_FOREVER   (-1)
+/* --ttl when none is given (run, elect, doctor's checks): the lease a crashed redlock
+ * leaves behind. docs/defaults.md says it; tools/docs-check compares. */
+#define CLI_DEFAULT_TTL_MS 30000
 
 /* TLS settings for rediss:// nodes: the library's tls_* options
  * (docs/security.md). Strings owned; NULL = unset. */

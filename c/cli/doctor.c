@@ -15,7 +15,6 @@
 #define CMD DOCTOR_CMD
 #define DEFAULT_TIMEOUT_MS 1000
 #define DEFAULT_PROBE_MS 1000
-#define DEFAULT_TTL_MS 30000
 
 static void help(void)
 {
@@ -100,7 +99,7 @@ static int setup(doctor *d, cli_common *common, const redlock_options *lib, int6
     d->prefix = lib->key_prefix;
     d->tls_insecure = lib->tls_insecure_skip_verify;
     d->probe_ms = probe_ms;
-    cli_fmt_duration(common->ttl_ms > 0 ? common->ttl_ms : DEFAULT_TTL_MS, d->ttl_text, sizeof d->ttl_text);
+    cli_fmt_duration(common->ttl_ms > 0 ? common->ttl_ms : CLI_DEFAULT_TTL_MS, d->ttl_text, sizeof d->ttl_text);
     return cli_tls_prepare(common, lib, CMD);
 }
 

@@ -13,7 +13,6 @@
 #include "run.h"
 
 #define CMD "elect"
-#define DEFAULT_TTL_MS 30000
 #define MIN_TTL_MS 100
 #define LISTEN_PIECE_MS 1000
 
@@ -210,7 +209,7 @@ static int parse_elect(run_opts *o, int argc, char **argv, const char **value, i
     }
     if (!rc)
         rc = cli_common_resolve(&o->common, CMD, 1);
-    *ttl = o->common.ttl_ms >= 0 ? o->common.ttl_ms : DEFAULT_TTL_MS;
+    *ttl = o->common.ttl_ms >= 0 ? o->common.ttl_ms : CLI_DEFAULT_TTL_MS;
     if (!rc && (*ttl < MIN_TTL_MS || *ttl > (int64_t)REDLOCK_MAX_TTL_MS))
         rc = cli_usage(CMD, "--ttl must be between 100ms and 1d");
     if (!rc)

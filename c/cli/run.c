@@ -10,7 +10,6 @@
 #include "run.h"
 
 #define CMD RUN_CMD
-#define DEFAULT_TTL_MS 30000
 #define MIN_TTL_MS 100
 /* The library caps one acquire's wait; longer waits are done in pieces. */
 
@@ -23,7 +22,7 @@ static int settings(run_opts *o, int argc, char **argv, int64_t *ttl, int64_t *w
         rc = cli_common_resolve(&o->common, CMD, 1);
     if (rc)
         return rc;
-    *ttl = o->common.ttl_ms >= 0 ? o->common.ttl_ms : DEFAULT_TTL_MS;
+    *ttl = o->common.ttl_ms >= 0 ? o->common.ttl_ms : CLI_DEFAULT_TTL_MS;
     if (*ttl < MIN_TTL_MS || *ttl > (int64_t)REDLOCK_MAX_TTL_MS)
         return cli_usage(CMD, "--ttl must be between 100ms and 1d");
     rc = cli_nodes_check(&o->common, CMD, 1);
