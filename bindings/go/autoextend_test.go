@@ -165,9 +165,11 @@ func TestAutoExtendLost(t *testing.T) {
 	}
 }
 
-// waitCause polls LockedContext until a context made now is done with a
-// cause matching target (after an at-risk notice, a new context is done at
-// once with it until the loss), and returns that cause.
+// waitCause polls LockedContext until a context made now is done with the
+// auto-extension's loss, matching target (after an at-risk notice, a new
+// context is done at once with it until the loss; right after the validity's
+// end, with a bare ErrExpired until the C thread tells the loss), and
+// returns that cause.
 func waitCause(t *testing.T, m *redlock.Mutex, target error, what string) error {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -175,7 +177,8 @@ func waitCause(t *testing.T, m *redlock.Mutex, target error, what string) error 
 		ctx, cancel := m.LockedContext(context.Background())
 		cause := context.Cause(ctx)
 		cancel()
-		if ctx.Err() != nil && errors.Is(cause, target) {
+		var re *redlock.Error
+		if ctx.Err() != nil && errors.Is(cause, target) && errors.As(cause, &re) && re.Op == "auto-extend" {
 			return cause
 		}
 		time.Sleep(5 * time.Millisecond)
