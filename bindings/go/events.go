@@ -59,6 +59,7 @@ const (
 	EventListener      EventType = C.REDLOCK_EVENT_LISTENER       // a node's wake-up listener changed state (told to a waiting Lock): Node, NodeURL, ListenerState, Message
 	EventAcquireDone   EventType = C.REDLOCK_EVENT_ACQUIRE_DONE   // an acquire call ended: Err (nil: acquired), Attempt (attempts made), Elapsed (the whole call)
 	EventWatchBehind   EventType = C.REDLOCK_EVENT_WATCH_BEHIND   // the auto-extension starts extensions late (Elapsed: how late): more locks than the nodes keep up with
+	EventAtRisk        EventType = C.REDLOCK_EVENT_AT_RISK        // an auto-extended lock not extended within its at-risk margin: Validity left, Message; still held
 )
 
 var eventNames = map[EventType]string{
@@ -66,6 +67,7 @@ var eventNames = map[EventType]string{
 	EventExtendFailed: "extend failed", EventLost: "lost", EventReleased: "released",
 	EventReleaseFailed: "release failed", EventNodeError: "node error", EventWoken: "woken",
 	EventListener: "listener", EventAcquireDone: "acquire done", EventWatchBehind: "watch behind",
+	EventAtRisk: "at risk",
 }
 
 func (t EventType) String() string {

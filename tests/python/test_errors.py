@@ -33,6 +33,8 @@ ALL_CODES = {
     "REDLOCK_ELIMIT": redlock.ExtensionLimit,
     "REDLOCK_ESTATE": redlock.LockStateError,
     "REDLOCK_EUNREACHABLE": redlock.NodesUnreachable,
+    "REDLOCK_EPERM": redlock.PermissionDenied,
+    "REDLOCK_EATRISK": redlock.LockAtRisk,
 }
 
 
@@ -268,8 +270,8 @@ def test_lock_needs_a_client():
 # -- the message says the cause once ----------------------------------------------------------
 
 def test_auth_refusal_says_the_cause_once():
-    # C's detail of a failed round starts with the code's words ("authentication failed: 0 of
-    # 3 nodes granted..."); the message must not say them twice.
+    # The message gives the code's words, then C's detail (which, for a refusal, no longer
+    # starts with them; other codes' details still may): never the words twice.
     with nodes.Cluster(count=3, kind="mixed") as cluster:
         for i in range(len(cluster)):
             cluster.cmd(i, "CONFIG", "SET", "requirepass", "s3cret")
@@ -280,7 +282,8 @@ def test_auth_refusal_says_the_cause_once():
     assert message.count("authentication failed") == 1, message
     assert message.startswith("'auth-once': authentication failed: "), message
     assert "NOAUTH" in message and "2 needed" in message, message   # C's detail is all there
-    assert info.value.detail.startswith("authentication failed"), info.value.detail   # kept as C wrote it
+    assert "this node needs a password" in message, message
+    assert info.value.detail.startswith("3 of 3 nodes refused the client"), info.value.detail   # as C wrote it
 
 
 def test_contention_says_the_cause_once(client, other, name):

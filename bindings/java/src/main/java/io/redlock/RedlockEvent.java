@@ -51,6 +51,12 @@ public final class RedlockEvent {
      * many were due. Told at most once a second, while about half the validity is still left.
      */
     WATCH_BEHIND,
+    /**
+     * An auto-extended lock has not been extended and its validity ends within the at-risk
+     * margin: {@link #code()} is EATRISK, {@link #message()} the last failed try. The lock is
+     * still held; a loss or a successful extension follows.
+     */
+    AT_RISK,
     /** An event type newer than this jar. */
     UNKNOWN;
 
@@ -68,6 +74,7 @@ public final class RedlockEvent {
         case EventTypeCodes.EVENT_LISTENER: return LISTENER;
         case EventTypeCodes.EVENT_ACQUIRE_DONE: return ACQUIRE_DONE;
         case EventTypeCodes.EVENT_WATCH_BEHIND: return WATCH_BEHIND;
+        case EventTypeCodes.EVENT_AT_RISK: return AT_RISK;
         default: return UNKNOWN;
       }
     }
