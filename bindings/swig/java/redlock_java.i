@@ -214,6 +214,8 @@ RL_JAVA_NATIVE(redlock_lock::rl_downgrade, downgradeNative)
 /* many locks' attempts at once (Redlock.tryAcquireMany) */
 RL_JAVA_NATIVE(redlock_client::rl_acquireMany, acquireManyNative)
 RL_JAVA_NATIVE(redlock_client::rl_acquireManyMax, acquireManyMaxNative)
+/* the header's macros that Java's constants read (Redlock.WAIT_*, Options.UNREACHABLE_*) */
+RL_JAVA_NATIVE(redlock_client::rl_constant, constantNative)
 /* the multi-resource lock: its names cross as the node list does */
 RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
@@ -271,6 +273,24 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
   /* REDLOCK_ACQUIRE_MANY_MAX: Redlock.ACQUIRE_MANY_MAX reads it from here. */
   static int rl_acquireManyMax() {
     return REDLOCK_ACQUIRE_MANY_MAX;
+  }
+
+  /* A macro of redlock.h by name, so that Java's constants are read from
+   * the header rather than retyped (this module leaves the macros out):
+   * the waits and the unreachable bound. Java fails its class
+   * initialisation on a name not listed here (INT64_MIN). */
+  static int64_t rl_constant(const char *name) {
+    static const struct { const char *name; int64_t value; } known[] = {
+      { "REDLOCK_WAIT_DEFAULT", REDLOCK_WAIT_DEFAULT },
+      { "REDLOCK_WAIT_NONE", REDLOCK_WAIT_NONE },
+      { "REDLOCK_WAIT_FOREVER", REDLOCK_WAIT_FOREVER },
+      { "REDLOCK_MAX_WAIT_MS", REDLOCK_MAX_WAIT_MS },
+      { "REDLOCK_UNREACHABLE_NEVER", REDLOCK_UNREACHABLE_NEVER },
+    };
+    for (size_t k = 0; name && k < sizeof known / sizeof known[0]; k++)
+      if (strcmp(known[k].name, name) == 0)
+        return known[k].value;
+    return INT64_MIN;
   }
 }
 

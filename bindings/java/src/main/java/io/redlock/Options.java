@@ -20,7 +20,7 @@ public final class Options extends OptionsNative {
    * {@link #setUnreachableMs(long)}: never give up because the nodes cannot be
    * reached; only the acquire's own wait ends it (REDLOCK_UNREACHABLE_NEVER).
    */
-  public static final long UNREACHABLE_NEVER = 0xFFFF_FFFFL;
+  public static final long UNREACHABLE_NEVER = Redlock.constant("REDLOCK_UNREACHABLE_NEVER");
 
   private RedlockEventListener eventListener;
 

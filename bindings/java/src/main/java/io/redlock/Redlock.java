@@ -24,14 +24,24 @@ import java.util.List;
  */
 public final class Redlock extends RedlockNative implements AutoCloseable {
   /** wait argument: the client's retry policy (Options retryCount / waitMs); REDLOCK_WAIT_DEFAULT. */
-  public static final long WAIT_DEFAULT = -1;
+  public static final long WAIT_DEFAULT = constant("REDLOCK_WAIT_DEFAULT");
   /** wait argument: exactly one attempt; REDLOCK_WAIT_NONE. */
-  public static final long WAIT_NONE = 0;
+  public static final long WAIT_NONE = constant("REDLOCK_WAIT_NONE");
   /**
    * wait argument: retry with no deadline, until acquired, a failure a retry cannot fix, or
    * {@link Lock#cancel()}; REDLOCK_WAIT_FOREVER. A finite wait is at most seven days.
    */
-  public static final long WAIT_FOREVER = -2;
+  public static final long WAIT_FOREVER = constant("REDLOCK_WAIT_FOREVER");
+  /** The longest finite wait, seven days: REDLOCK_MAX_WAIT_MS. */
+  public static final long MAX_WAIT_MS = constant("REDLOCK_MAX_WAIT_MS");
+
+  /** A macro of redlock.h, read from the native library rather than retyped here. */
+  static long constant(String name) {
+    long v = constantNative(name);
+    if (v == Long.MIN_VALUE)
+      throw new ExceptionInInitializerError("redlock.h has no constant " + name + " known to the native library");
+    return v;
+  }
 
   // Calls that touch the C client are serialised with close().
   private List<String> nodeUrls;
