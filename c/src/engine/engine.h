@@ -294,6 +294,13 @@ typedef struct rl_io {
     int helper_started, helper_stop, helper_busy;
     int helper_idle;           /* asleep with nothing to do: pass_lead must wake it for replies owed */
     int64_t last_round_us;     /* when a round last returned (rl_io_done) */
+    void *helper_stack;        /* its stack's mapping (mux.c), guard page included */
+    size_t helper_stack_len;
+#define RL_STALE_STACKS 4
+    void *stale_stack[RL_STALE_STACKS];  /* in a forked child: the parents' helpers', unmapped by
+                                          * rl_io_destroy */
+    size_t stale_stack_len[RL_STALE_STACKS];
+    int nstale;
     pid_t pid;                 /* the process these connections belong to */
     /* waiting acquires (wake.c keeps the list; listen.c wakes them) */
     char wake_id[RL_WAKE_ID_LEN + 1];  /* the client's channel: redlock:wake:<wake_id> */

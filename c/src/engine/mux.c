@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #define HELPER_GRACE_US 2000
 
 static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+
 
 static void cond_init(pthread_cond_t *cv)
 {
@@ -80,6 +82,17 @@ static void after_fork(redlock_client *cl)
         cond_init(&io->helper_cv);
         io->leader = io->polling = io->followers = 0;
         io->helper_started = io->helper_stop = io->helper_busy = io->helper_idle = 0;
+        /* The parent's helper ran on this mapping; no thread does here. It
+         * stays mapped while the client lives, so that no new thread's stack
+         * lands at its address (its id: ThreadSanitizer, again). Past a few
+         * generations of forks it is left mapped for good (address space,
+         * not memory: the pages are the parent's, shared until written). */
+        if (io->helper_stack && io->nstale < RL_STALE_STACKS) {
+            io->stale_stack[io->nstale] = io->helper_stack;
+            io->stale_stack_len[io->nstale++] = io->helper_stack_len;
+        }
+        io->helper_stack = NULL;
+        io->helper_stack_len = 0;
         io->active = NULL;
         /* The waiters were the parent's threads; this process is another
          * client to the nodes, with a channel of its own. */
@@ -341,6 +354,59 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+/* The helper runs on a stack of its own, not one from glibc's cache. In a
+ * forked child, glibc hands a new thread the stack, and so the id, of a
+ * parent thread that does not exist there; a helper alive in the parent
+ * at fork() made the child's helper such a thread, which ThreadSanitizer
+ * (still counting the parent's as alive) aborts on. Its own mapping gives
+ * it an id no thread has had. The default size, reserved, not committed. */
+static pthread_attr_t *helper_stack(rl_io *io, pthread_attr_t *attr)
+{
+    size_t size = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+    pthread_attr_t dflt;
+    if (pthread_getattr_default_np(&dflt) == 0) {
+        pthread_attr_getstacksize(&dflt, &size);
+        pthread_attr_destroy(&dflt);
+    }
+    if (size < ((size_t)1 << 20))
+        size = (size_t)1 << 20;
+    size = (size + page - 1) / page * page;
+    void *stk = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+                     -1, 0);
+    if (stk == MAP_FAILED)
+        return NULL;   /* glibc's, then */
+    if (mprotect(stk, page, PROT_NONE) != 0 || pthread_attr_init(attr) != 0) {   /* a guard page below */
+        munmap(stk, size + page);
+        return NULL;
+    }
+    if (pthread_attr_setstack(attr, (char *)stk + page, size) != 0) {
+        pthread_attr_destroy(attr);
+        munmap(stk, size + page);
+        return NULL;
+    }
+    io->helper_stack = stk;
+    io->helper_stack_len = size + page;
+    return attr;
+}
+
+/* The stack of a forked parent's helper, when the client is freed. */
+static void stale_stack_free(rl_io *io)
+{
+    while (io->nstale > 0) {
+        io->nstale--;
+        munmap(io->stale_stack[io->nstale], io->stale_stack_len[io->nstale]);
+    }
+}
+
+/* Once no thread runs on it: after the join. */
+static void helper_stack_free(rl_io *io)
+{
+    if (io->helper_stack)
+        munmap(io->helper_stack, io->helper_stack_len);
+    io->helper_stack = NULL;
+    io->helper_stack_len = 0;
+}
+
 void rl_io_wake_leader(redlock_client *cl)
 {
     if (cl->io->polling) {
@@ -367,10 +433,15 @@ void rl_io_kick(redlock_client *cl)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        int rc = pthread_create(&io->thread, NULL, helper_main, cl);
+        pthread_attr_t attr, *ap = helper_stack(io, &attr);
+        int rc = pthread_create(&io->thread, ap, helper_main, cl);
+        if (ap)
+            pthread_attr_destroy(ap);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc != 0)
+        if (rc != 0) {
+            helper_stack_free(io);
             return;   /* rounds still drive everything; only idle time is lost */
+        }
         io->helper_started = 1;
     }
     pthread_cond_signal(&io->helper_cv);
@@ -438,8 +509,10 @@ static void stop_helper(redlock_client *cl)
         (void)w;
     }
     pthread_mutex_unlock(&io->mu);
-    if (started && io->pid == getpid())
+    if (started && io->pid == getpid()) {
         pthread_join(io->thread, NULL);
+        helper_stack_free(io);
+    }
     io->helper_started = 0;
 }
 
@@ -503,6 +576,7 @@ void rl_io_destroy(redlock_client *cl)
     for (size_t j = cl->n; j < rl_nconns(cl); j++)
         rl_conn_free(cl, j);
     rl_route_free(cl);
+    stale_stack_free(io);
     close(io->wake_fd);
     pthread_cond_destroy(&io->helper_cv);
     pthread_mutex_destroy(&io->mu);
