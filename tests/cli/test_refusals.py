@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -23,14 +22,11 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness"))
 import nodes  # noqa: E402
 
-PW = "refusals-Pw1"
-OTHER_PW = "refusals-Other2"
+from refusing import (COMMAND_RE, NOAUTH_TEXT, OTHER_PW, PW, WRONGPASS_RE, acl_users,  # noqa: E402
+                      guarded as guarded_nodes, scripts_disabled, with_user as _with_user)
+
 PROMPT = 2.0          # a refusal must end the command within this
 HANG = 15             # what a test waits before it calls the command hung (then kills it)
-
-NOAUTH_TEXT = "this node needs a password"
-WRONGPASS_RE = re.compile(r"(password|user)[^;]*refused|refused[^;]*(password|user)|WRONGPASS", re.I)
-COMMAND_RE = re.compile(r"\b(evalsha|eval|fcall|fcall_ro)\b", re.I)
 
 # How each command is spelled, given the resource; COMMAND is `true`.
 COMMANDS = {
@@ -42,11 +38,6 @@ COMMANDS = {
     "elect": lambda r: ["elect", r, "candidate", "--", "true"],
 }
 WAITS = {"forever": [], "w10s": ["-w", "10s"]}
-
-
-def _with_user(url, userinfo):
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://{userinfo}@{rest}"
 
 
 def _args(command, wait, resource):
@@ -101,42 +92,28 @@ def _no_lock_keys(cluster, resource, bound=1.0):
 @pytest.fixture(scope="module")
 def guarded():
     """Three nodes with requirepass PW."""
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        for i in range(3):
-            c.cmd(i, "CONFIG", "SET", "requirepass", PW)
+    with guarded_nodes() as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def one_guarded():
     """Three nodes, the last with requirepass PW."""
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        c.cmd(2, "CONFIG", "SET", "requirepass", PW)
+    with guarded_nodes(only=[2]) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def acl():
-    """ACL users (the default user stays open for the harness): noscript, denied @scripting on
-    every node; one_noscript, denied it on node 2 only."""
-    full = ["on", "~*", "&*", "+@all", ">" + PW]
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        for i in range(3):
-            c.cmd(i, "ACL", "SETUSER", "noscript", *full, "-@scripting")
-            c.cmd(i, "ACL", "SETUSER", "one_noscript", *full, *(["-@scripting"] if i == 2 else []))
+    """refusing.acl_users: noscript on every node, one_noscript on node 2 only, and others."""
+    with acl_users() as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def renamed():
-    """Three nodes started with EVAL and EVALSHA disabled (two rename-command lines: the second
-    rides on the first's value, the harness's conf having one value per key)."""
-    conf = {"rename-command": ["EVALSHA", "", "--rename-command", "EVAL", ""]}
-    with nodes.Cluster(count=3, kind="mixed", conf=conf) as c:
-        for i in range(3):
-            for command in (["EVALSHA", "0" * 40, "0"], ["EVAL", "return 1", "0"]):
-                with pytest.raises(nodes.ReplyError, match="unknown command"):
-                    c.cmd(i, *command)
+    """Three nodes started with EVAL and EVALSHA disabled."""
+    with scripts_disabled() as c:
         yield c
 
 

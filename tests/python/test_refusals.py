@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 
@@ -24,24 +23,13 @@ import pytest
 import nodes
 import redlock
 from redlock import AuthError, PermissionDenied, Redlock
+from refusing import (COMMAND_RE, NOAUTH_TEXT, OTHER_PW, PW, WRONGPASS_RE, acl_users,  # tests/harness
+                      guarded as guarded_nodes, scripts_disabled, with_user as _with_user)
 
-PW = "refusals-Pw1"
-OTHER_PW = "refusals-Other2"
 WAIT = 10.0     # the wait every acquire is given
 PROMPT = 2.0    # a refusal must end it within this
 
 EPERM = -17
-NOAUTH_TEXT = "this node needs a password"
-# The library's words for WRONGPASS are "the password/user is refused" or close: accept either
-# word with "refused", or the server's own WRONGPASS.
-WRONGPASS_RE = re.compile(r"(password|user)[^;]*refused|refused[^;]*(password|user)|WRONGPASS", re.I)
-# The command a node refused: the scripts' commands (FCALL with use_functions).
-COMMAND_RE = re.compile(r"\b(evalsha|eval|fcall|fcall_ro)\b", re.I)
-
-
-def _with_user(url, userinfo):
-    scheme, rest = url.split("://", 1)
-    return f"{scheme}://{userinfo}@{rest}"
 
 
 def _client(urls, **kw):
@@ -58,52 +46,28 @@ def _client(urls, **kw):
 @pytest.fixture(scope="module")
 def guarded():
     """Three nodes with requirepass PW (the harness can no longer talk to them afterwards)."""
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        for i in range(3):
-            c.cmd(i, "CONFIG", "SET", "requirepass", PW)
+    with guarded_nodes() as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def one_guarded():
     """Three nodes, the last of which has requirepass PW."""
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        c.cmd(2, "CONFIG", "SET", "requirepass", PW)
+    with guarded_nodes(only=[2]) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def acl():
-    """Three nodes with ACL users; the default user stays open, so the harness can look at keys.
-
-    noscript: every node denies it @scripting.   noeval: every node denies EVAL and EVALSHA.
-    two_noscript: nodes 1 and 2 deny @scripting.  one_noscript: node 2 denies @scripting.
-    two_wrongpw: nodes 1 and 2 know it by another password.  one_wrongpw: node 2 does."""
-    full = ["on", "~*", "&*", "+@all"]
-    with nodes.Cluster(count=3, kind="mixed") as c:
-        for i in range(3):
-            c.cmd(i, "ACL", "SETUSER", "noscript", *full, ">" + PW, "-@scripting")
-            c.cmd(i, "ACL", "SETUSER", "noeval", *full, ">" + PW, "-eval", "-evalsha")
-            c.cmd(i, "ACL", "SETUSER", "two_noscript", *full, ">" + PW, *(["-@scripting"] if i >= 1 else []))
-            c.cmd(i, "ACL", "SETUSER", "one_noscript", *full, ">" + PW, *(["-@scripting"] if i == 2 else []))
-            c.cmd(i, "ACL", "SETUSER", "two_wrongpw", *full, ">" + (OTHER_PW if i >= 1 else PW))
-            c.cmd(i, "ACL", "SETUSER", "one_wrongpw", *full, ">" + (OTHER_PW if i == 2 else PW))
+    """refusing.acl_users: noscript, noeval, two_noscript, one_noscript, two_wrongpw, one_wrongpw."""
+    with acl_users() as c:
         yield c
-
-
-# Two rename-command lines: the harness's conf has one value per key, but a value's words are
-# passed as they are, so the second line rides on the first.
-NO_SCRIPTS = {"rename-command": ["EVALSHA", "", "--rename-command", "EVAL", ""]}
 
 
 @pytest.fixture(scope="module")
 def renamed():
     """Three nodes started with EVAL and EVALSHA disabled (rename-command ... "")."""
-    with nodes.Cluster(count=3, kind="mixed", conf=NO_SCRIPTS) as c:
-        for i in range(3):
-            for command in (["EVALSHA", "0" * 40, "0"], ["EVAL", "return 1", "0"]):
-                with pytest.raises(nodes.ReplyError, match="unknown command"):
-                    c.cmd(i, *command)   # the setup works: the command is gone
+    with scripts_disabled() as c:
         yield c
 
 
