@@ -205,6 +205,7 @@ int redlock_lock_options_init_version(redlock_lock_options *opts, unsigned int v
         return REDLOCK_EINVAL;
     redlock_options defaults;
     redlock_lock_options pol;
+    memset(&pol, 0, sizeof pol);   /* its padding too: the copy below must not hand out stack bytes */
     redlock_options_init_version(&defaults, REDLOCK_OPTIONS_VERSION);
     policy_of(&pol, &defaults);
     memcpy(opts, &pol, size);
