@@ -23,8 +23,9 @@
 #define HELPER_SLICE_US 50000   /* the helper's longest poll before it looks around */
 /* Replies still owed when a round returns are read by the helper only once
  * no round has returned for this long: a busy client's next round reads
- * them on its way, with no hand-off between threads. */
-#define HELPER_GRACE_US 2000
+ * them on its way, with no hand-off between threads, and the helper looks
+ * at most this often while rounds come and go. */
+#define HELPER_GRACE_US 5000
 
 static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -325,8 +326,13 @@ static void *helper_main(void *arg)
     pthread_mutex_lock(&io->mu);
     while (!io->helper_stop) {
         int urgent = needs_driving(cl) || io->nwaiters || late_cmds(cl);
+        int owed = !urgent && owes_anything(cl);
         int64_t until = INT64_MAX;
-        if (!io->leader && !io->followers && (urgent || owes_anything(cl))) {
+        if ((io->leader || io->followers) && owed) {
+            /* A round under way reads them, and the next may too: look
+             * again later rather than be told when each round returns. */
+            until = rl_now_us() + HELPER_GRACE_US;
+        } else if (!io->leader && !io->followers && (urgent || owed)) {
             int64_t quiet_at = io->last_round_us + HELPER_GRACE_US;
             if (urgent || rl_now_us() >= quiet_at) {
                 /* Finish writes and connects, and read what is owed (a
@@ -344,8 +350,8 @@ static void *helper_main(void *arg)
         }
         if (io->helper_stop)
             break;
-        /* Nothing owed, or a round under way (pass_lead tells us when it
-         * is done and leaves something): sleep until told. */
+        /* Nothing owed, or urgent work a round under way drives (pass_lead
+         * tells us if it is left undone): sleep until told. */
         io->helper_idle = until == INT64_MAX;
         cond_wait_until(&io->helper_cv, &io->mu, until);
         io->helper_idle = 0;
