@@ -134,6 +134,16 @@ test-docs: build
 # compile the sources of c/sources.txt with the flags of c/cflags.txt; each is built here with
 # -Werror, and the Go binding's bundled files must be what tools/gen-go-bundle writes. About a
 # minute (docs/testing.md).
+# The spin models of models/ (docs/testing.md "Models", docs/models.md): the mutex with its
+# fencing token and the semaphore pass, each "assumption removed" variant fails, and the Lua
+# scripts they stand for are as reviewed. make test runs the short form (a few seconds).
+.PHONY: model-check test-models
+model-check:
+	models/check
+test: test-models
+test-models:
+	models/check --short
+
 .PHONY: test-build-flags
 test: test-build-flags
 test-build-flags: deps $(VENV)/bin/python
