@@ -68,8 +68,6 @@ void rl_proto_parse(const rl_round *r, int via, const redisReply *rep, rl_parsed
 /* An EXTEND_MANY reply that rl_proto_parse found whole (RL_YES): what node
  * i said of each key, into r->batch. */
 void rl_proto_many_results(rl_round *r, size_t i, const redisReply *rep);
-/* 1 if an error reply says authentication is missing or wrong. */
-int rl_proto_is_auth_error(const char *err);
 /* What an error reply means for its node: RL_ERR_AUTH (no password, a wrong
  * one), RL_ERR_PERM (NOPERM, a disabled or renamed command) or
  * RL_ERR_SERVER; msg gets the reply, cut at a word if it must be, and the

@@ -287,11 +287,6 @@ long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagge
     return rc;
 }
 
-int rl_proto_is_auth_error(const char *e)
-{
-    return strncmp(e, "NOAUTH", 6) == 0 || strncmp(e, "WRONGPASS", 9) == 0 || strstr(e, "password") != NULL;
-}
-
 /* e copied into buf of size, cut at a word with "..." when it does not fit
  * beside room bytes (a fix said after it). */
 static void cut_words(char *buf, size_t size, const char *e, size_t room)
