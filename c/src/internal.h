@@ -562,6 +562,10 @@ int64_t rl_policy_node_wait_us(const redlock_options *o, int fresh, int suspect)
 int64_t rl_policy_stall_us(const redlock_options *o);
 /* When the auto-extend thread extends a lock of ttl_ms: every third. */
 int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
+/* The at-risk margin of an arming (redlock_lock_auto_extend3): at_risk_ms,
+ * or for REDLOCK_AT_RISK_DEFAULT max(TTL/10, 2 node timeouts); at most half
+ * the TTL. */
+uint32_t rl_policy_at_risk_ms(uint32_t at_risk_ms, uint32_t ttl_ms, uint32_t node_timeout_ms);
 /* A waiter that will be woken by the holder's release sleeps at most until
  * the holder's key expires (hint_ms), and never longer than
  * RL_POLICY_WAKE_POLL_MAX_MS; its registration lapses after

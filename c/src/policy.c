@@ -46,6 +46,17 @@ int64_t rl_policy_extend_interval_us(uint32_t ttl_ms)
     return (int64_t)ttl_ms * 1000 / 3;
 }
 
+uint32_t rl_policy_at_risk_ms(uint32_t at_risk_ms, uint32_t ttl_ms, uint32_t node_timeout_ms)
+{
+    uint32_t ms = at_risk_ms;
+    if (ms == REDLOCK_AT_RISK_DEFAULT) {
+        ms = ttl_ms / 10;
+        if (node_timeout_ms <= UINT32_MAX / 2 && 2 * node_timeout_ms > ms)
+            ms = 2 * node_timeout_ms;
+    }
+    return ms > ttl_ms / 2 ? ttl_ms / 2 : ms;
+}
+
 int64_t rl_policy_watch_behind_us(uint32_t ttl_ms)
 {
     /* Due at a third of the TTL, behind at half: a sixth of the TTL, and

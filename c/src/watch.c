@@ -471,19 +471,6 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-/* The at-risk margin of an arming of l with at_risk_ms (redlock_lock_auto_extend3). */
-static uint32_t risk_ms_of(const redlock_lock *l, uint32_t at_risk_ms)
-{
-    uint32_t ms = at_risk_ms;
-    if (ms == REDLOCK_AT_RISK_DEFAULT) {
-        ms = l->ttl_ms / 10;
-        uint32_t nt = l->client->opts.node_timeout_ms;
-        if (nt <= UINT32_MAX / 2 && 2 * nt > ms)
-            ms = 2 * nt;
-    }
-    return ms > l->ttl_ms / 2 ? l->ttl_ms / 2 : ms;
-}
-
 static int watch_add(redlock_lock *l, uint32_t max_hold_ms, uint32_t at_risk_ms, redlock_lost_fn fn,
                      void *userdata, void (*userdata_free)(void *))
 {
@@ -521,7 +508,7 @@ static int watch_add(redlock_lock *l, uint32_t max_hold_ms, uint32_t at_risk_ms,
     l->ae.limited = 0;
     set_msg(l, NULL);
     l->ae.tried = 0;
-    l->ae.risk_ms = risk_ms_of(l, at_risk_ms);
+    l->ae.risk_ms = rl_policy_at_risk_ms(at_risk_ms, l->ttl_ms, l->client->opts.node_timeout_ms);
     l->ae.risk_told = 0;
     l->ae.due_us = rl_now_us() + rl_policy_extend_interval_us(l->ttl_ms);
     if (!l->ae.on) {
