@@ -244,6 +244,7 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
             rl_fmt(m, sizeof m, "the validity of lock '%s' ran out before an extension succeeded; last try: %s",
                    l->resource, msg_of(l));
             rl_mark_lost(l, rc, m, 1);             /* ELOST was marked by the extension */
+            set_msg(l, strdup(m));                 /* the owner hears what the event said */
         }
         l->ae.fire = l->ae.done = 1;
         l->ae.fire_code = rc;
