@@ -388,6 +388,27 @@ REDLOCK_EXTERN uint32_t redlock_flags_set_wake(uint32_t flags, int on);
  * lock's delay and jitter) until wait_ms have passed, then REDLOCK_ETIMEDOUT.
  * Any other value gives REDLOCK_EINVAL. */
 REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+/* Asynchronous acquisition: what redlock_lock_acquire(lock, ttl_ms, wait_ms)
+ * does, without blocking the caller or any thread of its own. The client's
+ * one acquire thread, started by the first call, runs every attempt of
+ * every asynchronous acquire of the client and waits between them on
+ * timers and wake-ups. When the acquire ends, done(lock, rc, userdata) is
+ * called once, on that thread, with what redlock_lock_acquire would have
+ * returned (0 = held; the detail in redlock_lock_errmsg). Keep done short
+ * and hand the result to your own loop: the next acquires wait for it. It
+ * may call anything on the lock, including redlock_lock_free.
+ * Returns 0 when the acquire is under way, or at once, without calling
+ * done: REDLOCK_EINVAL (NULL lock or done), REDLOCK_ESTATE (an acquire on
+ * the handle is under way), REDLOCK_ENOTSUP (a client inherited across
+ * fork), REDLOCK_ENOMEM. The checks of redlock_lock_acquire (TTL, wait_ms,
+ * already held, cancelled) end the acquire through done, as any failure.
+ * redlock_lock_cancel ends it with REDLOCK_ECANCELED after at most the
+ * round in flight; redlock_lock_free cancels it and waits for done to
+ * return. Until done is called, the handle is the acquire's: call only
+ * redlock_lock_cancel and the readers (redlock_lock_is_held...). */
+typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
+REDLOCK_EXTERN int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
+                                              redlock_acquired_fn done, void *userdata);
 /* One attempt at each of locks[0..n) (handles of one client), all pipelined:
  * what n calls of redlock_lock_acquire(locks[k], ttl_ms, REDLOCK_WAIT_NONE)
  * would do, in about one round trip instead of n. results[k] gets what that

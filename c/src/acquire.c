@@ -70,7 +70,7 @@ static int unreachable_too_long(redlock_lock *lock, int64_t *reached_us, uint64_
 
 /* The lock's eventfd, made on first need: cancel and wake-up messages write
  * it. -1 if none can be made (fd limit). */
-static int wake_fd(redlock_lock *lock)
+int rl_lock_wake_fd(redlock_lock *lock)
 {
     int fd = atomic_load(&lock->wake_fd);
     if (fd < 0) {
@@ -85,32 +85,45 @@ static int wake_fd(redlock_lock *lock)
     return fd;
 }
 
+/* Where a nap that ends at end stands: REDLOCK_ECANCELED, 1 (woken by a
+ * release, if w is given), 0 (over) or -1 (still on). */
+static int nap_state(redlock_lock *lock, const rl_waiter *w, int64_t end)
+{
+    if (atomic_load(&lock->cancel))
+        return REDLOCK_ECANCELED;
+    if (w && atomic_load(&w->woken))
+        return 1;
+    return end - rl_now_us() <= 0 ? 0 : -1;
+}
+
+/* The lock's eventfd was written: read it, and a listening waiter tells
+ * the listener state changes that came (they write it too). */
+static void drain_wake_fd(redlock_lock *lock, int fd, int listening)
+{
+    uint64_t v;
+    ssize_t rd = read(fd, &v, sizeof v);
+    (void)rd;
+    if (listening)
+        rl_wake_report(lock->client, lock);
+}
+
 /* Sleeps delay_us unless cancelled or, if w is given, woken by a release:
- * 0 (slept), 1 (woken) or REDLOCK_ECANCELED. A listening waiter also tells
- * listener state changes as they come (they wake it too). */
+ * 0 (slept), 1 (woken) or REDLOCK_ECANCELED. */
 static int nap(redlock_lock *lock, int64_t delay_us, rl_waiter *w, int listening)
 {
-    int fd = wake_fd(lock);
+    int fd = rl_lock_wake_fd(lock);
     int64_t end = rl_now_us() + delay_us;
     for (;;) {
-        if (atomic_load(&lock->cancel))
-            return REDLOCK_ECANCELED;
-        if (w && atomic_load(&w->woken))
-            return 1;
+        int why = nap_state(lock, w, end);
+        if (why >= 0 || why == REDLOCK_ECANCELED)
+            return why;
         int64_t left = end - rl_now_us();
-        if (left <= 0)
-            return 0;
         struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
         /* Without an eventfd (fd limit), poll the flags every 10 ms. */
-        int ms = (int)((left + 999) / 1000);
+        int ms = left > 0 ? (int)((left + 999) / 1000) : 0;
         int n = fd >= 0 ? poll(&p, 1, ms) : poll(NULL, 0, ms < 10 ? ms : 10);
-        if (n > 0) {
-            uint64_t v;
-            ssize_t rd = read(fd, &v, sizeof v);
-            (void)rd;
-            if (listening)
-                rl_wake_report(lock->client, lock);
-        }
+        if (n > 0)
+            drain_wake_fd(lock, fd, listening);
     }
 }
 
@@ -152,19 +165,6 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     return us;
 }
 
-/* What a call of acquire knows across its attempts. */
-typedef struct waiting {
-    int64_t start, deadline;     /* deadline 0: none */
-    uint64_t max_attempts;       /* UINT64_MAX: bounded by time (or nothing) */
-    int listen, join;            /* listens for releases; registers in the queue */
-    int plain_first, woke;
-    int registered, last_plain;  /* an attempt registered it; the last one was plain */
-    int woken_plain;             /* the last attempt was a registered waiter's plain one, after a wake-up */
-    rl_waiter w;
-    char member[RL_MEMBER_MAX];  /* its registration, "" when it does not join */
-    uint64_t ticket;
-    int64_t renewed_us, renew_every_us, reached_us;
-} waiting;
 
 /* The checks before any I/O: 0, or the code with the lock's message set. */
 static int check_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
@@ -196,7 +196,7 @@ static int came_straight_back(const redlock_lock *lock, int64_t now)
 }
 
 /* The bounds of the wait, and the waiter's registration. */
-static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
+static void begin_waiting(redlock_lock *lock, int64_t wait_ms, rl_waiting *s)
 {
     const redlock_lock_options *o = &lock->pol;
     memset(s, 0, sizeof *s);
@@ -221,7 +221,7 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
     s->listen = s->join && listen;
     s->ticket = ticket_now();
     if (s->join) {
-        wake_fd(lock);
+        rl_lock_wake_fd(lock);
         rl_wake_name(lock->client, &s->w, lock, s->member, sizeof s->member);
     }
     lock->member[0] = '\0';
@@ -239,7 +239,7 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, waiting *s)
 }
 
 /* Attempt n: plain or registering, as the nodes' calm allows. */
-static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, waiting *s, wait_hint *h, int *calm,
+static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_waiting *s, wait_hint *h, int *calm,
                         int *plain)
 {
     int fair = (lock->pol.flags & REDLOCK_OPT_FAIR) != 0;
@@ -302,9 +302,11 @@ static int give_up(redlock_lock *lock, int code, const char *what, uint64_t n)
                        n == 1 ? "" : "s", last);
 }
 
-/* After a failed attempt n: 1 to try again, or 0 with *rc the call's
- * result. Sleeps between the two. */
-static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_hint *h, int calm, int plain, int *rc)
+/* After a failed attempt n: 1 to try again once *delay_us has passed (a
+ * wake-up or a cancel cuts it short: rl_acq_woke), or 0 with *rc the
+ * call's result. */
+static int plan_retry(redlock_lock *lock, uint64_t n, rl_waiting *s, const wait_hint *h, int calm, int plain, int *rc,
+                      int64_t *delay_us)
 {
     if (!redlock_error_is_retryable(*rc))
         return 0;
@@ -344,53 +346,95 @@ static int sleep_or_stop(redlock_lock *lock, uint64_t n, waiting *s, const wait_
         delay = rl_rw_cap_delay(lock, delay);   /* back before its intent lapses */
     if (s->deadline && now + delay > s->deadline)
         delay = s->deadline - now;
-    /* A wake-up cuts any sleep short: the releases and leaves that wake
-     * anyone find the lock free, and clean-ups wake nobody, so waiters do
-     * not wake each other in a loop during an outage. */
-    int why = nap(lock, delay, s->listen ? &s->w : NULL, s->listen);
+    *delay_us = delay;
+    return 1;
+}
+
+int rl_acq_begin(rl_acq *a, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+{
+    a->lock = lock;
+    a->ttl_ms = ttl_ms;
+    a->n = 0;
+    a->begun_us = rl_now_us();
+    lock->attempts = 0;
+    a->rc = check_acquire(lock, ttl_ms, wait_ms);
+    a->begun = a->rc == 0;   /* else rl_acq_end has nothing to undo */
+    if (!a->begun)
+        return 0;
+    begin_waiting(lock, wait_ms, &a->s);
+    lock->rw_waiting = a->s.max_attempts > 1;
+    return 1;
+}
+
+int rl_acq_attempt(rl_acq *a)
+{
+    redlock_lock *lock = a->lock;
+    wait_hint h = { 0, 0, 0, 0, -1 };
+    int calm, plain;
+    int64_t delay = 0;
+    a->n++;
+    a->rc = next_attempt(lock, a->ttl_ms, a->n, &a->s, &h, &calm, &plain);
+    if (a->rc == 0 || !plan_retry(lock, a->n, &a->s, &h, calm, plain, &a->rc, &delay))
+        return 0;
+    a->nap_until_us = rl_now_us() + delay;
+    return 1;
+}
+
+int rl_acq_nap_state(rl_acq *a)
+{
+    return nap_state(a->lock, a->s.listen ? &a->s.w : NULL, a->nap_until_us);
+}
+
+void rl_acq_drain(rl_acq *a, int fd)
+{
+    drain_wake_fd(a->lock, fd, a->s.listen);
+}
+
+/* A wake-up cuts any sleep short: the releases and leaves that wake
+ * anyone find the lock free, and clean-ups wake nobody, so waiters do not
+ * wake each other in a loop during an outage. */
+int rl_acq_woke(rl_acq *a, int why)
+{
+    redlock_lock *lock = a->lock;
+    rl_waiting *s = &a->s;
     if (why == REDLOCK_ECANCELED) {
-        *rc = give_up(lock, REDLOCK_ECANCELED, "wait cancelled after", n);
+        a->rc = give_up(lock, REDLOCK_ECANCELED, "wait cancelled after", a->n);
         return 0;
     }
     s->woke = why == 1;
     if (why == 1)
-        rl_emit_woken(lock, n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(n + 1), (size_t)atomic_load(&s->w.node));
+        rl_emit_woken(lock, a->n + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(a->n + 1), (size_t)atomic_load(&s->w.node));
     if (s->listen)
         rl_wake_report(lock->client, lock);
     return 1;
 }
 
-static int acquire_locked(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
+int rl_acq_end(rl_acq *a)
 {
-    int rc = check_acquire(lock, ttl_ms, wait_ms);
-    if (rc)
+    redlock_lock *lock = a->lock;
+    rl_waiting *s = &a->s;
+    int rc = a->rc;
+    if (!a->begun) {
+        rl_emit_acquire_done(lock, rc, a->begun_us);
         return rc;
-    waiting s;
-    begin_waiting(lock, wait_ms, &s);
-    lock->rw_waiting = s.max_attempts > 1;
-    for (uint64_t n = 1;; n++) {
-        wait_hint h = { 0, 0, 0, 0, -1 };
-        int calm, plain;
-        rc = next_attempt(lock, ttl_ms, n, &s, &h, &calm, &plain);
-        if (rc == 0 || !sleep_or_stop(lock, n, &s, &h, calm, plain, &rc))
-            break;
     }
-    if (s.join) {
-        rl_wake_leave(lock->client, &s.w);
+    if (s->join) {
+        rl_wake_leave(lock->client, &s->w);
         /* Registered, then given up: the registration leaves everywhere.
          * Registered, then acquired by a plain attempt (after a wake-up,
          * or while the nodes were not calm): the release takes it out of
          * the queue, in the same script, at no extra round trip. */
-        if (s.registered && rc != 0)
-            rl_leave_queue(lock, s.member, NULL, 1);
-        else if (s.registered && s.last_plain)
-            memcpy(lock->member, s.member, sizeof s.member);
+        if (s->registered && rc != 0)
+            rl_leave_queue(lock, s->member, NULL, 1);
+        else if (s->registered && s->last_plain)
+            memcpy(lock->member, s->member, sizeof s->member);
     }
-    if (s.listen)
+    if (s->listen)
         rl_wake_report(lock->client, lock);
     /* A writer that stops waiting holds readers up no longer. */
     if (rc != 0 && lock->kind == RL_KIND_WRITE && lock->rw_waiting)
-        rl_rw_give_up(lock, s.join ? s.member : "");
+        rl_rw_give_up(lock, s->join ? s->member : "");
+    rl_emit_acquire_done(lock, rc, a->begun_us);
     return rc;
 }
 
@@ -398,16 +442,23 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
     if (!lock)
         return REDLOCK_EINVAL;
+    if (rl_async_pending(lock))
+        return rl_async_busy(lock);
     /* A new acquisition: the auto-extension of the last one (lost or
      * expired) is over. Not under the mutex: the thread may be working on
      * this lock and need it. */
     if (!redlock_lock_is_held(lock))
         rl_watch_remove(lock);
     pthread_mutex_lock(&lock->mu);
-    int64_t start_us = rl_now_us();
-    lock->attempts = 0;
-    int rc = acquire_locked(lock, ttl_ms, wait_ms);
-    rl_emit_acquire_done(lock, rc, start_us);
+    rl_acq a;
+    if (rl_acq_begin(&a, lock, ttl_ms, wait_ms)) {
+        while (rl_acq_attempt(&a)) {
+            int why = nap(lock, a.nap_until_us - rl_now_us(), a.s.listen ? &a.s.w : NULL, a.s.listen);
+            if (!rl_acq_woke(&a, why))
+                break;
+        }
+    }
+    int rc = rl_acq_end(&a);
     pthread_mutex_unlock(&lock->mu);
     return rc;
 }

@@ -103,6 +103,7 @@ static void client_destroy(redlock_client *c)
 {
     if (!c)
         return;
+    rl_async_destroy(c->async);
     rl_watch_destroy(&c->watch);
     if (c->opts.on_event_userdata_free && c->created)
         c->opts.on_event_userdata_free(c->opts.on_event_userdata);
@@ -216,6 +217,11 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
         return REDLOCK_ENOMEM;
     }
     rl_watch_init(&c->watch);
+    if (!(c->async = rl_async_new())) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
+        rc = REDLOCK_ENOMEM;
+        goto fail;
+    }
     if ((rc = rl_io_init(c)) != 0) {
         rl_fmt(errbuf, errbuf_size, "cannot set up the client's I/O: %s", redlock_strerror(rc));
         goto fail;

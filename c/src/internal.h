@@ -353,6 +353,7 @@ struct redlock_client {
     char *tls_server_name;   /* owned copy, or NULL */
     char **urls;             /* node URLs as given, password masked */
     rl_watch watch;
+    struct rl_async *async;  /* asynchronous acquires (acquire_async.c) */
     _Atomic int64_t trouble_us; /* when a round of this client last saw a node fail
                               * (error, timeout, down); 0 never (report.c) */
     struct rl_route *route;  /* cluster nodes' shard connections and slot maps
@@ -409,6 +410,8 @@ struct redlock_lock {
                                * failure (rl_errbuf), then kept with the handle */
     atomic_int cancel;
     atomic_int wake_fd;       /* eventfd, made on the first wait */
+    struct rl_acq *async_acq; /* its asynchronous acquire under way (the async mutex) */
+    atomic_int async_used;    /* an asynchronous acquire was ever started */
     rl_report *report;        /* per node: the last round (in the handle's allocation) */
     rl_msgs *report_msgs;     /* the last round's messages that are not common
                                * ones (report.c); NULL when it had none */
@@ -731,5 +734,67 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
 /* A waiter is done: its registration leaves the queue, without waiting for
  * replies; on every node (all), or where out says it was not granted. */
 void rl_leave_queue(redlock_lock *lock, const char *member, const rl_outcome *out, int all);
+
+
+/* ---- acquire.c: one acquisition, attempt by attempt ---- */
+/* What a call of acquire knows across its attempts. */
+typedef struct rl_waiting {
+    int64_t start, deadline;     /* deadline 0: none */
+    uint64_t max_attempts;       /* UINT64_MAX: bounded by time (or nothing) */
+    int listen, join;            /* listens for releases; registers in the queue */
+    int plain_first, woke;
+    int registered, last_plain;  /* an attempt registered it; the last one was plain */
+    int woken_plain;             /* the last attempt was a registered waiter's plain one, after a wake-up */
+    rl_waiter w;
+    char member[RL_MEMBER_MAX];  /* its registration, "" when it does not join */
+    uint64_t ticket;
+    int64_t renewed_us, renew_every_us, reached_us;
+} rl_waiting;
+
+/* One call of acquire: redlock_lock_acquire keeps it on its stack and naps
+ * between attempts; redlock_lock_acquire_async keeps it in the client's
+ * queue (acquire_async.c), whose thread runs its attempts and naps for it.
+ * Each step runs under the lock's mutex. */
+typedef struct rl_acq {
+    redlock_lock *lock;
+    uint32_t ttl_ms;
+    int begun;                 /* the checks passed: rl_acq_end undoes the wait */
+    int rc;                    /* the last attempt's result, then the call's */
+    uint64_t n;                /* attempts so far */
+    int64_t begun_us, nap_until_us;
+    rl_waiting s;
+    /* acquire_async.c's */
+    redlock_acquired_fn done;
+    void *userdata;
+    int poked;                 /* the lock's eventfd was written during the nap */
+    struct rl_acq *next;
+} rl_acq;
+/* The checks; 1 to go on with rl_acq_attempt, 0 when done (a->rc). */
+int rl_acq_begin(rl_acq *a, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+/* The next attempt: 1 to nap until a->nap_until_us, then rl_acq_woke; 0 when done. */
+int rl_acq_attempt(rl_acq *a);
+/* The nap's state now: -1 still on, 0 over, 1 woken by a release, REDLOCK_ECANCELED. */
+int rl_acq_nap_state(rl_acq *a);
+/* The lock's eventfd fd is readable during the nap: read it (and tell listener changes). */
+void rl_acq_drain(rl_acq *a, int fd);
+/* The nap ended with why (rl_acq_nap_state, not -1): 1 to attempt again, 0 when done. */
+int rl_acq_woke(rl_acq *a, int why);
+/* The end of the call: its registration undone, the ACQUIRE_DONE event; the result. */
+int rl_acq_end(rl_acq *a);
+/* The lock's eventfd (cancels and wake-ups write it), made on first need; -1 if none can be. */
+int rl_lock_wake_fd(redlock_lock *lock);
+
+/* ---- acquire_async.c: the client's thread for asynchronous acquires ---- */
+typedef struct rl_async rl_async;
+rl_async *rl_async_new(void);
+/* With the client: no lock is left, so no acquire is queued. */
+void rl_async_destroy(rl_async *A);
+/* 1 while an asynchronous acquire of lock is under way (its callback not yet called). */
+int rl_async_pending(redlock_lock *lock);
+/* REDLOCK_ESTATE, with the message, for another call that needs the handle meanwhile. */
+int rl_async_busy(redlock_lock *lock);
+/* Before the handle is freed: cancels its asynchronous acquire and waits
+ * until its callback has returned (unless called from that callback). */
+void rl_async_forget(redlock_lock *lock);
 
 #endif

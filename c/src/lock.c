@@ -117,6 +117,7 @@ void redlock_lock_free(redlock_lock *lock)
 {
     if (!lock)
         return;
+    rl_async_forget(lock);
     rl_watch_remove(lock);
     int fd = atomic_load(&lock->wake_fd);
     if (fd >= 0)

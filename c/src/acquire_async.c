@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* acquire_async.c: asynchronous acquisition. One thread per client,
+ * started by the first redlock_lock_acquire_async, keeps the acquires
+ * under way in a queue and runs their steps (acquire.c's rl_acq_*), each
+ * under its lock's mutex: an attempt when one is due, a nap's end when its
+ * time comes or its lock's eventfd (a wake-up, a listener change, a
+ * cancel) is written. Waiting costs a queue entry, not a thread. The
+ * thread calls each acquire's done callback, and stops with the client. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct rl_async {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;         /* a done callback returned */
+    int started, stop;
+    int orphan;                  /* the client went away from a done callback:
+                                  * the thread frees this and exits */
+    pid_t pid;                   /* the process that started the thread */
+    pthread_t thread;
+    int epfd, kick_fd;           /* the thread's epoll set; written when an
+                                  * acquire is queued or the thread must stop */
+    rl_acq *head;                /* the acquires under way, waiting for their turn */
+    redlock_lock *calling;       /* whose done callback runs */
+};
+
+rl_async *rl_async_new(void)
+{
+    rl_async *A = calloc(1, sizeof *A);
+    if (!A)
+        return NULL;
+    pthread_mutex_init(&A->mu, NULL);
+    pthread_cond_init(&A->idle, NULL);
+    A->epfd = A->kick_fd = -1;
+    return A;
+}
+
+static void async_free(rl_async *A)
+{
+    if (A->epfd >= 0)
+        close(A->epfd);
+    if (A->kick_fd >= 0)
+        close(A->kick_fd);
+    pthread_cond_destroy(&A->idle);
+    pthread_mutex_destroy(&A->mu);
+    free(A);
+}
+
+static void kick(rl_async *A)
+{
+    uint64_t one = 1;
+    ssize_t w = write(A->kick_fd, &one, sizeof one);
+    (void)w;
+}
+
+void rl_async_destroy(rl_async *A)
+{
+    if (!A)
+        return;
+    pthread_mutex_lock(&A->mu);
+    int started = A->started;
+    A->stop = 1;
+    /* No lock is left (each holds a reference): no acquire is queued. */
+    if (started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread)) {
+        /* From a done callback that freed the client's last lock: the
+         * thread frees A when the callback returns. */
+        A->orphan = 1;
+        pthread_detach(A->thread);
+        pthread_mutex_unlock(&A->mu);
+        return;
+    }
+    if (started && A->pid == getpid())
+        kick(A);
+    pthread_mutex_unlock(&A->mu);
+    /* In a forked child the thread does not exist: nothing to join. */
+    if (started && A->pid == getpid())
+        pthread_join(A->thread, NULL);
+    async_free(A);
+}
+
+int rl_async_pending(redlock_lock *lock)
+{
+    if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
+        return 0;
+    rl_async *A = lock->client->async;
+    pthread_mutex_lock(&A->mu);
+    int pending = lock->async_acq != NULL;
+    pthread_mutex_unlock(&A->mu);
+    return pending;
+}
+
+int rl_async_busy(redlock_lock *lock)
+{
+    pthread_mutex_lock(&lock->mu);
+    int rc = rl_lock_err(lock, REDLOCK_ESTATE, "an asynchronous acquire of '%s' is under way: wait for its callback "
+                         "or cancel it (redlock_lock_cancel)", lock->resource);
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+void rl_async_forget(redlock_lock *lock)
+{
+    if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
+        return;
+    rl_async *A = lock->client->async;
+    pthread_mutex_lock(&A->mu);
+    int on_thread = A->started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread);
+    if (lock->async_acq)
+        redlock_lock_cancel(lock);   /* its eventfd wakes the thread */
+    if (!on_thread)
+        while (lock->async_acq || A->calling == lock)
+            pthread_cond_wait(&A->idle, &A->mu);
+    pthread_mutex_unlock(&A->mu);
+}
+
+/* One step of acquire a (thread only): 1 if it naps on, 0 when it is over. */
+static int step(rl_acq *a)
+{
+    redlock_lock *lock = a->lock;
+    int go = a->begun;              /* a failed check only ends */
+    pthread_mutex_lock(&lock->mu);
+    if (go && a->n > 0) {           /* napping since its last attempt */
+        int why = rl_acq_nap_state(a);
+        if (why == -1) {
+            pthread_mutex_unlock(&lock->mu);
+            return 1;               /* a listener change, or not due yet */
+        }
+        go = rl_acq_woke(a, why);
+    }
+    if (go && rl_acq_attempt(a)) {
+        pthread_mutex_unlock(&lock->mu);
+        return 1;
+    }
+    rl_acq_end(a);
+    pthread_mutex_unlock(&lock->mu);
+    return 0;
+}
+
+/* Acquire a is over: off its lock's eventfd, its callback called. 1 if
+ * the thread must exit (the client went away in the callback). */
+static int finish(rl_async *A, rl_acq *a)
+{
+    redlock_lock *lock = a->lock;
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0)
+        epoll_ctl(A->epfd, EPOLL_CTL_DEL, fd, NULL);
+    pthread_mutex_lock(&A->mu);
+    lock->async_acq = NULL;          /* the callback may start another */
+    A->calling = lock;
+    pthread_mutex_unlock(&A->mu);
+    a->done(lock, a->rc, a->userdata);   /* it may free the lock: not used after */
+    free(a);
+    pthread_mutex_lock(&A->mu);
+    A->calling = NULL;
+    pthread_cond_broadcast(&A->idle);
+    int orphan = A->orphan;
+    pthread_mutex_unlock(&A->mu);
+    if (orphan)
+        async_free(A);
+    return orphan;
+}
+
+/* Until stopped: the queue's due and woken acquires take a step each, in
+ * turn; then the thread sleeps until the next one is due or an eventfd is
+ * written. */
+static void *async_main(void *arg)
+{
+    rl_async *A = arg;
+    enum { EVENTS = 64 };
+    struct epoll_event ev[EVENTS];
+    for (;;) {
+        pthread_mutex_lock(&A->mu);
+        if (A->stop) {
+            pthread_mutex_unlock(&A->mu);
+            return NULL;
+        }
+        int64_t now = rl_now_us(), next = INT64_MAX;
+        rl_acq *ready = NULL, **tail = &ready;
+        for (rl_acq **p = &A->head; *p;) {
+            rl_acq *a = *p;
+            if (a->poked || a->n == 0 || a->nap_until_us <= now) {
+                *p = a->next;
+                a->next = NULL;
+                *tail = a;
+                tail = &a->next;
+            } else {
+                if (a->nap_until_us < next)
+                    next = a->nap_until_us;
+                p = &a->next;
+            }
+        }
+        pthread_mutex_unlock(&A->mu);
+        while (ready) {
+            rl_acq *a = ready;
+            ready = a->next;
+            a->poked = 0;
+            if (step(a)) {
+                pthread_mutex_lock(&A->mu);
+                a->next = A->head;
+                A->head = a;
+                pthread_mutex_unlock(&A->mu);
+                next = now;         /* look again before sleeping */
+            } else if (finish(A, a)) {
+                return NULL;
+            }
+        }
+        int ms = -1;
+        now = rl_now_us();
+        if (next != INT64_MAX)
+            ms = next <= now ? 0 : (int)((next - now + 999) / 1000);
+        int n = epoll_wait(A->epfd, ev, EVENTS, ms);
+        for (int i = 0; i < n; i++) {
+            rl_acq *a = ev[i].data.ptr;
+            if (!a) {
+                uint64_t v;
+                ssize_t rd = read(A->kick_fd, &v, sizeof v);
+                (void)rd;
+                continue;
+            }
+            /* Only this thread takes acquires off the queue: a is queued. */
+            rl_acq_drain(a, atomic_load(&a->lock->wake_fd));
+            a->poked = 1;
+        }
+    }
+}
+
+/* The thread, started on first need (A->mu held): 0 or a code. */
+static int start_thread(rl_async *A)
+{
+    if (A->started)
+        return A->pid == getpid() ? 0 : REDLOCK_ENOTSUP;
+    A->epfd = epoll_create1(EPOLL_CLOEXEC);
+    A->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
+    if (A->epfd < 0 || A->kick_fd < 0 || epoll_ctl(A->epfd, EPOLL_CTL_ADD, A->kick_fd, &e) != 0)
+        goto fail;
+    /* Signals are for the application's threads, never this one. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&A->thread, NULL, async_main, A);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        goto fail;
+    A->started = 1;
+    A->pid = getpid();
+    return 0;
+fail:
+    if (A->epfd >= 0)
+        close(A->epfd);
+    if (A->kick_fd >= 0)
+        close(A->kick_fd);
+    A->epfd = A->kick_fd = -1;
+    return REDLOCK_ENOMEM;
+}
+
+int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, redlock_acquired_fn done,
+                               void *userdata)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    if (!done) {
+        pthread_mutex_lock(&lock->mu);
+        int rc = rl_lock_err(lock, REDLOCK_EINVAL, "redlock_lock_acquire_async needs a done callback");
+        pthread_mutex_unlock(&lock->mu);
+        return rc;
+    }
+    if (rl_async_pending(lock))
+        return rl_async_busy(lock);
+    rl_async *A = lock->client->async;
+    rl_acq *a = calloc(1, sizeof *a);
+    if (!a)
+        return REDLOCK_ENOMEM;
+    a->done = done;
+    a->userdata = userdata;
+    /* As redlock_lock_acquire: the auto-extension of the last acquisition is over. */
+    if (!redlock_lock_is_held(lock))
+        rl_watch_remove(lock);
+    pthread_mutex_lock(&lock->mu);
+    int fd = rl_lock_wake_fd(lock);
+    pthread_mutex_lock(&A->mu);
+    int rc = start_thread(A);
+    const char *why = rc == REDLOCK_ENOTSUP
+        ? "the client's acquire thread runs in the parent process: make a new client after fork"
+        : "cannot start the client's acquire thread";
+    if (rc == 0 && fd < 0) {
+        rc = REDLOCK_ENOMEM;
+        why = "cannot make the lock's eventfd (file descriptor limit?)";
+    }
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
+    if (rc == 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+        rc = REDLOCK_ENOMEM;
+        why = "cannot watch the lock's eventfd";
+    }
+    if (rc) {
+        pthread_mutex_unlock(&A->mu);
+        rl_lock_err(lock, rc, "%s", why);
+        pthread_mutex_unlock(&lock->mu);
+        free(a);
+        return rc;
+    }
+    /* The checks and the wait's bounds now, on the caller's clock; the
+     * first attempt on the thread. A failed check ends through done too,
+     * as every failure does. */
+    rl_acq_begin(a, lock, ttl_ms, wait_ms);
+    lock->async_acq = a;
+    atomic_store_explicit(&lock->async_used, 1, memory_order_release);
+    a->next = A->head;
+    A->head = a;
+    kick(A);
+    pthread_mutex_unlock(&A->mu);
+    pthread_mutex_unlock(&lock->mu);
+    return 0;
+}

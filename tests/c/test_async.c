@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_async.c: redlock_lock_acquire_async on real nodes: the callback's
+ * result is what redlock_lock_acquire returns (acquired, a failed check, a
+ * timeout, a cancel); many waiters cost no thread each and all get their
+ * locks once released, woken or polling; the handle is the acquire's
+ * meanwhile; free while pending waits for the callback; a callback may
+ * free the lock and with it the client. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct box {
+    atomic_int fired;
+    atomic_int rc;
+    atomic_int held;          /* redlock_lock_is_held in the callback */
+    pthread_t thread;         /* the callback's */
+    char msg[512];
+    int free_lock;            /* the callback frees the lock */
+} box;
+
+static void on_done(redlock_lock *lock, int rc, void *userdata)
+{
+    box *b = userdata;
+    b->thread = pthread_self();
+    snprintf(b->msg, sizeof b->msg, "%s", rc ? redlock_lock_errmsg(lock) : "");
+    atomic_store(&b->held, redlock_lock_is_held(lock));
+    atomic_store(&b->rc, rc);
+    if (b->free_lock)
+        redlock_lock_free(lock);
+    atomic_fetch_add(&b->fired, 1);   /* last: the test may free b's lock then */
+}
+
+/* Waits up to bound_ms for the callback: 1 if it came (once). */
+static int wait_box(box *b, int bound_ms)
+{
+    for (int i = 0; i < bound_ms && !atomic_load(&b->fired); i++)
+        msleep(1);
+    return atomic_load(&b->fired);
+}
+
+static int threads_now(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static redlock_client *client_flags(uint32_t flags)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = flags;
+    return make_client(t_nurls, &o);
+}
+
+static void test_uncontended(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *l;
+    box b = { 0 };
+    CHECK_RC(redlock_lock_new(&l, c, uniq("free")), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_NONE, on_done, &b), 0);
+    CHECK(wait_box(&b, 5000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK(atomic_load(&b.held) == 1);
+    CHECK(!pthread_equal(b.thread, pthread_self()));   /* on the client's acquire thread */
+    CHECK(redlock_lock_is_held(l));
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    /* Again on the same handle, after its callback. */
+    box b2 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 1000, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 5000) == 1);
+    CHECK(atomic_load(&b2.rc) == 0);
+    CHECK(pthread_equal(b.thread, b2.thread));         /* one thread per client */
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+/* What fails at once, and what fails through the callback. */
+static void test_checks(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *l, *h;
+    box b = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(NULL, 1000, 0, on_done, &b), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_new(&l, c, uniq("checks")), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, 0, NULL, &b), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_lock_errmsg(l), "callback") != NULL);
+    /* A TTL of 0 and a wait out of range: the callback says so. */
+    CHECK_RC(redlock_lock_acquire_async(l, 0, 0, on_done, &b), 0);
+    CHECK(wait_box(&b, 5000) == 1);
+    CHECK(atomic_load(&b.rc) == REDLOCK_EINVAL);
+    box b1 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, -7, on_done, &b1), 0);
+    CHECK(wait_box(&b1, 5000) == 1);
+    CHECK(atomic_load(&b1.rc) == REDLOCK_EINVAL);
+    CHECK(strstr(b1.msg, "wait_ms") != NULL);
+    /* While one is under way, the handle is the acquire's. */
+    CHECK_RC(redlock_lock_new(&h, c, redlock_lock_resource(l)), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), 0);
+    box b2 = { 0 }, b3 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, REDLOCK_WAIT_FOREVER, on_done, &b2), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, 0, on_done, &b3), REDLOCK_ESTATE);
+    CHECK(strstr(redlock_lock_errmsg(l), "asynchronous acquire") != NULL);
+    CHECK_RC(redlock_lock_acquire(l, 1000, 0), REDLOCK_ESTATE);
+    redlock_lock_cancel(l);
+    CHECK(wait_box(&b2, 5000) == 1);
+    CHECK(atomic_load(&b2.rc) == REDLOCK_ECANCELED);
+    CHECK(atomic_load(&b3.fired) == 0);
+    /* A cancel is sticky, as for redlock_lock_acquire. */
+    box b4 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, 0, on_done, &b4), 0);
+    CHECK(wait_box(&b4, 5000) == 1);
+    CHECK(atomic_load(&b4.rc) == REDLOCK_ECANCELED);
+    redlock_lock_cancel_reset(l);
+    /* Refused by the holder, once: what redlock_lock_acquire says. */
+    box b5 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, REDLOCK_WAIT_NONE, on_done, &b5), 0);
+    CHECK(wait_box(&b5, 5000) == 1);
+    CHECK(atomic_load(&b5.rc) == REDLOCK_ENOTACQUIRED);
+    /* A wait bounded by time ends with REDLOCK_ETIMEDOUT. */
+    box b6 = { 0 };
+    double t0 = now_ms();
+    CHECK_RC(redlock_lock_acquire_async(l, 1000, 300, on_done, &b6), 0);
+    CHECK(wait_box(&b6, 5000) == 1);
+    CHECK(atomic_load(&b6.rc) == REDLOCK_ETIMEDOUT);
+    CHECK(now_ms() - t0 >= 300);
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    redlock_lock_free(h);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+enum { WAITERS = 48 };
+
+/* WAITERS locks held by one client; another waits for all of them with
+ * asynchronous acquires: one thread between them, however many wait, and
+ * each gets its lock after the release. */
+static void many_waiters(uint32_t flags)
+{
+    redlock_client *holder = client_flags(0), *c = client_flags(flags);
+    redlock_lock *held[WAITERS], *w[WAITERS];
+    static box b[WAITERS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < WAITERS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", uniq("many"), i);
+        CHECK_RC(redlock_lock_new(&held[i], holder, name), 0);
+        CHECK_LOCK_RC(held[i], redlock_lock_acquire(held[i], 20000, REDLOCK_WAIT_NONE), 0);
+        CHECK_RC(redlock_lock_new(&w[i], c, name), 0);
+    }
+    int before = threads_now();
+    for (int i = 0; i < WAITERS; i++)
+        CHECK_RC(redlock_lock_acquire_async(w[i], 10000, 15000, on_done, &b[i]), 0);
+    msleep(300);
+    int during = threads_now();
+    /* The acquire thread, and the engine's helper and listener work: a
+     * few threads, never one per waiter. */
+    CHECK(during - before <= 3);
+    int early = 0;
+    for (int i = 0; i < WAITERS; i++)
+        early += atomic_load(&b[i].fired);
+    CHECK(early == 0);                   /* all still waiting */
+    for (int i = 0; i < WAITERS; i++)
+        CHECK_LOCK_RC(held[i], redlock_release(held[i]), 0);
+    int got = 0;
+    for (int i = 0; i < WAITERS; i++) {
+        CHECK(wait_box(&b[i], 12000) == 1);
+        got += atomic_load(&b[i].rc) == 0 && redlock_lock_is_held(w[i]);
+    }
+    CHECK(got == WAITERS);
+    for (int i = 0; i < WAITERS; i++) {
+        if (redlock_lock_is_held(w[i]))
+            CHECK_LOCK_RC(w[i], redlock_release(w[i]), 0);
+        redlock_lock_free(w[i]);
+        redlock_lock_free(held[i]);
+    }
+    redlock_client_free(c);
+    redlock_client_free(holder);
+}
+
+static void test_many_polling(void)
+{
+    many_waiters(0);
+}
+
+static atomic_int n_woken;
+static void count_woken(const redlock_event *ev, void *userdata)
+{
+    (void)userdata;
+    if (ev->type == REDLOCK_EVENT_WOKEN)
+        atomic_fetch_add(&n_woken, 1);
+}
+
+/* With wake-up, a release wakes the asynchronous waiter through its
+ * eventfd, as it wakes a blocked one. */
+static void test_many_woken(void)
+{
+    many_waiters(REDLOCK_OPT_WAKE);
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.flags = REDLOCK_OPT_WAKE;
+    o.on_event = count_woken;
+    redlock_client *c = make_client(t_nurls, &o), *holder = client_flags(0);
+    redlock_lock *h, *l;
+    box b = { 0 };
+    atomic_store(&n_woken, 0);
+    CHECK_RC(redlock_lock_new(&h, holder, uniq("woken")), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 15000, on_done, &b), 0);
+    /* Registered and listening (the listeners subscribe on the first wait). */
+    CHECK(EVENTUALLY(redlock_client_listener_state(c, 0, NULL, 0) == REDLOCK_LISTENER_READY, 5000, "listener ready"));
+    msleep(300);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK(atomic_load(&n_woken) >= 1);  /* by the release, not by the 20 s TTL */
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+    redlock_client_free(holder);
+}
+
+/* redlock_lock_free of a lock whose acquire waits: the acquire is
+ * cancelled, its callback has run when free returns, no key is left. */
+static void test_free_pending(void)
+{
+    redlock_client *c = client_flags(REDLOCK_OPT_WAKE);
+    redlock_lock *h, *l;
+    box b = { 0 };
+    long long base = keys_on(t_nurls);
+    CHECK_RC(redlock_lock_new(&h, c, uniq("freed")), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_FOREVER, on_done, &b), 0);
+    msleep(200);
+    CHECK(atomic_load(&b.fired) == 0);
+    double t0 = now_ms();
+    redlock_lock_free(l);
+    CHECK(atomic_load(&b.fired) == 1);
+    CHECK(atomic_load(&b.rc) == REDLOCK_ECANCELED);
+    CHECK(now_ms() - t0 < 5000);
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+    CHECK(EVENTUALLY(keys_on(t_nurls) == base, 5000, "no key left"));
+}
+
+/* The callback frees the lock, whose reference was the client's last:
+ * the client goes away on its own acquire thread. */
+static void test_free_in_callback(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *l;
+    box b = { 0 };
+    b.free_lock = 1;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("self")), 0);
+    redlock_client_free(c);              /* the lock's reference remains */
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_NONE, on_done, &b), 0);
+    CHECK(wait_box(&b, 5000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    msleep(100);                         /* the thread exits; ASan/TSan see the rest */
+    /* The lock was freed while held: its key expires (5 s). */
+}
+
+/* A callback that starts the next acquire of its own lock. */
+typedef struct chain {
+    atomic_int left, done, failed;
+} chain;
+
+static void on_chain(redlock_lock *lock, int rc, void *userdata)
+{
+    chain *ch = userdata;
+    if (rc != 0 || redlock_release(lock) != 0) {
+        atomic_fetch_add(&ch->failed, 1);
+        atomic_store(&ch->done, 1);
+        return;
+    }
+    if (atomic_fetch_sub(&ch->left, 1) == 1 || redlock_lock_acquire_async(lock, 5000, 1000, on_chain, ch) != 0)
+        atomic_store(&ch->done, 1);
+}
+
+static void test_chain(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *l;
+    chain ch;
+    atomic_init(&ch.left, 50);
+    atomic_init(&ch.done, 0);
+    atomic_init(&ch.failed, 0);
+    CHECK_RC(redlock_lock_new(&l, c, uniq("chain")), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 1000, on_chain, &ch), 0);
+    CHECK(EVENTUALLY(atomic_load(&ch.done), 20000, "chain done"));
+    CHECK(atomic_load(&ch.failed) == 0);
+    CHECK(atomic_load(&ch.left) == 0);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+int main(void)
+{
+    load_nodes();
+    run_test("uncontended", test_uncontended);
+    run_test("checks", test_checks);
+    run_test("many_polling", test_many_polling);
+    run_test("many_woken", test_many_woken);
+    run_test("free_pending", test_free_pending);
+    run_test("free_in_callback", test_free_in_callback);
+    run_test("chain", test_chain);
+    return finish_tests();
+}
