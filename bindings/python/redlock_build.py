@@ -206,6 +206,9 @@ uint32_t redlock_flags_set_wake(uint32_t flags, int on);
 #define REDLOCK_WAIT_FOREVER ...
 
 int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
+typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
+int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
+                               redlock_acquired_fn done, void *userdata);
 int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
 int redlock_release(redlock_lock *lock);
 void redlock_lock_cancel(redlock_lock *lock);
@@ -278,6 +281,7 @@ extern "Python" void _redlock_py_on_event_free(void *userdata);
 extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const char *message,
                                          void *userdata);
 extern "Python" void _redlock_py_on_lost_free(void *userdata);
+extern "Python" void _redlock_py_on_acquired(redlock_lock *lock, int rc, void *userdata);
 """
 
 

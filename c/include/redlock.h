@@ -404,8 +404,13 @@ REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int
  * already held, cancelled) end the acquire through done, as any failure.
  * redlock_lock_cancel ends it with REDLOCK_ECANCELED after at most the
  * round in flight; redlock_lock_free cancels it and waits for done to
- * return. Until done is called, the handle is the acquire's: call only
- * redlock_lock_cancel and the readers (redlock_lock_is_held...). */
+ * return (called on the acquire thread itself, from another lock's done or
+ * the on_event hook, it drops the acquire without calling its done).
+ * Until done is called, the handle is the acquire's: call only
+ * redlock_lock_cancel, redlock_lock_is_held, redlock_lock_validity_ms and
+ * redlock_lock_fencing_token (redlock_lock_acquire and
+ * redlock_lock_acquire_async give REDLOCK_ESTATE, and leave the handle's
+ * message to the acquire). */
 typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 REDLOCK_EXTERN int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                               redlock_acquired_fn done, void *userdata);

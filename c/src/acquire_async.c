@@ -97,11 +97,10 @@ int rl_async_pending(redlock_lock *lock)
 
 int rl_async_busy(redlock_lock *lock)
 {
-    pthread_mutex_lock(&lock->mu);
-    int rc = rl_lock_err(lock, REDLOCK_ESTATE, "an asynchronous acquire of '%s' is under way: wait for its callback "
-                         "or cancel it (redlock_lock_cancel)", lock->resource);
-    pthread_mutex_unlock(&lock->mu);
-    return rc;
+    /* The handle's message is the acquire's under way (its thread writes
+     * it): the code alone says why. */
+    (void)lock;
+    return REDLOCK_ESTATE;
 }
 
 void rl_async_forget(redlock_lock *lock)
@@ -111,8 +110,22 @@ void rl_async_forget(redlock_lock *lock)
     rl_async *A = lock->client->async;
     pthread_mutex_lock(&A->mu);
     int on_thread = A->started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread);
-    if (lock->async_acq)
+    rl_acq *a = lock->async_acq;
+    if (a && on_thread) {
+        /* From a callback on the acquire thread (another lock's done, or
+         * the on_event hook): the thread is not stepping this acquire, so
+         * it is dropped without its callback. */
+        int fd = atomic_load(&lock->wake_fd);
+        if (fd >= 0)
+            epoll_ctl(A->epfd, EPOLL_CTL_DEL, fd, NULL);
+        if (a->begun && a->s.join)
+            rl_wake_leave(lock->client, &a->s.w);   /* off the listeners' list; its
+                                                     * registration's lease runs out */
+        a->gone = 1;
+        lock->async_acq = NULL;
+    } else if (a) {
         redlock_lock_cancel(lock);   /* its eventfd wakes the thread */
+    }
     if (!on_thread)
         while (lock->async_acq || A->calling == lock)
             pthread_cond_wait(&A->idle, &A->mu);
@@ -184,7 +197,7 @@ static void *async_main(void *arg)
         rl_acq *ready = NULL, **tail = &ready;
         for (rl_acq **p = &A->head; *p;) {
             rl_acq *a = *p;
-            if (a->poked || a->n == 0 || a->nap_until_us <= now) {
+            if (a->gone || a->poked || a->n == 0 || a->nap_until_us <= now) {
                 *p = a->next;
                 a->next = NULL;
                 *tail = a;
@@ -200,7 +213,9 @@ static void *async_main(void *arg)
             rl_acq *a = ready;
             ready = a->next;
             a->poked = 0;
-            if (step(a)) {
+            if (a->gone) {
+                free(a);            /* its lock was freed from this thread */
+            } else if (step(a)) {
                 pthread_mutex_lock(&A->mu);
                 a->next = A->head;
                 A->head = a;
@@ -217,6 +232,8 @@ static void *async_main(void *arg)
         int n = epoll_wait(A->epfd, ev, EVENTS, ms);
         for (int i = 0; i < n; i++) {
             rl_acq *a = ev[i].data.ptr;
+            if (a && a->gone)
+                continue;           /* its lock was freed by a hook just now */
             if (!a) {
                 uint64_t v;
                 ssize_t rd = read(A->kick_fd, &v, sizeof v);

@@ -767,6 +767,7 @@ typedef struct rl_acq {
     redlock_acquired_fn done;
     void *userdata;
     int poked;                 /* the lock's eventfd was written during the nap */
+    int gone;                  /* its lock was freed from the acquire thread (async mutex) */
     struct rl_acq *next;
 } rl_acq;
 /* The checks; 1 to go on with rl_acq_attempt, 0 when done (a->rc). */
@@ -791,7 +792,8 @@ rl_async *rl_async_new(void);
 void rl_async_destroy(rl_async *A);
 /* 1 while an asynchronous acquire of lock is under way (its callback not yet called). */
 int rl_async_pending(redlock_lock *lock);
-/* REDLOCK_ESTATE, with the message, for another call that needs the handle meanwhile. */
+/* REDLOCK_ESTATE for another call that needs the handle meanwhile (the
+ * handle's message stays the acquire's). */
 int rl_async_busy(redlock_lock *lock);
 /* Before the handle is freed: cancels its asynchronous acquire and waits
  * until its callback has returned (unless called from that callback). */

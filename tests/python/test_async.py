@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# asyncio: `async with client.alock(...)` runs the blocking C calls in the default executor, so the
-# event loop keeps running during a wait, and cancelling the task cancels the wait in C.
+# asyncio: `async with client.alock(...)` hands the wait to C's acquire thread
+# (redlock_lock_acquire_async), so the event loop keeps running during a wait, no executor thread
+# is taken by it, and cancelling the task cancels the wait in C.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 import time
 
 import pytest
 
-from redlock import LockLost, LockNotAcquired, LockTimeout
+from redlock import LockLost, LockNotAcquired, LockStateError, LockTimeout
 
 
 def run(coro):
@@ -82,7 +85,7 @@ def test_cancelling_the_task_cancels_the_wait(client, other, name):
     finally:
         holder.release()
     assert elapsed < 1.0, f"cancellation took {elapsed:.2f} s"
-    # The worker thread's C call has returned: the Lock is free to use again.
+    # The C acquire has ended: the Lock is free to use again.
     assert not lock.held
     with lock:
         assert lock.held
@@ -94,7 +97,7 @@ def test_cancel_right_after_start_is_not_lost(client, other, name):
     async def main():
         lock = client.alock(name, ttl=5.0, wait=30.0)
         task = asyncio.create_task(lock.acquire_async())
-        await asyncio.sleep(0)  # the executor may not have started the C call yet
+        await asyncio.sleep(0)  # the task may not have started the C call yet
         task.cancel()
         t0 = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
@@ -145,3 +148,97 @@ def test_many_tasks_take_turns(client, name):
 
     run(main())
     assert most == 1
+
+
+def test_waits_take_no_executor_thread(client, other, name):
+    """Issue 37's case: 48 tasks wait with `async with` for 48 locks held elsewhere and 8 more
+    with acquire(timeout=30). The loop's default executor has one thread. While they all wait,
+    that thread still answers: no wait sits on it. Once released, every task gets its lock."""
+    names = [f"{name}:{i}" for i in range(48)]
+    held = [other.acquire(n, ttl=30.0) for n in names]
+    threads_before = threading.active_count()
+    got = []
+
+    async def with_block(n):
+        async with client.alock(n, ttl=5.0, wait=30.0) as lock:
+            assert lock.held
+            got.append(n)
+            await asyncio.sleep(0.005)
+
+    async def with_acquire(n):
+        lock = client.alock(n, ttl=5.0)
+        assert await lock.acquire(timeout=30) is True
+        got.append(n)
+        await lock.release()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+        tasks = [asyncio.create_task(with_block(n)) for n in names]
+        tasks += [asyncio.create_task(with_acquire(n)) for n in names[:8]]
+        await asyncio.sleep(0.3)
+        # Every wait is under way, none done (the locks are held), and the executor answers.
+        t0 = time.monotonic()
+        await asyncio.wait_for(loop.run_in_executor(None, lambda: None), 10)
+        probe = time.monotonic() - t0
+        assert not got, "a lock held elsewhere was granted"
+        assert all(not t.done() for t in tasks)
+        # No thread per waiter: C's acquire thread (and the executor's one) at most.
+        assert threading.active_count() - threads_before <= 3
+        for h in held:
+            await loop.run_in_executor(None, h.release)
+        released = time.monotonic()
+        await asyncio.gather(*tasks)
+        return probe, time.monotonic() - released
+
+    probe, handover = run(main())
+    assert sorted(got) == sorted(names + names[:8])
+    print(f"executor answered in {probe * 1000:.1f} ms during 56 waits; all 56 held "
+          f"{handover * 1000:.0f} ms after the release")
+
+
+def test_waits_of_many_loops_share_one_thread(make_client, cluster5, name):
+    """Two event loops in two threads wait through one client: each result reaches its own loop."""
+    c = make_client(cluster5.urls)
+    holder = make_client(cluster5.urls)
+    held = [holder.acquire(f"{name}:{i}", ttl=30.0) for i in range(2)]
+    results = {}
+
+    def loop_thread(i):
+        async def main():
+            lock = c.alock(f"{name}:{i}", ttl=5.0)
+            ok = await lock.acquire(timeout=20)
+            results[i] = (ok, threading.get_ident() == me, lock.held)
+            await lock.release()
+        me = threading.get_ident()
+        asyncio.run(main())
+
+    ts = [threading.Thread(target=loop_thread, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    for h in held:
+        h.release()
+    for t in ts:
+        t.join(30)
+    assert results == {0: (True, True, True), 1: (True, True, True)}
+
+
+def test_second_task_on_one_lock_is_refused(client, other, name):
+    holder = other.acquire(name, ttl=30.0)
+    lock = client.alock(name, ttl=5.0)
+
+    async def main():
+        first = asyncio.create_task(lock.acquire(timeout=20))
+        await asyncio.sleep(0.1)
+        with pytest.raises(LockStateError, match="in use"):
+            await lock.acquire(timeout=1)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+
+    try:
+        run(main())
+    finally:
+        holder.release()
+    assert not lock.lock.held

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# AsyncLock: a Lock in asyncio's shape, its blocking calls run in the loop's default executor.
+# AsyncLock: a Lock in asyncio's shape. Its waits run on C's acquire thread, its releases and
+# extensions (one round each) in the loop's default executor.
 from __future__ import annotations
 
 from types import TracebackType
@@ -15,8 +16,10 @@ if TYPE_CHECKING:
 class AsyncLock:
     """A Lock in asyncio's shape (and pottery's AIORedlock's): ``await
     acquire(blocking, timeout)`` -> bool, ``await release()``, ``await
-    extend(ttl)``, ``await locked()``, ``async with``. The blocking C calls run
-    in the loop's default executor; cancelling the task cancels a wait.
+    extend(ttl)``, ``await locked()``, ``async with``. A wait takes no thread:
+    the client's acquire thread in C runs every waiter's attempts; a release
+    or an extension (one round) runs in the loop's default executor.
+    Cancelling the task cancels a wait.
     Everything else (held, validity, token, check(), lost, node_results...)
     is the underlying :class:`Lock`'s, also reachable as ``.lock``."""
 

@@ -310,6 +310,77 @@ def _redlock_py_on_lost_free(userdata: Any) -> None:
         pass
 
 
+# -- asynchronous acquisition's result ------------------------------------------------------
+
+class PendingAcquire:
+    """One redlock_lock_acquire_async under way: the loop and future its
+    result goes to, and an Event set once C has called back (any thread may
+    wait for it: see cancel_pending_at_exit)."""
+
+    __slots__ = ("loop", "future", "called")
+
+    def __init__(self, loop: Any, future: Any) -> None:
+        self.loop = loop
+        self.future = future
+        self.called = threading.Event()
+
+
+_acquires: Dict[int, PendingAcquire] = {}
+_acquiring: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+
+
+def begin_acquire(pending: PendingAcquire, lock: Any) -> int:
+    """Registers an acquire about to start; its id is the userdata passed to C."""
+    key = next(_ids)
+    _acquires[key] = pending
+    _acquiring[key] = lock
+    return key
+
+
+def forget_acquire(key: int) -> None:
+    """Unregisters an acquire that C refused to start (no callback follows)."""
+    _acquires.pop(key, None)
+    _acquiring.pop(key, None)
+
+
+def _settle(future: Any, rc: int) -> None:
+    if not future.done():
+        future.set_result(rc)
+
+
+@ffi.def_extern()
+def _redlock_py_on_acquired(c_lock: Any, rc: int, userdata: Any) -> None:
+    # On the client's acquire thread: hand the result to the waiting loop.
+    try:
+        key = int(ffi.cast("uintptr_t", userdata))
+        pending = _acquires.pop(key, None)
+        _acquiring.pop(key, None)
+        if pending is None:
+            return
+        pending.called.set()
+        try:
+            pending.loop.call_soon_threadsafe(_settle, pending.future, rc)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+    except BaseException:  # never into C
+        log.exception("redlock: could not deliver an acquire's result")
+
+
+def _cancel_pending_at_exit() -> None:
+    # After interpreter finalization C could no longer call back into Python:
+    # end every asynchronous acquire still waiting, and wait for its callback.
+    pending = [(key, lock) for key, lock in list(_acquiring.items())]
+    for _, lock in pending:
+        lib.redlock_lock_cancel(lock._ptr)
+    for key, _ in pending:
+        entry = _acquires.get(key)
+        if entry is not None:
+            entry.called.wait(5.0)
+
+
+atexit.register(_cancel_pending_at_exit)
+
+
 # -- finalizers that fire on the C library's thread ---------------------------------------
 
 # Python code runs on the client's auto-extend thread during callbacks, and

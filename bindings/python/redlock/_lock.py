@@ -11,7 +11,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
 
 from . import _fork, _sigwake
-from ._callbacks import _NO_RTT, NodeOutcome, NodeResult, Watch, _enum, reraise_interrupt
+from ._callbacks import (_NO_RTT, NodeOutcome, NodeResult, PendingAcquire, Watch, _enum, begin_acquire,
+                         forget_acquire, reraise_interrupt)
 from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NODE_MSG_SIZE, _POLICY, _UNSET,
                        _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
                        _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
@@ -234,33 +235,11 @@ class Lock:
     def _acquire(self, ttl_ms: int, mode: Any, token: Optional[_CancelToken]) -> Optional[RedlockError]:
         """None once acquired, or the failure that waiting could have ended; raises the others."""
         token = token if token is not None else _CancelToken()
-        timed = mode is None or isinstance(mode, float)
-        self._enter()
+        self._begin_acquire(token)
         try:
-            if self._foreign and lib.redlock_lock_is_held(self._ptr):
-                raise LockStateError(
-                    f"{self._display!r}: this Lock holds the lock for process {self._pid}; a "
-                    f"forked child must make a Lock of its own", detail="acquired by another process",
-                    resource=self._display)
-            self._token = token
-            deadline = time.monotonic() + mode if timed and mode is not None else None
+            deadline = self._deadline(mode)
             while True:
-                # Reset, then look at the token: a cancel() racing with this
-                # either set the token first or sets the (sticky) C flag after
-                # the reset, so it is never lost.
-                lib.redlock_lock_cancel_reset(self._ptr)
-                if token.cancelled:
-                    raise Cancelled(f"{self._display!r}: cancelled", detail="cancelled before the wait",
-                                    resource=self._display)
-                if mode is _NO_WAIT:
-                    wait_ms = _WAIT_NONE
-                elif mode is _POLICY:
-                    wait_ms = _WAIT_DEFAULT
-                elif deadline is None:
-                    wait_ms = _WAIT_FOREVER
-                else:
-                    left = math.ceil((deadline - time.monotonic()) * 1000.0)
-                    wait_ms = min(_MAX_WAIT_MS, max(1, left))
+                wait_ms = self._next_wait_ms(mode, deadline, token)
                 armed = wait_ms != _WAIT_NONE and _sigwake.begin_wait(self._ptr)
                 try:
                     rc = lib.redlock_lock_acquire(self._ptr, ttl_ms, wait_ms)
@@ -268,35 +247,14 @@ class Lock:
                     if armed:
                         _sigwake.end_wait()
                 reraise_interrupt()  # a Ctrl-C that hit the on_event hook
-                if rc == 0:
-                    break
                 if rc == lib.REDLOCK_ECANCELED and not token.cancelled:
                     # A signal ended the wait and its Python handler raised
                     # nothing (a KeyboardInterrupt is raised as soon as the
                     # call above returns): keep waiting for what is left.
                     continue
-                if rc == lib.REDLOCK_ETIMEDOUT and deadline is not None and time.monotonic() < deadline:
-                    continue  # a timeout beyond C's longest finite wait (seven days): wait on
-                err = self._error(rc)
-                self.last_error = err
-                # What waiting longer could have ended is reported as False: the codes
-                # C retries, and the end of the wait. The rest raises.
-                if rc == lib.REDLOCK_ETIMEDOUT or lib.redlock_error_is_retryable(rc):
+                done, err = self._acquire_outcome(rc, deadline)
+                if done:
                     return err
-                raise err
-            self._acquired = True
-            self._pid = _fork.current_pid()
-            self.last_error = None
-            self._watch.reset()
-            if self._auto_extend:
-                rc = self._arm(self._max_hold_ms, self._on_lost)
-                if rc:
-                    # Held but not kept alive as asked: give it back, say why.
-                    err = self._error(rc)
-                    self._acquired = False
-                    lib.redlock_release(self._ptr)
-                    raise err
-            return None
         except BaseException as err:
             if not isinstance(err, RedlockError) and not self._acquired \
                     and lib.redlock_lock_is_held(self._ptr):
@@ -307,6 +265,117 @@ class Lock:
         finally:
             self._token = None
             self._busy.release()
+
+    async def _acquire_async(self, ttl_ms: int, mode: Any) -> Optional[RedlockError]:
+        """_acquire() for asyncio: the waits run in C on the client's acquire
+        thread (redlock_lock_acquire_async), which serves every waiter, so no
+        executor thread is taken while waiting."""
+        loop = asyncio.get_running_loop()
+        token = _CancelToken()
+        self._begin_acquire(token)
+        try:
+            deadline = self._deadline(mode)
+            while True:
+                wait_ms = self._next_wait_ms(mode, deadline, token)
+                rc = await self._c_acquire_async(loop, ttl_ms, wait_ms, token)
+                done, err = self._acquire_outcome(rc, deadline)
+                if done:
+                    return err
+        except BaseException as err:
+            if not isinstance(err, RedlockError) and not self._acquired \
+                    and lib.redlock_lock_is_held(self._ptr):
+                # Cancelled as the lock was granted: give it back, off the loop.
+                with contextlib.suppress(BaseException):
+                    await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_release, self._ptr))
+            raise
+        finally:
+            self._token = None
+            self._busy.release()
+
+    async def _c_acquire_async(self, loop: asyncio.AbstractEventLoop, ttl_ms: int, wait_ms: int,
+                               token: _CancelToken) -> int:
+        """One redlock_lock_acquire_async: its result code. Cancelling the task
+        cancels the wait in C and waits for its end (after at most the round
+        in flight), then lets the cancellation through."""
+        pending = PendingAcquire(loop, loop.create_future())
+        key = begin_acquire(pending, self)
+        rc = lib.redlock_lock_acquire_async(self._ptr, ttl_ms, wait_ms, lib._redlock_py_on_acquired,
+                                            ffi.cast("void *", key))
+        if rc:
+            forget_acquire(key)
+            return int(rc)
+        try:
+            return int(await asyncio.shield(pending.future))
+        except asyncio.CancelledError:
+            token.cancelled = True
+            lib.redlock_lock_cancel(self._ptr)
+            await _wait_through_cancel(pending.future)
+            raise
+
+    def _begin_acquire(self, token: _CancelToken) -> None:
+        """Takes the Lock for an acquire (released by the caller's finally)."""
+        self._enter()
+        try:
+            if self._foreign and lib.redlock_lock_is_held(self._ptr):
+                raise LockStateError(
+                    f"{self._display!r}: this Lock holds the lock for process {self._pid}; a "
+                    f"forked child must make a Lock of its own", detail="acquired by another process",
+                    resource=self._display)
+        except BaseException:
+            self._busy.release()
+            raise
+        self._token = token
+
+    @staticmethod
+    def _deadline(mode: Any) -> Optional[float]:
+        timed = mode is None or isinstance(mode, float)
+        return time.monotonic() + mode if timed and mode is not None else None
+
+    def _next_wait_ms(self, mode: Any, deadline: Optional[float], token: _CancelToken) -> int:
+        """The wait_ms of the next call into C; raises Cancelled if cancel() came first."""
+        # Reset, then look at the token: a cancel() racing with this either
+        # set the token first or sets the (sticky) C flag after the reset, so
+        # it is never lost.
+        lib.redlock_lock_cancel_reset(self._ptr)
+        if token.cancelled:
+            raise Cancelled(f"{self._display!r}: cancelled", detail="cancelled before the wait",
+                            resource=self._display)
+        if mode is _NO_WAIT:
+            return _WAIT_NONE
+        if mode is _POLICY:
+            return _WAIT_DEFAULT
+        if deadline is None:
+            return _WAIT_FOREVER
+        left = math.ceil((deadline - time.monotonic()) * 1000.0)
+        return min(_MAX_WAIT_MS, max(1, left))
+
+    def _acquire_outcome(self, rc: int, deadline: Optional[float]) -> Tuple[bool, Optional[RedlockError]]:
+        """After a call into C: (False, None) to call again, (True, None) once
+        held (auto-extension armed), (True, err) for what waiting could have
+        ended; raises the others."""
+        if rc == lib.REDLOCK_ETIMEDOUT and deadline is not None and time.monotonic() < deadline:
+            return False, None  # a timeout beyond C's longest finite wait (seven days): wait on
+        if rc != 0:
+            err = self._error(rc)
+            self.last_error = err
+            # What waiting longer could have ended is reported as False: the codes
+            # C retries, and the end of the wait. The rest raises.
+            if rc == lib.REDLOCK_ETIMEDOUT or lib.redlock_error_is_retryable(rc):
+                return True, err
+            raise err
+        self._acquired = True
+        self._pid = _fork.current_pid()
+        self.last_error = None
+        self._watch.reset()
+        if self._auto_extend:
+            rc = self._arm(self._max_hold_ms, self._on_lost)
+            if rc:
+                # Held but not kept alive as asked: give it back, say why.
+                err = self._error(rc)
+                self._acquired = False
+                lib.redlock_release(self._ptr)
+                raise err
+        return True, None
 
     def release(self) -> None:
         """Releases on every node. Raises LockLost if the lock was no longer
@@ -529,26 +598,16 @@ class Lock:
     async def acquire_async(self, blocking: bool = _UNSET, timeout: Optional[Seconds] = _UNSET, *,
                             ttl: Optional[Seconds] = None,
                             wait: Optional[Seconds] = _UNSET) -> bool:
-        """acquire() run in the loop's default executor: True or False. Cancelling
-        the task cancels the wait in C; a lock acquired in that race is released."""
-        loop = asyncio.get_running_loop()
-        token = _CancelToken()
-        fut = loop.run_in_executor(None, lambda: self.acquire(blocking, timeout, ttl=ttl, wait=wait,
-                                                              _token=token))
-        try:
-            return await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            token.cancelled = True
-            lib.redlock_lock_cancel(self._ptr)
-            while not fut.done():
-                try:
-                    await asyncio.wait({fut})
-                except asyncio.CancelledError:
-                    pass
-            if not fut.cancelled() and fut.exception() is None and fut.result():
-                with contextlib.suppress(asyncio.CancelledError, RedlockError):
-                    await _wait_through_cancel(loop.run_in_executor(None, self.release))
-            raise
+        """acquire() for asyncio: True or False. The wait takes no thread of the
+        loop's executor: C's acquire thread, one per client, runs every
+        waiter's attempts. Cancelling the task cancels the wait in C; a lock
+        acquired in that race is released."""
+        if blocking is _UNSET and timeout is _UNSET and wait is _UNSET:
+            mode = self._mode
+        else:
+            mode = _wait_mode(True if blocking is _UNSET else blocking, timeout, wait)
+        ttl_ms = self._ttl_ms if ttl is None else _ttl_ms(ttl)
+        return await self._acquire_async(ttl_ms, mode) is None
 
     async def release_async(self) -> None:
         """release() run in the loop's default executor; a cancelled task
@@ -560,9 +619,9 @@ class Lock:
         await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.extend, ttl))
 
     async def __aenter__(self) -> "Lock":
-        if not await self.acquire_async():
-            assert self.last_error is not None
-            raise self.last_error
+        err = await self._acquire_async(self._ttl_ms, self._mode)
+        if err is not None:
+            raise err
         return self
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],

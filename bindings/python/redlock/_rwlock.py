@@ -55,11 +55,11 @@ class WriteLock(Lock):
     def _new_handle(self, client: Redlock) -> Any:
         return _new_side(client, self._name_b, self._display, True)
 
-    def _acquire(self, ttl_ms: int, mode: Any, token: Any) -> Any:
+    def _begin_acquire(self, token: Any) -> None:
         if self._downgraded:
             raise LockStateError(f"{self._display!r}: this WriteLock was downgraded to a read lock; take "
                                  "a new one with RWLock.write()", detail="downgraded", resource=self._display)
-        return super()._acquire(ttl_ms, mode, token)
+        super()._begin_acquire(token)
 
     def downgrade(self) -> None:
         """Turns the held write lock into a read lock in one step, with no

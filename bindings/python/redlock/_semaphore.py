@@ -196,8 +196,8 @@ class Semaphore:
 
 class AsyncSemaphore:
     """A Semaphore in asyncio's shape: ``await acquire(blocking, timeout)`` -> bool, ``await
-    release()``, ``async with``. The blocking C calls run in the loop's default executor;
-    cancelling the task cancels the wait."""
+    release()``, ``async with``. A wait takes no thread (C's acquire thread runs it); a
+    release runs in the loop's default executor. Cancelling the task cancels the wait."""
 
     def __init__(self, client: Redlock, name: Name, limit: int, **kwargs: Any) -> None:
         self.semaphore = Semaphore(client, name, limit, **kwargs)
