@@ -358,6 +358,121 @@ static void test_free_other_in_callback(void)
     redlock_client_free(c);
 }
 
+/* Every kind that redlock_lock_acquire takes: a read lock, a write lock,
+ * a semaphore's permits and a multi-lock wait asynchronously for what
+ * blocks them, and get it once released. */
+static void wait_for_kind(redlock_client *c, redlock_lock *blocker, redlock_lock *waiter, const char *what)
+{
+    box b = { 0 };
+    CHECK_LOCK_RC(blocker, redlock_lock_acquire(blocker, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_acquire_async(waiter, 5000, 15000, on_done, &b), 0);
+    msleep(200);
+    if (atomic_load(&b.fired))
+        fprintf(stderr, "[%s] granted while blocked: %s\n", what, b.msg);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_LOCK_RC(blocker, redlock_release(blocker), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK(redlock_lock_is_held(waiter));
+    CHECK_LOCK_RC(waiter, redlock_release(waiter), 0);
+    redlock_lock_free(blocker);
+    redlock_lock_free(waiter);
+    (void)c;
+}
+
+static void test_kinds(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *a, *b;
+    const char *rw = uniq("rw");
+    CHECK_RC(redlock_lock_new_write(&a, c, rw), 0);      /* a writer blocks a reader */
+    CHECK_RC(redlock_lock_new_read(&b, c, rw), 0);
+    wait_for_kind(c, a, b, "read");
+    rw = uniq("rw");
+    CHECK_RC(redlock_lock_new_read(&a, c, rw), 0);       /* a reader blocks a writer */
+    CHECK_RC(redlock_lock_new_write(&b, c, rw), 0);
+    wait_for_kind(c, a, b, "write");
+    const char *sem = uniq("sem");
+    CHECK_RC(redlock_lock_new_semaphore(&a, c, sem, 2, 2), 0);   /* both permits held */
+    CHECK_RC(redlock_lock_new_semaphore(&b, c, sem, 2, 1), 0);
+    wait_for_kind(c, a, b, "semaphore");
+    char one[128], two[128];
+    snprintf(one, sizeof one, "%s", uniq("multi"));
+    snprintf(two, sizeof two, "%s", uniq("multi"));
+    const char *both[] = { one, two }, *rev[] = { two, one };
+    CHECK_RC(redlock_lock_new_multi(&a, c, both, 2), 0);
+    CHECK_RC(redlock_lock_new_multi(&b, c, rev, 2), 0);
+    wait_for_kind(c, a, b, "multi");
+    redlock_client_free(c);
+}
+
+/* A majority paused while an asynchronous acquire waits: it ends through
+ * its callback when its wait does, not later, and the thread keeps
+ * serving the client's other acquires. */
+static void test_majority_paused(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 200;
+    redlock_client *c = make_client(t_nurls, &o);
+    redlock_lock *h, *l;
+    box b = { 0 };
+    CHECK_RC(redlock_lock_new(&h, c, uniq("paused")), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    double t0 = now_ms();
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 1500, on_done, &b), 0);
+    msleep(100);
+    size_t quorum = t_nurls / 2 + 1;
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    double took = now_ms() - t0;
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "resume %zu", i) == 0);
+    int rc = atomic_load(&b.rc);
+    if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_EUNREACHABLE)
+        fprintf(stderr, "[majority_paused] %s: %s\n", redlock_error_name(rc), b.msg);
+    CHECK(rc == REDLOCK_ETIMEDOUT || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EUNREACHABLE);
+    CHECK(took >= 1500 && took < 1500 + 2000);   /* the wait, and at most a round past it */
+    CHECK(!redlock_lock_is_held(l));
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    /* Served again once the nodes answer. */
+    box b2 = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 5000, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 10000) == 1);
+    CHECK(atomic_load(&b2.rc) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+}
+
+/* The client freed, then its locks with their acquires pending: each
+ * callback runs (ECANCELED) before its free returns, nothing leaks. */
+static void test_client_freed_pending(void)
+{
+    redlock_client *c = client_flags(REDLOCK_OPT_WAKE);
+    redlock_lock *h, *w[4];
+    static box b[4];
+    memset(b, 0, sizeof b);
+    CHECK_RC(redlock_lock_new(&h, c, uniq("gone")), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK_RC(redlock_lock_new(&w[i], c, redlock_lock_resource(h)), 0);
+        CHECK_RC(redlock_lock_acquire_async(w[i], 5000, REDLOCK_WAIT_FOREVER, on_done, &b[i]), 0);
+    }
+    msleep(200);
+    redlock_client_free(c);                /* the locks keep it */
+    for (int i = 0; i < 4; i++) {
+        redlock_lock_free(w[i]);
+        CHECK(atomic_load(&b[i].fired) == 1);
+        CHECK(atomic_load(&b[i].rc) == REDLOCK_ECANCELED);
+    }
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    redlock_lock_free(h);
+}
+
 int main(void)
 {
     load_nodes();
@@ -369,5 +484,8 @@ int main(void)
     run_test("free_in_callback", test_free_in_callback);
     run_test("chain", test_chain);
     run_test("free_other_in_callback", test_free_other_in_callback);
+    run_test("kinds", test_kinds);
+    run_test("client_freed_pending", test_client_freed_pending);
+    run_test("majority_paused", test_majority_paused);
     return finish_tests();
 }
