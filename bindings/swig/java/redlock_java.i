@@ -206,6 +206,7 @@ RL_JAVA_NATIVE(redlock_lock::rl_getOptions, getOptionsNative)
 RL_JAVA_NATIVE(redlock_lock::rl_setOptions, setOptionsNative)
 RL_JAVA_NATIVE(redlock_lock::rl_stopAutoExtend, stopAutoExtendNative)
 RL_JAVA_NATIVE(redlock_lock::rl_autoExtendWith, autoExtendNative)
+RL_JAVA_NATIVE(redlock_lock::rl_acquireAsyncWith, acquireAsyncNative)
 RL_JAVA_NATIVE(redlock_lock::rl_nodeResult, nodeResultNative)
 /* the read-write lock (RedlockReadWriteLock.java) */
 RL_JAVA_NATIVE(redlock_client::rl_newReadLock, newReadLockNative)
@@ -253,6 +254,11 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
   /* dispatch: a NativeCallbacks.LostDispatch, or null. */
   void rl_autoExtendWith(rl_status *st, uint32_t maxHoldMs, jobject dispatch) {
     rl_java_auto_extend(st, $self, maxHoldMs, dispatch);
+  }
+
+  /* redlock_lock_acquire_async; dispatch: a NativeCallbacks.AcquireDispatch. */
+  void rl_acquireAsyncWith(rl_status *st, uint32_t ttlMs, int64_t waitMs, jobject dispatch) {
+    rl_java_acquire_async(st, $self, ttlMs, waitMs, dispatch);
   }
 
   /* One node of the last round's report, read at once: a NodeResult. */

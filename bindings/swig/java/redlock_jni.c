@@ -122,7 +122,7 @@ int rl_java_uint32(JNIEnv *env, jlong in, const char *what, uint32_t *out) {
  * ------------------------------------------------------------------------- */
 static JavaVM *rl_vm;
 static jclass rl_cb_class;
-static jmethodID rl_cb_lost, rl_cb_event, rl_cb_sink, rl_cb_node;
+static jmethodID rl_cb_lost, rl_cb_event, rl_cb_sink, rl_cb_node, rl_cb_acquired;
 static pthread_key_t rl_attached; /* set on threads this file attached */
 
 static void rl_java_detach(void *vm) {
@@ -142,7 +142,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     rl_cb_event = (*env)->GetStaticMethodID(env, cls, "event", "(Ljava/lang/Object;II[B[BIZIIIJJJIIJIJ[J)V");
     rl_cb_sink = (*env)->GetStaticMethodID(env, cls, "eventSink", "(Ljava/lang/Object;[[B)Ljava/lang/Object;");
     rl_cb_node = (*env)->GetStaticMethodID(env, cls, "nodeResult", "(ILjava/lang/Object;IIJ[B)Ljava/lang/Object;");
-    if (!rl_cb_lost || !rl_cb_event || !rl_cb_sink || !rl_cb_node)
+    rl_cb_acquired = (*env)->GetStaticMethodID(env, cls, "acquired", "(Ljava/lang/Object;I[B[B[B)V");
+    if (!rl_cb_lost || !rl_cb_event || !rl_cb_sink || !rl_cb_node || !rl_cb_acquired)
         return JNI_ERR;
     if (pthread_key_create(&rl_attached, rl_java_detach) != 0)
         return JNI_ERR;
@@ -163,7 +164,7 @@ static JNIEnv *rl_java_env(void) {
     if (rc != JNI_EDETACHED)
         return NULL;
     args.version = JNI_VERSION_1_6;
-    args.name = (char *)"redlock-auto-extend";
+    args.name = (char *)"redlock-native";
     args.group = NULL;
     if ((*rl_vm)->AttachCurrentThreadAsDaemon(rl_vm, (void **)&env, &args) != JNI_OK)
         return NULL;
@@ -359,6 +360,47 @@ void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms
         rl_lock_fail(st, lock, rc);
         rl_jref_free(ref); /* not kept by a refused call */
     }
+}
+
+/* redlock_acquired_fn, on the client's acquire thread: the result goes to
+ * the AcquireDispatch, which completes its future on a Java thread; the
+ * dispatch's reference is dropped here, the one call it gets. */
+static void rl_java_on_acquired(redlock_lock *lock, int rc, void *userdata) {
+    rl_jref *dispatch = userdata;
+    JNIEnv *env = rl_java_env();
+    jbyteArray name = NULL, text = NULL, det = NULL;
+    if (env && !(*env)->ExceptionCheck(env) && (*env)->PushLocalFrame(env, 4) == 0) {
+        if (rc != 0) {
+            name = rl_java_bytes(env, redlock_error_name(rc));
+            text = name ? rl_java_bytes(env, redlock_strerror(rc)) : NULL;
+            det = text ? rl_java_bytes(env, redlock_lock_errmsg(lock)) : NULL;
+        }
+        /* Out of memory for the words: the code alone still completes the future. */
+        if ((*env)->ExceptionCheck(env))
+            (*env)->ExceptionClear(env);
+        (*env)->CallStaticVoidMethod(env, rl_cb_class, rl_cb_acquired, dispatch->obj, (jint)rc, name, text, det);
+        if ((*env)->ExceptionCheck(env))
+            (*env)->ExceptionClear(env);
+        (*env)->PopLocalFrame(env, NULL);
+    }
+    rl_jref_free(dispatch);
+}
+
+void rl_java_acquire_async(rl_status *st, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, jobject dispatch) {
+    rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
+    int rc;
+    if (!ref) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    rc = redlock_lock_acquire_async(lock, ttl_ms, wait_ms, rl_java_on_acquired, ref);
+    if (rc == 0)
+        return;
+    rl_jref_free(ref); /* not kept by a refused call */
+    if (rc == REDLOCK_ESTATE) /* the handle's message is the acquire's under way */
+        rl_fail(st, rc, "an asynchronous acquire of this lock is under way");
+    else
+        rl_lock_fail(st, lock, rc);
 }
 
 int rl_java_set_listener(redlock_options *options, jobject listener) {

@@ -7,6 +7,10 @@ package io.redlock;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * One lock on one resource. Use it from one thread at a time (its methods
@@ -53,16 +57,65 @@ public final class Lock extends LockNative implements AutoCloseable {
    * Redlock.WAIT_FOREVER, or 1 ms to seven days).
    */
   public synchronized void acquire(long ttlMs, long waitMs) {
+    checkNoAsync();
     acquireNative(ttlMs, waitMs);
+  }
+
+  // An acquireAsync is under way (set before it starts, cleared by its C callback).
+  volatile boolean asyncPending;
+
+  private void checkNoAsync() {
+    if (asyncPending)
+      throw new LockStateException("REDLOCK_ESTATE", "the call does not fit the lock's state",
+          "an asynchronous acquire of '" + resourceNative() + "' is under way: wait for its future or cancel it");
+  }
+
+  /** {@link #acquireAsync(long, long, Executor)} with the client's retries (Redlock.WAIT_DEFAULT). */
+  public CompletableFuture<Lock> acquireAsync(long ttlMs) {
+    return acquireAsync(ttlMs, Redlock.WAIT_DEFAULT);
+  }
+
+  /** {@link #acquireAsync(long, long, Executor)}, completed on {@link ForkJoinPool#commonPool()}. */
+  public CompletableFuture<Lock> acquireAsync(long ttlMs, long waitMs) {
+    return acquireAsync(ttlMs, waitMs, ForkJoinPool.commonPool());
+  }
+
+  /**
+   * Acquires as {@link #acquire(long, long)} does, without a thread waiting:
+   * the client's one acquire thread in C runs every waiter's attempts
+   * (redlock_lock_acquire_async). The future completes with this lock once
+   * held, or exceptionally with what acquire() would throw; it completes on
+   * executor, so dependent stages never run on the C thread. Cancelling the
+   * future cancels the wait (a lock granted in that race is released). Until
+   * it completes, acquire() and acquireAsync() on this lock throw
+   * {@link LockStateException}. Errors found at once (a closed lock, out of
+   * memory) are thrown here.
+   */
+  public CompletableFuture<Lock> acquireAsync(long ttlMs, long waitMs, Executor executor) {
+    Objects.requireNonNull(executor, "executor");
+    NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, executor);
+    synchronized (this) {
+      checkNoAsync();
+      asyncPending = true;
+      try {
+        acquireAsyncNative(ttlMs, waitMs, d);
+      } catch (RuntimeException e) {
+        asyncPending = false;
+        throw e;
+      }
+    }
+    return d.future;
   }
 
   /** Extends the held lock to ttlMs from now, on a majority and within its validity. */
   public synchronized void extend(long ttlMs) {
+    checkNoAsync();
     extendNative(ttlMs);
   }
 
   /** Releases on every node; throws LockLostException if it was no longer ours on a majority. */
   public synchronized void release() {
+    checkNoAsync();
     releaseNative();
   }
 
@@ -74,6 +127,7 @@ public final class Lock extends LockNative implements AutoCloseable {
    * and others after which it is not held.
    */
   public synchronized void downgrade() {
+    checkNoAsync();
     downgradeNative();
   }
 

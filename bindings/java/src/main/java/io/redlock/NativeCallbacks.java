@@ -10,6 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -76,6 +78,92 @@ final class NativeCallbacks {
       return;
     RedlockException cause = RedlockException.fromNative(code, name, text, detail);
     LostExecutor.INSTANCE.execute(() -> listener.lockLost(lock, cause));
+  }
+
+  // -------------------------------------------------- asynchronous acquire
+
+  /** The future of Lock.acquireAsync: cancelling it cancels the wait in C. */
+  static final class AcquireFuture extends CompletableFuture<Lock> {
+    private final Lock lock;
+    volatile boolean cancelRequested;
+
+    AcquireFuture(Lock lock) {
+      this.lock = lock;
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+      boolean cancelled = super.cancel(mayInterruptIfRunning);
+      if (cancelled) {
+        cancelRequested = true;
+        lock.cancel(); // the C wait ends after the round in flight
+      }
+      return cancelled;
+    }
+
+    @Override
+    public <U> CompletableFuture<U> newIncompleteFuture() {
+      return new CompletableFuture<>(); // dependent stages are plain futures
+    }
+  }
+
+  /**
+   * What the C side holds (as a JNI global reference) for one
+   * Lock.acquireAsync: the future, and the executor that completes it, so
+   * that no dependent stage runs on the client's acquire thread (it serves
+   * every other waiter of the client).
+   */
+  static final class AcquireDispatch {
+    final Lock lock;
+    final AcquireFuture future;
+    final Executor executor;
+
+    AcquireDispatch(Lock lock, Executor executor) {
+      this.lock = lock;
+      this.future = new AcquireFuture(lock);
+      this.executor = executor;
+    }
+
+    void settle(RedlockException cause) {
+      if (cause == null) {
+        if (!future.complete(lock)) {
+          // Cancelled as the lock was granted: nobody will use it, give it back.
+          try {
+            lock.release();
+          } catch (RedlockException ignored) {
+            // it expires by itself
+          }
+        }
+        return;
+      }
+      if (future.cancelRequested && cause instanceof CancelledException)
+        lock.resetCancel(); // the future's own cancel: the next acquire starts clean
+      future.completeExceptionally(cause);
+    }
+  }
+
+  // Called from C (rl_java_on_acquired) on the client's acquire thread, once
+  // per acquireAsync; name, text and detail are null when code is 0 (or when
+  // C had no memory for them).
+  static void acquired(Object dispatch, int code, byte[] name, byte[] text, byte[] detail) {
+    AcquireDispatch d = (AcquireDispatch) dispatch;
+    d.lock.asyncPending = false;
+    RedlockException cause = null;
+    if (code != 0) {
+      byte[] none = new byte[0];
+      cause = RedlockException.fromNative(code, name != null ? name : none, text != null ? text : none,
+          detail != null ? detail : none);
+    }
+    RedlockException c = cause;
+    try {
+      d.executor.execute(() -> d.settle(c));
+    } catch (Throwable e) {
+      // A rejecting or broken executor: complete on a thread of its own rather
+      // than never (not here: a release on this thread could wait for itself).
+      Thread t = new Thread(() -> d.settle(c), "redlock-acquired");
+      t.setDaemon(true);
+      t.start();
+    }
   }
 
   // ---------------------------------------------------------------- events

@@ -38,7 +38,7 @@ public final class RedlockTest {
   public static void main(String[] args) throws Exception {
     if (args.length != 1) {
       System.err.println("usage: RedlockTest basic|contention|resources|lost|quorum|arguments|options|lockoptions|threads|"
-          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore|multilock|acquiremany");
+          + "fencing|autoextend|noderesults|events|wake|tls|no_nodes|unreachable|semaphore|multilock|acquiremany|async");
       System.exit(2);
     }
     switch (args[0]) {
@@ -64,6 +64,7 @@ public final class RedlockTest {
       case "semaphore": semaphore(); break;
       case "multilock": multiLock(); break;
       case "acquiremany": acquireMany(); break;
+      case "async": acquireAsync(); break;
       default:
         System.err.println("unknown group " + args[0]);
         System.exit(2);
@@ -1314,7 +1315,7 @@ public final class RedlockTest {
           RedlockEvent e = (RedlockEvent) s[0];
           Thread t = (Thread) s[1];
           check(e.isAutomatic(), "by the auto-extend thread: " + e);
-          check(t != me && t.isDaemon() && t.getName().equals("redlock-auto-extend"),
+          check(t != me && t.isDaemon() && t.getName().equals("redlock-native"),
               "on the library's daemon thread: " + t);
           if (e.type() == RedlockEvent.Type.LOST)
             checkEq(RedlockException.ELOST, e.code(), "LOST code");
@@ -2460,6 +2461,115 @@ public final class RedlockTest {
       }
     } catch (Throwable e) {
       err.compareAndSet(null, e);
+    }
+  }
+
+  // ------------------------------------------------------- acquireAsync
+
+  /**
+   * Lock.acquireAsync (redlock_lock_acquire_async): 200 futures pending on
+   * held locks, completed on a fixed pool of 2 threads, all complete after
+   * the release with no thread per waiter; failures complete exceptionally
+   * with what acquire() throws; cancelling a future cancels the wait.
+   */
+  static void acquireAsync() throws Exception {
+    String[] urls = nodes();
+    int n = 200;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try (Redlock holder = new Redlock(urls); Redlock client = new Redlock(urls)) {
+      List<Lock> held = new ArrayList<>(), waiters = new ArrayList<>();
+      List<CompletableFuture<Lock>> futures = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        Lock h = holder.newLock("async-" + i);
+        h.acquire(30000, Redlock.WAIT_NONE);
+        held.add(h);
+        waiters.add(client.newLock("async-" + i));
+      }
+      int threadsBefore = Thread.activeCount();
+      for (Lock w : waiters)
+        futures.add(w.acquireAsync(10000, 20000, pool));
+      Thread.sleep(300);
+      check(futures.stream().noneMatch(CompletableFuture::isDone), "no future completes while the locks are held");
+      check(Thread.activeCount() - threadsBefore <= 3,
+          "no thread per waiter: " + (Thread.activeCount() - threadsBefore) + " more threads for " + n + " waits");
+      expect(LockStateException.class, "acquire() while an acquireAsync is under way",
+          () -> waiters.get(0).acquire(1000, Redlock.WAIT_NONE));
+      expect(LockStateException.class, "a second acquireAsync meanwhile",
+          () -> waiters.get(0).acquireAsync(1000, Redlock.WAIT_NONE));
+      for (Lock h : held)
+        h.release();
+      int got = 0;
+      for (int i = 0; i < n; i++) {
+        Lock l = futures.get(i).get(20, TimeUnit.SECONDS);
+        got += l == waiters.get(i) && l.isHeld() ? 1 : 0;
+      }
+      checkEq(n, got, "every future completed with its lock, held");
+      for (Lock w : waiters)
+        w.close();
+      for (Lock h : held)
+        h.close();
+
+      // A dependent stage runs on the given executor, never on the C thread.
+      try (Lock h = holder.newLock("async-stage"); Lock l = client.newLock("async-stage")) {
+        h.acquire(30000, Redlock.WAIT_NONE);
+        CompletableFuture<String> where = l.acquireAsync(5000, 20000, pool)
+            .thenApply(x -> Thread.currentThread().getName()); // attached while the wait is on
+        Thread.sleep(100);
+        h.release();
+        String name = where.get(10, TimeUnit.SECONDS);
+        check(name.startsWith("pool-"), "the stage ran on the pool: " + name);
+      }
+
+      // Failures complete the future exceptionally, with acquire()'s exception.
+      try (Lock h = holder.newLock("async-busy"); Lock l = client.newLock("async-busy")) {
+        h.acquire(30000, Redlock.WAIT_NONE);
+        ExecutionException e = expect(ExecutionException.class, "a busy lock, one attempt",
+            () -> l.acquireAsync(5000, Redlock.WAIT_NONE).get(10, TimeUnit.SECONDS));
+        check(e != null && e.getCause() instanceof LockNotAcquiredException, "LockNotAcquiredException: " + e);
+        e = expect(ExecutionException.class, "a busy lock, a 300 ms wait",
+            () -> l.acquireAsync(5000, 300).get(10, TimeUnit.SECONDS));
+        check(e != null && e.getCause() instanceof LockTimeoutException, "LockTimeoutException: " + e);
+        e = expect(ExecutionException.class, "a TTL of 0",
+            () -> l.acquireAsync(0, Redlock.WAIT_NONE).get(10, TimeUnit.SECONDS));
+        check(e != null && e.getCause() instanceof InvalidArgumentException, "InvalidArgumentException: " + e);
+
+        // Cancelling the future cancels the wait: the lock is usable again at once.
+        CompletableFuture<Lock> f = l.acquireAsync(5000, Redlock.WAIT_FOREVER);
+        Thread.sleep(200);
+        long t0 = System.nanoTime();
+        check(f.cancel(true), "cancel() of a pending acquire");
+        check(f.isCancelled(), "the future is cancelled");
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        boolean free = false;
+        while (!free && System.nanoTime() < until) {
+          try {
+            l.acquireAsync(5000, Redlock.WAIT_NONE).get(10, TimeUnit.SECONDS);
+            free = true; // (not expected: h holds it)
+          } catch (ExecutionException ex) {
+            free = ex.getCause() instanceof LockNotAcquiredException; // the C wait ended, the cancel was reset
+          } catch (Exception ex) {
+            Thread.sleep(10); // still under way
+          }
+        }
+        check(free, "after cancel(), a new acquireAsync runs (refused by the holder, not cancelled)");
+        check(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5), "the cancelled wait ended promptly");
+        h.release();
+        check(l.acquireAsync(5000, 2000).get(10, TimeUnit.SECONDS).isHeld(), "acquired once released");
+      }
+
+      // close() with an acquire pending: the future completes (CancelledException).
+      try (Lock h = holder.newLock("async-close")) {
+        h.acquire(30000, Redlock.WAIT_NONE);
+        Lock l = client.newLock("async-close");
+        CompletableFuture<Lock> f = l.acquireAsync(5000, Redlock.WAIT_FOREVER);
+        Thread.sleep(100);
+        l.close();
+        ExecutionException e = expect(ExecutionException.class, "close() while pending",
+            () -> f.get(10, TimeUnit.SECONDS));
+        check(e != null && e.getCause() instanceof CancelledException, "CancelledException: " + e);
+      }
+    } finally {
+      pool.shutdownNow();
     }
   }
 }
