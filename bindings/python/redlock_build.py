@@ -261,6 +261,9 @@ int redlock_election_open(redlock_election **out, redlock_client *client, const 
                           char *errbuf, size_t errbuf_size);
 void redlock_election_free(redlock_election *e);
 int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms);
+typedef void (*redlock_campaigned_fn)(redlock_election *e, int rc, void *userdata);
+int redlock_election_campaign_async(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms,
+                                    redlock_campaigned_fn done, void *userdata);
 int redlock_election_proclaim(redlock_election *e, const char *value);
 int redlock_election_resign(redlock_election *e);
 int redlock_election_leader(redlock_election *e, redlock_leader *out);
@@ -282,6 +285,7 @@ extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const cha
                                          void *userdata);
 extern "Python" void _redlock_py_on_lost_free(void *userdata);
 extern "Python" void _redlock_py_on_acquired(redlock_lock *lock, int rc, void *userdata);
+extern "Python" void _redlock_py_on_campaigned(redlock_election *e, int rc, void *userdata);
 """
 
 

@@ -632,6 +632,21 @@ REDLOCK_EXTERN int redlock_election_on_lost(redlock_election *e, redlock_lost_fn
  * acquisition's failure. */
 REDLOCK_EXTERN int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms,
                                              int64_t wait_ms);
+/* redlock_election_campaign without blocking, as redlock_lock_acquire_async
+ * is to redlock_lock_acquire: the wait, the record's write and the start of
+ * auto-extension run on the client's acquire thread, and done(e, rc,
+ * userdata) is called there once with what the campaign would have returned
+ * (the detail in redlock_election_errmsg). Returns 0 when under way, or at
+ * once, without calling done: REDLOCK_EINVAL (NULL e or done, a NULL or too
+ * long value), REDLOCK_ESTATE (already leading, or a campaign under way),
+ * REDLOCK_ENOTSUP, REDLOCK_ENOMEM. redlock_election_cancel ends it with
+ * REDLOCK_ECANCELED; redlock_election_free cancels it and waits for done
+ * (which must then not call functions on e). Until done, call only
+ * redlock_election_cancel, redlock_election_is_leader and
+ * redlock_election_term on e. */
+typedef void (*redlock_campaigned_fn)(redlock_election *e, int rc, void *userdata);
+REDLOCK_EXTERN int redlock_election_campaign_async(redlock_election *e, const char *value, uint32_t ttl_ms,
+                                                   int64_t wait_ms, redlock_campaigned_fn done, void *userdata);
 /* The leader changes its value on a majority, same term, revision + 1.
  * REDLOCK_ESTATE when not leading, REDLOCK_ELOST when the nodes say the
  * election is no longer ours, or a failure code (the value may then be on a

@@ -210,24 +210,28 @@ static int write_record(redlock_election *e, uint64_t term, uint64_t revision, c
     return code;
 }
 
-int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms)
+/* What rules a campaign out before it waits: 0, or the code with the reason. */
+static int campaign_check(redlock_election *e, const char *value)
 {
-    if (!e)
-        return REDLOCK_EINVAL;
     int rc = value_problem(e, value);
     if (rc)
         return rc;
     if (redlock_lock_is_held(e->lock))
         return fail(e, REDLOCK_ESTATE, "already leading '%s' (term %llu)", e->lock->resource,
                     (unsigned long long)atomic_load(&e->term));
-    rc = redlock_lock_acquire(e->lock, ttl_ms, wait_ms);
-    if (rc)
-        return fail_lock(e, rc);
+    return 0;
+}
+
+/* The election's lock was just acquired: the record written with the new
+ * term, the leadership auto-extended. 0, or the code (the lock released,
+ * which wakes the next campaigner). */
+static int campaign_won(redlock_election *e, const char *value)
+{
     redlock_lock *l = e->lock;
     uint64_t term = redlock_lock_fencing_token(l);
     pthread_mutex_lock(&l->mu);
-    rc = term ? write_record(e, term, 1, value)
-              : fail(e, REDLOCK_ESERVER, "acquired '%s' without a fencing token", l->resource);
+    int rc = term ? write_record(e, term, 1, value)
+                  : fail(e, REDLOCK_ESERVER, "acquired '%s' without a fencing token", l->resource);
     pthread_mutex_unlock(&l->mu);
     /* Until the end of a hold near 50 days (the client's max_hold_ms may
      * bound it sooner). */
@@ -244,6 +248,66 @@ int redlock_election_campaign(redlock_election *e, const char *value, uint32_t t
     memcpy(e->value, value, strlen(value) + 1);
     atomic_store(&e->term, term);
     e->errmsg[0] = '\0';
+    return 0;
+}
+
+int redlock_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms)
+{
+    if (!e)
+        return REDLOCK_EINVAL;
+    int rc = campaign_check(e, value);
+    if (rc)
+        return rc;
+    rc = redlock_lock_acquire(e->lock, ttl_ms, wait_ms);
+    return rc ? fail_lock(e, rc) : campaign_won(e, value);
+}
+
+/* An asynchronous campaign: its value and callback until the lock's
+ * acquire ends. */
+typedef struct campaign {
+    redlock_election *e;
+    redlock_campaigned_fn done;
+    void *userdata;
+    char value[];
+} campaign;
+
+static void campaign_acquired(redlock_lock *lock, int rc, void *userdata)
+{
+    campaign *c = userdata;
+    (void)lock;
+    rc = rc ? fail_lock(c->e, rc) : campaign_won(c->e, c->value);
+    redlock_campaigned_fn done = c->done;
+    redlock_election *e = c->e;
+    void *ud = c->userdata;
+    free(c);
+    done(e, rc, ud);
+}
+
+int redlock_election_campaign_async(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms,
+                                    redlock_campaigned_fn done, void *userdata)
+{
+    if (!e)
+        return REDLOCK_EINVAL;
+    if (!done)
+        return fail(e, REDLOCK_EINVAL, "redlock_election_campaign_async needs a done callback");
+    if (rl_async_pending(e->lock))
+        return REDLOCK_ESTATE;   /* the message is the campaign's under way */
+    int rc = campaign_check(e, value);
+    if (rc)
+        return rc;
+    size_t len = strlen(value) + 1;
+    campaign *c = malloc(sizeof *c + len);
+    if (!c)
+        return fail(e, REDLOCK_ENOMEM, "out of memory");
+    c->e = e;
+    c->done = done;
+    c->userdata = userdata;
+    memcpy(c->value, value, len);
+    rc = redlock_lock_acquire_async(e->lock, ttl_ms, wait_ms, campaign_acquired, c);
+    if (rc) {
+        free(c);
+        return fail_lock(e, rc);
+    }
     return 0;
 }
 

@@ -473,6 +473,70 @@ static void test_client_freed_pending(void)
     redlock_lock_free(h);
 }
 
+/* redlock_election_campaign_async: a second candidate waits without a
+ * thread, and leads, with the next term, once the leader resigns; a
+ * campaign's cancel ends it. */
+typedef struct cbox {
+    atomic_int fired, rc, leading;
+} cbox;
+
+static void on_campaigned(redlock_election *e, int rc, void *userdata)
+{
+    cbox *b = userdata;
+    atomic_store(&b->leading, redlock_election_is_leader(e));
+    atomic_store(&b->rc, rc);
+    atomic_fetch_add(&b->fired, 1);
+}
+
+static void test_campaign(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_election *e1, *e2;
+    const char *name = uniq("elect");
+    CHECK_RC(redlock_election_new(&e1, c, name), 0);
+    CHECK_RC(redlock_election_new(&e2, c, name), 0);
+    CHECK_RC(redlock_election_campaign(e1, "one", 5000, REDLOCK_WAIT_NONE), 0);
+    uint64_t t1 = redlock_election_term(e1);
+    cbox b;
+    memset(&b, 0, sizeof b);
+    CHECK_RC(redlock_election_campaign_async(e2, "two", 5000, REDLOCK_WAIT_FOREVER, on_campaigned, &b), 0);
+    CHECK_RC(redlock_election_campaign_async(e2, "two", 5000, REDLOCK_WAIT_FOREVER, on_campaigned, &b),
+             REDLOCK_ESTATE);
+    CHECK_RC(redlock_election_campaign_async(e2, "two", 5000, 0, NULL, &b), REDLOCK_EINVAL);
+    msleep(300);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_RC(redlock_election_resign(e1), 0);
+    CHECK(EVENTUALLY(atomic_load(&b.fired) == 1, 10000, "the second candidate leads"));
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK(atomic_load(&b.leading) == 1);
+    CHECK(redlock_election_term(e2) > t1);
+    redlock_leader ld;
+    memset(&ld, 0, sizeof ld);
+    ld.version = REDLOCK_LEADER_VERSION;
+    CHECK_RC(redlock_election_leader(e1, &ld), 0);
+    CHECK(ld.present && strcmp(ld.value, "two") == 0 && ld.term == redlock_election_term(e2));
+    /* Cancelled while waiting for e2. */
+    cbox k;
+    memset(&k, 0, sizeof k);
+    CHECK_RC(redlock_election_campaign_async(e1, "one", 5000, REDLOCK_WAIT_FOREVER, on_campaigned, &k), 0);
+    msleep(200);
+    redlock_election_cancel(e1);
+    CHECK(EVENTUALLY(atomic_load(&k.fired) == 1, 5000, "the cancelled campaign ends"));
+    CHECK(atomic_load(&k.rc) == REDLOCK_ECANCELED);
+    CHECK(strstr(redlock_election_errmsg(e1), "cancel") != NULL);
+    redlock_election_cancel_reset(e1);
+    /* Freed while campaigning: done has run when free returns. */
+    cbox f;
+    memset(&f, 0, sizeof f);
+    CHECK_RC(redlock_election_campaign_async(e1, "one", 5000, REDLOCK_WAIT_FOREVER, on_campaigned, &f), 0);
+    msleep(100);
+    redlock_election_free(e1);
+    CHECK(atomic_load(&f.fired) == 1 && atomic_load(&f.rc) == REDLOCK_ECANCELED);
+    CHECK_RC(redlock_election_resign(e2), 0);
+    redlock_election_free(e2);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -487,5 +551,6 @@ int main(void)
     run_test("kinds", test_kinds);
     run_test("client_freed_pending", test_client_freed_pending);
     run_test("majority_paused", test_majority_paused);
+    run_test("campaign", test_campaign);
     return finish_tests();
 }

@@ -306,3 +306,53 @@ def test_observe_async_timeout_close_and_cancel(client, other, name):
 
     first, second, term = asyncio.run(main())
     assert first == Leader(True, term, 1, "y") and second == Leader(False, term, 0, None)
+
+
+def test_campaign_async_waits_without_a_thread_and_leads_after_the_resign(client, other, name):
+    leader = other.election(name)
+    first = leader.campaign("one")
+    candidate = client.election(name)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        import concurrent.futures
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+        task = asyncio.create_task(candidate.campaign_async("two", timeout=20))
+        await asyncio.sleep(0.3)
+        assert not task.done()
+        # The one executor thread is free: the campaign does not sit on it.
+        await asyncio.wait_for(loop.run_in_executor(None, lambda: None), 5)
+        with pytest.raises(LockStateError, match="campaign"):
+            candidate.resign()
+        await loop.run_in_executor(None, first.resign)
+        leadership = await asyncio.wait_for(task, 20)
+        async with leadership as term:
+            assert candidate.is_leader and term > first.term
+            assert candidate.leader().value == "two"
+        assert not candidate.is_leader
+
+    asyncio.run(main())
+
+
+def test_campaign_async_cancelled_by_the_task(client, other, name):
+    leader = other.election(name)
+    held = leader.campaign("one")
+    candidate = client.election(name)
+
+    async def main():
+        task = asyncio.create_task(candidate.campaign_async("two"))
+        await asyncio.sleep(0.2)
+        t0 = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - t0 < 2.0
+        # The campaign's cancel was the task's own: the next one is not cancelled.
+        with pytest.raises(LockTimeout):
+            await candidate.campaign_async("two", timeout=0.2)
+
+    try:
+        asyncio.run(main())
+    finally:
+        held.resign()
+    assert not candidate.is_leader

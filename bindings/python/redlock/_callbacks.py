@@ -329,11 +329,12 @@ _acquires: Dict[int, PendingAcquire] = {}
 _acquiring: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
 
 
-def begin_acquire(pending: PendingAcquire, lock: Any) -> int:
-    """Registers an acquire about to start; its id is the userdata passed to C."""
+def begin_acquire(pending: PendingAcquire, waiter: Any) -> int:
+    """Registers an acquire (or campaign) about to start; its id is the userdata passed to C.
+    waiter (a Lock or an Election) is held weakly; its _cancel_wait() ends the wait at exit."""
     key = next(_ids)
     _acquires[key] = pending
-    _acquiring[key] = lock
+    _acquiring[key] = waiter
     return key
 
 
@@ -348,8 +349,7 @@ def _settle(future: Any, rc: int) -> None:
         future.set_result(rc)
 
 
-@ffi.def_extern()
-def _redlock_py_on_acquired(c_lock: Any, rc: int, userdata: Any) -> None:
+def _deliver(userdata: Any, rc: int) -> None:
     # On the client's acquire thread: hand the result to the waiting loop.
     try:
         key = int(ffi.cast("uintptr_t", userdata))
@@ -366,12 +366,22 @@ def _redlock_py_on_acquired(c_lock: Any, rc: int, userdata: Any) -> None:
         log.exception("redlock: could not deliver an acquire's result")
 
 
+@ffi.def_extern()
+def _redlock_py_on_acquired(c_lock: Any, rc: int, userdata: Any) -> None:
+    _deliver(userdata, rc)
+
+
+@ffi.def_extern()
+def _redlock_py_on_campaigned(c_election: Any, rc: int, userdata: Any) -> None:
+    _deliver(userdata, rc)
+
+
 def _cancel_pending_at_exit() -> None:
     # After interpreter finalization C could no longer call back into Python:
     # end every asynchronous acquire still waiting, and wait for its callback.
-    pending = [(key, lock) for key, lock in list(_acquiring.items())]
-    for _, lock in pending:
-        lib.redlock_lock_cancel(lock._ptr)
+    pending = [(key, waiter) for key, waiter in list(_acquiring.items())]
+    for _, waiter in pending:
+        waiter._cancel_wait()
     for key, _ in pending:
         entry = _acquires.get(key)
         if entry is not None:

@@ -11,8 +11,9 @@ import time
 import weakref
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Type
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Tuple, Type
 
+from ._callbacks import PendingAcquire, begin_acquire, forget_acquire
 from ._convert import _MAX_WAIT_MS, Name, Seconds, _cstr, _invalid, _ttl_ms
 from ._errors import LockStateError, check, error
 from ._redlock import ffi, lib
@@ -69,6 +70,14 @@ class Leadership:
                  tb: Optional[TracebackType]) -> None:
         if self.is_leader:
             self._election.resign()
+
+    async def __aenter__(self) -> int:
+        return self.term
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        if self.is_leader:   # resign is one round: off the loop
+            await asyncio.get_running_loop().run_in_executor(None, self._election.resign)
 
 
 class Observer:
@@ -277,6 +286,7 @@ class Election:
         self._cancelled = False   # cancel() until reset_cancel(), for the observers' handles
         self._observers: "weakref.WeakSet[Observer]" = weakref.WeakSet()
         self._observers_mutex = threading.Lock()
+        self._campaigning = False   # a campaign_async() under way
         self._ptr = self._new_handle()
 
     def _new_handle(self) -> Any:
@@ -303,11 +313,8 @@ class Election:
             raise _invalid(f"the value is {len(data)} bytes, over the limit of {lib.REDLOCK_ELECTION_MAX_VALUE}")
         return data
 
-    def campaign(self, value: Any, *, timeout: Optional[Seconds] = None,
-                 ttl: Optional[Seconds] = None) -> Leadership:
-        """Waits until this process leads (timeout None: no deadline; cancel() ends it), writes
-        ``value`` with the new term, keeps the leadership auto-extended, and returns it.
-        Raises LockTimeout after ``timeout``, Cancelled, LockStateError if already leading."""
+    def _campaign_args(self, value: Any, timeout: Optional[Seconds],
+                       ttl: Optional[Seconds]) -> Tuple[bytes, int, int]:
         data = self._value(value)
         ttl_ms = self._ttl_ms if ttl is None else _ttl_ms(ttl)
         if timeout is None:
@@ -316,15 +323,75 @@ class Election:
             wait_ms = int(float(timeout) * 1000)
             if wait_ms < 0 or wait_ms > _MAX_WAIT_MS:
                 raise _invalid(f"timeout {timeout!r} is out of range")
+        return data, ttl_ms, wait_ms
+
+    def _not_campaigning(self) -> None:
+        if self._campaigning:
+            raise LockStateError(f"{self._display!r}: a campaign_async() is under way",
+                                 detail="campaign under way", resource=self._display)
+
+    def campaign(self, value: Any, *, timeout: Optional[Seconds] = None,
+                 ttl: Optional[Seconds] = None) -> Leadership:
+        """Waits until this process leads (timeout None: no deadline; cancel() ends it), writes
+        ``value`` with the new term, keeps the leadership auto-extended, and returns it.
+        Raises LockTimeout after ``timeout``, Cancelled, LockStateError if already leading."""
+        data, ttl_ms, wait_ms = self._campaign_args(value, timeout, ttl)
+        self._not_campaigning()
         self._check(lib.redlock_election_campaign(self._ptr, data, ttl_ms, wait_ms))
         return Leadership(self, self.term)
 
+    async def campaign_async(self, value: Any, *, timeout: Optional[Seconds] = None,
+                             ttl: Optional[Seconds] = None) -> Leadership:
+        """campaign() for asyncio. The wait takes no thread: C's acquire thread, one per client,
+        runs it (redlock_election_campaign_async). ``async with await
+        election.campaign_async(value) as term:`` leads for the block and resigns after it.
+        Cancelling the task ends the campaign; a leadership won in that race is resigned."""
+        data, ttl_ms, wait_ms = self._campaign_args(value, timeout, ttl)
+        self._not_campaigning()
+        loop = asyncio.get_running_loop()
+        pending = PendingAcquire(loop, loop.create_future())
+        key = begin_acquire(pending, self)
+        self._campaigning = True
+        rc = lib.redlock_election_campaign_async(self._ptr, data, ttl_ms, wait_ms,
+                                                 lib._redlock_py_on_campaigned, ffi.cast("void *", key))
+        if rc:
+            self._campaigning = False
+            forget_acquire(key)
+            self._check(rc)
+        try:
+            rc = await asyncio.shield(pending.future)
+        except asyncio.CancelledError:
+            lib.redlock_election_cancel(self._ptr)
+            while not pending.future.done():   # after at most the round in flight
+                try:
+                    await asyncio.wait({pending.future})
+                except asyncio.CancelledError:
+                    pass
+            self._campaigning = False
+            if not self._cancelled:   # the task's own cancel: the next campaign starts clean
+                lib.redlock_election_cancel_reset(self._ptr)
+            if pending.future.result() == 0:   # won as it was cancelled: hand over
+                try:
+                    await loop.run_in_executor(None, lib.redlock_election_resign, self._ptr)
+                except BaseException:
+                    pass
+            raise
+        self._campaigning = False
+        self._check(rc)
+        return Leadership(self, self.term)
+
+    def _cancel_wait(self) -> None:
+        """Ends the C wait under way (the at-exit hook of asynchronous campaigns)."""
+        lib.redlock_election_cancel(self._ptr)
+
     def proclaim(self, value: Any) -> None:
         """The leader changes its value (same term, next revision)."""
+        self._not_campaigning()
         self._check(lib.redlock_election_proclaim(self._ptr, self._value(value)))
 
     def resign(self) -> None:
         """Gives leadership up at once: the next campaigner is woken."""
+        self._not_campaigning()
         self._check(lib.redlock_election_resign(self._ptr))
 
     def cancel(self) -> None:

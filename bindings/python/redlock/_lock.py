@@ -312,6 +312,10 @@ class Lock:
             await _wait_through_cancel(pending.future)
             raise
 
+    def _cancel_wait(self) -> None:
+        """Ends the C wait under way (the at-exit hook of asynchronous acquires)."""
+        lib.redlock_lock_cancel(self._ptr)
+
     def _begin_acquire(self, token: _CancelToken) -> None:
         """Takes the Lock for an acquire (released by the caller's finally)."""
         self._enter()
