@@ -465,15 +465,8 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 
 void redlock_lock_cancel(redlock_lock *lock)
 {
-    if (!lock)
-        return;
-    atomic_store(&lock->cancel, 1);
-    int fd = atomic_load(&lock->wake_fd);
-    if (fd >= 0) {
-        uint64_t one = 1;
-        ssize_t w = write(fd, &one, sizeof one);
-        (void)w;
-    }
+    if (lock)
+        rl_lock_cancel_now(lock);
 }
 
 static int acquire_new(redlock_client *client, const char *resource, uint32_t ttl_ms,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* acquire_async.c: asynchronous acquisition. One thread per client,
  * started by the first redlock_lock_acquire_async, keeps the acquires
- * under way in a queue and runs their steps (acquire.c's rl_acq_*), each
+ * under way in a queue (its state: async.c) and runs their steps
+ * (acquire.c's rl_acq_*), each
  * under its lock's mutex: an attempt when one is due, a nap's end when its
  * time comes or its lock's eventfd (a wake-up, a listener change, a
  * cancel) is written. Waiting costs a queue entry, not a thread. The
@@ -16,121 +17,6 @@
 
 #include "internal.h"
 
-struct rl_async {
-    pthread_mutex_t mu;
-    pthread_cond_t idle;         /* a done callback returned */
-    int started, stop;
-    int orphan;                  /* the client went away from a done callback:
-                                  * the thread frees this and exits */
-    pid_t pid;                   /* the process that started the thread */
-    pthread_t thread;
-    int epfd, kick_fd;           /* the thread's epoll set; written when an
-                                  * acquire is queued or the thread must stop */
-    rl_acq *head;                /* the acquires under way, waiting for their turn */
-    redlock_lock *calling;       /* whose done callback runs */
-};
-
-rl_async *rl_async_new(void)
-{
-    rl_async *A = calloc(1, sizeof *A);
-    if (!A)
-        return NULL;
-    pthread_mutex_init(&A->mu, NULL);
-    pthread_cond_init(&A->idle, NULL);
-    A->epfd = A->kick_fd = -1;
-    return A;
-}
-
-static void async_free(rl_async *A)
-{
-    if (A->epfd >= 0)
-        close(A->epfd);
-    if (A->kick_fd >= 0)
-        close(A->kick_fd);
-    pthread_cond_destroy(&A->idle);
-    pthread_mutex_destroy(&A->mu);
-    free(A);
-}
-
-static void kick(rl_async *A)
-{
-    uint64_t one = 1;
-    ssize_t w = write(A->kick_fd, &one, sizeof one);
-    (void)w;
-}
-
-void rl_async_destroy(rl_async *A)
-{
-    if (!A)
-        return;
-    pthread_mutex_lock(&A->mu);
-    int started = A->started;
-    A->stop = 1;
-    /* No lock is left (each holds a reference): no acquire is queued. */
-    if (started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread)) {
-        /* From a done callback that freed the client's last lock: the
-         * thread frees A when the callback returns. */
-        A->orphan = 1;
-        pthread_detach(A->thread);
-        pthread_mutex_unlock(&A->mu);
-        return;
-    }
-    if (started && A->pid == getpid())
-        kick(A);
-    pthread_mutex_unlock(&A->mu);
-    /* In a forked child the thread does not exist: nothing to join. */
-    if (started && A->pid == getpid())
-        pthread_join(A->thread, NULL);
-    async_free(A);
-}
-
-int rl_async_pending(redlock_lock *lock)
-{
-    if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
-        return 0;
-    rl_async *A = lock->client->async;
-    pthread_mutex_lock(&A->mu);
-    int pending = lock->async_acq != NULL;
-    pthread_mutex_unlock(&A->mu);
-    return pending;
-}
-
-int rl_async_busy(redlock_lock *lock)
-{
-    /* The handle's message is the acquire's under way (its thread writes
-     * it): the code alone says why. */
-    (void)lock;
-    return REDLOCK_ESTATE;
-}
-
-void rl_async_forget(redlock_lock *lock)
-{
-    if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
-        return;
-    rl_async *A = lock->client->async;
-    pthread_mutex_lock(&A->mu);
-    int on_thread = A->started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread);
-    rl_acq *a = lock->async_acq;
-    if (a && on_thread) {
-        /* From a callback on the acquire thread (another lock's done, or
-         * the on_event hook): the thread is not stepping this acquire, so
-         * it is dropped without its callback. */
-        int fd = atomic_load(&lock->wake_fd);
-        if (fd >= 0)
-            epoll_ctl(A->epfd, EPOLL_CTL_DEL, fd, NULL);
-        if (a->begun && a->s.join)
-            rl_wake_leave(lock->client, &a->s.w);   /* off the listeners' list; its
-                                                     * registration's lease runs out */
-        a->gone = 1;
-        lock->async_acq = NULL;
-    } else if (a) {
-        redlock_lock_cancel(lock);   /* its eventfd wakes the thread */
-    }
-    if (!on_thread)
-        while (lock->async_acq || A->calling == lock)
-            pthread_cond_wait(&A->idle, &A->mu);
-    pthread_mutex_unlock(&A->mu);
-}
 
 /* One step of acquire a (thread only): 1 if it naps on, 0 when it is over. */
 static int step(rl_acq *a)
@@ -175,7 +61,7 @@ static int finish(rl_async *A, rl_acq *a)
     int orphan = A->orphan;
     pthread_mutex_unlock(&A->mu);
     if (orphan)
-        async_free(A);
+        rl_async_free(A);
     return orphan;
 }
 
@@ -330,7 +216,7 @@ int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait
     atomic_store_explicit(&lock->async_used, 1, memory_order_release);
     a->next = A->head;
     A->head = a;
-    kick(A);
+    rl_async_kick(A);
     pthread_mutex_unlock(&A->mu);
     pthread_mutex_unlock(&lock->mu);
     return 0;

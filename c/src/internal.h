@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "redlock.h"
 #include "rlcommon.h"
@@ -785,9 +786,24 @@ int rl_acq_end(rl_acq *a);
 /* The lock's eventfd (cancels and wake-ups write it), made on first need; -1 if none can be. */
 int rl_lock_wake_fd(redlock_lock *lock);
 
-/* ---- acquire_async.c: the client's thread for asynchronous acquires ---- */
-typedef struct rl_async rl_async;
+/* ---- async.c: the client's queue of asynchronous acquires (its thread: acquire_async.c) ---- */
+typedef struct rl_async {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;         /* a done callback returned */
+    int started, stop;
+    int orphan;                  /* the client went away from a done callback:
+                                  * the thread frees this and exits */
+    pid_t pid;                   /* the process that started the thread */
+    pthread_t thread;
+    int epfd, kick_fd;           /* the thread's epoll set; written when an
+                                  * acquire is queued or the thread must stop */
+    rl_acq *head;                /* the acquires under way, waiting for their turn */
+    redlock_lock *calling;       /* whose done callback runs */
+} rl_async;
 rl_async *rl_async_new(void);
+void rl_async_free(rl_async *A);
+/* Wakes the thread (A->mu held): an acquire was queued, or it must stop. */
+void rl_async_kick(rl_async *A);
 /* With the client: no lock is left, so no acquire is queued. */
 void rl_async_destroy(rl_async *A);
 /* 1 while an asynchronous acquire of lock is under way (its callback not yet called). */
@@ -796,7 +812,21 @@ int rl_async_pending(redlock_lock *lock);
  * handle's message stays the acquire's). */
 int rl_async_busy(redlock_lock *lock);
 /* Before the handle is freed: cancels its asynchronous acquire and waits
- * until its callback has returned (unless called from that callback). */
+ * until its callback has returned (unless called on the acquire thread:
+ * then the acquire is dropped without its callback). */
 void rl_async_forget(redlock_lock *lock);
+
+/* redlock_lock_cancel's effect (acquire.c, async.c): the sticky flag, then
+ * the lock's eventfd, which wakes whoever waits for it. Async-signal-safe. */
+static inline void rl_lock_cancel_now(redlock_lock *lock)
+{
+    atomic_store(&lock->cancel, 1);
+    int fd = atomic_load(&lock->wake_fd);
+    if (fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(fd, &one, sizeof one);
+        (void)w;
+    }
+}
 
 #endif
