@@ -443,7 +443,7 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
     if (!lock)
         return REDLOCK_EINVAL;
     if (rl_async_pending(lock))
-        return rl_async_busy(lock);
+        return REDLOCK_ESTATE;      /* the handle's message is the acquire's */
     /* A new acquisition: the auto-extension of the last one (lost or
      * expired) is over. Not under the mutex: the thread may be working on
      * this lock and need it. */

@@ -2,11 +2,11 @@
 /* acquire_async.c: asynchronous acquisition. One thread per client,
  * started by the first redlock_lock_acquire_async, keeps the acquires
  * under way in a queue (its state: async.c) and runs their steps
- * (acquire.c's rl_acq_*), each
- * under its lock's mutex: an attempt when one is due, a nap's end when its
- * time comes or its lock's eventfd (a wake-up, a listener change, a
- * cancel) is written. Waiting costs a queue entry, not a thread. The
- * thread calls each acquire's done callback, and stops with the client. */
+ * (acquire.c's rl_acq_*), each under its lock's mutex: an attempt when one
+ * is due, a nap's end when its time comes or its lock's eventfd (a
+ * wake-up, a listener change, a cancel) is written. Waiting costs a queue
+ * entry, not a thread. The thread calls each acquire's done callback, and
+ * stops with the client. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-
 
 /* One step of acquire a (thread only): 1 if it naps on, 0 when it is over. */
 static int step(rl_acq *a)
@@ -175,7 +174,7 @@ int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait
         return rc;
     }
     if (rl_async_pending(lock))
-        return rl_async_busy(lock);
+        return REDLOCK_ESTATE;      /* the handle's message is the acquire's */
     rl_async *A = lock->client->async;
     rl_acq *a = calloc(1, sizeof *a);
     if (!a)

@@ -70,17 +70,10 @@ int rl_async_pending(redlock_lock *lock)
         return 0;
     rl_async *A = lock->client->async;
     pthread_mutex_lock(&A->mu);
-    int pending = lock->async_acq != NULL;
+    /* In a forked child the parent's acquire runs on in the parent only. */
+    int pending = lock->async_acq != NULL && A->pid == getpid();
     pthread_mutex_unlock(&A->mu);
     return pending;
-}
-
-int rl_async_busy(redlock_lock *lock)
-{
-    /* The handle's message is the acquire's under way (its thread writes
-     * it): the code alone says why. */
-    (void)lock;
-    return REDLOCK_ESTATE;
 }
 
 void rl_async_forget(redlock_lock *lock)
@@ -91,6 +84,12 @@ void rl_async_forget(redlock_lock *lock)
     pthread_mutex_lock(&A->mu);
     int on_thread = A->started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread);
     rl_acq *a = lock->async_acq;
+    if (a && A->pid != getpid()) {
+        /* A forked child's copy of the parent's queue: no thread here
+         * steps it or calls back, so nothing is waited for. */
+        lock->async_acq = NULL;
+        a = NULL;
+    }
     if (a && on_thread) {
         /* From a callback on the acquire thread (another lock's done, or
          * the on_event hook): the thread is not stepping this acquire, so

@@ -806,11 +806,10 @@ void rl_async_free(rl_async *A);
 void rl_async_kick(rl_async *A);
 /* With the client: no lock is left, so no acquire is queued. */
 void rl_async_destroy(rl_async *A);
-/* 1 while an asynchronous acquire of lock is under way (its callback not yet called). */
+/* 1 while an asynchronous acquire of lock is under way (its callback not
+ * yet called): another call that needs the handle meanwhile gets
+ * REDLOCK_ESTATE, and leaves the handle's message to the acquire. */
 int rl_async_pending(redlock_lock *lock);
-/* REDLOCK_ESTATE for another call that needs the handle meanwhile (the
- * handle's message stays the acquire's). */
-int rl_async_busy(redlock_lock *lock);
 /* Before the handle is freed: cancels its asynchronous acquire and waits
  * until its callback has returned (unless called on the acquire thread:
  * then the acquire is dropped without its callback). */

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -537,6 +538,49 @@ static void test_campaign(void)
     redlock_client_free(c);
 }
 
+/* fork() while an asynchronous acquire waits: the child frees the handle
+ * at once (the parent's acquire is the parent's), and its own
+ * asynchronous acquires need a new client; the parent's acquire goes on. */
+static void test_fork(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *h, *l, *other;
+    box b = { 0 };
+    CHECK_RC(redlock_lock_new(&h, c, uniq("fork")), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    CHECK_RC(redlock_lock_new(&other, c, uniq("fork-other")), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_FOREVER, on_done, &b), 0);
+    msleep(100);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        box cb = { 0 };
+        int rc = redlock_lock_acquire_async(other, 5000, 0, on_done, &cb);
+        redlock_lock_free(l);              /* must not wait for the parent's thread */
+        _exit(rc == REDLOCK_ENOTSUP ? 0 : 3);
+    }
+    CHECK(pid > 0);
+    int status = -1;
+    for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++)
+        msleep(10);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fprintf(stderr, "[fork] the child hung\n");
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(atomic_load(&b.fired) == 0);     /* the parent's still waits */
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(other);
+    redlock_lock_free(l);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -552,5 +596,6 @@ int main(void)
     run_test("client_freed_pending", test_client_freed_pending);
     run_test("majority_paused", test_majority_paused);
     run_test("campaign", test_campaign);
+    run_test("fork", test_fork);
     return finish_tests();
 }
