@@ -581,6 +581,57 @@ static void test_fork(void)
     redlock_client_free(c);
 }
 
+/* A minority killed mid-wait: the asynchronous acquire still gets the
+ * lock from the others once released. A cancel that lands while a round
+ * waits for a paused node ends the acquire after that round. */
+static void test_minority_faults(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 300;
+    redlock_client *c = make_client(t_nurls, &o), *holder = make_client(t_nurls, &o);
+    redlock_lock *h, *l;
+    box b = { 0 };
+    CHECK_RC(redlock_lock_new(&h, holder, uniq("minority")), 0);
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, 15000, on_done, &b), 0);
+    msleep(150);
+    size_t last = t_nurls - 1;              /* a minority: one node of three */
+    CHECK(ctl(NULL, 0, "kill %zu", last) == 0);
+    msleep(200);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    if (atomic_load(&b.rc) != 0)
+        fprintf(stderr, "[minority_faults] %s: %s\n", redlock_error_name(atomic_load(&b.rc)), b.msg);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK(ctl(NULL, 0, "restart %zu", last) == 0);
+
+    /* Cancelled during a round: node 0 paused, so each attempt waits out
+     * the node timeout before the others decide it. */
+    box k = { 0 };
+    CHECK_LOCK_RC(h, redlock_lock_acquire(h, 20000, 2000), 0);
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_FOREVER, on_done, &k), 0);
+    msleep(50);
+    double t0 = now_ms();
+    redlock_lock_cancel(l);
+    CHECK(wait_box(&k, 10000) == 1);
+    double took = now_ms() - t0;
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    CHECK(atomic_load(&k.rc) == REDLOCK_ECANCELED);
+    CHECK(took < 300 + 1500);               /* the round in flight at most, not the wait */
+    CHECK(!redlock_lock_is_held(l));
+    redlock_lock_cancel_reset(l);
+    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    redlock_lock_free(l);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+    redlock_client_free(holder);
+}
+
 int main(void)
 {
     load_nodes();
@@ -597,5 +648,6 @@ int main(void)
     run_test("majority_paused", test_majority_paused);
     run_test("campaign", test_campaign);
     run_test("fork", test_fork);
+    run_test("minority_faults", test_minority_faults);
     return finish_tests();
 }
