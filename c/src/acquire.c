@@ -165,7 +165,6 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
     return us;
 }
 
-
 /* The checks before any I/O: 0, or the code with the lock's message set. */
 static int check_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms)
 {
