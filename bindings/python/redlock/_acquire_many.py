@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from ._convert import Seconds, _ttl_ms
 from ._errors import InvalidArgument, LockStateError, check
 from ._lock import Lock
-from . import _fork
 from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
@@ -57,17 +56,7 @@ def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Secon
         for k, lk in enumerate(locks):
             rc = results[k]
             if rc == 0:
-                lk._acquired = True
-                lk._pid = _fork.current_pid()
-                lk.last_error = None
-                lk._watch.reset()
-                if lk._auto_extend:
-                    arc = lk._arm(lk._max_hold_ms, lk._on_lost)
-                    if arc:  # held but not kept alive as asked: give it back, say why
-                        lk.last_error = lk._error(arc)
-                        lk._acquired = False
-                        lib.redlock_release(lk._ptr)
-                        rc = arc
+                rc = lk._now_held()   # a failed arming gave it back, and says why
             else:
                 lk.last_error = lk._error(rc)
             out.append(rc == 0)

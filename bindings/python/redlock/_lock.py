@@ -256,8 +256,7 @@ class Lock:
                 if done:
                     return err
         except BaseException as err:
-            if not isinstance(err, RedlockError) and not self._acquired \
-                    and lib.redlock_lock_is_held(self._ptr):
+            if self._granted_to_nobody(err):
                 # KeyboardInterrupt landed right after a successful acquire:
                 # nobody would release it, so give it back now.
                 lib.redlock_release(self._ptr)
@@ -282,8 +281,7 @@ class Lock:
                 if done:
                     return err
         except BaseException as err:
-            if not isinstance(err, RedlockError) and not self._acquired \
-                    and lib.redlock_lock_is_held(self._ptr):
+            if self._granted_to_nobody(err):
                 # Cancelled as the lock was granted: give it back, off the loop.
                 with contextlib.suppress(BaseException):
                     await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_release, self._ptr))
@@ -291,6 +289,12 @@ class Lock:
         finally:
             self._token = None
             self._busy.release()
+
+    def _granted_to_nobody(self, err: BaseException) -> bool:
+        """An acquire ended by err (an interrupt, a cancelled task), not by C's
+        failure, after C had granted the lock: nobody would release it."""
+        return not isinstance(err, RedlockError) and not self._acquired \
+            and bool(lib.redlock_lock_is_held(self._ptr))
 
     async def _c_acquire_async(self, loop: asyncio.AbstractEventLoop, ttl_ms: int, wait_ms: int,
                                token: _CancelToken) -> int:
@@ -367,6 +371,14 @@ class Lock:
             if rc == lib.REDLOCK_ETIMEDOUT or lib.redlock_error_is_retryable(rc):
                 return True, err
             raise err
+        if self._now_held():
+            assert self.last_error is not None
+            raise self.last_error
+        return True, None
+
+    def _now_held(self) -> int:
+        """C just acquired the lock: this Lock holds it, armed for auto-extension if asked.
+        0, or the code of an arming that failed, after which the lock was given back."""
         self._acquired = True
         self._pid = _fork.current_pid()
         self.last_error = None
@@ -375,11 +387,11 @@ class Lock:
             rc = self._arm(self._max_hold_ms, self._on_lost)
             if rc:
                 # Held but not kept alive as asked: give it back, say why.
-                err = self._error(rc)
+                self.last_error = self._error(rc)
                 self._acquired = False
                 lib.redlock_release(self._ptr)
-                raise err
-        return True, None
+                return int(rc)
+        return 0
 
     def release(self) -> None:
         """Releases on every node. Raises LockLost if the lock was no longer
