@@ -672,6 +672,19 @@ REDLOCK_EXTERN int redlock_election_leader(redlock_election *e, redlock_leader *
  * before a read can see them are coalesced: the latest is returned, never
  * an earlier one. May run on one other thread while the handle campaigns. */
 REDLOCK_EXTERN int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
+/* redlock_election_observe without blocking: the reads and the waits
+ * between them run on the client's acquire thread (as
+ * redlock_lock_acquire_async's do), which then calls done(e, rc, userdata)
+ * once with what redlock_election_observe would have returned; *last is
+ * written before, on a change. Returns 0 when under way, or at once,
+ * without calling done: REDLOCK_EINVAL (NULL e or done, last, wait_ms),
+ * REDLOCK_ESTATE (an observe of the handle under way), REDLOCK_ENOTSUP,
+ * REDLOCK_ENOMEM. redlock_election_cancel ends it with REDLOCK_ECANCELED;
+ * redlock_election_free cancels it and waits for done (which must then not
+ * call functions on e). Until done, leave *last alone. */
+typedef void (*redlock_observed_fn)(redlock_election *e, int rc, void *userdata);
+REDLOCK_EXTERN int redlock_election_observe_async(redlock_election *e, redlock_leader *last, int64_t wait_ms,
+                                                  redlock_observed_fn done, void *userdata);
 /* Cancels campaign and observe, as redlock_lock_cancel does (sticky, any
  * thread, async-signal-safe); reset clears it. */
 REDLOCK_EXTERN void redlock_election_cancel(redlock_election *e);

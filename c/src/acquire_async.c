@@ -18,7 +18,7 @@
 #include "internal.h"
 
 /* One step of acquire a (thread only): 1 if it naps on, 0 when it is over. */
-static int step(rl_acq *a)
+static int acquire_step(rl_acq *a)
 {
     redlock_lock *lock = a->lock;
     int go = a->begun;              /* a failed check only ends */
@@ -52,7 +52,7 @@ static int finish(rl_async *A, rl_acq *a)
     lock->async_acq = NULL;          /* the callback may start another */
     A->calling = lock;
     pthread_mutex_unlock(&A->mu);
-    a->done(lock, a->rc, a->userdata);   /* it may free the lock: not used after */
+    a->report(a);                    /* it may free the lock: not used after */
     free(a);
     pthread_mutex_lock(&A->mu);
     A->calling = NULL;
@@ -82,7 +82,7 @@ static void *async_main(void *arg)
         rl_acq *ready = NULL, **tail = &ready;
         for (rl_acq **p = &A->head; *p;) {
             rl_acq *a = *p;
-            if (a->gone || a->poked || a->n == 0 || a->nap_until_us <= now) {
+            if (a->gone || a->poked || a->nap_until_us <= now) {
                 *p = a->next;
                 a->next = NULL;
                 *tail = a;
@@ -100,7 +100,7 @@ static void *async_main(void *arg)
             a->poked = 0;
             if (a->gone) {
                 free(a);            /* its lock was freed from this thread */
-            } else if (step(a)) {
+            } else if (a->step(a)) {
                 pthread_mutex_lock(&A->mu);
                 a->next = A->head;
                 A->head = a;
@@ -162,6 +162,43 @@ fail:
     return REDLOCK_ENOMEM;
 }
 
+int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why)
+{
+    rl_async *A = lock->client->async;
+    int fd = rl_lock_wake_fd(lock);
+    pthread_mutex_lock(&A->mu);
+    int rc = start_thread(A);
+    *why = rc == REDLOCK_ENOTSUP
+        ? "the client's acquire thread runs in the parent process: make a new client after fork"
+        : "cannot start the client's acquire thread";
+    if (rc == 0 && fd < 0) {
+        rc = REDLOCK_ENOMEM;
+        *why = "cannot make the lock's eventfd (file descriptor limit?)";
+    }
+    /* Watched once a is whole: the thread may read it from now on. */
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
+    if (rc == 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+        rc = REDLOCK_ENOMEM;
+        *why = "cannot watch the lock's eventfd";
+    }
+    if (rc == 0) {
+        a->lock = lock;
+        a->nap_until_us = 0;        /* its first step is due at once */
+        lock->async_acq = a;
+        atomic_store_explicit(&lock->async_used, 1, memory_order_release);
+        a->next = A->head;
+        A->head = a;
+        rl_async_kick(A);
+    }
+    pthread_mutex_unlock(&A->mu);
+    return rc;
+}
+
+static void acquire_report(rl_acq *a)
+{
+    a->done(a->lock, a->rc, a->userdata);
+}
+
 int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, redlock_acquired_fn done,
                                void *userdata)
 {
@@ -175,48 +212,27 @@ int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait
     }
     if (rl_async_pending(lock))
         return REDLOCK_ESTATE;      /* the handle's message is the acquire's */
-    rl_async *A = lock->client->async;
     rl_acq *a = calloc(1, sizeof *a);
     if (!a)
         return REDLOCK_ENOMEM;
+    a->step = acquire_step;
+    a->report = acquire_report;
     a->done = done;
     a->userdata = userdata;
     /* As redlock_lock_acquire: the auto-extension of the last acquisition is over. */
     if (!redlock_lock_is_held(lock))
         rl_watch_remove(lock);
     pthread_mutex_lock(&lock->mu);
-    int fd = rl_lock_wake_fd(lock);
-    pthread_mutex_lock(&A->mu);
-    int rc = start_thread(A);
-    const char *why = rc == REDLOCK_ENOTSUP
-        ? "the client's acquire thread runs in the parent process: make a new client after fork"
-        : "cannot start the client's acquire thread";
-    if (rc == 0 && fd < 0) {
-        rc = REDLOCK_ENOMEM;
-        why = "cannot make the lock's eventfd (file descriptor limit?)";
-    }
-    struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
-    if (rc == 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
-        rc = REDLOCK_ENOMEM;
-        why = "cannot watch the lock's eventfd";
-    }
-    if (rc) {
-        pthread_mutex_unlock(&A->mu);
-        rl_lock_err(lock, rc, "%s", why);
-        pthread_mutex_unlock(&lock->mu);
-        free(a);
-        return rc;
-    }
     /* The checks and the wait's bounds now, on the caller's clock; the
      * first attempt on the thread. A failed check ends through done too,
      * as every failure does. */
     rl_acq_begin(a, lock, ttl_ms, wait_ms);
-    lock->async_acq = a;
-    atomic_store_explicit(&lock->async_used, 1, memory_order_release);
-    a->next = A->head;
-    A->head = a;
-    rl_async_kick(A);
-    pthread_mutex_unlock(&A->mu);
+    const char *why;
+    int rc = rl_async_start(lock, a, &why);
+    if (rc) {
+        rl_lock_err(lock, rc, "%s", why);
+        free(a);
+    }
     pthread_mutex_unlock(&lock->mu);
-    return 0;
+    return rc;
 }

@@ -489,35 +489,113 @@ static int later(const redlock_leader *now, const redlock_leader *last)
     return last->present || now->term > last->term;
 }
 
-static int obs_fd(redlock_lock *l)
+/* An observe's progress across its reads: redlock_election_observe keeps
+ * it on its stack, redlock_election_observe_async in the client's queue. */
+typedef struct obs_run {
+    rl_acq a;                 /* the queue's part: a.lock is e->obs, a.rc the result */
+    redlock_election *e;
+    redlock_leader *last;     /* the caller's: written on a change */
+    int64_t wait_ms, deadline, renew_us;
+    int listen, started;
+    redlock_observed_fn done;
+    void *userdata;
+} obs_run;
+
+static void obs_begin(obs_run *o)
 {
-    int fd = atomic_load(&l->wake_fd);
-    if (fd < 0) {
-        int nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        int expected = -1;
-        if (nfd >= 0 && !atomic_compare_exchange_strong(&l->wake_fd, &expected, nfd)) {
-            close(nfd);
-            nfd = expected;
-        }
-        fd = nfd;
-    }
-    return fd;
+    redlock_election *e = o->e;
+    redlock_lock *l = e->obs;
+    redlock_client *c = l->client;
+    o->deadline = o->wait_ms > 0 ? rl_now_us() + o->wait_ms * 1000 : INT64_MAX;
+    if (!e->member[0])
+        rl_wake_name(c, &e->waiter, l, e->member, sizeof e->member);
+    rl_lock_wake_fd(l);
+    o->listen = redlock_flags_wake(l->pol.flags);
+    if (o->listen)
+        rl_wake_listen(c, &e->waiter);
+    o->renew_us = (int64_t)rl_policy_wake_lease_ms(&l->pol) * 1000 / 3;
+    o->started = 1;
 }
 
-/* Sleeps until woken by a message, cancelled (REDLOCK_ECANCELED) or until. */
-static int nap(redlock_election *e, int64_t until_us)
+static void obs_end(obs_run *o)
 {
+    redlock_election *e = o->e;
+    if (o->listen) {
+        rl_wake_leave(e->obs->client, &e->waiter);
+        e->waiter.listening = 0;   /* the next observe joins the list again */
+    }
+}
+
+/* One read: 1 when the observe is over (o->a.rc: 0 with *last the change,
+ * or the failure), 0 to nap until o->a.nap_until_us. */
+static int obs_read(obs_run *o)
+{
+    redlock_election *e = o->e;
     redlock_lock *l = e->obs;
-    int fd = obs_fd(l);
+    redlock_client *c = l->client;
+    redlock_leader *last = o->last;
+    if (atomic_load(&l->cancel)) {
+        o->a.rc = fail(e, REDLOCK_ECANCELED, "observing '%s' was cancelled", l->resource);
+        return 1;
+    }
+    atomic_store(&e->waiter.woken, 0);
+    redlock_leader now;
+    now.version = last->version;
+    int64_t expires_ms = -1;
+    int rc = read_state(e, o->listen ? e->member : "", &now, &expires_ms);
+    o->a.rc = rc;
+    if (rc && !redlock_error_is_retryable(rc))
+        return 1;
+    if (rc == 0 && later(&now, last)) {
+        if (!now.present && now.term < last->term)
+            now.term = last->term;   /* never a term backwards */
+        *last = now;
+        e->errmsg[0] = '\0';
+        return 1;
+    }
+    int64_t t = rl_now_us();
+    if (o->wait_ms == REDLOCK_WAIT_NONE || t >= o->deadline) {
+        if (rc == 0)
+            o->a.rc = fail(e, REDLOCK_ETIMEDOUT, "no change of the leader of '%s' within %lld ms", l->resource,
+                           (long long)o->wait_ms);
+        return 1;
+    }
+    /* Messages wake us; without enough listeners, or after a failed read,
+     * poll. Nobody tells of a lapse: read again when the leader's lock may
+     * have expired, and renew the registration in time. */
+    int64_t next = t + o->renew_us;
+    if (rc || !o->listen || rl_wake_ready(c) < c->quorum)
+        next = t + ELECT_POLL_MS * 1000;
+    if (expires_ms >= 0 && t + (expires_ms + 1) * 1000 < next)
+        next = t + (expires_ms + 1) * 1000;
+    if (next > o->deadline)
+        next = o->deadline;
+    o->a.nap_until_us = next;
+    return 0;
+}
+
+/* Where the nap before the next read stands: REDLOCK_ECANCELED, 0 (read
+ * again: woken by a message, or due) or -1 (still on). */
+static int obs_nap_state(obs_run *o)
+{
+    redlock_election *e = o->e;
+    if (atomic_load(&e->obs->cancel))
+        return REDLOCK_ECANCELED;
+    if (atomic_load(&e->waiter.woken))
+        return 0;
+    return o->a.nap_until_us - rl_now_us() <= 0 ? 0 : -1;
+}
+
+/* Sleeps until the nap's state is not -1: 0, or REDLOCK_ECANCELED. */
+static int nap(obs_run *o)
+{
+    int fd = rl_lock_wake_fd(o->e->obs);
     for (;;) {
-        if (atomic_load(&l->cancel))
-            return REDLOCK_ECANCELED;
-        if (atomic_load(&e->waiter.woken))
-            return 0;
-        int64_t left = until_us - rl_now_us();
-        if (left <= 0)
-            return 0;
-        int ms = (int)((left + 999) / 1000);
+        int why = obs_nap_state(o);
+        if (why != -1)
+            return why;
+        int64_t left = o->a.nap_until_us - rl_now_us();
+        int ms = left > 0 ? (int)((left + 999) / 1000) : 0;
         struct pollfd p = { .fd = fd, .events = POLLIN, .revents = 0 };
         if ((fd >= 0 ? poll(&p, 1, ms) : poll(NULL, 0, ms < 10 ? ms : 10)) > 0) {
             uint64_t v;
@@ -529,79 +607,110 @@ static int nap(redlock_election *e, int64_t until_us)
 
 static int observe_locked(redlock_election *e, redlock_leader *last, int64_t wait_ms)
 {
-    redlock_lock *l = e->obs;
-    redlock_client *c = l->client;
-    int64_t start = rl_now_us();
-    int64_t deadline = wait_ms > 0 ? start + wait_ms * 1000 : INT64_MAX;
-    if (!e->member[0])
-        rl_wake_name(c, &e->waiter, l, e->member, sizeof e->member);
-    obs_fd(l);
-    int listen = redlock_flags_wake(l->pol.flags);
-    if (listen)
-        rl_wake_listen(c, &e->waiter);
-    int64_t renew_us = (int64_t)rl_policy_wake_lease_ms(&l->pol) * 1000 / 3;
-    int rc;
-    for (;;) {
-        if (atomic_load(&l->cancel)) {
-            rc = fail(e, REDLOCK_ECANCELED, "observing '%s' was cancelled", l->resource);
-            break;
-        }
-        atomic_store(&e->waiter.woken, 0);
-        redlock_leader now;
-        now.version = last->version;
-        int64_t expires_ms = -1;
-        rc = read_state(e, listen ? e->member : "", &now, &expires_ms);
-        if (rc && !redlock_error_is_retryable(rc))
-            break;
-        if (rc == 0 && later(&now, last)) {
-            if (!now.present && now.term < last->term)
-                now.term = last->term;   /* never a term backwards */
-            *last = now;
-            e->errmsg[0] = '\0';
-            break;
-        }
-        int64_t t = rl_now_us();
-        if (wait_ms == REDLOCK_WAIT_NONE || t >= deadline) {
-            if (rc == 0)
-                rc = fail(e, REDLOCK_ETIMEDOUT, "no change of the leader of '%s' within %lld ms", l->resource,
-                          (long long)wait_ms);
-            break;
-        }
-        /* Messages wake us; without enough listeners, or after a failed
-         * read, poll. Nobody tells of a lapse: read again when the leader's
-         * lock may have expired, and renew the registration in time. */
-        int64_t next = t + renew_us;
-        if (rc || !listen || rl_wake_ready(c) < c->quorum)
-            next = t + ELECT_POLL_MS * 1000;
-        if (expires_ms >= 0 && t + (expires_ms + 1) * 1000 < next)
-            next = t + (expires_ms + 1) * 1000;
-        if (next > deadline)
-            next = deadline;
-        rc = nap(e, next);
-        if (rc) {
-            rc = fail(e, rc, "observing '%s' was cancelled", l->resource);
+    obs_run o;
+    memset(&o, 0, sizeof o);
+    o.e = e;
+    o.last = last;
+    o.wait_ms = wait_ms;
+    obs_begin(&o);
+    while (!obs_read(&o)) {
+        if (nap(&o)) {
+            o.a.rc = fail(e, REDLOCK_ECANCELED, "observing '%s' was cancelled", e->obs->resource);
             break;
         }
     }
-    if (listen) {
-        rl_wake_leave(c, &e->waiter);
-        e->waiter.listening = 0;   /* the next observe joins the list again */
-    }
-    return rc;
+    obs_end(&o);
+    return o.a.rc;
+}
+
+static int check_observe_args(redlock_election *e, const redlock_leader *last, int64_t wait_ms)
+{
+    if (check_out(last))
+        return fail(e, REDLOCK_EINVAL, "last is NULL or its version is not REDLOCK_LEADER_VERSION");
+    if ((wait_ms < 0 && wait_ms != REDLOCK_WAIT_FOREVER) || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
+        return fail(e, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
+    return 0;
 }
 
 int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms)
 {
     if (!e)
         return REDLOCK_EINVAL;
-    if (check_out(last))
-        return fail(e, REDLOCK_EINVAL, "last is NULL or its version is not REDLOCK_LEADER_VERSION");
-    if ((wait_ms < 0 && wait_ms != REDLOCK_WAIT_FOREVER) || wait_ms > (int64_t)REDLOCK_MAX_WAIT_MS)
-        return fail(e, REDLOCK_EINVAL, "wait_ms %lld is out of range", (long long)wait_ms);
+    int rc = check_observe_args(e, last, wait_ms);
+    if (rc)
+        return rc;
     pthread_mutex_lock(&e->obs_mu);
-    int rc = observe_locked(e, last, wait_ms);
+    /* One observe at a time: an asynchronous one holds the handle until its done. */
+    rc = rl_async_pending(e->obs) ? REDLOCK_ESTATE : observe_locked(e, last, wait_ms);
     pthread_mutex_unlock(&e->obs_mu);
     return rc;
+}
+
+/* An asynchronous observe's step, on the queue's thread: 1 to nap on, 0 when over. */
+static int observe_step(rl_acq *a)
+{
+    obs_run *o = (obs_run *)a;
+    if (!o->started) {
+        obs_begin(o);
+    } else {
+        int why = obs_nap_state(o);
+        if (why == -1)
+            return 1;
+        if (why == REDLOCK_ECANCELED) {
+            a->rc = fail(o->e, REDLOCK_ECANCELED, "observing '%s' was cancelled", o->e->obs->resource);
+            obs_end(o);
+            return 0;
+        }
+    }
+    if (!obs_read(o))
+        return 1;
+    obs_end(o);
+    return 0;
+}
+
+static void observe_report(rl_acq *a)
+{
+    obs_run *o = (obs_run *)a;
+    o->done(o->e, a->rc, o->userdata);
+}
+
+int redlock_election_observe_async(redlock_election *e, redlock_leader *last, int64_t wait_ms,
+                                   redlock_observed_fn done, void *userdata)
+{
+    if (!e)
+        return REDLOCK_EINVAL;
+    if (!done)
+        return fail(e, REDLOCK_EINVAL, "redlock_election_observe_async needs a done callback");
+    int rc = check_observe_args(e, last, wait_ms);
+    if (rc)
+        return rc;
+    /* Not while a blocking observe holds the handle, nor another one. */
+    if (pthread_mutex_trylock(&e->obs_mu) != 0)
+        return REDLOCK_ESTATE;
+    if (rl_async_pending(e->obs)) {
+        pthread_mutex_unlock(&e->obs_mu);
+        return REDLOCK_ESTATE;
+    }
+    obs_run *o = calloc(1, sizeof *o);
+    if (!o) {
+        pthread_mutex_unlock(&e->obs_mu);
+        return fail(e, REDLOCK_ENOMEM, "out of memory");
+    }
+    o->a.step = observe_step;
+    o->a.report = observe_report;
+    o->e = e;
+    o->last = last;
+    o->wait_ms = wait_ms;
+    o->done = done;
+    o->userdata = userdata;
+    const char *why;
+    rc = rl_async_start(e->obs, &o->a, &why);
+    pthread_mutex_unlock(&e->obs_mu);
+    if (rc) {
+        free(o);
+        return fail(e, rc, "%s", why);
+    }
+    return 0;
 }
 
 void redlock_election_cancel(redlock_election *e)

@@ -764,7 +764,11 @@ typedef struct rl_acq {
     uint64_t n;                /* attempts so far */
     int64_t begun_us, nap_until_us;
     rl_waiting s;
-    /* acquire_async.c's */
+    /* acquire_async.c's: the queue's thread calls step (1: nap until
+     * nap_until_us; 0: over, rc set) and then report (the done callback,
+     * which may free the lock). An election's observe uses them too. */
+    int (*step)(struct rl_acq *a);
+    void (*report)(struct rl_acq *a);
     redlock_acquired_fn done;
     void *userdata;
     int poked;                 /* the lock's eventfd was written during the nap */
@@ -785,6 +789,10 @@ int rl_acq_woke(rl_acq *a, int why);
 int rl_acq_end(rl_acq *a);
 /* The lock's eventfd (cancels and wake-ups write it), made on first need; -1 if none can be. */
 int rl_lock_wake_fd(redlock_lock *lock);
+/* acquire_async.c: queues a (step and report set) on lock's client's
+ * thread, started if need be, with lock's eventfd watched for it. 0, or a
+ * code with why (a is not queued). */
+int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why);
 
 /* ---- async.c: the client's queue of asynchronous acquires (its thread: acquire_async.c) ---- */
 typedef struct rl_async {

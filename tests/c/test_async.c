@@ -632,6 +632,70 @@ static void test_minority_faults(void)
     redlock_client_free(holder);
 }
 
+/* redlock_election_observe_async: an observer waits without a thread and
+ * hears the next leader; its wait times out, is cancelled, and keeps a
+ * blocking observe of the same handle out meanwhile. */
+static void on_observed(redlock_election *e, int rc, void *userdata)
+{
+    cbox *b = userdata;
+    (void)e;
+    atomic_store(&b->rc, rc);
+    atomic_fetch_add(&b->fired, 1);
+}
+
+static void test_observe(void)
+{
+    redlock_client *c = client_flags(REDLOCK_OPT_WAKE);
+    redlock_election *leader, *watcher;
+    const char *name = uniq("observe");
+    CHECK_RC(redlock_election_new(&leader, c, name), 0);
+    CHECK_RC(redlock_election_new(&watcher, c, name), 0);
+    redlock_leader last;
+    memset(&last, 0, sizeof last);
+    last.version = REDLOCK_LEADER_VERSION;
+    CHECK_RC(redlock_election_leader(watcher, &last), 0);
+    CHECK(!last.present);
+    cbox b;
+    memset(&b, 0, sizeof b);
+    CHECK_RC(redlock_election_observe_async(watcher, &last, 10000, on_observed, &b), 0);
+    CHECK_RC(redlock_election_observe_async(watcher, &last, 10000, on_observed, &b), REDLOCK_ESTATE);
+    redlock_leader tmp = last;
+    CHECK_RC(redlock_election_observe(watcher, &tmp, 0), REDLOCK_ESTATE);
+    msleep(200);
+    CHECK(atomic_load(&b.fired) == 0);
+    CHECK_RC(redlock_election_campaign(leader, "the-one", 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK(EVENTUALLY(atomic_load(&b.fired) == 1, 5000, "the observer hears the new leader"));
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK(last.present && last.term == redlock_election_term(leader) && strcmp(last.value, "the-one") == 0);
+    /* No change within 300 ms: REDLOCK_ETIMEDOUT, last unchanged. */
+    cbox t;
+    memset(&t, 0, sizeof t);
+    uint64_t term = last.term;
+    CHECK_RC(redlock_election_observe_async(watcher, &last, 300, on_observed, &t), 0);
+    CHECK(EVENTUALLY(atomic_load(&t.fired) == 1, 5000, "the observe times out"));
+    CHECK(atomic_load(&t.rc) == REDLOCK_ETIMEDOUT);
+    CHECK(last.term == term && last.present);
+    /* Cancelled. */
+    cbox k;
+    memset(&k, 0, sizeof k);
+    CHECK_RC(redlock_election_observe_async(watcher, &last, REDLOCK_WAIT_FOREVER, on_observed, &k), 0);
+    msleep(100);
+    redlock_election_cancel(watcher);
+    CHECK(EVENTUALLY(atomic_load(&k.fired) == 1, 5000, "the cancelled observe ends"));
+    CHECK(atomic_load(&k.rc) == REDLOCK_ECANCELED);
+    redlock_election_cancel_reset(watcher);
+    /* Freed while observing: done has run when free returns. */
+    cbox f;
+    memset(&f, 0, sizeof f);
+    CHECK_RC(redlock_election_observe_async(watcher, &last, REDLOCK_WAIT_FOREVER, on_observed, &f), 0);
+    msleep(100);
+    redlock_election_free(watcher);
+    CHECK(atomic_load(&f.fired) == 1 && atomic_load(&f.rc) == REDLOCK_ECANCELED);
+    CHECK_RC(redlock_election_resign(leader), 0);
+    redlock_election_free(leader);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -649,5 +713,6 @@ int main(void)
     run_test("campaign", test_campaign);
     run_test("fork", test_fork);
     run_test("minority_faults", test_minority_faults);
+    run_test("observe", test_observe);
     return finish_tests();
 }
