@@ -268,6 +268,9 @@ int redlock_election_proclaim(redlock_election *e, const char *value);
 int redlock_election_resign(redlock_election *e);
 int redlock_election_leader(redlock_election *e, redlock_leader *out);
 int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
+typedef void (*redlock_observed_fn)(redlock_election *e, int rc, void *userdata);
+int redlock_election_observe_async(redlock_election *e, redlock_leader *last, int64_t wait_ms,
+                                   redlock_observed_fn done, void *userdata);
 void redlock_election_cancel(redlock_election *e);
 void redlock_election_cancel_reset(redlock_election *e);
 int redlock_election_is_leader(const redlock_election *e);
@@ -285,7 +288,7 @@ extern "Python" void _redlock_py_on_lost(redlock_lock *lock, int code, const cha
                                          void *userdata);
 extern "Python" void _redlock_py_on_lost_free(void *userdata);
 extern "Python" void _redlock_py_on_acquired(redlock_lock *lock, int rc, void *userdata);
-extern "Python" void _redlock_py_on_campaigned(redlock_election *e, int rc, void *userdata);
+extern "Python" void _redlock_py_on_election_done(redlock_election *e, int rc, void *userdata);
 """
 
 

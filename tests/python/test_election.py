@@ -356,3 +356,32 @@ def test_campaign_async_cancelled_by_the_task(client, other, name):
     finally:
         held.resign()
     assert not candidate.is_leader
+
+
+def test_async_observers_take_no_executor_thread(client, other, name):
+    """Eight `async for` observers wait for a change with a one-thread default executor: the
+    executor still answers while they wait (their waits are C's), and each hears the leader."""
+    import concurrent.futures
+    watched = client.election(name)
+    leader = other.election(name)
+    seen = []
+
+    async def watch():
+        async with watched.observe(current=False, timeout=20) as changes:
+            async for state in changes:
+                seen.append(state.value)
+                return
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+        tasks = [asyncio.create_task(watch()) for _ in range(8)]
+        await asyncio.sleep(0.3)
+        assert not any(t.done() for t in tasks)
+        await asyncio.wait_for(loop.run_in_executor(None, lambda: None), 5)
+        held = await loop.run_in_executor(None, lambda: leader.campaign("new-leader"))
+        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+        await loop.run_in_executor(None, held.resign)
+
+    asyncio.run(main())
+    assert seen == ["new-leader"] * 8

@@ -330,8 +330,9 @@ _acquiring: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionar
 
 
 def begin_acquire(pending: PendingAcquire, waiter: Any) -> int:
-    """Registers an acquire (or campaign) about to start; its id is the userdata passed to C.
-    waiter (a Lock or an Election) is held weakly; its _cancel_wait() ends the wait at exit."""
+    """Registers an acquire (a campaign, an observe) about to start; its id is the userdata
+    passed to C. waiter (a Lock, an Election, an Observer) is held weakly; its _cancel_wait()
+    ends the wait at exit."""
     key = next(_ids)
     _acquires[key] = pending
     _acquiring[key] = waiter
@@ -372,7 +373,8 @@ def _redlock_py_on_acquired(c_lock: Any, rc: int, userdata: Any) -> None:
 
 
 @ffi.def_extern()
-def _redlock_py_on_campaigned(c_election: Any, rc: int, userdata: Any) -> None:
+def _redlock_py_on_election_done(c_election: Any, rc: int, userdata: Any) -> None:
+    # A campaign's or an observe's end (redlock_campaigned_fn, redlock_observed_fn).
     _deliver(userdata, rc)
 
 

@@ -232,6 +232,100 @@ class Observer:
         return self
 
     async def __anext__(self) -> Leader:
+        if not self._turn.acquire(blocking=False):
+            # A thread of the program waits in this observer: take turns with it, off the loop.
+            return await self._anext_in_executor()
+        try:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._pending is None:
+                with self._state:
+                    if self._closed:
+                        raise StopAsyncIteration
+                    ptr = self._ptr
+                    self._busy = True
+                    lib.redlock_election_cancel_reset(ptr)   # as in _take
+                try:
+                    got = await self._wait_async(ptr)
+                    if not got:
+                        self.close()   # ended: the handle is freed below
+                        raise StopAsyncIteration
+                finally:
+                    with self._state:
+                        self._busy = False
+                        if self._closed and self._ptr is not None:
+                            ptr, self._ptr = self._ptr, None
+                            ffi.release(ptr)
+            leader, self._pending = self._pending, None
+            assert leader is not None
+            return leader
+        finally:
+            self._turn.release()
+
+    async def _wait_async(self, ptr: Any) -> bool:
+        """_wait for asyncio: the next state into _pending (True), or False when the wait ran
+        out or the observer was closed. The wait runs on C's acquire thread
+        (redlock_election_observe_async), not in the executor; a cancelled await ends it and
+        keeps what it had read for the next __anext__."""
+        loop = asyncio.get_running_loop()
+        if self._first:
+            # The current state: one read, one round, off the loop.
+            rc = await loop.run_in_executor(None, lib.redlock_election_leader, ptr, self._last)
+            self._raise(ptr, rc)
+            self._first = False
+            self._pending = _leader_of(self._last)
+            return True
+        while True:
+            if self._closed:
+                return False
+            if self._e._cancelled:
+                self._raise(ptr, lib.REDLOCK_ECANCELED, "observe cancelled by Election.cancel()")
+            if self._wait_ms is None:
+                wait_ms = lib.REDLOCK_WAIT_FOREVER
+            else:
+                wait_ms = lib.REDLOCK_WAIT_NONE if self._wait_ms == 0 else self._wait_ms
+            pending = PendingAcquire(loop, loop.create_future())
+            key = begin_acquire(pending, self)
+            rc = lib.redlock_election_observe_async(ptr, self._last, wait_ms, lib._redlock_py_on_election_done,
+                                                    ffi.cast("void *", key))
+            if rc:
+                forget_acquire(key)
+                self._raise(ptr, rc)
+            try:
+                rc = await asyncio.shield(pending.future)
+            except asyncio.CancelledError:
+                lib.redlock_election_cancel(ptr)
+                while not pending.future.done():   # after at most the read in flight
+                    try:
+                        await asyncio.wait({pending.future})
+                    except asyncio.CancelledError:
+                        pass
+                if pending.future.result() == 0:
+                    self._pending = _leader_of(self._last)   # read: kept for the next __anext__
+                with self._state:
+                    if not self._closed and not self._e._cancelled:
+                        lib.redlock_election_cancel_reset(ptr)   # the await's own cancel
+                raise
+            if rc == 0:
+                self._pending = _leader_of(self._last)
+                return True
+            if rc == lib.REDLOCK_ETIMEDOUT:
+                self.timed_out = True
+                return False
+            if rc == lib.REDLOCK_ECANCELED:
+                # Whoever cancelled set its flag first (close, Election.cancel), read above.
+                with self._state:
+                    lib.redlock_election_cancel_reset(ptr)
+                continue
+            self._raise(ptr, rc)
+
+    def _cancel_wait(self) -> None:
+        """Ends the C wait under way (the at-exit hook of asynchronous observes)."""
+        with self._state:
+            if self._ptr is not None:
+                lib.redlock_election_cancel(self._ptr)
+
+    async def _anext_in_executor(self) -> Leader:
         stop = threading.Event()
         loop = asyncio.get_running_loop()
         # The wait runs in a thread; a cancelled await stops it at once (the C wait is cancelled)
@@ -353,7 +447,7 @@ class Election:
         key = begin_acquire(pending, self)
         self._campaigning = True
         rc = lib.redlock_election_campaign_async(self._ptr, data, ttl_ms, wait_ms,
-                                                 lib._redlock_py_on_campaigned, ffi.cast("void *", key))
+                                                 lib._redlock_py_on_election_done, ffi.cast("void *", key))
         if rc:
             self._campaigning = False
             forget_acquire(key)
