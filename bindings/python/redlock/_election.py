@@ -137,6 +137,25 @@ class Observer:
             if self._ptr is not None:
                 lib.redlock_election_cancel(self._ptr)
 
+    def _enter_wait(self) -> Any:
+        """The C handle, marked busy for a wait (None once closed). The cancel is reset under
+        _state, then the flags are read: a close() or cancel from now on is seen by the wait
+        (sticky), one before it by the checks."""
+        with self._state:
+            if self._closed:
+                return None
+            self._busy = True
+            lib.redlock_election_cancel_reset(self._ptr)
+            return self._ptr
+
+    def _leave_wait(self) -> None:
+        """After a wait: the handle freed if close() came meanwhile (it left that to us)."""
+        with self._state:
+            self._busy = False
+            if self._closed and self._ptr is not None:
+                ptr, self._ptr = self._ptr, None
+                ffi.release(ptr)
+
     def _take(self, stop: Optional[threading.Event] = None) -> Optional[Leader]:
         """The next state, or None when the iteration has ended. stop: set by a cancelled
         await, whose thread then leaves what it read in _pending for the next call."""
@@ -144,14 +163,9 @@ class Observer:
             if self._closed:
                 return None   # a change read before close() is not handed out after it
             if self._pending is None:
-                with self._state:
-                    if self._closed:
-                        return None
-                    ptr = self._ptr
-                    self._busy = True
-                    # Reset under _state, then the flags are read: a close() or cancel from
-                    # now on is seen by the wait (sticky), one before it by the checks.
-                    lib.redlock_election_cancel_reset(ptr)
+                ptr = self._enter_wait()
+                if ptr is None:
+                    return None
                 try:
                     got = self._wait(ptr, stop)
                     if got is None:
@@ -160,11 +174,7 @@ class Observer:
                         self.close()   # ended: the handle is freed below
                         return None
                 finally:
-                    with self._state:
-                        self._busy = False
-                        if self._closed and self._ptr is not None:
-                            ptr, self._ptr = self._ptr, None
-                            ffi.release(ptr)
+                    self._leave_wait()
             if stop is not None and stop.is_set():
                 return None   # the await is gone: _pending stays for the next one
             leader, self._pending = self._pending, None
@@ -239,23 +249,16 @@ class Observer:
             if self._closed:
                 raise StopAsyncIteration
             if self._pending is None:
-                with self._state:
-                    if self._closed:
-                        raise StopAsyncIteration
-                    ptr = self._ptr
-                    self._busy = True
-                    lib.redlock_election_cancel_reset(ptr)   # as in _take
+                ptr = self._enter_wait()
+                if ptr is None:
+                    raise StopAsyncIteration
                 try:
                     got = await self._wait_async(ptr)
                     if not got:
                         self.close()   # ended: the handle is freed below
                         raise StopAsyncIteration
                 finally:
-                    with self._state:
-                        self._busy = False
-                        if self._closed and self._ptr is not None:
-                            ptr, self._ptr = self._ptr, None
-                            ffi.release(ptr)
+                    self._leave_wait()
             leader, self._pending = self._pending, None
             assert leader is not None
             return leader
