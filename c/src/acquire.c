@@ -191,7 +191,7 @@ enum { RL_CAME_BACK_US = 1000 };
 
 static int came_straight_back(const redlock_lock *lock, int64_t now)
 {
-    return lock->kind == RL_KIND_MUTEX && lock->released_us && now - lock->released_us < RL_CAME_BACK_US;
+    return lock->kind->plain_retry && lock->released_us && now - lock->released_us < RL_CAME_BACK_US;
 }
 
 /* The bounds of the wait, and the waiter's registration. */
@@ -263,7 +263,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_wait
          * A mutex only: the other kinds' attempts are scripts anyway, and
          * their releases do not take a registration out of the queue. */
         if (*calm && s->woke && s->registered && s->listen && !fair && !renew_due &&
-            !rl_lock_fencing(lock) && lock->kind == RL_KIND_MUTEX)
+            !rl_lock_fencing(lock) && lock->kind->plain_retry)
             *plain = s->woken_plain = 1;
     }
     int registered = s->registered;
@@ -341,8 +341,8 @@ static int plan_retry(redlock_lock *lock, uint64_t n, rl_waiting *s, const wait_
     int counted = s->max_attempts != UINT64_MAX;
     int64_t delay = plain && !s->woken_plain && calm && !counted && *rc == REDLOCK_ENOTACQUIRED
                     ? 0 : retry_delay(lock, *rc, h, s->listen, counted, calm);
-    if (lock->kind == RL_KIND_WRITE)
-        delay = rl_rw_cap_delay(lock, delay);   /* back before its intent lapses */
+    if (lock->kind->cap_delay)
+        delay = lock->kind->cap_delay(lock, delay);   /* a writer: back before its intent lapses */
     if (s->deadline && now + delay > s->deadline)
         delay = s->deadline - now;
     *delay_us = delay;
@@ -431,8 +431,8 @@ int rl_acq_end(rl_acq *a)
     if (s->listen)
         rl_wake_report(lock->client, lock);
     /* A writer that stops waiting holds readers up no longer. */
-    if (rc != 0 && lock->kind == RL_KIND_WRITE && lock->rw_waiting)
-        rl_rw_give_up(lock, s->join ? s->member : "");
+    if (rc != 0 && lock->kind->give_up)
+        lock->kind->give_up(lock, s->join ? s->member : "");
     rl_emit_acquire_done(lock, rc, a->begun_us);
     return rc;
 }

@@ -175,15 +175,16 @@ int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why)
         rc = REDLOCK_ENOMEM;
         *why = "cannot make the lock's eventfd (file descriptor limit?)";
     }
-    /* Watched once a is whole: the thread may read it from now on. */
+    /* Watched once a is whole: the thread may read it from the moment it
+     * is (the eventfd may be readable already: a wake-up nobody read). */
+    a->lock = lock;
+    a->nap_until_us = 0;            /* its first step is due at once */
     struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
     if (rc == 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
         rc = REDLOCK_ENOMEM;
         *why = "cannot watch the lock's eventfd";
     }
     if (rc == 0) {
-        a->lock = lock;
-        a->nap_until_us = 0;        /* its first step is due at once */
         lock->async_acq = a;
         atomic_store_explicit(&lock->async_used, 1, memory_order_release);
         a->next = A->head;

@@ -19,7 +19,7 @@
 static int plain(const redlock_lock *lock)
 {
     return !rl_lock_fencing(lock) && !(lock->pol.flags & REDLOCK_OPT_FAIR) &&
-           lock->kind == RL_KIND_MUTEX && !rl_client_has_cluster(lock->client);
+           lock->kind->batch_acquire && !rl_client_has_cluster(lock->client);
 }
 
 /* The checks of acquire.c's check_acquire (mutex held): 0 or the code, with the message set. */

@@ -114,8 +114,8 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
     r->mode = mode;
     r->ticket = ticket;
     r->lease_ms = rl_policy_wake_lease_ms(&lock->pol);
-    if (lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE)
-        rl_rw_acquire_round(lock, r, mode);
+    if (lock->kind->acquire_round)
+        lock->kind->acquire_round(lock, r, mode);
 }
 
 int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
@@ -130,8 +130,8 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
     acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, registered, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
-    if (lock->kind == RL_KIND_SEM) {
-        int sc = rl_sem_run(lock, &r);   /* may take a free slot in a second round */
+    if (lock->kind->run_acquire) {
+        int sc = lock->kind->run_acquire(lock, &r);   /* a semaphore may ask again for free slots */
         if (sc) {
             atomic_store(&lock->state, LOCK_IDLE);
             return sc;
@@ -147,8 +147,8 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
     int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
     int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
     uint64_t token = 0;
-    if (code == 0 && rl_lock_fencing(lock) && lock->kind == RL_KIND_READ)
-        token = rl_rw_reader_token(&r);   /* the counter as it is: readers commit nothing */
+    if (code == 0 && rl_lock_fencing(lock) && lock->kind->round_token)
+        token = lock->kind->round_token(&r);   /* the counter as it is: readers commit nothing */
     else if (code == 0 && rl_lock_fencing(lock))
         code = commit_token(lock, &r, valid_until, &token);
     if (code == 0) {

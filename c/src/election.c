@@ -135,6 +135,7 @@ void redlock_election_free(redlock_election *e)
 {
     if (!e)
         return;
+    rl_async_forget(e->obs);   /* an observe under way ends first: it uses the waiter */
     rl_wake_leave(e->obs->client, &e->waiter);
     redlock_lock_free(e->lock);
     redlock_lock_free(e->obs);

@@ -63,19 +63,14 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->rw_keys_len[0] = lock->rw_keys_len[0];
     r->rw_keys_len[1] = lock->rw_keys_len[1];
     r->intent_ms = RL_RW_INTENT_MS;
-    if (lock->kind == RL_KIND_READ && cmd == RL_CMD_EXTEND)
-        r->cmd = RL_CMD_RW_EXTEND;
-    else if (lock->kind == RL_KIND_READ && cmd == RL_CMD_RELEASE)
-        r->cmd = RL_CMD_RW_RELEASE;
     /* A semaphore's permit: the same operation on its slots (semaphore.c). */
     r->sem_slots = lock->sem_slots;
     r->sem_limit = lock->sem_limit;
-    if (lock->kind == RL_KIND_SEM)
-        r->cmd = rl_sem_cmd(cmd);
     /* A multi-resource lock: the same operation on every key of its set (multilock.c). */
     r->multi = lock->multi;
-    if (lock->kind == RL_KIND_MULTI)
-        r->cmd = rl_multi_cmd(cmd);
+    /* The kind's own command for it: a reader's lease, a semaphore's slots, a set's keys. */
+    if (lock->kind->cmd)
+        r->cmd = lock->kind->cmd(cmd);
 }
 
 void rl_mark_lost(redlock_lock *lock, int code, const char *msg, int automatic)

@@ -102,7 +102,7 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
 static int batched(const redlock_lock *lock)
 {
     /* On a cluster node many locks' keys span slots: one round each. */
-    return (lock->kind == RL_KIND_MUTEX || lock->kind == RL_KIND_WRITE) && !rl_client_has_cluster(lock->client);
+    return lock->kind->batch_extend && !rl_client_has_cluster(lock->client);
 }
 
 /* A failure's message, owned, or NULL (none, or out of memory). */

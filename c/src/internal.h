@@ -419,16 +419,12 @@ struct redlock_lock {
     char *lost_msg;           /* why, allocated when lost (NULL: none) */
     rl_autoextend ae;         /* auto-extension (watch.c) */
     int fencing;              /* mints tokens whatever the client's flags (an election's lock) */
-    /* What the handle locks: a mutex, a side of a read-write lock
-     * (rwlock.c), a semaphore's permit (semaphore.c) or several
-     * resources at once (multilock.c). */
-#define RL_KIND_MUTEX 0
-#define RL_KIND_READ 1
-#define RL_KIND_WRITE 2
-#define RL_KIND_SEM 3
-#define RL_KIND_MULTI 4
-    int kind;
-    int rw_waiting;           /* RL_KIND_WRITE: the acquire under way waits
+    /* What the handle locks, and how: a mutex (lock.c), a side of a
+     * read-write lock (rwlock.c), a semaphore's permit (semaphore.c) or
+     * several resources at once (multilock.c). The attempt, extension and
+     * release paths ask it, and name no kind. */
+    const struct rl_kind *kind;
+    int rw_waiting;           /* a write lock: the acquire under way waits
                                * (its refusals leave an intent) */
     char *rw_keys;            /* the read-write lock's two keys, NUL-separated */
     size_t rw_keys_len[2];
@@ -437,8 +433,32 @@ struct redlock_lock {
     uint32_t sem_limit, sem_permits;
     char *sem_slots;
     int64_t held_told_us;     /* acquired_us of the hold whose end was last reported */
-    struct rl_multi *multi;   /* RL_KIND_MULTI: the set's keys (multilock.c) */
+    struct rl_multi *multi;   /* a multi lock: the set's keys (multilock.c) */
 };
+
+/* A kind of lock: what its attempts, extensions and releases do beyond
+ * the mutex's. Each kind's file defines its table; a NULL hook does what
+ * the mutex does. */
+typedef struct rl_kind {
+    const char *name;
+    /* The command a round of this kind sends for the mutex's cmd (rl_init_round). */
+    rl_cmd (*cmd)(rl_cmd cmd);
+    /* An attempt's round, shaped as the mutex's first (attempt.c): its own mode and command. */
+    void (*acquire_round)(struct redlock_lock *lock, rl_round *r, char *mode);
+    /* Runs an attempt's round: 0 (r decides), or a code after which nothing was acquired. */
+    int (*run_acquire)(struct redlock_lock *lock, rl_round *r);
+    /* A won acquisition's fencing token, read from the round rather than committed. */
+    uint64_t (*round_token)(const rl_round *r);
+    /* acquire.c: the wait before the next attempt, capped; a waiting acquire that gave up. */
+    int64_t (*cap_delay)(const struct redlock_lock *lock, int64_t delay_us);
+    void (*give_up)(struct redlock_lock *lock, const char *member);
+    /* A waiter woken, or a holder coming straight back, may ask with a plain SET NX PX. */
+    unsigned plain_retry : 1;
+    /* Its attempts go into acquire_many's batches, its extensions into
+     * extend_many's (mutex commands on its own key). */
+    unsigned batch_acquire : 1, batch_extend : 1;
+} rl_kind;
+extern const rl_kind rl_kind_mutex, rl_kind_read, rl_kind_write, rl_kind_sem, rl_kind_multi;
 
 /* 1 when an acquisition of lock mints a fencing token. */
 static inline int rl_lock_fencing(const struct redlock_lock *lock)
@@ -604,24 +624,6 @@ int64_t rl_policy_watch_behind_us(uint32_t ttl_ms);
 /* How long a waiting writer's intent keeps new readers out after its last
  * attempt (docs/algorithm.md); a waiting writer asks again within a third. */
 #define RL_RW_INTENT_MS 1000
-/* acquire.c's: a side of a read-write lock. A woken waiter of one asks by
- * its script, not by a plain SET (a reader's attempt is a script anyway,
- * and one with its registration wakes the next reader; a waiting writer's
- * intent is kept under its registration). */
-static inline int rl_rw_kind(const redlock_lock *lock)
-{
-    return lock->kind == RL_KIND_READ || lock->kind == RL_KIND_WRITE;
-}
-/* attempt.c's: the round of an attempt for a side of a read-write lock. */
-void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode);
-/* acquire.c's: a waiting writer asks again before its intent lapses. */
-int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us);
-/* acquire.c's: a waiting writer that gave up takes its intent back, sent
- * without waiting for replies; member is its registration ("" for none). */
-void rl_rw_give_up(redlock_lock *lock, const char *member);
-/* acquire.c's: a reader's fencing token, the counter as the granting
- * nodes have it (no commit). */
-uint64_t rl_rw_reader_token(const rl_round *r);
 
 /* ---- semaphore.c: the counting semaphore (docs/algorithm.md, "Counting semaphore") ---- */
 /* The command a semaphore's round sends for cmd (the mutex's); LEAVE is
@@ -637,11 +639,6 @@ static inline rl_cmd rl_sem_cmd(rl_cmd cmd)
     default: return cmd;
     }
 }
-/* Runs an acquisition round of a semaphore (acquire.c's attempt): up to
- * three rounds, each after the last told which slots are free; r is the
- * last. 0 (r decides), or REDLOCK_EINVAL with the lock's message set when
- * the nodes keep another limit, having cleaned up. */
-int rl_sem_run(redlock_lock *lock, rl_round *r);
 /* The name of the semaphore's key for `what` ("limit", or a slot's number)
  * next to K: the one place that names them (the scripts use the same). */
 #define RL_SEM_SEP RL_KEY_SEM_SEP            /* keys.h */

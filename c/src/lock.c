@@ -8,6 +8,16 @@
 
 #include "internal.h"
 
+/* The mutex: every hook is the default. A woken waiter or a holder coming
+ * straight back asks with a plain SET NX PX, and its attempts and
+ * extensions go into the batches of acquire_many.c and extend_many.c. */
+const rl_kind rl_kind_mutex = {
+    .name = "mutex",
+    .plain_retry = 1,
+    .batch_acquire = 1,
+    .batch_extend = 1,
+};
+
 #define LOCK_FLAGS (REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR)   /* the flags a lock may set */
 
 /* ---- lock handles ---- */
@@ -109,6 +119,7 @@ int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *re
     atomic_init(&l->wake_fd, -1);
     atomic_fetch_add(&client->refs, 1);
     l->client = client;
+    l->kind = &rl_kind_mutex;   /* the other kinds' constructors set theirs */
     *out = l;
     return 0;
 }

@@ -4,7 +4,7 @@
  * It is a lock handle of another kind: acquire, extend, release,
  * auto-extend, fencing, wake-up and the per-node report are the mutex's
  * code, with the commands swapped for the scripts of multilock_scripts.c
- * (rl_init_round asks rl_multi_cmd), each of which acts on every key of
+ * (rl_kind_multi's cmd, rl_multi_cmd), each of which acts on every key of
  * the set on one node at once. The keys go to every script in canonical
  * order, the names sorted bytewise, whatever order the caller gave. */
 #include <stdlib.h>
@@ -127,7 +127,7 @@ int redlock_lock_open_multi(redlock_lock **out, redlock_client *client, const ch
     }
     free(sorted);
     l->resource = name;   /* the first name's, in the handle's allocation, stays unused */
-    l->kind = RL_KIND_MULTI;
+    l->kind = &rl_kind_multi;
     *out = l;
     return 0;
 }
@@ -139,9 +139,15 @@ int redlock_lock_new_multi(redlock_lock **out, redlock_client *client, const cha
 
 int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out)
 {
-    if (!lock || lock->kind != RL_KIND_MULTI)
+    if (!lock || lock->kind != &rl_kind_multi)
         return REDLOCK_EINVAL;
     if (n_out)
         *n_out = lock->multi->n;
     return 0;
 }
+
+/* A multi-resource lock: every round acts on every key of its set (rl_multi_cmd). */
+const rl_kind rl_kind_multi = {
+    .name = "multi",
+    .cmd = rl_multi_cmd,
+};

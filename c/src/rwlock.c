@@ -35,8 +35,8 @@ static char *rw_key_names(const char *key, size_t key_len, size_t len[2])
     return names;
 }
 
-static int new_side(redlock_lock **out, redlock_client *client, const char *resource, int kind, char *errbuf,
-                    size_t errbuf_size)
+static int new_side(redlock_lock **out, redlock_client *client, const char *resource, const rl_kind *kind,
+                    char *errbuf, size_t errbuf_size)
 {
     int rc = redlock_lock_open(out, client, resource, errbuf, errbuf_size);
     if (rc)
@@ -55,53 +55,55 @@ static int new_side(redlock_lock **out, redlock_client *client, const char *reso
 
 int redlock_lock_new_read(redlock_lock **out, redlock_client *client, const char *resource)
 {
-    return new_side(out, client, resource, RL_KIND_READ, NULL, 0);
+    return new_side(out, client, resource, &rl_kind_read, NULL, 0);
 }
 
 int redlock_lock_new_write(redlock_lock **out, redlock_client *client, const char *resource)
 {
-    return new_side(out, client, resource, RL_KIND_WRITE, NULL, 0);
+    return new_side(out, client, resource, &rl_kind_write, NULL, 0);
 }
 
 int redlock_lock_open_read(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
                            size_t errbuf_size)
 {
-    return new_side(out, client, resource, RL_KIND_READ, errbuf, errbuf_size);
+    return new_side(out, client, resource, &rl_kind_read, errbuf, errbuf_size);
 }
 
 int redlock_lock_open_write(redlock_lock **out, redlock_client *client, const char *resource, char *errbuf,
                             size_t errbuf_size)
 {
-    return new_side(out, client, resource, RL_KIND_WRITE, errbuf, errbuf_size);
+    return new_side(out, client, resource, &rl_kind_write, errbuf, errbuf_size);
 }
 
 /* A reader always goes by the script. A writer is a plain SET NX PX, as a
  * mutex's, unless it waits (its refusals leave an intent), registers or
  * needs the counter. Fair mode is the mutex's: on a read-write lock the
  * order is writer preference, and the flag changes nothing. */
-void rl_rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode)
+static void rw_acquire_round(redlock_lock *lock, rl_round *r, char *mode)
 {
     char m[8];
     size_t n = 0;
-    m[n++] = lock->kind == RL_KIND_READ ? 'R' : 'W';
+    m[n++] = lock->kind == &rl_kind_read ? 'R' : 'W';
     for (const char *p = mode; *p; p++)
         if (*p != 'f')
             m[n++] = *p;
-    if (lock->kind == RL_KIND_WRITE && lock->rw_waiting)
+    if (lock->kind == &rl_kind_write && lock->rw_waiting)
         m[n++] = 'i';
     m[n] = '\0';
     memcpy(mode, m, n + 1);
     r->mode = mode;
-    r->cmd = lock->kind == RL_KIND_READ || n > 1 ? RL_CMD_RW_ACQUIRE : RL_CMD_SET;
+    r->cmd = lock->kind == &rl_kind_read || n > 1 ? RL_CMD_RW_ACQUIRE : RL_CMD_SET;
 }
 
-int64_t rl_rw_cap_delay(const redlock_lock *lock, int64_t delay_us)
+/* A waiting writer asks again before its intent lapses. */
+static int64_t rw_cap_delay(const redlock_lock *lock, int64_t delay_us)
 {
     int64_t cap = (int64_t)RL_RW_INTENT_MS * 1000 / 3;
     return lock->rw_waiting && delay_us > cap ? cap : delay_us;
 }
 
-uint64_t rl_rw_reader_token(const rl_round *r)
+/* A reader's fencing token: the counter as the granting nodes have it (no commit). */
+static uint64_t rw_reader_token(const rl_round *r)
 {
     uint64_t max = 0;
     for (size_t i = 0; i < r->n; i++)
@@ -110,8 +112,12 @@ uint64_t rl_rw_reader_token(const rl_round *r)
     return max;
 }
 
-void rl_rw_give_up(redlock_lock *lock, const char *member)
+/* A waiting writer that gave up takes its intent back, sent without
+ * waiting for replies; member is its registration ("" for none). */
+static void rw_give_up(redlock_lock *lock, const char *member)
 {
+    if (!lock->rw_waiting)
+        return;
     rl_round r;
     rl_init_round(&r, lock, RL_CMD_RW_GIVE_UP, 0);
     r.member = member;   /* the intent may be kept under the registration */
@@ -119,24 +125,50 @@ void rl_rw_give_up(redlock_lock *lock, const char *member)
     rl_round_run(lock->client, &r);
 }
 
+/* A reader extends and releases its own lease, not the writer's key. */
+static rl_cmd rw_read_cmd(rl_cmd cmd)
+{
+    return cmd == RL_CMD_EXTEND ? RL_CMD_RW_EXTEND : cmd == RL_CMD_RELEASE ? RL_CMD_RW_RELEASE : cmd;
+}
+
+/* The two sides. A woken waiter of either asks by its script, not by a
+ * plain SET (a reader's attempt is a script anyway, and one with its
+ * registration wakes the next reader; a waiting writer's intent is kept
+ * under its registration). A writer's extension is the mutex's, on its key. */
+const rl_kind rl_kind_read = {
+    .name = "read",
+    .cmd = rw_read_cmd,
+    .acquire_round = rw_acquire_round,
+    .round_token = rw_reader_token,
+};
+
+const rl_kind rl_kind_write = {
+    .name = "write",
+    .acquire_round = rw_acquire_round,
+    .cap_delay = rw_cap_delay,
+    .give_up = rw_give_up,
+    .batch_extend = 1,
+};
+
 /* After a failed downgrade the lock may be a writer on some nodes and a
  * reader on others: both are released, waiting for nothing. */
 static void release_both(redlock_lock *lock)
 {
     rl_round r;
-    for (int kind = RL_KIND_WRITE; kind >= RL_KIND_READ; kind--) {
-        lock->kind = kind;
+    const rl_kind *sides[] = { &rl_kind_write, &rl_kind_read };
+    for (size_t k = 0; k < 2; k++) {
+        lock->kind = sides[k];
         rl_init_round(&r, lock, RL_CMD_RELEASE, 0);
         r.no_wait = 1;
         rl_round_run(lock->client, &r);
     }
-    lock->kind = RL_KIND_WRITE;
+    lock->kind = &rl_kind_write;
 }
 
 static int downgrade_locked(redlock_lock *lock)
 {
-    if (lock->kind != RL_KIND_WRITE)
-        return rl_lock_err(lock, REDLOCK_EINVAL, lock->kind == RL_KIND_READ
+    if (lock->kind != &rl_kind_write)
+        return rl_lock_err(lock, REDLOCK_EINVAL, lock->kind == &rl_kind_read
                            ? "lock '%s' is a read lock: a read lock is never upgraded, and only a write lock is "
                              "downgraded (release it and acquire a write lock)"
                            : "lock '%s' is not a write lock (redlock_lock_new_write makes one)", lock->resource);
@@ -159,7 +191,7 @@ static int downgrade_locked(redlock_lock *lock)
     rl_record_round(lock, &r, 0);
     int code = rl_decide_extend(r.out, r.n, c->quorum, r.decided_us, valid_until);
     if (code == 0) {
-        lock->kind = RL_KIND_READ;
+        lock->kind = &rl_kind_read;
         atomic_store(&lock->valid_until_us, r.start_us + (int64_t)lock->ttl_ms * 1000 - rl_drift_us(lock, lock->ttl_ms));
         lock->n_ext++;
         return rl_lock_ok(lock);

@@ -7,9 +7,8 @@
  * limit is told. A semaphore is a redlock_lock of another kind: acquire,
  * extend, release, auto-extend, fencing and wake-up run the mutex's code,
  * with the commands swapped for the scripts of semaphore_scripts.c
- * (rl_init_round asks rl_sem_cmd), and an acquisition round that may be
- * repeated on slots the nodes said are free (rl_sem_run, from attempt.c's
- * attempt). */
+ * (rl_kind_sem's cmd, rl_sem_cmd), and an acquisition round that may be
+ * repeated on slots the nodes said are free (its run_acquire, sem_run). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +47,7 @@ int redlock_lock_open_semaphore(redlock_lock **out, redlock_client *client, cons
         rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
     }
-    l->kind = RL_KIND_SEM;
+    l->kind = &rl_kind_sem;
     l->sem_limit = limit;
     l->sem_permits = permits;
     *out = l;
@@ -63,7 +62,7 @@ int redlock_lock_new_semaphore(redlock_lock **out, redlock_client *client, const
 
 int redlock_lock_semaphore_limit(const redlock_lock *lock, uint32_t *limit_out, uint32_t *permits_out)
 {
-    if (!lock || lock->kind != RL_KIND_SEM)
+    if (!lock || lock->kind != &rl_kind_sem)
         return REDLOCK_EINVAL;
     if (limit_out)
         *limit_out = lock->sem_limit;
@@ -176,7 +175,11 @@ out:
 
 #define SEM_ROUNDS 3   /* rounds per attempt: the proposal, then two informed picks */
 
-int rl_sem_run(redlock_lock *lock, rl_round *r)
+/* Runs an acquisition round of a semaphore (attempt.c's, through its
+ * kind): up to three rounds, each after the last told which slots are
+ * free; r is the last. 0 (r decides), or REDLOCK_EINVAL with the lock's
+ * message set when the nodes keep another limit, having cleaned up. */
+static int sem_run(redlock_lock *lock, rl_round *r)
 {
     redlock_client *c = lock->client;
     uint32_t L = lock->sem_limit, p = lock->sem_permits;
@@ -228,3 +231,11 @@ int rl_sem_run(redlock_lock *lock, rl_round *r)
     free(pick);
     return rc;
 }
+
+/* A semaphore's permit: its rounds act on its slots (rl_sem_cmd), and an
+ * attempt may ask again for the slots the nodes said are free. */
+const rl_kind rl_kind_sem = {
+    .name = "semaphore",
+    .cmd = rl_sem_cmd,
+    .run_acquire = sem_run,
+};
