@@ -136,7 +136,7 @@ static void *async_main(void *arg)
 static int start_thread(rl_async *A)
 {
     if (A->started)
-        return A->pid == getpid() ? 0 : REDLOCK_ENOTSUP;
+        return 0;
     A->epfd = epoll_create1(EPOLL_CLOEXEC);
     A->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
@@ -151,7 +151,7 @@ static int start_thread(rl_async *A)
     if (rc != 0)
         goto fail;
     A->started = 1;
-    A->pid = getpid();
+    atomic_store(&A->pid, getpid());
     return 0;
 fail:
     if (A->epfd >= 0)
@@ -165,12 +165,14 @@ fail:
 int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why)
 {
     rl_async *A = lock->client->async;
+    if (rl_async_forked(A)) {
+        *why = "the client's acquire thread runs in the parent process: make a new client after fork";
+        return REDLOCK_ENOTSUP;
+    }
     int fd = rl_lock_wake_fd(lock);
     pthread_mutex_lock(&A->mu);
     int rc = start_thread(A);
-    *why = rc == REDLOCK_ENOTSUP
-        ? "the client's acquire thread runs in the parent process: make a new client after fork"
-        : "cannot start the client's acquire thread";
+    *why = "cannot start the client's acquire thread";
     if (rc == 0 && fd < 0) {
         rc = REDLOCK_ENOMEM;
         *why = "cannot make the lock's eventfd (file descriptor limit?)";

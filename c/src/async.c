@@ -39,15 +39,30 @@ void rl_async_kick(rl_async *A)
     (void)w;
 }
 
+/* 1 in a forked child of the process that started the thread: the thread
+ * is gone, and may have held A->mu at the fork, so the child never takes
+ * it. The child's copy of the queue is the parent's; none of it runs here. */
+static int forked(rl_async *A)
+{
+    pid_t pid = atomic_load(&A->pid);
+    return pid != 0 && pid != getpid();
+}
+
 void rl_async_destroy(rl_async *A)
 {
     if (!A)
         return;
+    if (forked(A)) {
+        close(A->epfd);              /* the child's copies; the mutex is left as it is */
+        close(A->kick_fd);
+        free(A);
+        return;
+    }
     pthread_mutex_lock(&A->mu);
     int started = A->started;
     A->stop = 1;
     /* No lock is left (each holds a reference): no acquire is queued. */
-    if (started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread)) {
+    if (started && pthread_equal(pthread_self(), A->thread)) {
         /* From a done callback that freed the client's last lock: the
          * thread frees A when the callback returns. */
         A->orphan = 1;
@@ -55,13 +70,17 @@ void rl_async_destroy(rl_async *A)
         pthread_mutex_unlock(&A->mu);
         return;
     }
-    if (started && A->pid == getpid())
+    if (started)
         rl_async_kick(A);
     pthread_mutex_unlock(&A->mu);
-    /* In a forked child the thread does not exist: nothing to join. */
-    if (started && A->pid == getpid())
+    if (started)
         pthread_join(A->thread, NULL);
     rl_async_free(A);
+}
+
+int rl_async_forked(rl_async *A)
+{
+    return forked(A);
 }
 
 int rl_async_pending(redlock_lock *lock)
@@ -69,9 +88,10 @@ int rl_async_pending(redlock_lock *lock)
     if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
         return 0;
     rl_async *A = lock->client->async;
+    if (forked(A))
+        return 0;                    /* the parent's acquire runs on in the parent only */
     pthread_mutex_lock(&A->mu);
-    /* In a forked child the parent's acquire runs on in the parent only. */
-    int pending = lock->async_acq != NULL && A->pid == getpid();
+    int pending = lock->async_acq != NULL;
     pthread_mutex_unlock(&A->mu);
     return pending;
 }
@@ -81,15 +101,13 @@ void rl_async_forget(redlock_lock *lock)
     if (!atomic_load_explicit(&lock->async_used, memory_order_acquire))
         return;
     rl_async *A = lock->client->async;
-    pthread_mutex_lock(&A->mu);
-    int on_thread = A->started && A->pid == getpid() && pthread_equal(pthread_self(), A->thread);
-    rl_acq *a = lock->async_acq;
-    if (a && A->pid != getpid()) {
-        /* A forked child's copy of the parent's queue: no thread here
-         * steps it or calls back, so nothing is waited for. */
-        lock->async_acq = NULL;
-        a = NULL;
+    if (forked(A)) {
+        lock->async_acq = NULL;      /* no thread here steps it or calls back */
+        return;
     }
+    pthread_mutex_lock(&A->mu);
+    int on_thread = A->started && pthread_equal(pthread_self(), A->thread);
+    rl_acq *a = lock->async_acq;
     if (a && on_thread) {
         /* From a callback on the acquire thread (another lock's done, or
          * the on_event hook): the thread is not stepping this acquire, so

@@ -798,7 +798,7 @@ typedef struct rl_async {
     int started, stop;
     int orphan;                  /* the client went away from a done callback:
                                   * the thread frees this and exits */
-    pid_t pid;                   /* the process that started the thread */
+    _Atomic pid_t pid;           /* the process that started the thread (0: none yet) */
     pthread_t thread;
     int epfd, kick_fd;           /* the thread's epoll set; written when an
                                   * acquire is queued or the thread must stop */
@@ -807,6 +807,8 @@ typedef struct rl_async {
 } rl_async;
 rl_async *rl_async_new(void);
 void rl_async_free(rl_async *A);
+/* 1 in a forked child of the process whose thread this was: A->mu is never taken there. */
+int rl_async_forked(rl_async *A);
 /* Wakes the thread (A->mu held): an acquire was queued, or it must stop. */
 void rl_async_kick(rl_async *A);
 /* With the client: no lock is left, so no acquire is queued. */
