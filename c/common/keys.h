@@ -18,6 +18,12 @@
 #define RL_KEY_SEM_SEP   ":"        /* a semaphore's keys: K:limit and one K:s<i> per slot */
 #define RL_KEY_SEM_LIMIT "limit"
 #define RL_KEY_SEM_SLOT  "s"
+/* Beside every lock, one pair per node and prefix P (c/src/epoch.c, the
+ * quarantine): P{redlock:epoch}, the marker that goes with the node's data
+ * (no TTL), and P{redlock:epoch}:q, the node's quarantine (PX: how long it
+ * stays out of the vote; value: when that ends, in the node's ms, and why). */
+#define RL_KEY_EPOCH      "{redlock:epoch}"
+#define RL_KEY_QUARANTINE ":q"
 /* The value K holds while readers hold a read-write lock: RL_RW_MARK alone
  * (shared by several readers, whose leases are in K:rd), or RL_RW_MARK ':'
  * the value of a lone reader. */

@@ -118,7 +118,9 @@ typedef enum redlock_node_outcome {
     REDLOCK_NODE_ERROR      = 3, /* error reply, I/O, auth or TLS failure: see the code and message */
     REDLOCK_NODE_TIMEOUT    = 4, /* no reply before the node's deadline */
     REDLOCK_NODE_DOWN       = 5, /* skipped: in reconnect backoff after failing to connect */
-    REDLOCK_NODE_NOT_WAITED = 6  /* sent, but the round was decided without its reply */
+    REDLOCK_NODE_NOT_WAITED = 6, /* sent, but the round was decided without its reply */
+    REDLOCK_NODE_QUARANTINED = 7 /* out of the vote: it may have lost its keys, or its clock
+                                  * jumped; the message says why and for how long */
 } redlock_node_outcome;
 
 /* Passed to on_event; library-owned, valid during the call only. Fields are
@@ -189,6 +191,13 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
                                       * Releases wake other clients' waiters whatever this
                                       * client's flags; elections wake their candidates
                                       * and observers unless REDLOCK_OPT_NO_WAKE */
+#define REDLOCK_OPT_NO_QUARANTINE 0x20u /* switch off the quarantine (docs/algorithm.md,
+                                      * "Quarantine"): by default a node that may have lost
+                                      * its keys (no marker: a restart without persistence, a
+                                      * wipe) or whose clock jumped forward does not vote for
+                                      * the longest TTL the nodes record. Each acquisition
+                                      * checks it behind its own command, in the same write.
+                                      * Off, such a node votes at once, as in plain Redlock */
 
 typedef struct redlock_options {
     unsigned int version;        /* REDLOCK_OPTIONS_VERSION */

@@ -137,7 +137,7 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
             return sc;
         }
     } else {
-        rl_round_run(c, &r);
+        rl_epoch_run(c, &r);   /* a node out of the vote does not count (epoch.c) */
     }
     rl_record_round(lock, &r, 0);
     read_hint(&r, h);

@@ -77,10 +77,11 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
         return REDLOCK_EINVAL;
     }
     const uint32_t known =
-        REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_FENCING | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR | REDLOCK_OPT_WAKE;
+        REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_FENCING | REDLOCK_OPT_NO_WAKE | REDLOCK_OPT_FAIR | REDLOCK_OPT_WAKE |
+        REDLOCK_OPT_NO_QUARANTINE;
     if (o->flags & ~known) {
         rl_fmt(err, errsize, "flags has unknown bits 0x%x (the flags are REDLOCK_OPT_FUNCTIONS, REDLOCK_OPT_FENCING, "
-               "REDLOCK_OPT_WAKE, REDLOCK_OPT_NO_WAKE and REDLOCK_OPT_FAIR)",
+               "REDLOCK_OPT_WAKE, REDLOCK_OPT_NO_WAKE, REDLOCK_OPT_FAIR and REDLOCK_OPT_NO_QUARANTINE)",
                o->flags & ~known);
         return REDLOCK_EINVAL;
     }
@@ -120,6 +121,7 @@ static void client_destroy(redlock_client *c)
         free(c->urls);
     }
     rl_tls_client_free(c);
+    rl_epochs_free(c);
     free(c->prefix);
     free(c);
 }
@@ -244,6 +246,10 @@ int redlock_client_open(redlock_client **out, const char *const *node_urls, size
     c->prefix_len = strlen(c->prefix);
     c->opts.key_prefix = c->prefix;
     c->quorum = (int)(n_nodes / 2 + 1);
+    if ((rc = rl_epochs_new(c)) != 0) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
+        goto fail;
+    }
     atomic_init(&c->refs, 1);
     c->created = 1;   /* from here on, destroying the client frees the hook's userdata */
     rl_scripts_init();

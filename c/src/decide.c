@@ -191,6 +191,22 @@ int rl_cmd_acquires(rl_cmd cmd)
            cmd == RL_CMD_MULTI_ACQUIRE;
 }
 
+int rl_epoch_markers(const rl_epoch_node *ep, size_t n, int *young)
+{
+    int marker = 0;
+    *young = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!ep[i].heard || !ep[i].marker)
+            continue;
+        marker = 1;
+        if (ep[i].age_ms < 0 || ep[i].age_ms >= RL_EPOCH_YOUNG_MS)
+            *young = 0;
+    }
+    if (!marker)
+        *young = 0;
+    return marker;
+}
+
 int rl_round_decided(const rl_round *r)
 {
     unsigned char wait[REDLOCK_MAX_NODES];
@@ -198,7 +214,50 @@ int rl_round_decided(const rl_round *r)
         return 1;
     if (r->batch)
         return batch_decided(r);
-    if (rl_round_wait_set(r->out, r->n, r->quorum, rl_cmd_acquires(r->cmd), wait) != 0)
+    if (r->cmd == RL_CMD_EPOCH && r->partner) {
+        /* behind its acquisition: the nodes that granted it must answer */
+        if (!r->partner->decided_us)
+            return 0;
+        for (size_t i = 0; i < r->n; i++)
+            if (r->partner->out[i] == RL_YES && r->out[i] == RL_PENDING)
+                return 0;
+        return 1;
+    }
+    int acquires = rl_cmd_acquires(r->cmd);
+    const rl_outcome *out = r->out;
+    rl_outcome counted[REDLOCK_MAX_NODES];
+    if (acquires && r->check) {
+        /* A grant counts once the check behind it found the node whole:
+         * its marker there and no quarantine (epoch.c). Until its reply,
+         * the node is still pending. */
+        int young, marker = rl_epoch_markers(r->check->epoch, r->n, &young) && !young;
+        for (size_t i = 0; i < r->n; i++) {
+            const rl_epoch_node *e = &r->check->epoch[i];
+            counted[i] = r->out[i];
+            if (r->out[i] != RL_YES)
+                continue;
+            if (r->check->out[i] == RL_PENDING)
+                counted[i] = RL_PENDING;
+            else if (!e->heard || e->q_ms != 0 || e->jump_ms > 0 || (!e->marker && marker))
+                counted[i] = RL_ERR_QUARANTINE;
+            /* no marker where no node has one yet, or only young ones: a
+             * new deployment (epoch.c) */
+        }
+        /* A grant from a node without a marker, and none heard yet: a new
+         * deployment only if no node has one, so every check is awaited
+         * (a node that still has its marker must be heard). */
+        for (size_t i = 0; i < r->n && !marker; i++) {
+            const rl_epoch_node *e = &r->check->epoch[i];
+            if (r->out[i] == RL_YES && e->heard && !e->marker) {
+                for (size_t k = 0; k < r->n; k++)
+                    if (r->check->out[k] == RL_PENDING)
+                        return 0;
+                break;
+            }
+        }
+        out = counted;
+    }
+    if (rl_round_wait_set(out, r->n, r->quorum, acquires, wait) != 0)
         return 0;
     return r->cmd != RL_CMD_SEM_ACQUIRE || sem_informed(r);
 }

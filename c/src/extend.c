@@ -55,6 +55,7 @@ void rl_init_round(rl_round *r, redlock_lock *lock, rl_cmd cmd, uint32_t ttl_ms)
     r->no_wait = 0;
     r->n = lock->client->n;
     r->batch = NULL;
+    r->check = NULL;
     memset(r->skip, 0, r->n);
     /* A read-write lock's rounds carry its keys (rwlock.c); a reader
      * extends and releases its own lease. */

@@ -79,7 +79,9 @@ typedef enum rl_outcome {
     RL_ERR_DOWN,     /* skipped: node in reconnect backoff */
     RL_ERR_TLS,      /* TLS handshake or certificate failure */
     RL_ERR_PERM,     /* a command refused: NOPERM, unknown (disabled or renamed) command */
-    RL_UNSENT        /* the round was decided before this node was needed */
+    RL_UNSENT,       /* the round was decided before this node was needed */
+    RL_ERR_QUARANTINE /* out of the vote: it may have lost its keys, or its clock
+                       * jumped (epoch.c); its grant does not count */
 } rl_outcome;
 
 /* ---- cluster.c: a client with a Redis/Valkey Cluster as a node ---- */
@@ -136,7 +138,8 @@ typedef enum rl_cmd {
     /* The multi-resource lock (multilock.c): the mutex's operations on
      * every key of the set at once, in one script per node. */
     RL_CMD_MULTI_ACQUIRE, RL_CMD_MULTI_EXTEND, RL_CMD_MULTI_RELEASE, RL_CMD_MULTI_FENCE_COMMIT,
-    RL_CMD_MULTI_LEAVE
+    RL_CMD_MULTI_LEAVE,
+    RL_CMD_EPOCH          /* the node's marker, quarantine and clock (epoch.c, scripts.c) */
 } rl_cmd;
 
 #define RL_SEM_FREE_MAX 16            /* free slots a refusing node names */
@@ -151,6 +154,27 @@ typedef struct rl_elect_node {
     int64_t pttl_ms;               /* the lock's PTTL here (-2: no lock) */
     char value[REDLOCK_ELECTION_MAX_VALUE + 1];
 } rl_elect_node;
+
+/* ---- epoch.c: what one node says of its marker, quarantine and clock
+ * (RL_CMD_EPOCH) ---- */
+typedef struct rl_epoch_node {
+    int heard;                     /* a whole reply came */
+    int marker;                    /* 1: the marker is there (after the call) */
+    uint32_t max_ttl_ms;           /* the longest TTL the marker records */
+    int64_t q_ms;                  /* quarantine left: 0 none, -1 there but its length unknown */
+    int64_t time_us;               /* the node's TIME, -1 if it could not be read (an ACL without TIME) */
+    int64_t age_ms;                /* how long ago the marker was made, by the node's clock (-1: unknown) */
+    int64_t reply_us;              /* rl_now_us() when the reply was read */
+    /* In (epoch.c): the node's TIME at this client's previous check (0: none)
+     * and when that check was sent, on CLOCK_BOOTTIME (rl_now_us() + slept_us),
+     * and the drift allowed. Out: how far its clock jumped forward (0: not). */
+    int64_t prev_node_us, prev_lo_us, slept_us, drift_min_us;
+    double drift_factor;
+    int64_t jump_ms;
+    char why[96];                  /* the quarantine's reason, as written by whoever set it */
+} rl_epoch_node;
+
+#define RL_SKIP_QUARANTINE 2
 
 typedef struct rl_round rl_round;
 typedef struct rl_msgs rl_msgs;   /* report.c: a round's messages, shared */
@@ -181,7 +205,8 @@ struct rl_round {
     int via_fcall;           /* release/extend by FCALL (set by rl_round_run) */
     struct rl_batch *batch;  /* EXTEND_MANY: its locks and what each node said; else NULL */
     size_t n;
-    unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes */
+    unsigned char skip[REDLOCK_MAX_NODES]; /* don't contact these nodes (1: RL_UNSENT,
+                                            * RL_SKIP_QUARANTINE: RL_ERR_QUARANTINE) */
     rl_outcome out[REDLOCK_MAX_NODES];
     unsigned char sent[REDLOCK_MAX_NODES];   /* RL_UNSENT: 1 if sent but not waited for */
     uint64_t counter[REDLOCK_MAX_NODES];     /* ACQUIRE with "c", RL_YES: the node's counter */
@@ -219,6 +244,14 @@ struct rl_round {
     struct rl_elect_node *elect;
     /* RL_CMD_MULTI_* (multilock.c): the set's keys, or NULL */
     const struct rl_multi *multi;
+    /* RL_CMD_EPOCH (epoch.c): per node what the check found (an array of
+     * n), and the acquisition it checks, which it goes behind on every
+     * connection (rl_round_run_checked) */
+    struct rl_epoch_node *epoch;
+    rl_round *partner;
+    /* an acquisition (rl_cmd_acquires): its check round, whose replies
+     * decide which grants count (epoch.c), or NULL (rl_init_round) */
+    const rl_round *check;
     /* a cluster node (engine/route.c): the connection that carries node
      * i's request (i itself, or a shard's), and the redirects followed */
     uint16_t shard[REDLOCK_MAX_NODES];
@@ -275,6 +308,10 @@ int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, s
 /* round.c: runs rounds[0..n) at once, every one pipelined on the same
  * connections, returning once each is decided. */
 void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
+/* Runs r with check (an RL_CMD_EPOCH round whose partner is r) behind it:
+ * both go in one write per node, and check waits, once r is decided, for
+ * the replies of the nodes that granted r. */
+void rl_round_run_checked(redlock_client *client, rl_round *r, rl_round *check);
 /* report.c: rl_record_round and rl_emit with lock-specific outcomes (out,
  * for r's nodes; r may be NULL for an event of no round). */
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
@@ -359,6 +396,7 @@ struct redlock_client {
                               * (error, timeout, down); 0 never (report.c) */
     struct rl_route *route;  /* cluster nodes' shard connections and slot maps
                               * (engine/route.c), made when first needed; I/O mutex */
+    struct rl_epochs *epochs; /* each node's quarantine and clock as last seen (epoch.c) */
 };
 
 enum { LOCK_IDLE = 0, LOCK_HELD, LOCK_LOST };
@@ -543,6 +581,28 @@ int rl_round_decided(const rl_round *r);
 /* 1 if cmd takes a lock (SET NX, or one of the acquisition scripts). */
 int rl_cmd_acquires(rl_cmd cmd);
 
+/* ---- epoch.c: nodes that may have lost their keys, or whose clock
+ * jumped, do not vote (docs/algorithm.md, "Quarantine") ---- */
+/* Runs the acquisition round r with each node's check behind it on the same
+ * connection; a grant from a node out of the vote becomes
+ * RL_ERR_QUARANTINE, and a node found without its marker, or with its
+ * clock moved, is put out (its quarantine key) for the longest TTL the
+ * nodes record. Without the check (REDLOCK_OPT_NO_QUARANTINE, a cluster
+ * node), the round alone. */
+void rl_epoch_run(redlock_client *c, rl_round *r);
+/* A deployment's markers younger than this are still being made: a node
+ * without one then is new, not a node that lost its keys (clients that
+ * start together each mark the nodes they reach first). */
+#define RL_EPOCH_YOUNG_MS 1000
+/* What a check's replies (heard ones) say (decide.c): 1 if some node has
+ * its marker, with *young when every marker heard is younger than
+ * RL_EPOCH_YOUNG_MS by its node's clock. */
+int rl_epoch_markers(const rl_epoch_node *ep, size_t n, int *young);
+/* The client's view of its nodes' quarantines and clocks: made with the
+ * client (REDLOCK_ENOMEM), freed with it. */
+int rl_epochs_new(redlock_client *c);
+void rl_epochs_free(redlock_client *c);
+
 /* ---- wake.c: waiting acquires, woken by releases (docs/algorithm.md) ---- */
 typedef struct rl_waiter {
     uint64_t id;                /* its registration: the client's wake id ':' id */
@@ -665,6 +725,8 @@ extern char rl_sha_release_many[41];
 extern const char rl_script_release_many[];
 extern char rl_sha_elect[41];
 extern const char rl_script_elect[];
+extern char rl_sha_epoch[41];
+extern const char rl_script_epoch[];
 extern char rl_sha_rw_acquire[41];
 extern char rl_sha_rw_extend[41];
 extern char rl_sha_rw_release[41];

@@ -58,6 +58,7 @@ static const char *outcome_word(rl_outcome o)
     case RL_ERR_DOWN: return "down";
     case RL_ERR_TLS: return "TLS error";
     case RL_UNSENT: return "skipped";
+    case RL_ERR_QUARANTINE: return "quarantined";
     default: return "pending";
     }
 }
@@ -89,6 +90,7 @@ static int node_outcome(const rl_round *r, const rl_outcome *out, size_t i, int 
     case RL_ERR_TIMEOUT: *code = REDLOCK_ETIMEDOUT; return REDLOCK_NODE_TIMEOUT;
     case RL_ERR_DOWN: *code = REDLOCK_EIO; return REDLOCK_NODE_DOWN;
     case RL_UNSENT: return r->sent[i] ? REDLOCK_NODE_NOT_WAITED : REDLOCK_NODE_NONE;
+    case RL_ERR_QUARANTINE: *code = REDLOCK_ENOQUORUM; return REDLOCK_NODE_QUARANTINED;
     default: return REDLOCK_NODE_NONE;
     }
 }

@@ -299,6 +299,45 @@ const char rl_script_rw_give_up[] =
     "local i = redis.call('get', KEYS[6]) "
     "if i and (i == ARGV[1] or (ARGV[3] ~= '' and i == ARGV[3])) then redis.call('del', KEYS[6]) end return 1";
 
+/* A node's epoch (epoch.c, docs/algorithm.md "Quarantine"). KEYS: the
+ * marker M, whose absence means the node's data went (a restart without
+ * persistence, a wipe, a failover to a replica that missed it), and the
+ * quarantine Q, whose PX is how long the node stays out of the vote.
+ * ARGV: mode, the caller's TTL (M records the longest, and when M was
+ * made, in the node's ms), the quarantine's length in ms and its reason.
+ * Modes: 'c' checks (and records the TTL), 'f' marks a new deployment, 'q'
+ * marks a node that lost its data and puts it out, 'j' puts out a node
+ * whose clock jumped. Q holds when it ends (the node's ms) and the reason.
+ * Returns {M there (0/1), the longest TTL, Q's time left in ms (0 none, -1
+ * unknown), TIME's seconds and microseconds (-1 unknown), Q's reason, M's
+ * age in ms (-1 unknown)}; or, for a check with ARGV[5] '1' that finds M
+ * there, older than RL_EPOCH_YOUNG_MS (1000), and no Q, only the node's
+ * TIME in microseconds (-1 unknown): the short reply every round gets. TIME is read only where the ACL allows it (an
+ * ACL without it costs the clock check and the times, nothing else, and
+ * leaves nothing in ACL LOG). */
+const char rl_script_epoch[] =
+    "local s, u = -1, 0 "
+    "if not redis.acl_check_cmd or redis.acl_check_cmd('time') then "
+    "local t = redis.pcall('time') if type(t) == 'table' and t[1] then s = tonumber(t[1]) u = tonumber(t[2]) end end "
+    "local now = s >= 0 and s * 1000 + math.floor(u / 1000) or -1 "
+    "local m = redis.call('get', KEYS[1]) "
+    "if ARGV[1] == 'c' and not m then return {0, 0, 0, s, u, '', -1} end "
+    "local ttl = tonumber(ARGV[2]) local old, born = 0, now "
+    "if m then local a, b = string.match(m, '^(%d+) (%-?%d+)$') old = tonumber(a or m) or 0 born = tonumber(b or -1) end "
+    "if not m or ttl > old then redis.call('set', KEYS[1], math.max(ttl, old) .. ' ' .. born) end "
+    "old = math.max(ttl, old) "
+    "local age = (born >= 0 and now >= 0) and now - born or -1 "
+    "local q = redis.call('get', KEYS[2]) "
+    "if ARGV[1] == 'c' and ARGV[5] == '1' and (age < 0 or age >= 1000) and not q then "
+    "return s >= 0 and s * 1000000 + u or -1 end "
+    "local function left(v) if not v then return 0 end local e = tonumber(string.match(v, '^(%-?%d+) ')) "
+    "if not e or e < 0 or now < 0 then return -1 end return math.max(e - now, 1) end "
+    "if (ARGV[1] == 'q' or ARGV[1] == 'j') and (not q or left(q) < 0 or left(q) < tonumber(ARGV[3])) then "
+    "q = (now >= 0 and now + tonumber(ARGV[3]) or -1) .. ' ' .. ARGV[4] "
+    "redis.call('set', KEYS[2], q, 'px', ARGV[3]) end "
+    "if not q then return {1, old, 0, s, u, '', age} end "
+    "return {1, old, left(q), s, u, string.match(q, '^%-?%d+ (.*)$') or q, age}";
+
 char rl_sha_release[41];
 char rl_sha_extend[41];
 char rl_sha_acquire[41];
@@ -311,6 +350,7 @@ char rl_sha_rw_release[41];
 char rl_sha_rw_downgrade[41];
 char rl_sha_rw_give_up[41];
 char rl_sha_rw_read[41];
+char rl_sha_epoch[41];
 
 static const struct {
     const char *function;
@@ -342,6 +382,7 @@ static const struct {
     { "redlock_multi_release", rl_script_multi_release },
     { "redlock_multi_fence_commit", rl_script_multi_fence_commit },
     { "redlock_multi_leave", rl_script_multi_leave },
+    { "redlock_epoch", rl_script_epoch },
 };
 
 /* The same scripts as a Redis 7 function library: each body becomes a
@@ -375,6 +416,7 @@ static void scripts_init_once(void)
     rl_sha1_hex(rl_script_multi_release, rl_sha_multi_release);
     rl_sha1_hex(rl_script_multi_fence_commit, rl_sha_multi_fence_commit);
     rl_sha1_hex(rl_script_multi_leave, rl_sha_multi_leave);
+    rl_sha1_hex(rl_script_epoch, rl_sha_epoch);
     size_t len = (size_t)snprintf(rl_function_library, sizeof rl_function_library, "#!lua name=redlock\n");
     for (size_t k = 0; k < sizeof library / sizeof library[0]; k++) {
         int w = snprintf(rl_function_library + len, sizeof rl_function_library - len,

@@ -197,7 +197,7 @@ static int sem_run(redlock_lock *lock, rl_round *r)
         memset(r->sem_other, 0, sizeof r->sem_other);
         memset(r->sem_listed, 0, sizeof r->sem_listed);
         memset(r->sem_nfree, 0, sizeof r->sem_nfree);
-        rl_round_run(c, r);
+        rl_epoch_run(c, r);
         rl_tally t = rl_tally_of(r->out, r->n);
         if (t.yes >= r->quorum)
             break;

@@ -633,6 +633,8 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     r->via[L] = (unsigned char)via;
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
     r->deadline[L] = r->cap_us && d > r->cap_us ? r->cap_us : d;
+    if (cl->io->hold_flush)
+        return c->wpending || opened;   /* the next round's submit writes both */
     /* The socket took part of it: the leader writes the rest. */
     return (flush(cl, j) == 0 && c->wpending) || opened;
 }
@@ -640,7 +642,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
 int rl_conn_submit(redlock_client *cl, size_t i, rl_round *r, int64_t now)
 {
     if (r->skip[i]) {
-        r->out[i] = RL_UNSENT;
+        r->out[i] = r->skip[i] == RL_SKIP_QUARANTINE ? RL_ERR_QUARANTINE : RL_UNSENT;
         return 0;
     }
     r->hops[i] = 0;

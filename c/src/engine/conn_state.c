@@ -28,6 +28,9 @@ void rl_conn_finish(rl_round *r, size_t i, rl_outcome out, const char *msg, int6
     /* A follower waits on its condition variable until its round is decided. */
     if (r->following && rl_round_decided(r))
         pthread_cond_signal(&r->cv);
+    /* A check's reply may decide the acquisition it follows (epoch.c). */
+    if (r->cmd == RL_CMD_EPOCH && r->partner && r->partner->following && rl_round_decided(r->partner))
+        pthread_cond_signal(&r->partner->cv);
 }
 
 /* why: the failure, told to the rounds that skip the node meanwhile;

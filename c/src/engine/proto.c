@@ -15,7 +15,7 @@
 /* What follows the key in KEYS, and the value in ARGV. */
 enum { KEYS_ONE, KEYS_FENCE, KEYS_QUEUE, KEYS_QUEUE_FENCE, KEYS_RW, KEYS_MULTI };
 enum { ARG_NONE, ARG_TTL, ARG_TOKEN, ARG_RELEASE, ARG_ACQUIRE, ARG_LEAVE, ARG_RW_ACQUIRE,
-       ARG_SEM_ACQUIRE, ARG_SEM_EXTEND, ARG_SEM_RELEASE, ARG_SEM_TOKEN };
+       ARG_SEM_ACQUIRE, ARG_SEM_EXTEND, ARG_SEM_RELEASE, ARG_SEM_TOKEN, ARG_EPOCH };
 
 typedef void (*parse_fn)(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
@@ -28,6 +28,7 @@ static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p);
 static long long format_elect(char **out, const rl_round *r, int via, int tagged);
 static int tag_keys(const rl_round *r, const char **argv, size_t *len, int from, int to, char **buf);
 static void parse_sem_acquire(const rl_round *r, const redisReply *rep, rl_parsed *p);
+static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p);
 
 static const struct cmd_spec {
     const char *name;        /* for messages */
@@ -97,6 +98,11 @@ static const struct cmd_spec {
                                     rl_sha_multi_fence_commit, KEYS_MULTI, ARG_TOKEN, parse_script, 0 },
     [RL_CMD_MULTI_LEAVE] = { "multi leave", "redlock_multi_leave", rl_script_multi_leave, rl_sha_multi_leave,
                              KEYS_MULTI, ARG_LEAVE, parse_script, 1 },
+    /* The node's marker and quarantine (epoch.c): KEYS_FENCE is the marker
+     * and the quarantine key; the value is the mode. Late, it is dropped:
+     * its round was decided without it. */
+    [RL_CMD_EPOCH] = { "quarantine check", "redlock_epoch", rl_script_epoch, rl_sha_epoch, KEYS_FENCE, ARG_EPOCH,
+                       parse_epoch, 0 },
 };
 
 static const char *const queue_suffix[2] = { RL_KEY_QUEUE, RL_KEY_LISTENERS };
@@ -277,6 +283,7 @@ long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagge
     case ARG_SEM_EXTEND: ARG(ttl); ARG(r->sem_slots); ARG(limit); break;
     case ARG_SEM_RELEASE: ARG(wake); ARG(r->member); ARG(r->sem_slots); break;
     case ARG_SEM_TOKEN: ARG(r->token); ARG(r->sem_slots); break;
+    case ARG_EPOCH: ARG(ttl); ARG(r->token); ARG(r->member); ARG(r->mode); break;   /* quarantine ms, reason, short */
     default: break;
     }
 #undef ARG
@@ -630,5 +637,57 @@ static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p)
     memcpy(e->value, rep->element[3]->str, rep->element[3]->len);
     e->value[rep->element[3]->len] = '\0';
     e->pttl_ms = rep->element[4]->integer;
+    p->out = RL_YES;
+}
+
+/* RL_CMD_EPOCH: {marker, longest TTL, quarantine PTTL, seconds, microseconds,
+ * reason, the marker's age} into r->epoch[node]; the outcome is RL_YES for any whole reply
+ * (epoch.c reads what it says). */
+static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
+{
+    rl_epoch_node *e = r->epoch ? &r->epoch[p->node] : NULL;
+    if (e && rep->type == REDIS_REPLY_INTEGER) {
+        /* the short form: the marker there, older than a new deployment's,
+         * no quarantine; the node's TIME in us (-1 unknown) */
+        e->marker = 1;
+        e->max_ttl_ms = 0;   /* not said: epoch.c reads it again when it needs it */
+        e->q_ms = 0;
+        e->time_us = rep->integer < 0 ? -1 : rep->integer;
+        e->age_ms = -1;
+        e->why[0] = '\0';
+    } else if (!e || rep->type != REDIS_REPLY_ARRAY || rep->elements != 7 ||
+               rep->element[5]->type != REDIS_REPLY_STRING) {
+        say(p, RL_ERR_SERVER, "unexpected reply (not a Redis or Valkey server?)");
+        return;
+    } else {
+        for (size_t k = 0; k < 7; k++) {
+            if (k != 5 && rep->element[k]->type != REDIS_REPLY_INTEGER) {
+                say(p, RL_ERR_SERVER, "unexpected reply (not a Redis or Valkey server?)");
+                return;
+            }
+        }
+        e->marker = rep->element[0]->integer != 0;
+        long long ttl = rep->element[1]->integer;
+        e->max_ttl_ms = ttl < 0 ? 0 : ttl > (long long)REDLOCK_MAX_TTL_MS ? REDLOCK_MAX_TTL_MS : (uint32_t)ttl;
+        e->q_ms = rep->element[2]->integer < 0 ? -1 : rep->element[2]->integer;
+        long long sec = rep->element[3]->integer, usec = rep->element[4]->integer;
+        e->time_us = sec < 0 ? -1 : (int64_t)sec * 1000000 + usec;
+        const redisReply *w = rep->element[5];
+        rl_fmt(e->why, sizeof e->why, "%.*s", (int)(w->len < 90 ? w->len : 90), w->str);
+        e->age_ms = rep->element[6]->integer;
+        if (e->q_ms == 0 && e->why[0])
+            e->q_ms = -1;   /* there, for an unknown time */
+    }
+    e->reply_us = rl_now_us();
+    e->jump_ms = 0;
+    if (e->prev_node_us && e->time_us >= 0) {
+        /* Between the two readings at most this much time passed: a clock
+         * that moved further, beyond the drift allowed, jumped forward. */
+        int64_t span = e->reply_us + e->slept_us - e->prev_lo_us, moved = e->time_us - e->prev_node_us;
+        int64_t allow = (int64_t)((double)span * e->drift_factor) + e->drift_min_us;
+        if (moved > span + allow)
+            e->jump_ms = (moved - span) / 1000;
+    }
+    e->heard = 1;
     p->out = RL_YES;
 }

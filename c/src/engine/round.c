@@ -118,3 +118,28 @@ void rl_round_run_many(redlock_client *cl, rl_round *rounds, size_t n)
         cleanup(&rounds[k]);
     rl_sigpipe_restore(&pipe);
 }
+
+void rl_round_run_checked(redlock_client *cl, rl_round *r, rl_round *check)
+{
+    rl_scripts_init();
+    rl_sigpipe pipe;
+    rl_sigpipe_block(cl, &pipe);
+    prepare(cl, r);
+    prepare(cl, check);
+    rl_io_enter(cl);
+    cl->io->hold_flush = 1;
+    int wake = submit(cl, r);
+    cl->io->hold_flush = 0;
+    wake |= submit(cl, check);
+    if (wake)
+        rl_io_wake_leader(cl);
+    rl_io_wait(cl, r);
+    unlink_round(cl, r);
+    rl_io_wait(cl, check);
+    unlink_round(cl, check);
+    rl_io_done(cl);
+    rl_io_leave(cl);
+    cleanup(r);
+    cleanup(check);
+    rl_sigpipe_restore(&pipe);
+}

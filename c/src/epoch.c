@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* epoch.c: the quarantine (docs/algorithm.md, "Quarantine"). Redlock's two
+ * classic failures are a node that forgets the keys it held (a restart
+ * without persistence, a wipe) and a node whose clock jumps forward (its
+ * keys expire at once). Either can hand a second client a lock that the
+ * first still holds. Each node keeps a marker key, with no TTL, that goes
+ * with its data: a node found without it has lost its data since the
+ * marker was written. Each check also reads the node's TIME, and a node
+ * whose clock moved further between two checks than this client's clock
+ * (CLOCK_BOOTTIME), with its drift allowance, has jumped. Such a node is put out of the vote by
+ * a quarantine key on the node itself, so that every client sees it, for
+ * the longest TTL the markers record plus its drift allowance: by then
+ * every lock it granted before the loss has expired or holds a majority
+ * without it.
+ *
+ * The check is one short script behind the acquisition's own command on
+ * each connection, in the same write, and a grant counts only once the
+ * check that followed it on that node found the node whole. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+typedef struct epoch_state {
+    int64_t until_us;          /* out of the vote until then (rl_now_us); 0: in */
+    char why[96];
+    int64_t node_us;           /* the node's TIME at its last check, 0: none yet */
+    int64_t lo_us;             /* when that check was sent (CLOCK_BOOTTIME: suspend counts) */
+} epoch_state;
+
+struct rl_epochs {
+    pthread_mutex_t mu;
+    char *mkey, *qkey;         /* the prefix's RL_KEY_EPOCH and RL_KEY_QUARANTINE (keys.h) */
+    size_t mkey_len, qkey_len;
+    epoch_state node[];
+};
+
+static int64_t boottime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int rl_epochs_new(redlock_client *c)
+{
+    struct rl_epochs *E = calloc(1, sizeof *E + c->n * sizeof(epoch_state));
+    size_t len = c->prefix_len + sizeof RL_KEY_EPOCH - 1;
+    if (E) {
+        E->mkey = malloc(len + 1);
+        E->qkey = malloc(len + 3);
+    }
+    if (!E || !E->mkey || !E->qkey) {
+        if (E) {
+            free(E->mkey);
+            free(E->qkey);
+        }
+        free(E);
+        return REDLOCK_ENOMEM;
+    }
+    snprintf(E->mkey, len + 1, "%s" RL_KEY_EPOCH, c->prefix);
+    snprintf(E->qkey, len + 3, "%s" RL_KEY_QUARANTINE, E->mkey);
+    E->mkey_len = len;
+    E->qkey_len = len + 2;
+    pthread_mutex_init(&E->mu, NULL);
+    c->epochs = E;
+    return 0;
+}
+
+void rl_epochs_free(redlock_client *c)
+{
+    struct rl_epochs *E = c->epochs;
+    if (!E)
+        return;
+    pthread_mutex_destroy(&E->mu);
+    free(E->mkey);
+    free(E->qkey);
+    free(E);
+    c->epochs = NULL;
+}
+
+/* An RL_CMD_EPOCH round over r's nodes in mode (scripts.c, rl_script_epoch):
+ * the check behind r, a full read, or a marking ('f', 'q', 'j'); what each
+ * node says goes to ep. */
+static void epoch_round(rl_round *e, redlock_client *c, const rl_round *r, const char *mode, const char *qms,
+                        const char *why, rl_epoch_node *ep)
+{
+    struct rl_epochs *E = c->epochs;
+    e->cmd = RL_CMD_EPOCH;
+    e->key = E->mkey;
+    e->key_len = E->mkey_len;
+    e->fkey = E->qkey;
+    e->fkey_len = E->qkey_len;
+    e->value = mode;
+    e->token = qms;
+    e->member = why;
+    e->mode = "0";
+    e->ttl_ms = r->ttl_ms;
+    e->start_us = rl_now_us();
+    e->cap_us = 0;
+    e->quorum = c->quorum;
+    e->no_wait = 0;
+    e->n = r->n;
+    e->batch = NULL;
+    e->multi = NULL;
+    e->elect = NULL;
+    e->epoch = ep;
+    e->partner = NULL;
+    memset(ep, 0, r->n * sizeof *ep);
+}
+
+/* The quarantine's length for a TTL: the TTL and its drift allowance. */
+static int64_t epoch_length(const redlock_client *c, uint32_t ttl_ms)
+{
+    return (int64_t)ttl_ms + (int64_t)((double)ttl_ms * c->opts.drift_factor) + c->opts.drift_min_ms + 1;
+}
+
+/* The quarantine's length: the longest TTL the nodes record (this one's
+ * included), read in full from every node that answers (the checks' short
+ * replies do not say it), and its drift allowance. */
+static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node *ep)
+{
+    rl_round *m = malloc(sizeof *m);
+    uint32_t longest = r->ttl_ms;
+    if (m) {
+        epoch_round(m, c, r, "c", "0", "", ep);
+        m->mode = "0";
+        int targets = 0;
+        for (size_t i = 0; i < r->n; i++) {
+            m->skip[i] = r->skip[i] == 1;
+            targets += !m->skip[i];
+        }
+        m->quorum = targets;   /* every one that answers */
+        rl_round_run(c, m);
+        for (size_t i = 0; i < r->n; i++)
+            if (ep[i].heard && ep[i].max_ttl_ms > longest)
+                longest = ep[i].max_ttl_ms;
+        free(m);
+    }
+    return epoch_length(c, longest);
+}
+
+/* Puts the nodes marked in which[] to mode on the nodes. */
+static void mark(redlock_client *c, const rl_round *r, const unsigned char *which, const char *mode,
+                 int64_t q_ms, const char *why, rl_epoch_node *ep)
+{
+    rl_round *m = malloc(sizeof *m);
+    if (!m)
+        return;
+    char qms[24];
+    snprintf(qms, sizeof qms, "%lld", (long long)q_ms);
+    epoch_round(m, c, r, mode, qms, why, ep);
+    int targets = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        m->skip[i] = !which[i];
+        targets += which[i] != 0;
+    }
+    m->quorum = targets;   /* every one of them */
+    rl_round_run(c, m);
+    free(m);
+}
+
+/* The state node i's check (or marking) reply says; E->mu held. */
+static void note(epoch_state *st, const rl_epoch_node *ep, int64_t q_ms, int64_t now)
+{
+    if (ep->q_ms == 0) {
+        st->until_us = 0;
+        return;
+    }
+    st->until_us = now + (ep->q_ms > 0 ? ep->q_ms : q_ms) * 1000;
+    rl_fmt(st->why, sizeof st->why, "%s", ep->why[0] ? ep->why : "quarantined");
+}
+
+/* What each node's grant in r counts for, now that its check is read and
+ * the nodes found out have been marked: a node out of the vote, or whose
+ * check failed, is not counted, and its part in r says why. */
+static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_epoch_node *ep, int64_t q_ms,
+                        const unsigned char *lost, const unsigned char *jumped, const unsigned char *undecided)
+{
+    struct rl_epochs *E = c->epochs;
+    int64_t now = rl_now_us();
+    pthread_mutex_lock(&E->mu);
+    for (size_t i = 0; i < r->n; i++) {
+        epoch_state *st = &E->node[i];
+        if (ep[i].heard && (lost[i] || jumped[i])) {
+            if (lost[i] && !ep[i].q_ms) {
+                ep[i].q_ms = -1;
+                rl_fmt(ep[i].why, sizeof ep[i].why, "lost its keys (no marker)");
+            }
+            note(st, &ep[i], q_ms, now);
+        }
+        int out = st->until_us > now;
+        if (r->out[i] == RL_YES && undecided[i]) {
+            r->out[i] = RL_ERR_QUARANTINE;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no marker here, and too few nodes answered to tell a new "
+                   "deployment from lost keys: not counted");
+        } else if (r->out[i] == RL_YES && !ep[i].heard && chk->out[i] != RL_PENDING && chk->out[i] != RL_UNSENT &&
+                   chk->out[i] != RL_YES) {
+            /* The check failed on its own: the node's answer is that
+             * failure (a refusal stays a refusal, never contention). */
+            r->out[i] = chk->out[i];
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "the quarantine check: %s", chk->msg[i]);
+            if (chk->out[i] == RL_ERR_PERM)
+                rl_append(r->msg[i], RL_NODE_MSG_MAX, " (it reads and writes %s; or set REDLOCK_OPT_NO_QUARANTINE)",
+                          E->mkey);
+        } else if (r->out[i] == RL_YES && !ep[i].heard) {
+            r->out[i] = RL_ERR_QUARANTINE;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "granted, but the check behind it got no answer");
+        } else if (r->out[i] == RL_ERR_QUARANTINE && !out) {
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "its quarantine has just ended: asked again from the next attempt");
+        } else if ((r->out[i] == RL_YES && out) || r->out[i] == RL_ERR_QUARANTINE) {
+            r->out[i] = RL_ERR_QUARANTINE;
+            int64_t left = st->until_us > now ? (st->until_us - now + 999) / 1000 : 0;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "%s; out of the vote for %.1f s more", st->why[0] ? st->why : "quarantined",
+                   (double)left / 1000.0);
+        }
+    }
+    pthread_mutex_unlock(&E->mu);
+}
+
+void rl_epoch_run(redlock_client *c, rl_round *r)
+{
+    struct rl_epochs *E = c->epochs;
+    if (!E || (c->opts.flags & REDLOCK_OPT_NO_QUARANTINE) || rl_client_has_cluster(c)) {
+        rl_round_run(c, r);
+        return;
+    }
+    rl_round *chk = malloc(sizeof *chk);
+    if (!chk) {
+        /* Without the check nothing can be counted: the round fails whole. */
+        for (size_t i = 0; i < r->n; i++) {
+            r->out[i] = RL_ERR_IO;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory");
+        }
+        return;
+    }
+    rl_epoch_node ep[REDLOCK_MAX_NODES];
+    epoch_round(chk, c, r, "c", "0", "", ep);
+    chk->mode = "1";   /* the short reply when all is well */
+    chk->start_us = r->start_us;
+    /* The clock check compares on CLOCK_BOOTTIME: a suspended client sees
+     * the nodes' clocks move by the time it slept, which is no jump. */
+    int64_t now = rl_now_us(), slept = boottime_us() - now;
+    pthread_mutex_lock(&E->mu);
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->skip[i] && E->node[i].until_us > now)
+            r->skip[i] = RL_SKIP_QUARANTINE;   /* its grant would not count: not asked */
+        ep[i].prev_node_us = E->node[i].node_us;
+        ep[i].prev_lo_us = E->node[i].lo_us;
+        ep[i].slept_us = slept;
+        ep[i].drift_factor = c->opts.drift_factor;
+        ep[i].drift_min_us = (int64_t)c->opts.drift_min_ms * 1000;
+    }
+    pthread_mutex_unlock(&E->mu);
+    chk->partner = r;
+    r->check = chk;
+    for (size_t i = 0; i < r->n; i++)
+        chk->skip[i] = r->skip[i] == 1;
+    rl_round_run_checked(c, r, chk);
+    r->check = NULL;
+
+    int markerless = 0, young, marker = rl_epoch_markers(ep, r->n, &young);
+    for (size_t i = 0; i < r->n; i++)
+        markerless += ep[i].heard && !ep[i].marker;
+    /* No marker on any node heard, and a majority heard: a new deployment
+     * (docs/algorithm.md says why this is taken to be one); every node is
+     * marked, heard or not (a node that has a marker keeps it). Markers
+     * all made within RL_EPOCH_YOUNG_MS: one that another client is still
+     * making. */
+    int fresh = !marker && markerless >= c->quorum;
+    unsigned char lost[REDLOCK_MAX_NODES] = { 0 }, jumped[REDLOCK_MAX_NODES] = { 0 }, born[REDLOCK_MAX_NODES] = { 0 };
+    unsigned char undecided[REDLOCK_MAX_NODES] = { 0 };
+    int nlost = 0, njumped = 0, nborn = 0;
+    now = rl_now_us();
+    pthread_mutex_lock(&E->mu);
+    for (size_t i = 0; i < r->n; i++) {
+        epoch_state *st = &E->node[i];
+        if (!ep[i].heard)
+            continue;
+        if (ep[i].jump_ms > 0) {
+            jumped[i] = 1;
+            njumped++;
+        }
+        if (ep[i].time_us >= 0) {
+            st->node_us = ep[i].time_us;
+            st->lo_us = chk->start_us + slept;
+        }
+        if (!ep[i].marker && (fresh || young)) {
+            born[i] = 1;
+            nborn++;
+        } else if (!ep[i].marker && marker) {
+            lost[i] = 1;
+            nlost++;
+        } else if (!ep[i].marker) {
+            undecided[i] = 1;   /* too few nodes heard to tell a new deployment from a loss */
+        }
+        note(st, &ep[i], epoch_length(c, r->ttl_ms), now);
+    }
+    pthread_mutex_unlock(&E->mu);
+
+    rl_epoch_node ep2[REDLOCK_MAX_NODES];
+    int64_t q_ms = (nlost || njumped) ? quarantine_ms(c, r, ep2) : 0;
+    for (size_t i = 0; fresh && i < r->n; i++) {
+        if (!ep[i].heard && r->skip[i] != 1) {
+            born[i] = 1;
+            nborn++;
+        }
+    }
+    if (nborn)
+        mark(c, r, born, "f", 0, "", ep2);
+    if (nlost) {
+        char why[96];
+        rl_fmt(why, sizeof why, "lost its keys (no marker: restarted without persistence, or wiped)");
+        mark(c, r, lost, "q", q_ms, why, ep2);
+        for (size_t i = 0; i < r->n; i++)
+            if (lost[i] && ep2[i].heard)
+                ep[i] = ep2[i];
+    }
+    for (size_t i = 0; njumped && i < r->n; i++) {
+        if (!jumped[i] || lost[i])
+            continue;
+        unsigned char one[REDLOCK_MAX_NODES] = { 0 };
+        char why[96];
+        one[i] = 1;
+        rl_fmt(why, sizeof why, "clock jumped %lld ms forward", (long long)ep[i].jump_ms);
+        mark(c, r, one, "j", q_ms, why, ep2);
+        if (ep2[i].heard)
+            ep[i] = ep2[i];
+        else
+            rl_fmt(ep[i].why, sizeof ep[i].why, "%s", why);
+        ep[i].q_ms = ep[i].q_ms ? ep[i].q_ms : -1;
+    }
+
+    count_votes(c, r, chk, ep, q_ms, lost, jumped, undecided);
+    free(chk);
+}
