@@ -181,10 +181,19 @@ static void test_function_mode(void)
     /* the library missing (a node lost it): a hint, not a false release */
     all_nodes("FUNCTION FLUSH");
     CHECK_RC(redlock_lock_new(&l, c, uniq("fn-missing")), 0);
+    /* the quarantine's check behind the SET is a function too: found out on acquiring */
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_ESERVER);
+    CHECK(strstr(redlock_lock_errmsg(l), "redlock_client_load_functions") != NULL);
+    CHECK(!redlock_lock_is_held(l));
+    redlock_lock_free(l);
+    /* without the quarantine, found out on releasing */
+    redlock_client *noq = client_as("fnuser:Fn-pw-2", "lock:", REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_NO_QUARANTINE);
+    CHECK_RC(redlock_lock_new(&l, noq, uniq("fn-missing")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESERVER);
     CHECK(strstr(redlock_lock_errmsg(l), "redlock_client_load_functions") != NULL);
     redlock_lock_free(l);
+    redlock_client_free(noq);
     all_nodes("FLUSHALL");
     CHECK_RC(redlock_client_load_functions(admin, err, sizeof err), 0);
     lock_cycle(c, "fcall-reloaded");

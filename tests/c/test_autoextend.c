@@ -358,6 +358,9 @@ static void test_owner_concurrent(void)
 int main(void)
 {
     load_nodes();
+    /* Quarantine off: it kills and restarts nodes without persistence to test losses
+     * (test_quarantine.c tests what a restarted node does to the vote). */
+    t_no_quarantine = 1;
     run_test("keeps_alive", test_keeps_alive);
     run_test("lost_key_deleted", test_lost_key_deleted);
     run_test("release_in_callback", test_release_in_callback);

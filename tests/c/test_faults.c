@@ -290,6 +290,9 @@ static void test_no_extension_queued_on_stopped_node(void)
 int main(void)
 {
     load_nodes();
+    /* Quarantine off: it restarts nodes without persistence to test reconnects; a restarted
+     * node would otherwise stay out of the vote (test_quarantine.c). */
+    t_no_quarantine = 1;
     if (t_nurls != 5) {
         fprintf(stderr, "test_faults needs 5 nodes\n");
         return 2;

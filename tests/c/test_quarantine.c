@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_quarantine.c: a node that lost its keys does not vote (c/src/epoch.c,
+ * docs/algorithm.md "Quarantine"), on 3 real nodes without persistence:
+ * the markers of a new deployment, a restart and a FLUSHALL found out, the
+ * classic double grant without the quarantine and none with it, the
+ * quarantine's length (the longest TTL the nodes record, plus its drift
+ * allowance: not shorter, not much longer), and what a failed acquisition
+ * says. Clock steps: tests/safety/test_quarantine.py (they need the
+ * clock-step shim under the servers). */
+#include "testutil.h"
+
+#define MARKER "{redlock:epoch}"
+#define QKEY "{redlock:epoch}:q"
+
+static void all_nodes(const char *command)
+{
+    for (size_t i = 0; i < 3; i++)
+        CHECK(ctl(NULL, 0, "cmd %zu %s", i, command) == 0);
+}
+
+static redlock_client *client_with(uint32_t flags)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.retry_count = 0;
+    o.flags = flags;
+    return make_client(3, &o);
+}
+
+static long long exists_on(int i, const char *key)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "EXISTS %s", key);
+    return node_int(i, cmd);
+}
+
+/* Markers older than the "young deployment" grace (RL_EPOCH_YOUNG_MS). */
+static void settle_markers(redlock_client *c)
+{
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("settle"), 1000, &l), 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    for (int i = 0; i < 3; i++)
+        CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the marker on every node"));
+    msleep(1200);
+}
+
+static void restart(int i)
+{
+    CHECK(ctl(NULL, 0, "restart %d", i) == 0);
+}
+
+static void test_new_deployment(void)
+{
+    /* every node new (restarted, FLUSHALL'd): no marker anywhere, a majority heard */
+    all_nodes("FLUSHALL");
+    redlock_client *c = client_with(0);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("fresh"), 5000, &l), 0);
+    for (size_t i = 0; i < 3; i++)
+        CHECK(redlock_lock_node_result(l, i, NULL, NULL, NULL, 0) != REDLOCK_NODE_QUARANTINED);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    for (int i = 0; i < 3; i++) {
+        CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the marker on every node"));
+        CHECK(exists_on(i, QKEY) == 0);
+    }
+    CHECK(EVENTUALLY(keys_on(3) == 0, 5000, "no lock key left"));
+    redlock_client_free(c);
+}
+
+/* A holds X on {0, 1} (node 2 down); node 0 restarts without persistence and
+ * node 2 comes back. Without the quarantine a second client gets X on {0, 2}
+ * while A still holds it; with it, nodes 0 and 2 stay out and the attempt
+ * says why. */
+static void test_restart_double_grant(void)
+{
+    redlock_client *a = client_with(0), *b = client_with(0), *plain = client_with(REDLOCK_OPT_NO_QUARANTINE);
+    settle_markers(a);
+    const char *res = uniq("double");
+    CHECK(ctl(NULL, 0, "kill 2") == 0);
+    redlock_lock *la, *lb, *lp;
+    CHECK_RC(redlock_try_acquire(a, res, 20000, &la), 0);
+    restart(0);
+    restart(2);
+    /* with the quarantine: refused, naming it */
+    CHECK_RC(redlock_lock_new(&lb, b, res), 0);
+    CHECK_LOCK_RC(lb, redlock_lock_acquire(lb, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
+    const char *msg = redlock_lock_errmsg(lb);
+    CHECK(strstr(msg, "quarantined") != NULL && strstr(msg, "lost its keys") != NULL);
+    CHECK(strstr(msg, "out of the vote for") != NULL);
+    int quarantined = 0;
+    char nm[300];
+    for (size_t i = 0; i < 3; i++) {
+        int code = 0;
+        if (redlock_lock_node_result(lb, i, &code, NULL, nm, sizeof nm) == REDLOCK_NODE_QUARANTINED) {
+            quarantined++;
+            CHECK(code == REDLOCK_ENOQUORUM && strstr(nm, "lost its keys") != NULL);
+        }
+    }
+    CHECK(quarantined >= 1);
+    CHECK(!redlock_lock_is_held(lb));
+    /* the quarantine is on the nodes: every client sees it, and it lasts
+     * the longest TTL they record (20 s here) and its drift allowance */
+    for (int i = 0; i < 3; i += 2) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "PTTL %s", QKEY);
+        long long pttl = node_int(i, cmd);
+        CHECK(pttl > 15000 && pttl <= 20000 + 200 + 2 + 1);
+    }
+    CHECK(exists_on(1, QKEY) == 0);
+    /* a client that connects now sees it too, before it votes */
+    redlock_client *late = client_with(0);
+    redlock_lock *ll;
+    CHECK_RC(redlock_lock_new(&ll, late, res), 0);
+    CHECK_LOCK_RC(ll, redlock_lock_acquire(ll, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
+    CHECK(strstr(redlock_lock_errmsg(ll), "quarantined") != NULL);
+    redlock_lock_free(ll);
+    redlock_client_free(late);
+    /* without it: the classic failure, two holders at once */
+    CHECK_RC(redlock_lock_new(&lp, plain, res), 0);
+    CHECK_LOCK_RC(lp, redlock_lock_acquire(lp, 5000, REDLOCK_WAIT_NONE), 0);
+    CHECK(redlock_lock_is_held(la) && redlock_lock_is_held(lp));
+    CHECK_LOCK_RC(lp, redlock_release(lp), 0);
+    CHECK_LOCK_RC(la, redlock_release(la), REDLOCK_ELOST);
+    redlock_lock_free(la);
+    redlock_lock_free(lb);
+    redlock_lock_free(lp);
+    redlock_client_free(a);
+    redlock_client_free(b);
+    redlock_client_free(plain);
+    all_nodes("FLUSHALL");
+}
+
+/* A minority out costs nothing: the others still make a quorum. */
+static void test_minority_costs_nothing(void)
+{
+    redlock_client *c = client_with(0);
+    settle_markers(c);
+    restart(1);
+    for (int k = 0; k < 20; k++) {
+        redlock_lock *l;
+        CHECK_RC(redlock_try_acquire(c, uniq("minority"), 2000, &l), 0);
+        int q = redlock_lock_node_result(l, 1, NULL, NULL, NULL, 0);
+        CHECK(q == REDLOCK_NODE_QUARANTINED || q == REDLOCK_NODE_NOT_WAITED || q == REDLOCK_NODE_NONE);
+        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    CHECK(exists_on(1, QKEY) == 1);
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
+/* FLUSHALL of a node (no restart, the connection stays): found out too. */
+static void test_flushall(void)
+{
+    redlock_client *c = client_with(0);
+    settle_markers(c);
+    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
+    /* A round waits for the checks of the nodes that granted it: node 2 is
+     * found out by the first round that hears it. */
+    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
+        redlock_lock *l;
+        CHECK_RC(redlock_try_acquire(c, uniq("flushed"), 10000, &l), 0);
+        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    char out[300];
+    CHECK(ctl(out, sizeof out, "cmd 2 GET %s", QKEY) == 0 && strstr(out, "lost its keys") != NULL);
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
+/* The bound: a quarantined node votes again once its time has passed, not
+ * before. Nodes 0 and 1 restart (a majority: nothing can be acquired while
+ * they are out); the longest TTL recorded is 1500 ms. */
+static void test_bound(void)
+{
+    redlock_client *c = client_with(0);
+    settle_markers(c);
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("bound-ttl"), 1500, &l), 0);   /* recorded on every node */
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    restart(0);
+    restart(1);
+    const char *res = uniq("bound");
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    double t0 = now_ms();
+    int rc = redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE);
+    CHECK(rc == REDLOCK_ENOQUORUM);
+    /* quarantine: 1500 + 1500 * 0.01 + 2 + 1 = 1518 ms from its start (within [t0, now]) */
+    double first_ok = -1;
+    while (now_ms() - t0 < 5000) {
+        double t = now_ms();
+        rc = redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE);
+        if (rc == 0) {
+            first_ok = t;
+            CHECK_LOCK_RC(l, redlock_release(l), 0);
+            break;
+        }
+        CHECK(rc == REDLOCK_ENOQUORUM && strstr(redlock_lock_errmsg(l), "quarantined") != NULL);
+        msleep(20);
+    }
+    CHECK(first_ok > 0);
+    fprintf(stderr, "bound: first acquisition %.0f ms after the first refusal (quarantine 1518 ms)\n",
+            first_ok - t0);
+    CHECK(first_ok - t0 >= 1518 - 50);    /* not before (the start was after t0) */
+    CHECK(first_ok - t0 <= 1518 + 1500);  /* and not much after */
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
+int main(void)
+{
+    load_nodes();
+    if (t_nurls != 3) {
+        fprintf(stderr, "test_quarantine needs 3 nodes\n");
+        return 2;
+    }
+    run_test("new_deployment", test_new_deployment);
+    run_test("restart_double_grant", test_restart_double_grant);
+    run_test("minority_costs_nothing", test_minority_costs_nothing);
+    run_test("flushall", test_flushall);
+    run_test("bound", test_bound);
+    return finish_tests();
+}
