@@ -89,11 +89,13 @@ const (
 	NodeTimeout   NodeOutcome = C.REDLOCK_NODE_TIMEOUT    // no reply before the node's deadline
 	NodeDown      NodeOutcome = C.REDLOCK_NODE_DOWN       // skipped: in reconnect backoff after failing to connect
 	NodeNotWaited NodeOutcome = C.REDLOCK_NODE_NOT_WAITED // sent, but the round was decided without its reply
+	// out of the vote: it may have lost its keys, or its clock jumped (WithQuarantine)
+	NodeQuarantined NodeOutcome = C.REDLOCK_NODE_QUARANTINED
 )
 
 var outcomeNames = map[NodeOutcome]string{
 	NodeNone: "none", NodeOK: "ok", NodeRefused: "refused", NodeError: "error",
-	NodeTimeout: "timeout", NodeDown: "down", NodeNotWaited: "not waited",
+	NodeTimeout: "timeout", NodeDown: "down", NodeNotWaited: "not waited", NodeQuarantined: "quarantined",
 }
 
 func (o NodeOutcome) String() string {

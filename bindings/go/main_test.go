@@ -103,8 +103,12 @@ func lockName(t testing.TB) string {
 
 // tolerant are the tests' default client options: replies may take up to
 // half a second, so a loaded CI machine does not turn into spurious
-// ErrNoQuorum (C's default allows 50 ms). Options given after them win.
-var tolerant = []redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond), redlock.WithConnectTimeout(time.Second)}
+// ErrNoQuorum (C's default allows 50 ms). The quarantine is off: the suite
+// kills and restarts its shared nodes without persistence (faults_test.go),
+// which would keep them out of the vote for later tests (the quarantine is
+// tested in C, tests/c/test_quarantine.c). Options given after them win.
+var tolerant = []redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond), redlock.WithConnectTimeout(time.Second),
+	redlock.WithQuarantine(false)}
 
 func testOpts(opts ...redlock.Option) []redlock.Option { return slices.Concat(tolerant, opts) }
 

@@ -57,6 +57,7 @@ type settings struct {
 	maxHoldMs        uint32
 	functions        bool
 	fencing          bool
+	noQuarantine     bool       // WithQuarantine(false)
 	wake             bool       // WithWake(true): a release wakes a waiter
 	fair             bool       // WithFair(true)
 	hook             *eventHook // WithEventHandler; compared by identity
@@ -315,6 +316,15 @@ func WithFencing() Option {
 	return optionFunc(func(c *config) { c.client("WithFencing"); c.s.fencing = true })
 }
 
+// WithQuarantine turns the quarantine on or off (default on): a node that
+// may have lost its keys (restarted without persistence, wiped) or whose
+// clock jumped forward does not vote for the longest TTL the nodes record
+// (docs/algorithm.md, "Quarantine"); a failed acquisition names it
+// (NodeQuarantined). Off, such a node votes at once, as in plain Redlock.
+func WithQuarantine(on bool) Option {
+	return optionFunc(func(c *config) { c.client("WithQuarantine"); c.s.noQuarantine = !on })
+}
+
 // WithEventHandler calls fn for every acquire attempt, extension, loss,
 // release and node failure of the client's mutexes: the metrics hook. fn
 // runs synchronously, on the goroutine that called the Mutex method or on
@@ -456,6 +466,9 @@ func (s *settings) cOptions() C.redlock_options {
 	}
 	if s.fencing {
 		o.flags |= C.REDLOCK_OPT_FENCING
+	}
+	if s.noQuarantine {
+		o.flags |= C.REDLOCK_OPT_NO_QUARANTINE
 	}
 	o.flags |= C.uint32_t(s.lockFlags())
 	o.tls_ca_file = cstr(s.tlsCAFile)

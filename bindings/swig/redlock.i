@@ -590,6 +590,11 @@ struct redlock_election {};
   RL_FLAG(UseFunctions, REDLOCK_OPT_FUNCTIONS)
   /* REDLOCK_OPT_FENCING: every acquisition mints a fencing token (docs/fencing.md). */
   RL_FLAG(Fencing, REDLOCK_OPT_FENCING)
+  /* REDLOCK_OPT_NO_QUARANTINE, said the positive way: true (the default)
+   * keeps a node that may have lost its keys, or whose clock jumped, out of
+   * the vote (docs/algorithm.md, "Quarantine"); false lets it vote at once. */
+  void rl_setQuarantine(bool on) { rl_flag_set(&$self->flags, REDLOCK_OPT_NO_QUARANTINE, !on); }
+  bool rl_getQuarantine() { return ($self->flags & REDLOCK_OPT_NO_QUARANTINE) == 0; }
   RL_WAKE_FAIR
 }
 

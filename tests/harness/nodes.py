@@ -940,8 +940,13 @@ class Cluster:
         self._need_started()
         return resp_call(self._addr(self._n(i)), args, timeout=timeout)
 
+    # The keys the library keeps on a node for as long as the node has its data: the
+    # quarantine's marker and quarantine key (c/src/epoch.c).
+    EPOCH_KEYS = "*{redlock:epoch}*"
+
     def dbsize(self, i):
-        return self.cmd(i, "DBSIZE")
+        """Keys on node i, the library's marker keys (EPOCH_KEYS) aside."""
+        return self.cmd(i, "DBSIZE") - len(self.cmd(i, "KEYS", self.EPOCH_KEYS))
 
     def keys(self, i, pattern="*"):
         return self.cmd(i, "KEYS", pattern)

@@ -58,6 +58,7 @@ class NodeOutcome(enum.IntEnum):
     TIMEOUT = lib.REDLOCK_NODE_TIMEOUT        # no reply before the node's deadline
     DOWN = lib.REDLOCK_NODE_DOWN              # skipped: in reconnect backoff
     NOT_WAITED = lib.REDLOCK_NODE_NOT_WAITED  # sent, but the round was decided without its reply
+    QUARANTINED = lib.REDLOCK_NODE_QUARANTINED  # out of the vote: it may have lost its keys, or its clock jumped
 
 
 class ListenerState(enum.IntEnum):

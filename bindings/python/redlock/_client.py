@@ -67,6 +67,13 @@ class Redlock:
     defaults of this client's locks, which may override them. Elections wake
     their candidates either way.
 
+    ``quarantine=True`` (the default) keeps a node that may have lost its
+    keys (restarted without persistence, wiped) or whose clock jumped
+    forward out of the vote for the longest TTL the nodes record
+    (docs/algorithm.md, "Quarantine"); its part in a failed acquisition says
+    so (:attr:`NodeOutcome.QUARANTINED`). ``quarantine=False`` lets such a
+    node vote at once, as plain Redlock does.
+
     ``on_event(event)`` is the metrics hook: it receives an :class:`Event` for
     every acquire attempt, extension, loss, release and node failure of this
     client's locks, on the thread that ran the round (often the client's
@@ -85,7 +92,8 @@ class Redlock:
                  tls_cert_file: Optional[Path] = None, tls_key_file: Optional[Path] = None,
                  tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
                  use_functions: bool = False, fencing: bool = False,
-                 on_event: Optional[OnEvent] = None, wake: bool = False, fair: bool = False) -> None:
+                 on_event: Optional[OnEvent] = None, wake: bool = False, fair: bool = False,
+                 quarantine: bool = True) -> None:
         self._ptr: Any = None
         self._events: Optional[EventSink] = None
         self._mutex = threading.Lock()
@@ -129,7 +137,8 @@ class Redlock:
         opts.flags = ((lib.REDLOCK_OPT_FUNCTIONS if _flag(use_functions, "use_functions") else 0)
                       | (lib.REDLOCK_OPT_FENCING if _flag(fencing, "fencing") else 0)
                       | (_WAKE if _flag(wake, "wake") else 0)
-                      | (_FAIR if _flag(fair, "fair") else 0))
+                      | (_FAIR if _flag(fair, "fair") else 0)
+                      | (0 if _flag(quarantine, "quarantine") else lib.REDLOCK_OPT_NO_QUARANTINE))
         sink = None
         if _callable(on_event, "on_event") is not None:
             sink = EventSink(on_event)

@@ -222,6 +222,7 @@ RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
 %javamethodmodifiers redlock_options::redlock_options "";
 RL_JAVA_NATIVE(redlock_options::rl_setFencing, setFencingNative)
+RL_JAVA_NATIVE(redlock_options::rl_setQuarantine, setQuarantineNative)
 RL_JAVA_NATIVE(redlock_options::rl_setWake, setWakeNative)
 RL_JAVA_NATIVE(redlock_options::rl_setFair, setFairNative)
 RL_JAVA_NATIVE(redlock_options::rl_setEventListener, setEventListenerNative)

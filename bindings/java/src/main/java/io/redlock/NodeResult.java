@@ -28,6 +28,8 @@ public final class NodeResult {
     DOWN,
     /** Sent, but the round was decided without its reply. */
     NOT_WAITED,
+    /** Out of the vote: it may have lost its keys, or its clock jumped (Options.setQuarantine). */
+    QUARANTINED,
     /** An outcome newer than this jar. */
     UNKNOWN;
 
@@ -40,6 +42,7 @@ public final class NodeResult {
         case NodeOutcomeCodes.NODE_TIMEOUT: return TIMEOUT;
         case NodeOutcomeCodes.NODE_DOWN: return DOWN;
         case NodeOutcomeCodes.NODE_NOT_WAITED: return NOT_WAITED;
+        case NodeOutcomeCodes.NODE_QUARANTINED: return QUARANTINED;
         default: return UNKNOWN;
       }
     }

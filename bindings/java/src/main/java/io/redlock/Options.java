@@ -51,6 +51,18 @@ public final class Options extends OptionsNative {
   }
 
   /**
+   * The quarantine (true, the default): a node found without its marker
+   * (restarted without persistence, wiped) or whose clock jumped forward does
+   * not vote for the longest TTL the nodes record (docs/algorithm.md,
+   * "Quarantine"); its part in a failed acquisition is
+   * {@link NodeResult.Outcome#QUARANTINED}. False (REDLOCK_OPT_NO_QUARANTINE):
+   * such a node votes at once, as plain Redlock.
+   */
+  public void setQuarantine(boolean on) {
+    setQuarantineNative(on);
+  }
+
+  /**
    * Whether a waiting acquire is woken by the holder's release (true:
    * REDLOCK_OPT_WAKE) or only polls with the retry delay and jitter (false,
    * the default). Wake-up hands a lock over in about a millisecond and starves

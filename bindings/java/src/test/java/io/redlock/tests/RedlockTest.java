@@ -468,6 +468,11 @@ public final class RedlockTest {
     String[] urls = nodes();
     Options opts = new Options();
     opts.setRetryCount(0);
+    // Nodes restart below without persistence, to test reconnects: with the quarantine on they
+    // would stay out of the vote for the longest TTL (tests/c/test_quarantine.c is about that).
+    check(opts.getQuarantine(), "the quarantine is on by default");
+    opts.setQuarantine(false);
+    check(!opts.getQuarantine(), "setQuarantine(false) switches it off");
     try (Redlock client = new Redlock(urls, opts)) {
       try (Lock warm = client.acquire("warm", 5_000)) {
         check(warm.isHeld(), "all five nodes up");
@@ -919,7 +924,19 @@ public final class RedlockTest {
   }
 
   static void autoExtend() throws Exception {
-    try (Redlock client = new Redlock(nodes())) {
+    // Nodes are killed and restarted below without persistence: with the quarantine on they
+    // would stay out of the vote for the longest TTL (tests/c/test_quarantine.c is about that).
+    Options noQuarantine = new Options();
+    noQuarantine.setQuarantine(false);
+    try {
+      autoExtend(noQuarantine);
+    } finally {
+      noQuarantine.free();
+    }
+  }
+
+  static void autoExtend(Options noQuarantine) throws Exception {
+    try (Redlock client = new Redlock(nodes(), noQuarantine)) {
       // Kept alive over several TTLs, then left to expire once stopped.
       Lock lock = client.acquire("ae", 600);
       lock.autoExtend();
@@ -1011,7 +1028,7 @@ public final class RedlockTest {
     // validity ends (max(3 s / 10, 2 x 50 ms) = 300 ms); the loss comes after
     // it, to lockLost. (The listeners above, lambdas, keep the default
     // onAtRisk, which does nothing: "A majority down" still heard the loss.)
-    try (Redlock client = new Redlock(nodes())) {
+    try (Redlock client = new Redlock(nodes(), noQuarantine)) {
       Lock risky = client.acquire("ae-risk", 3_000);
       CompletableFuture<Object[]> atRisk = new CompletableFuture<>();
       CompletableFuture<Object[]> lostAfter = new CompletableFuture<>();
@@ -1059,7 +1076,7 @@ public final class RedlockTest {
 
     // Replacing the listener, release, and close all let go of it (the JNI
     // global reference): a listener that is no longer used can be collected.
-    try (Redlock client = new Redlock(nodes())) {
+    try (Redlock client = new Redlock(nodes(), noQuarantine)) {
       Lock lock = client.acquire("ae-refs", 10_000);
       LockLostListener first = newLostListener();
       WeakReference<LockLostListener> firstRef = new WeakReference<>(first);
@@ -1084,7 +1101,7 @@ public final class RedlockTest {
 
     // An auto-extended lock that the program drops is freed by the Cleaner,
     // which stops its extension: the key then expires on the nodes.
-    try (Redlock client = new Redlock(nodes())) {
+    try (Redlock client = new Redlock(nodes(), noQuarantine)) {
       WeakReference<Lock> dropped = acquireAndDrop(client, "ae-dropped");
       check(collected(dropped), "a dropped auto-extended lock is collected");
       long end = System.nanoTime() + 20_000_000_000L;
