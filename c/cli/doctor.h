@@ -42,6 +42,8 @@ typedef struct dnode {
     int have_info, have_policy, have_save, aof, replicas, cluster;
     /* the probe key of the command checks */
     char probe_key[1200], probe_val[33], probe_hex[33];
+    /* the quarantine's marker (c/src/epoch.c): 1 there, 0 not, -1 unknown */
+    int marker;
     /* clock probe */
     int probing;
     char clock_skip[300];      /* why the probe could not be made; "" if it was */

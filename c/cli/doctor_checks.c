@@ -18,6 +18,7 @@
 #include "auth_fix.h"
 #include "doctor.h"
 #include "lib_private.h"
+#include "keys.h"
 
 /* ---- helpers ---- */
 
@@ -339,6 +340,37 @@ static int check_scripts(doctor *d, dnode *n)
     return CHECK_NEXT;
 }
 
+/* The quarantine (c/src/epoch.c, docs/algorithm.md "Quarantine"): a node out
+ * of the vote says so, with why and for how long; its marker is noted for
+ * the set check below. Not on a cluster member (no quarantine there). */
+static int check_quarantine(doctor *d, dnode *n)
+{
+    char err[256], mkey[1100];
+    n->marker = -1;
+    if (n->cluster)
+        return CHECK_NEXT;
+    snprintf(mkey, sizeof mkey, "%s" RL_KEY_EPOCH, d->prefix ? d->prefix : "");
+    redisReply *m = cli_command(n->ctx, err, sizeof err, "EXISTS %s", mkey);
+    redisReply *q = m ? cli_command(n->ctx, err, sizeof err, "GET %s" RL_KEY_QUARANTINE, mkey) : NULL;
+    redisReply *t = q ? cli_command(n->ctx, err, sizeof err, "PTTL %s" RL_KEY_QUARANTINE, mkey) : NULL;
+    if (m && m->type == REDIS_REPLY_INTEGER)
+        n->marker = m->integer == 1;
+    if (t && t->type == REDIS_REPLY_INTEGER && t->integer > 0 && q->type == REDIS_REPLY_STRING) {
+        const char *why = memchr(q->str, ' ', q->len);   /* "<until> <why>" */
+        why = why ? why + 1 : q->str;
+        char left[32];
+        doctor_add(d, n->index, SEV_WARN, "quarantined",
+                   "wait: it votes again by itself; or find out why it lost its data (persistence, restarts) or "
+                   "why its clock jumped (NTP steps)",
+                   "out of the vote for %s more: %.*s", cli_fmt_duration(t->integer, left, sizeof left),
+                   (int)(q->len - (size_t)(why - q->str)), why);
+    }
+    rl_reply_free(m);
+    rl_reply_free(q);
+    rl_reply_free(t);
+    return CHECK_NEXT;
+}
+
 const node_check doctor_node_checks[] = {
     { "info", check_info, 0 },               /* needs only a connection */
     { "eviction", check_eviction, 0 },
@@ -349,6 +381,7 @@ const node_check doctor_node_checks[] = {
     { "set", check_set, 0 },                 /* the probe key; stops the node's checks if not set */
     { "fake-ok", check_fake_ok, 0 },
     { "acl", check_scripts, 1 },
+    { "quarantine", check_quarantine, 1 },
 };
 const size_t doctor_n_node_checks = sizeof doctor_node_checks / sizeof doctor_node_checks[0];
 
@@ -505,6 +538,23 @@ static void check_tls_insecure(doctor *d)
                    "pose as a node, and a lock client with the same settings would accept it");
 }
 
+/* Nodes without the quarantine's marker beside nodes that have it: new
+ * nodes, or nodes that lost their keys; the next acquisition puts them out
+ * of the vote (docs/algorithm.md, "Quarantine"). */
+static void check_markers(doctor *d)
+{
+    size_t with = 0;
+    for (size_t i = 0; i < d->n_nodes; i++)
+        with += d->nodes[i].marker == 1;
+    for (size_t i = 0; with && i < d->n_nodes; i++)
+        if (d->nodes[i].marker == 0)
+            doctor_add(d, (int)i, SEV_INFO, "no-marker",
+                       "nothing to do if it is new; else find out why it lost its data (persistence, restarts)",
+                       "no quarantine marker while %zu other node%s have one: a new node, or one that lost its "
+                       "keys; the next acquisition keeps it out of the vote for the longest TTL the others record",
+                       with, with == 1 ? "" : "s");
+}
+
 static void check_node_count(doctor *d)
 {
     size_t n = d->n_nodes;
@@ -529,6 +579,7 @@ const set_check doctor_set_checks[] = {
     { "clock", check_clocks },
     { "tls-insecure", check_tls_insecure },
     { "node-count", check_node_count },
+    { "markers", check_markers },
     { "no-quorum", check_quorum },
     { "same-cluster", doctor_check_same_cluster },
 };

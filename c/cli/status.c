@@ -310,6 +310,13 @@ static void print_json(const char *resource, const char *key, size_t key_len, co
         cli_json_string(stdout, ns[i].state == ST_ERROR ? ns[i].error : NULL);
         if (sv->limit)
             printf(",\"semaphore_limit\":%ld,\"permits_held\":%ld", ns[i].sem_limit, ns[i].held);
+        printf(",\"marker\":%s,\"quarantined_ms\":", ns[i].marker < 0 ? "null" : ns[i].marker ? "true" : "false");
+        if (ns[i].marker < 0)
+            printf("null");
+        else
+            printf("%lld", ns[i].quarantine_ms);
+        printf(",\"quarantine_reason\":");
+        cli_json_string(stdout, ns[i].quarantine_ms ? ns[i].quarantine_why : NULL);
         printf("}");
     }
     printf("]");
@@ -340,6 +347,9 @@ static void print_row(const node_state *ns, size_t i, int w, const verdict *v)
     } else {
         printf("-");
     }
+    if (s->state != ST_ERROR && s->quarantine_ms > 0)
+        printf("  (quarantined: %s; out of the vote for %s more)", s->quarantine_why[0] ? s->quarantine_why : "?",
+               cli_fmt_duration(s->quarantine_ms, d, sizeof d));
     printf("\n");
 }
 
@@ -483,7 +493,7 @@ int cli_status(int argc, char **argv)
 
     size_t n = common.n_urls;
     for (size_t i = 0; i < n; i++)
-        status_probe(&common, common.urls[i], key, prefix_len + rlen, io.timeout_ms, &ns[i]);
+        status_probe(&common, common.urls[i], key, prefix_len + rlen, prefix_len, io.timeout_ms, &ns[i]);
     verdict v;
     decide(ns, n, &v);
     sem_verdict sv;

@@ -31,6 +31,12 @@ typedef struct node_state {
     long sem_limit;
     unsigned char *slot;
     long held;
+    /* The quarantine (c/src/epoch.c): the marker there (1), not (0), unknown
+     * (-1: a cluster node, where it does not apply, or an error); the time
+     * the node stays out of the vote (0: in it) and why. */
+    int marker;
+    long long quarantine_ms;
+    char quarantine_why[128];
 } node_state;
 
 /* What the read-write lock keeps next to the key K (c/src/scripts.c): K
@@ -46,7 +52,7 @@ typedef struct node_state {
  * the semaphore's and the waiters' keys) into *ns, within timeout_ms per
  * connection. A cluster node is read on the shard that owns key's slot,
  * found by following MOVED and ASK as the library does (engine/route.c). */
-void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
-                  node_state *ns);
+void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, size_t prefix_len,
+                  int64_t timeout_ms, node_state *ns);
 
 #endif

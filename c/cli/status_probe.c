@@ -258,9 +258,37 @@ static redisContext *connect_seed(const cli_common *common, redlock_client *rout
     return NULL;
 }
 
-void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, int64_t timeout_ms,
-                  node_state *ns)
+/* The quarantine's keys of the client's prefix (the first prefix_len bytes
+ * of key; c/src/epoch.c): the marker, and whether the node is out of the
+ * vote, why and for how long. Not on a cluster node (no quarantine there). */
+static void probe_quarantine(pconn *pc, const char *key, size_t prefix_len, node_state *ns)
 {
+    char err[128];
+    redisReply *m = NULL, *q = NULL, *t = NULL;
+    if (pc->cluster)
+        return;
+    p_append(pc, "EXISTS %b" RL_KEY_EPOCH, key, prefix_len);
+    p_append(pc, "GET %b" RL_KEY_EPOCH RL_KEY_QUARANTINE, key, prefix_len);
+    p_append(pc, "PTTL %b" RL_KEY_EPOCH RL_KEY_QUARANTINE, key, prefix_len);
+    if (!p_read(pc, &m, err, sizeof err) && !p_read(pc, &q, err, sizeof err) && !p_read(pc, &t, err, sizeof err) &&
+        m->type == REDIS_REPLY_INTEGER && t->type == REDIS_REPLY_INTEGER) {
+        ns->marker = m->integer == 1;
+        ns->quarantine_ms = t->integer > 0 ? t->integer : 0;
+        if (ns->quarantine_ms && q->type == REDIS_REPLY_STRING) {
+            const char *why = memchr(q->str, ' ', q->len);   /* "<until> <why>" */
+            why = why ? why + 1 : q->str;
+            snprintf(ns->quarantine_why, sizeof ns->quarantine_why, "%.*s", (int)(q->len - (size_t)(why - q->str)), why);
+        }
+    }
+    rl_reply_free(m);
+    rl_reply_free(q);
+    rl_reply_free(t);
+}
+
+void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, size_t prefix_len,
+                  int64_t timeout_ms, node_state *ns)
+{
+    ns->marker = -1;
     rl_endpoint ep;
     char err[512];
     ns->ttl_ms = -2;
@@ -346,6 +374,8 @@ void status_probe(const cli_common *common, const char *url, const char *key, si
         probe_semaphore(&pc, key, key_len, ns);
     if (ns->state != ST_ERROR)
         probe_rw(&pc, key, key_len, ns);
+    if (ns->state != ST_ERROR)
+        probe_quarantine(&pc, key, prefix_len, ns);
     if (pc.ctx)
         redisFree(pc.ctx);
     if (router)
