@@ -405,6 +405,8 @@ static void usage(void)
             "  --auto-extend       redlock_lock_auto_extend after each acquisition; log\n"
             "                      extensions (on_event) and a loss (the lost callback)\n"
             "  --wake, --no-wake, --fair\n"
+            "  --no-quarantine     REDLOCK_OPT_NO_QUARANTINE: restarted, wiped or clock-stepped\n"
+            "                      nodes vote at once (plain Redlock)\n"
             "                      REDLOCK_OPT_WAKE (woken by releases) / REDLOCK_OPT_NO_WAKE\n"
             "                      (poll only, the default) / REDLOCK_OPT_FAIR\n"
             "  --background N      also hold N other locks (R:bg:ID:K, the same TTL) on\n"
@@ -440,12 +442,12 @@ int main(int argc, char **argv)
 
     const char *storage_path = NULL;
     long pre_write = 0;
-    int fencing = 0, auto_extend = 0, wake = 0, no_wake = 0, fair = 0;
+    int fencing = 0, auto_extend = 0, wake = 0, no_wake = 0, fair = 0, no_quarantine = 0;
     long background = 0, sample = 0;
     const char *take = NULL;
     const char *mode = "mutex";
     enum { O_NODE_TIMEOUT = 256, O_CONNECT_TIMEOUT, O_RETRY_COUNT, O_RETRY_DELAY, O_RETRY_JITTER,
-           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_WAKE, O_NO_WAKE, O_FAIR, O_BACKGROUND,
+           O_ATTEMPT_GAP, O_FENCING, O_STORAGE, O_PRE_WRITE, O_AUTO_EXTEND, O_WAKE, O_NO_WAKE, O_FAIR, O_BACKGROUND, O_NO_QUARANTINE,
            O_MODE = 400, O_WRITE_EVERY, O_SEM_LIMIT, O_ROLE, O_STEP, O_SAMPLE, O_TAKE };
     const char *role = "campaigner";
     long step = 20;
@@ -474,6 +476,7 @@ int main(int argc, char **argv)
         {"wake", no_argument, 0, O_WAKE},
         {"no-wake", no_argument, 0, O_NO_WAKE},
         {"fair", no_argument, 0, O_FAIR},
+        {"no-quarantine", no_argument, 0, O_NO_QUARANTINE},
         {"background", required_argument, 0, O_BACKGROUND},
         {"sample", required_argument, 0, O_SAMPLE},
         {"take", required_argument, 0, O_TAKE},
@@ -510,6 +513,7 @@ int main(int argc, char **argv)
         case O_WAKE: wake = 1; break;
         case O_NO_WAKE: no_wake = 1; break;
         case O_FAIR: fair = 1; break;
+        case O_NO_QUARANTINE: no_quarantine = 1; break;
         case O_BACKGROUND: background = atol(optarg); break;
         case O_SAMPLE: sample = atol(optarg); break;
         case O_TAKE: take = optarg; break;
@@ -547,6 +551,8 @@ int main(int argc, char **argv)
         o.flags |= REDLOCK_OPT_NO_WAKE;
     if (fair)
         o.flags |= REDLOCK_OPT_FAIR;
+    if (no_quarantine)
+        o.flags |= REDLOCK_OPT_NO_QUARANTINE;
     if (auto_extend || background || strcmp(mode, "elect") == 0)
         o.on_event = on_event;
     if (margin < 0)

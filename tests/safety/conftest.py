@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# pytest fixtures of the safety tests: the lock client binary, run directories, proxies.
+# pytest fixtures of the safety tests: the lock client binary, the clock-step shim, run
+# directories, proxies.
 import os
 import sys
 
@@ -15,6 +16,15 @@ from proxy import Proxy  # noqa: E402
 def client_bin():
     try:
         return S.find_client()
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
+
+
+@pytest.fixture(scope="session")
+def shim():
+    """The clock-step shim (clockshift.c, libclockshift.so), for nodes.Cluster(clockshift=...)."""
+    try:
+        return S.find_clockshift()
     except FileNotFoundError as e:
         pytest.fail(str(e))
 

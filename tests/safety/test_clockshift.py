@@ -9,14 +9,6 @@ import pytest
 import safetylib as S
 
 
-@pytest.fixture(scope="module")
-def shim():
-    try:
-        return S.find_clockshift()
-    except FileNotFoundError as e:
-        pytest.fail(str(e))
-
-
 def wait_until(cond, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -94,7 +94,9 @@ def test_majority_killed(make_run):
     """Kill 3 of 5 nodes: every acquire fails promptly (well before half the TTL), nobody acquires,
     and acquisitions resume once the nodes are back (after > TTL). A call whose last attempt found
     the killed nodes refusing connections says so, REDLOCK_EUNREACHABLE naming them; one that met
-    them while they were going down (a reset, not a refused connect) says REDLOCK_ENOQUORUM."""
+    them while they were going down (a reset, not a refused connect) says REDLOCK_ENOQUORUM. The
+    nodes come back without their data (no persistence): the quarantine keeps them out of the
+    vote for the longest TTL recorded (3 s), so acquisitions resume after that."""
     ttl = 3000
     with S.nodes.Cluster(5) as c:
         run = make_run(c.urls, "safety:majority")
@@ -109,7 +111,7 @@ def test_majority_killed(make_run):
         for n in (0, 1, 2):
             f.start(n)
         t_back = S.now_ns()
-        time.sleep(1.5)
+        time.sleep(ttl / 1000 + 1.5)
         r = finish(run)
     assert_safe(r)
     during = [x for x in calls_started_between(r, t_down, t_up) if x[1] <= t_up]
@@ -353,7 +355,11 @@ def test_broken_replies(make_run, make_proxies, mode):
         assert len(fails) >= 3, "the proxy broke nothing"
         assert not during, "an acquire succeeded although a majority only sent broken replies"
         for _, _, rc, msg in fails:
-            assert rc in NO_MAJORITY, "attempt returned %d: %s" % (rc, msg)
+            # The first half of a chunk that carries the acquire's reply and the quarantine
+            # check's behind it can hold the acquire's whole reply: a refusal read whole is a
+            # refusal ("held by another owner"), and the check cut after it fails the node.
+            assert rc in NO_MAJORITY or (rc == ENOTACQUIRED and "held by another owner" in msg), \
+                "attempt returned %d: %s" % (rc, msg)
     assert len(acq_between(r, t2, S.now_ns())) > 0, "no recovery after the proxy healed"
 
 

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The quarantine's clock check (c/src/epoch.c, docs/algorithm.md "Quarantine") on real servers
+under the clock-step shim (clockshift.c): a node whose wall clock is stepped forward, seen by a
+client that checked it before, is put out of the vote for the longest TTL the nodes record; a
+step back is not acted on; a client that connects after the step sees the quarantine the first
+one wrote on the node; without the quarantine the stepped node votes at once. The restart, wipe
+and bound cases: tests/c/test_quarantine.c; under contention: test_targeted.py."""
+import time
+
+import pytest
+
+import safetylib as S
+
+redlock = pytest.importorskip("redlock", reason="the Python binding (make test-safety installs it)")
+
+
+def _client(c, **kw):
+    return redlock.Redlock(c.urls, node_timeout=2.0, retry_count=0, **kw)
+
+
+def _cycle(client, name, ttl=3.0):
+    lock = client.lock(name, ttl=ttl)
+    assert lock.acquire(blocking=False)
+    results = lock.node_results
+    lock.release()
+    return results
+
+
+def _quarantined(results):
+    return {i for i, r in enumerate(results) if r.outcome == redlock.NodeOutcome.QUARANTINED}
+
+
+@pytest.mark.parametrize("kind", ["redis", "valkey"])
+def test_forward_step_quarantines(shim, kind):
+    with S.nodes.Cluster(3, kind=kind, clockshift=shim) as c, _client(c) as client:
+        for _ in range(3):
+            _cycle(client, "q:warm")          # every node checked: markers, clock readings
+        time.sleep(1.1)                       # markers older than a deployment being marked
+        c.step_clock(0, 2000)
+        time.sleep(0.01)
+        lock = client.lock("q:after-step", ttl=3.0)
+        # Nodes 1 and 2 still make a quorum; node 0's grant does not count.
+        assert lock.acquire(blocking=False)
+        lock.release()
+        # The quarantine is on node 0 itself: its reason and length (the 3 s TTL recorded,
+        # plus its drift allowance).
+        why = c.cmd(0, "GET", "{redlock:epoch}:q")
+        assert why and "clock jumped" in why and "forward" in why, why
+        assert 2000 < c.cmd(0, "PTTL", "{redlock:epoch}:q") <= 3000 + 30 + 2 + 1
+        assert c.cmd(1, "EXISTS", "{redlock:epoch}:q") == 0
+        # A client that connects now saw no jump, but reads the quarantine before it votes.
+        with _client(c) as late:
+            c.cmd(1, "SET", "q:needs-node-0", "someone-else", "PX", "10000")
+            lk = late.lock("q:needs-node-0", ttl=1.0)
+            assert lk.acquire(blocking=False) is False
+            results = lk.node_results
+            assert _quarantined(results) == {0}, results
+            assert "clock jumped" in results[0].message and "out of the vote for" in results[0].message
+
+
+def test_backward_step_and_switch_off(shim):
+    with S.nodes.Cluster(3, kind="mixed", clockshift=shim) as c, \
+            _client(c) as client, _client(c, quarantine=False) as plain:
+        for _ in range(3):
+            _cycle(client, "q:warm")
+            _cycle(plain, "q:warm-plain")
+        time.sleep(1.1)
+        # A step back lengthens keys' lives (liveness, not safety): not acted on.
+        c.step_clock(2, -3000)
+        for _ in range(3):
+            assert not _quarantined(_cycle(client, "q:back"))
+        assert c.cmd(2, "EXISTS", "{redlock:epoch}:q") == 0
+        # Forward, seen only by a client with the quarantine off: it writes nothing, and votes on.
+        c.step_clock(1, 5000)
+        for _ in range(3):
+            results = _cycle(plain, "q:plain")
+            assert not _quarantined(results)
+        assert c.cmd(1, "EXISTS", "{redlock:epoch}:q") == 0
