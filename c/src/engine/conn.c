@@ -634,7 +634,7 @@ static int submit_to(redlock_client *cl, size_t L, size_t j, rl_round *r, int64_
     int64_t d = r->start_us + rl_policy_node_wait_us(&cl->opts, fresh, node->suspect);
     r->deadline[L] = r->cap_us && d > r->cap_us ? r->cap_us : d;
     if (cl->io->hold_flush)
-        return c->wpending || opened;   /* the next round's submit writes both */
+        return opened;   /* the next round's submit, to the same node, writes both */
     /* The socket took part of it: the leader writes the rest. */
     return (flush(cl, j) == 0 && c->wpending) || opened;
 }
