@@ -31,10 +31,12 @@
 
 /* quorum-floor: the floor stopping at a majority (Redlock's real limit).
  * fenced: the handle cycle on a client with REDLOCK_OPT_FENCING (one more round trip).
- * handle+extend: the handle cycle with a redlock_extend between acquire and release. */
-enum { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED, V_EXT, NV };
+ * handle+extend: the handle cycle with a redlock_extend between acquire and release.
+ * no-quarantine: the handle cycle on a client with REDLOCK_OPT_NO_QUARANTINE: what the
+ * quarantine's check (one more script per node, in the acquire's write) costs. */
+enum { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED, V_EXT, V_NOQ, NV };
 static const char *const vname[NV] = { "floor", "quorum-floor", "try+release", "handle", "fenced",
-                                       "handle+extend" };
+                                       "handle+extend", "no-quarantine" };
 
 static struct {
     long iterations;        /* timed cycles per variant and node count */
@@ -263,6 +265,7 @@ typedef struct bench_set {
     size_t n;
     redlock_client *client;
     redlock_client *fclient;     /* with fencing */
+    redlock_client *qclient;     /* with the quarantine off */
     bench_floor *floor;
     bench_floor *qfloor;         /* the quorum floor, on its own connections */
     int floor_broken;
@@ -271,6 +274,7 @@ typedef struct bench_set {
     redlock_lock *handles[KEYS];
     redlock_lock *fhandles[KEYS];
     redlock_lock *ehandles[KEYS];
+    redlock_lock *qhandles[KEYS];
     size_t next[NV];
     uint64_t rng;
 } bench_set;
@@ -305,7 +309,8 @@ static int set_open(bench_set *b, const char *const *urls, size_t n, const char 
     b->n = n;
     b->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)bench_now_ns();
     int rc = open_client(&b->client, urls, n, 0);
-    if (rc || open_client(&b->fclient, urls, n, REDLOCK_OPT_FENCING) != 0)
+    if (rc || open_client(&b->fclient, urls, n, REDLOCK_OPT_FENCING) != 0 ||
+        open_client(&b->qclient, urls, n, REDLOCK_OPT_NO_QUARANTINE) != 0)
         return -1;
     /* Distinct key spaces per variant: the floor's own connections can never
      * race a release of ours still in flight on the same key. */
@@ -325,6 +330,8 @@ static int set_open(bench_set *b, const char *const *urls, size_t n, const char 
             rc = redlock_lock_new(&b->fhandles[i], b->fclient, b->keys[V_FENCED][i]);
         if (!rc)
             rc = redlock_lock_new(&b->ehandles[i], b->client, b->keys[V_EXT][i]);
+        if (!rc)
+            rc = redlock_lock_new(&b->qhandles[i], b->qclient, b->keys[V_NOQ][i]);
         if (rc) {
             fprintf(stderr, "redlock_lock_new: %s\n", redlock_error_name(rc));
             return -1;
@@ -347,9 +354,11 @@ static void set_close(bench_set *b)
         redlock_lock_free(b->handles[i]);
         redlock_lock_free(b->fhandles[i]);
         redlock_lock_free(b->ehandles[i]);
+        redlock_lock_free(b->qhandles[i]);
     }
     redlock_client_free(b->client);
     redlock_client_free(b->fclient);
+    redlock_client_free(b->qclient);
     bench_floor_close(b->floor);
     bench_floor_close(b->qfloor);
     for (int v = 0; v < NV; v++)
@@ -402,7 +411,8 @@ static void run_block(bench_set *b, int v, long count, samples *s)
             redlock_lock_free(l);
             t2 = bench_now_ns();
         } else {
-            redlock_lock *h = v == V_FENCED ? b->fhandles[idx] : v == V_EXT ? b->ehandles[idx] : b->handles[idx];
+            redlock_lock *h = v == V_FENCED ? b->fhandles[idx] : v == V_EXT ? b->ehandles[idx]
+                              : v == V_NOQ ? b->qhandles[idx] : b->handles[idx];
             t0 = bench_now_ns();
             rc = redlock_lock_acquire(h, TTL_MS, REDLOCK_WAIT_NONE);
             t1 = bench_now_ns();
@@ -473,7 +483,7 @@ static double ratio_5[NV], qratio_5[NV];
 
 static void section_cycle(const char *const *urls, size_t n_urls)
 {
-    static const int all[] = { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED };
+    static const int all[] = { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED, V_NOQ };
     int nv = cfg.only >= 0 ? 1 : (int)(sizeof all / sizeof all[0]);
     const int *vs = cfg.only >= 0 ? &cfg.only : all;
 
@@ -545,6 +555,10 @@ static void section_cycle(const char *const *urls, size_t n_urls)
     if (ratio_5[V_HANDLE] > 0 && ratio_5[V_FENCED] > 0)
         printf("At 5 nodes a fenced cycle (two acquire rounds) is %.2fx the plain handle cycle\n",
                ratio_5[V_FENCED] / ratio_5[V_HANDLE]);
+    if (ratio_5[V_HANDLE] > 0 && ratio_5[V_NOQ] > 0)
+        printf("At 5 nodes the quarantine's check costs %+.1f%% of a handle cycle (handle %.2fx the cycle "
+               "without it); aim: <= 5%%\n",
+               (ratio_5[V_HANDLE] / ratio_5[V_NOQ] - 1) * 100, ratio_5[V_HANDLE] / ratio_5[V_NOQ]);
 }
 
 /* ---- section 1b: one node slower than the others ---- */
