@@ -230,11 +230,17 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     }
     rl_round *chk = malloc(sizeof *chk);
     if (!chk) {
-        /* Without the check nothing can be counted: the round fails whole. */
+        /* Without the check no grant could count: nothing is sent, and the
+         * round fails whole, every field its reader looks at set. */
         for (size_t i = 0; i < r->n; i++) {
             r->out[i] = RL_ERR_IO;
-            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory");
+            r->sent[i] = r->marked[i] = r->unreachable[i] = 0;
+            r->rtt_us[i] = 0;
+            r->counter[i] = 0;
+            r->hint_ms[i] = -1;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
         }
+        r->decided_us = rl_now_us();
         return;
     }
     rl_epoch_node ep[REDLOCK_MAX_NODES];
