@@ -230,7 +230,7 @@ int rl_round_decided(const rl_round *r)
         /* A grant counts once the check behind it found the node whole:
          * its marker there and no quarantine (epoch.c). Until its reply,
          * the node is still pending. */
-        int young, marker = rl_epoch_markers(r->check->epoch, r->n, &young) && !young;
+        int young, marker = rl_epoch_markers(r->check->epoch, r->n, &young);
         for (size_t i = 0; i < r->n; i++) {
             const rl_epoch_node *e = &r->check->epoch[i];
             counted[i] = r->out[i];
@@ -240,8 +240,8 @@ int rl_round_decided(const rl_round *r)
                 counted[i] = RL_PENDING;
             else if (!e->heard || e->q_ms != 0 || e->jump_ms > 0 || (!e->marker && marker))
                 counted[i] = RL_ERR_QUARANTINE;
-            /* no marker where no node has one yet, or only young ones: a
-             * new deployment (epoch.c) */
+            /* no marker where no node has one yet: a new deployment, if a
+             * majority says so (epoch.c) */
         }
         /* A grant from a node without a marker, and none heard yet: a new
          * deployment only if no node has one, so every check is awaited

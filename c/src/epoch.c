@@ -195,8 +195,8 @@ static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_
         int out = st->until_us > now;
         if (r->out[i] == RL_YES && undecided[i]) {
             r->out[i] = RL_ERR_QUARANTINE;
-            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no marker here, and too few nodes answered to tell a new "
-                   "deployment from lost keys: not counted");
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "no marker here: a new node still being marked, or one that "
+                   "lost its keys; not counted until that is known");
         } else if (r->out[i] == RL_YES && !ep[i].heard && chk->out[i] != RL_PENDING && chk->out[i] != RL_UNSENT &&
                    chk->out[i] != RL_YES) {
             /* The check failed on its own: the node's answer is that
@@ -273,9 +273,10 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
         markerless += ep[i].heard && !ep[i].marker;
     /* No marker on any node heard, and a majority heard: a new deployment
      * (docs/algorithm.md says why this is taken to be one); every node is
-     * marked, heard or not (a node that has a marker keeps it). Markers
-     * all made within RL_EPOCH_YOUNG_MS: one that another client is still
-     * making. */
+     * marked, heard or not (a node that has a marker keeps it). Beside
+     * markers all made within RL_EPOCH_YOUNG_MS, another client may still
+     * be marking a new deployment: a node without one neither votes nor is
+     * put out until they are older. */
     int fresh = !marker && markerless >= c->quorum;
     unsigned char lost[REDLOCK_MAX_NODES] = { 0 }, jumped[REDLOCK_MAX_NODES] = { 0 }, born[REDLOCK_MAX_NODES] = { 0 };
     unsigned char undecided[REDLOCK_MAX_NODES] = { 0 };
@@ -294,14 +295,17 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
             st->node_us = ep[i].time_us;
             st->lo_us = chk->start_us + slept;
         }
-        if (!ep[i].marker && (fresh || young)) {
+        if (!ep[i].marker && fresh) {
             born[i] = 1;
             nborn++;
-        } else if (!ep[i].marker && marker) {
+        } else if (!ep[i].marker && marker && !young) {
             lost[i] = 1;
             nlost++;
         } else if (!ep[i].marker) {
-            undecided[i] = 1;   /* too few nodes heard to tell a new deployment from a loss */
+            /* too few nodes heard to tell a new deployment from a loss, or
+             * markers that another client may still be making: no vote,
+             * and nothing written, until that is known */
+            undecided[i] = 1;
         }
         note(st, &ep[i], epoch_length(c, r->ttl_ms), now);
     }

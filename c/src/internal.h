@@ -590,9 +590,10 @@ int rl_cmd_acquires(rl_cmd cmd);
  * nodes record. Without the check (REDLOCK_OPT_NO_QUARANTINE, a cluster
  * node), the round alone. */
 void rl_epoch_run(redlock_client *c, rl_round *r);
-/* A deployment's markers younger than this are still being made: a node
- * without one then is new, not a node that lost its keys (clients that
- * start together each mark the nodes they reach first). */
+/* A deployment's markers younger than this may still be being made by
+ * another client (clients that start together): beside them, a node
+ * without one does not vote, and is not put out either, until they are
+ * older (then it lost its keys). */
 #define RL_EPOCH_YOUNG_MS 1000
 /* What a check's replies (heard ones) say (decide.c): 1 if some node has
  * its marker, with *young when every marker heard is younger than
