@@ -611,7 +611,7 @@ def test_auto_extend_holder_paused(make_run):
 # ---------------------------------------------------------------------------------------------
 # A node forgets a key: the violation exists, and the checker sees it
 
-def _hold_on_three_of_five(run, f, ttl, hold):
+def _hold_on_three_of_five(run, f, ttl, hold, extra=()):
     """Client A (id 0) acquires while nodes 3 and 4 are down, so its majority is exactly
     {0, 1, 2}; returns once A is inside its critical section. A waits up to 1 s for a node
     (not the default 50 ms): its release goes to 3 and 4 on new connections, just after they
@@ -619,34 +619,41 @@ def _hold_on_three_of_five(run, f, ttl, hold):
     loaded machine."""
     f.kill(3)
     f.kill(4)
-    run.spawn(0, ttl=ttl, hold=hold, margin=100, iterations=1, node_timeout=1000, duration=60)
+    run.spawn(0, ttl=ttl, hold=hold, margin=100, iterations=1, node_timeout=1000, duration=60,
+              extra_args=list(extra))
     acq = run.wait_event(0, "ACQ", timeout=10)
     run.wait_event(0, "CS", timeout=10)
     return acq
 
 
-def _second_client(run, ttl, wait):
-    run.spawn(1, ttl=ttl, hold=20, iterations=1, wait=wait, retry_delay=20, retry_jitter=50, duration=60)
+def _second_client(run, ttl, wait, extra=()):
+    run.spawn(1, ttl=ttl, hold=20, iterations=1, wait=wait, retry_delay=20, retry_jitter=50, duration=60,
+              extra_args=list(extra))
 
 
-@pytest.mark.parametrize("restart", ["immediate", "delayed", "aof-always"])
+@pytest.mark.parametrize("restart", ["immediate", "immediate-no-quarantine", "delayed", "aof-always"])
 def test_crash_restart(make_run, restart):
     """Client A holds on exactly {0,1,2} of 5 (3 and 4 down). Node 0 crashes and restarts:
-    - immediate, no persistence: node 0 comes back empty; with 3 and 4 back, client B gets
-      {0,3,4}, a majority, while A still holds. Two owners: the checker must report the overlap
-      and the lost counter update. This is the known limit of Redlock (docs/algorithm.md,
-      assumption 2), demonstrated on purpose.
+    - immediate, no persistence: node 0 comes back empty, and nodes 3 and 4, which A never
+      reached, come back without a marker too: the quarantine keeps all three out of the vote for
+      the longest TTL recorded (docs/algorithm.md, "Quarantine"), so client B gets the lock only
+      after A's window; no violation.
+    - the same with the quarantine off (plain Redlock): B gets {0,3,4}, a majority, while A still
+      holds. Two owners: the checker must report the overlap and the lost counter update. This
+      is the known limit of Redlock (docs/algorithm.md, assumption 2), demonstrated on purpose.
     - delayed by more than the TTL: B cannot reach a majority until A's keys expired or were
       released; no violation.
     - appendfsync always: node 0 reloads A's key; no violation."""
-    ttl = 10000 if restart == "immediate" else 3000
+    plain = restart == "immediate-no-quarantine"
+    extra = ["--no-quarantine"] if plain else []
+    ttl = 10000 if restart.startswith("immediate") else 3000
     persistence = "aof-always" if restart == "aof-always" else None
     with S.nodes.Cluster(5, persistence=persistence) as c:
         run = make_run(c.urls, "safety:crash")
         f = S.Faults(run, c)
-        hold = 3000 if restart == "immediate" else ttl - 800
+        hold = 3000 if restart.startswith("immediate") else ttl - 800
         keys = None
-        _hold_on_three_of_five(run, f, ttl, hold)
+        _hold_on_three_of_five(run, f, ttl, hold, extra)
         if restart == "delayed":
             f.kill(0)
         else:
@@ -654,7 +661,7 @@ def test_crash_restart(make_run, restart):
             keys = c.dbsize(0)
         f.start(3)
         f.start(4)
-        _second_client(run, ttl, wait=3 * ttl)
+        _second_client(run, ttl, wait=3 * ttl, extra=extra)
         if restart == "delayed":
             time.sleep(ttl / 1000 + 0.5)           # node 0 stays down longer than the TTL
             f.start(0)
@@ -665,8 +672,12 @@ def test_crash_restart(make_run, restart):
     b = [w for w in r.windows if w.client == 1]
     assert b, "client B never acquired"
     b = b[0]
-    if restart == "immediate":
+    if restart.startswith("immediate"):
         assert keys == 0, "node 0 kept its keys over a restart without persistence"
+    if restart == "immediate":
+        assert_safe(r)
+        assert b.t_acq >= a.end, "B acquired while A held, the quarantine on"
+    elif plain:
         assert b.t_acq < a.end, "B did not acquire while A held: the construction failed"
         assert [(x.client, y.client) for x, y in r.overlaps] == [(0, 1)], "the checker missed the overlap"
         assert r.lost_updates == 1, "the checker missed the lost update"
@@ -684,12 +695,16 @@ def test_crash_restart(make_run, restart):
 def test_key_expires_early(make_run, how):
     """Client A holds on exactly {0,1,2} of 5; its key disappears early from node 0 (DEL, or PEXPIRE
     1 ms); nodes 3 and 4 come back; B gets {0,3,4}. Two owners, by design (docs/algorithm.md,
-    assumption 3): the checker must report the overlap and the lost update."""
+    assumption 3): the checker must report the overlap and the lost update. The node keeps its
+    marker, so the quarantine would not see this loss either; the clients run without it because
+    nodes 3 and 4, down since before the first lock, come back without a marker and the
+    quarantine would keep them out (the construction needs their votes)."""
     ttl = 10000
+    plain = ["--no-quarantine"]
     with S.nodes.Cluster(5) as c:
         run = make_run(c.urls, "safety:early")
         f = S.Faults(run, c)
-        _hold_on_three_of_five(run, f, ttl, 3000)
+        _hold_on_three_of_five(run, f, ttl, 3000, plain)
         key = "safety:early"
         assert c.cmd(0, "EXISTS", key) == 1
         if how == "DEL":
@@ -700,7 +715,7 @@ def test_key_expires_early(make_run, how):
         assert c.cmd(0, "EXISTS", key) == 0
         f.start(3)
         f.start(4)
-        _second_client(run, ttl, wait=3 * ttl)
+        _second_client(run, ttl, wait=3 * ttl, extra=plain)
         run.wait(timeout=40)
         r = run.check()
         print(r.summary())
@@ -1000,12 +1015,16 @@ def test_semaphore_faults(make_run, make_proxies, how):
     assert len(acq_between(r, t_h, S.now_ns())) > 0, "no permit granted after the fault"
 
 
-def test_semaphore_wipe_without_persistence(make_run):
-    """By design, as test_crash_restart[immediate] for the mutex: clients 0 and 1 take both
-    permits of a limit-2 semaphore while nodes 3 and 4 are down, so each holds its slot on
-    exactly {0, 1, 2}. Node 0 restarts empty (no persistence) and 3 and 4 come back: client 2
-    finds a slot free on {0, 3, 4}, a majority, and three hold a limit-2 semaphore. The checker
-    must report it (docs/algorithm.md, assumption 2)."""
+@pytest.mark.parametrize("quarantine", [True, False], ids=["quarantine", "no-quarantine"])
+def test_semaphore_wipe_without_persistence(make_run, quarantine):
+    """As test_crash_restart[immediate] for the mutex: clients 0 and 1 take both permits of a
+    limit-2 semaphore while nodes 3 and 4 are down, so each holds its slot on exactly {0, 1, 2}.
+    Node 0 restarts empty (no persistence) and 3 and 4 come back. With the quarantine (the
+    default), nodes 0, 3 and 4 stay out of the vote for the TTL, and client 2 gets a permit only
+    once the others are done: no violation. Without it, client 2 finds a slot free on {0, 3, 4},
+    a majority, and three hold a limit-2 semaphore: the checker must report it, by design
+    (docs/algorithm.md, assumption 2)."""
+    extra = [] if quarantine else ["--no-quarantine"]
     ttl = 10000
     with S.nodes.Cluster(5) as c:
         run = make_run(c.urls, "safety:sem-wipe")
@@ -1014,7 +1033,7 @@ def test_semaphore_wipe_without_persistence(make_run):
         f.kill(4)
         for cid in (0, 1):
             run.spawn(cid, ttl=ttl, hold=3000, margin=100, iterations=1, duration=60, mode="sem",
-                      limit=SEM_LIMIT)
+                      limit=SEM_LIMIT, extra_args=extra)
         for cid in (0, 1):
             run.wait_event(cid, "CS", timeout=10)
         f.restart(0)
@@ -1022,11 +1041,15 @@ def test_semaphore_wipe_without_persistence(make_run):
         f.start(3)
         f.start(4)
         run.spawn(2, ttl=ttl, hold=20, iterations=1, wait=3 * ttl, retry_delay=20, retry_jitter=50,
-                  duration=60, mode="sem", limit=SEM_LIMIT)
+                  duration=60, mode="sem", limit=SEM_LIMIT, extra_args=extra)
         run.wait(timeout=3 * ttl / 1000 + 10)
         r = run.check()
         print(r.summary())
     assert keys == 0, "node 0 kept its keys over a restart without persistence"
+    if quarantine:
+        assert_safe(r)
+        assert [w for w in r.windows if w.client == 2], "client 2 never got a permit"
+        return
     assert not r.ok
     assert len(r.sem_excess) >= 1 and len(r.sem_excess[0][1]) == 3, "the checker missed the third holder"
     assert {w.client for w in r.sem_excess[0][1]} == {0, 1, 2}
