@@ -249,10 +249,15 @@ static void csv_row(const char *section, size_t nodes, const char *variant, int 
 
 static int open_client(redlock_client **out, const char *const *urls, size_t n, uint32_t flags)
 {
-    char err[512];
+    char err[512], prefix[32];
     redlock_options o;
     redlock_options_init(&o);
     o.flags = flags;
+    /* A key prefix per node count: the quarantine's markers are per prefix
+     * (docs/algorithm.md, "Quarantine"), so each set of nodes is a
+     * deployment of its own, not a larger set that took in unmarked nodes. */
+    snprintf(prefix, sizeof prefix, "bench%zu:", n);
+    o.key_prefix = prefix;
     if (cfg.node_timeout_ms > 0)
         o.node_timeout_ms = (uint32_t)cfg.node_timeout_ms;
     int rc = redlock_client_open(out, urls, n, &o, err, sizeof err);

@@ -194,6 +194,20 @@ class Runner:
                               "errors": int(r["errors"]), "p50_us": num("p50_us"), "p99_us": num("p99_us"),
                               "ops_per_s": num("cycles_per_s"), "label": label, "source": "redlock_bench"})
 
+    def fresh(self, urls):
+        """Each node set starts as a new deployment (FLUSHALL): the library's quarantine keeps a
+        node without its marker out of the vote beside nodes that have one (docs/algorithm.md,
+        "Quarantine"), so a set that took in nodes a smaller set had not marked would time its
+        first TTL without them."""
+        for u in urls:
+            scheme, rest = u.split("://", 1)
+            if scheme == "unix":
+                addr = ("unix", rest.split("?", 1)[0])
+            else:
+                host, port = rest.rsplit("/", 1)[0].rsplit(":", 1)
+                addr = ("tcp", host.strip("[]"), int(port))
+            nodes.resp_call(addr, ["FLUSHALL"])
+
     def ping_rtt(self):
         exe = shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
         if not exe:
@@ -223,6 +237,7 @@ class Runner:
 
         self.log("uncontended acquire+release, distinct keys, by node count")
         for n in a.nodes:
+            self.fresh(self.urls)
             for impl in peers:
                 self.driver(impl, f"nodes={n}", self.urls[:n])
         self.driver("redis-py", "nodes=1", self.urls[:1])
