@@ -595,6 +595,8 @@ void rl_epoch_run(redlock_client *c, rl_round *r);
  * without one does not vote, and is not put out either, until they are
  * older (then it lost its keys). */
 #define RL_EPOCH_YOUNG_MS 1000
+#define RL_EPOCH_YOUNG_MS_STR "1000"   /* the same, for the check's Lua (scripts.c) */
+_Static_assert(RL_EPOCH_YOUNG_MS == 1000, "RL_EPOCH_YOUNG_MS_STR must say the same");
 /* What a check's replies (heard ones) say (decide.c): 1 if some node has
  * its marker, with *young when every marker heard is younger than
  * RL_EPOCH_YOUNG_MS by its node's clock. */

@@ -311,7 +311,7 @@ const char rl_script_rw_give_up[] =
  * Returns {M there (0/1), the longest TTL, Q's time left in ms (0 none, -1
  * unknown), TIME's seconds and microseconds (-1 unknown), Q's reason, M's
  * age in ms (-1 unknown)}; or, for a check with ARGV[5] '1' that finds M
- * there, older than RL_EPOCH_YOUNG_MS (1000), and no Q, only the node's
+ * there, older than RL_EPOCH_YOUNG_MS, and no Q, only the node's
  * TIME in microseconds (-1 unknown): the short reply every round gets. TIME is read only where the ACL allows it (an
  * ACL without it costs the clock check and the times, nothing else, and
  * leaves nothing in ACL LOG). */
@@ -328,7 +328,7 @@ const char rl_script_epoch[] =
     "old = math.max(ttl, old) "
     "local age = (born >= 0 and now >= 0) and now - born or -1 "
     "local q = redis.call('get', KEYS[2]) "
-    "if ARGV[1] == 'c' and ARGV[5] == '1' and (age < 0 or age >= 1000) and not q then "
+    "if ARGV[1] == 'c' and ARGV[5] == '1' and (age < 0 or age >= " RL_EPOCH_YOUNG_MS_STR ") and not q then "
     "return s >= 0 and s * 1000000 + u or -1 end "
     "local function left(v) if not v then return 0 end local e = tonumber(string.match(v, '^(%-?%d+) ')) "
     "if not e or e < 0 or now < 0 then return -1 end return math.max(e - now, 1) end "
