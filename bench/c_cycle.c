@@ -33,7 +33,7 @@
  * fenced: the handle cycle on a client with REDLOCK_OPT_FENCING (one more round trip).
  * handle+extend: the handle cycle with a redlock_extend between acquire and release.
  * no-quarantine: the handle cycle on a client with REDLOCK_OPT_NO_QUARANTINE: what the
- * quarantine's check (one more script per node, in the acquire's write) costs. */
+ * quarantine's check (one more PTTL per node, in the acquire's write) costs. */
 enum { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED, V_EXT, V_NOQ, NV };
 static const char *const vname[NV] = { "floor", "quorum-floor", "try+release", "handle", "fenced",
                                        "handle+extend", "no-quarantine" };

@@ -199,7 +199,7 @@ int rl_epoch_markers(const rl_epoch_node *ep, size_t n, int *young)
         if (!ep[i].heard || !ep[i].marker)
             continue;
         marker = 1;
-        if (ep[i].age_ms < 0 || ep[i].age_ms >= RL_EPOCH_YOUNG_MS)
+        if (!ep[i].young)
             *young = 0;
     }
     if (!marker)

@@ -3,19 +3,24 @@
  * classic failures are a node that forgets the keys it held (a restart
  * without persistence, a wipe) and a node whose clock jumps forward (its
  * keys expire at once). Either can hand a second client a lock that the
- * first still holds. Each node keeps a marker key, with no TTL, that goes
- * with its data: a node found without it has lost its data since the
- * marker was written. Each check also reads the node's TIME, and a node
- * whose clock moved further between two checks than this client's clock
- * (CLOCK_BOOTTIME), with its drift allowance, has jumped. Such a node is put out of the vote by
- * a quarantine key on the node itself, so that every client sees it, for
- * the longest TTL the markers record plus its drift allowance: by then
- * every lock it granted before the loss has expired or holds a majority
- * without it.
+ * first still holds. Each node keeps a marker key that goes with its
+ * data: a node found without it has lost its data since the marker was
+ * written. The marker's PTTL, centuries long, is also a clock (its expiry
+ * is a fixed point on the node's wall clock), and a node whose PTTL fell
+ * further between two checks than this client's clock (CLOCK_BOOTTIME)
+ * moved, with its drift allowance, has jumped. Such a node is put out of
+ * the vote on the node itself, so that every client sees it, for the
+ * longest TTL the markers record plus its drift allowance: its marker's PTTL
+ * is raised by that much (internal.h, RL_EPOCH_BASE_MS, says the bands),
+ * and a key beside it says why. By then every lock it granted before the
+ * loss has expired or holds a majority without it.
  *
- * The check is one short script behind the acquisition's own command on
- * each connection, in the same write, and a grant counts only once the
- * check that followed it on that node found the node whole. */
+ * The check is behind the acquisition's own command on each connection,
+ * in the same write, and a grant counts only once the check that followed
+ * it on that node found the node whole. It is a plain PTTL of the marker
+ * once this client knows that the node records its TTL and that the ACL
+ * allows PTTL; otherwise the script (scripts.c, rl_script_epoch), which
+ * records the TTL and says both. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +32,10 @@
 typedef struct epoch_state {
     int64_t until_us;          /* out of the vote until then (rl_now_us); 0: in */
     char why[96];
-    int64_t node_us;           /* the node's TIME at its last check, 0: none yet */
+    int64_t pttl;              /* the marker's PTTL at its last check, 0: none yet */
     int64_t lo_us;             /* when that check was sent (CLOCK_BOOTTIME: suspend counts) */
+    uint32_t recorded_ms;      /* the node's marker records a TTL at least this long */
+    int pttl_ok;               /* the node's ACL allows PTTL: the plain check */
 } epoch_state;
 
 struct rl_epochs {
@@ -97,7 +104,7 @@ static void epoch_round(rl_round *e, redlock_client *c, const rl_round *r, const
     e->value = mode;
     e->token = qms;
     e->member = why;
-    e->mode = "0";
+    e->mode = "s";   /* the script; "p" the plain PTTL */
     e->ttl_ms = r->ttl_ms;
     e->start_us = rl_now_us();
     e->cap_us = 0;
@@ -127,7 +134,6 @@ static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node
     uint32_t longest = r->ttl_ms;
     if (m) {
         epoch_round(m, c, r, "c", "0", "", ep);
-        m->mode = "0";
         int targets = 0;
         for (size_t i = 0; i < r->n; i++) {
             m->skip[i] = r->skip[i] == 1;
@@ -143,7 +149,7 @@ static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node
     return epoch_length(c, longest);
 }
 
-/* Puts the nodes marked in which[] to mode on the nodes. */
+/* Runs mode on the nodes marked in which[]: a marking, or "c" a full read. */
 static void mark(redlock_client *c, const rl_round *r, const unsigned char *which, const char *mode,
                  int64_t q_ms, const char *why, rl_epoch_node *ep)
 {
@@ -245,8 +251,8 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     }
     rl_epoch_node ep[REDLOCK_MAX_NODES];
     epoch_round(chk, c, r, "c", "0", "", ep);
-    chk->mode = "1";   /* the short reply when all is well */
     chk->start_us = r->start_us;
+    int plain = 1;
     /* The clock check compares on CLOCK_BOOTTIME: a suspended client sees
      * the nodes' clocks move by the time it slept, which is no jump. */
     int64_t now = rl_now_us(), slept = boottime_us() - now;
@@ -254,19 +260,41 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     for (size_t i = 0; i < r->n; i++) {
         if (!r->skip[i] && E->node[i].until_us > now)
             r->skip[i] = RL_SKIP_QUARANTINE;   /* its grant would not count: not asked */
-        ep[i].prev_node_us = E->node[i].node_us;
+        if (r->skip[i] != 1 && (!E->node[i].pttl_ok || E->node[i].recorded_ms < r->ttl_ms))
+            plain = 0;   /* the script, to record this TTL or learn the ACL */
+        ep[i].prev_pttl = E->node[i].pttl;
         ep[i].prev_lo_us = E->node[i].lo_us;
         ep[i].slept_us = slept;
         ep[i].drift_factor = c->opts.drift_factor;
         ep[i].drift_min_us = (int64_t)c->opts.drift_min_ms * 1000;
     }
     pthread_mutex_unlock(&E->mu);
+    if (plain)
+        chk->mode = "p";
     chk->partner = r;
     r->check = chk;
     for (size_t i = 0; i < r->n; i++)
         chk->skip[i] = r->skip[i] == 1;
     rl_round_run_checked(c, r, chk);
     r->check = NULL;
+
+    /* A quarantine that the plain check saw says how long, not why: the
+     * script reads the reason (once: the node is not asked again until it
+     * ends). */
+    rl_epoch_node ep2[REDLOCK_MAX_NODES];
+    unsigned char unsaid[REDLOCK_MAX_NODES] = { 0 };
+    int nunsaid = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (ep[i].heard && ep[i].q_ms && !ep[i].why[0]) {
+            unsaid[i] = 1;
+            nunsaid++;
+        }
+    }
+    if (nunsaid)
+        mark(c, r, unsaid, "c", 0, "", ep2);
+    for (size_t i = 0; nunsaid && i < r->n; i++)
+        if (unsaid[i] && ep2[i].heard)
+            rl_fmt(ep[i].why, sizeof ep[i].why, "%s", ep2[i].why);
 
     int markerless = 0, young, marker = rl_epoch_markers(ep, r->n, &young);
     for (size_t i = 0; i < r->n; i++)
@@ -285,16 +313,23 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     pthread_mutex_lock(&E->mu);
     for (size_t i = 0; i < r->n; i++) {
         epoch_state *st = &E->node[i];
-        if (!ep[i].heard)
+        if (!ep[i].heard) {
+            if (plain && chk->out[i] == RL_ERR_PERM)
+                st->pttl_ok = 0;   /* the ACL changed: the script from now on */
             continue;
+        }
         if (ep[i].jump_ms > 0) {
             jumped[i] = 1;
             njumped++;
         }
-        if (ep[i].time_us >= 0) {
-            st->node_us = ep[i].time_us;
-            st->lo_us = chk->start_us + slept;
-        }
+        if (!ep[i].marker || (st->pttl > 0 && ep[i].pttl > st->pttl))
+            st->recorded_ms = 0;   /* a new marker: what the old one recorded went with it */
+        if (ep[i].max_ttl_ms > st->recorded_ms)
+            st->recorded_ms = ep[i].max_ttl_ms;
+        if (ep[i].pttl_ok >= 0)
+            st->pttl_ok = ep[i].pttl_ok;
+        st->pttl = ep[i].pttl > 0 ? ep[i].pttl : 0;
+        st->lo_us = chk->start_us + slept;
         if (!ep[i].marker && fresh) {
             born[i] = 1;
             nborn++;
@@ -311,7 +346,6 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     }
     pthread_mutex_unlock(&E->mu);
 
-    rl_epoch_node ep2[REDLOCK_MAX_NODES];
     int64_t q_ms = (nlost || njumped) ? quarantine_ms(c, r, ep2) : 0;
     for (size_t i = 0; fresh && i < r->n; i++) {
         if (!ep[i].heard && r->skip[i] != 1) {
@@ -319,8 +353,18 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
             nborn++;
         }
     }
-    if (nborn)
+    if (nborn) {
         mark(c, r, born, "f", 0, "", ep2);
+        pthread_mutex_lock(&E->mu);
+        for (size_t i = 0; i < r->n; i++) {
+            if (born[i] && ep2[i].heard) {   /* the new marker records this TTL */
+                E->node[i].recorded_ms = ep2[i].max_ttl_ms;
+                if (ep2[i].pttl_ok >= 0)
+                    E->node[i].pttl_ok = ep2[i].pttl_ok;
+            }
+        }
+        pthread_mutex_unlock(&E->mu);
+    }
     if (nlost) {
         char why[96];
         rl_fmt(why, sizeof why, "lost its keys (no marker: restarted without persistence, or wiped)");

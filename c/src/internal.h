@@ -160,15 +160,18 @@ typedef struct rl_elect_node {
 typedef struct rl_epoch_node {
     int heard;                     /* a whole reply came */
     int marker;                    /* 1: the marker is there (after the call) */
-    uint32_t max_ttl_ms;           /* the longest TTL the marker records */
+    uint32_t max_ttl_ms;           /* the longest TTL the marker records (0: not said) */
     int64_t q_ms;                  /* quarantine left: 0 none, -1 there but its length unknown */
-    int64_t time_us;               /* the node's TIME, -1 if it could not be read (an ACL without TIME) */
-    int64_t age_ms;                /* how long ago the marker was made, by the node's clock (-1: unknown) */
+    int64_t pttl;                  /* the marker's PTTL (its bands: RL_EPOCH_BASE_MS), -2 none,
+                                    * -1 no TTL, -3 unknown (an ACL without PTTL) */
+    int young;                     /* made within RL_EPOCH_YOUNG_MS (by its PTTL) */
+    int pttl_ok;                   /* -1 not said (the plain PTTL), 0/1 whether the ACL allows PTTL */
     int64_t reply_us;              /* rl_now_us() when the reply was read */
-    /* In (epoch.c): the node's TIME at this client's previous check (0: none)
-     * and when that check was sent, on CLOCK_BOOTTIME (rl_now_us() + slept_us),
-     * and the drift allowed. Out: how far its clock jumped forward (0: not). */
-    int64_t prev_node_us, prev_lo_us, slept_us, drift_min_us;
+    /* In (epoch.c): the marker's PTTL at this client's previous check (0:
+     * none) and when that check was sent, on CLOCK_BOOTTIME (rl_now_us() +
+     * slept_us), and the drift allowed. Out: how far its clock jumped
+     * forward (0: not). */
+    int64_t prev_pttl, prev_lo_us, slept_us, drift_min_us;
     double drift_factor;
     int64_t jump_ms;
     char why[96];                  /* the quarantine's reason, as written by whoever set it */
@@ -590,16 +593,33 @@ int rl_cmd_acquires(rl_cmd cmd);
  * nodes record. Without the check (REDLOCK_OPT_NO_QUARANTINE, a cluster
  * node), the round alone. */
 void rl_epoch_run(redlock_client *c, rl_round *r);
-/* A deployment's markers younger than this may still be being made by
- * another client (clients that start together): beside them, a node
- * without one does not vote, and is not put out either, until they are
- * older (then it lost its keys). */
+/* The marker's PTTL says the node's state in bands (scripts.c,
+ * rl_script_epoch). A marker is made with PX RL_EPOCH_BORN_MS (285 years):
+ * up to RL_EPOCH_YOUNG_MS below that it is young; a node put out of the
+ * vote for Q ms gets PX RL_EPOCH_BASE_MS + Q, and any PTTL above the base
+ * is a quarantine of what exceeds it; the rest is a marker in the vote. Its
+ * fall between two checks is the node's clock: its expiry is a fixed point
+ * on the node's wall clock, so a jump forward shows as a fall faster than
+ * this client's clock, and a step back as a rise (not acted on: it only
+ * lengthens keys' lives). So one plain PTTL checks all three. A step back
+ * of X ms reads as a quarantine only on a marker less than X ms past the
+ * end of its last one, for the rest of X (liveness only); the born value
+ * is 31 years below the base so that a new marker never does.
+ * A deployment's markers younger than RL_EPOCH_YOUNG_MS may still be being
+ * made by another client (clients that start together): beside them, a
+ * node without one does not vote, and is not put out either, until they
+ * are older (then it lost its keys). */
+#define RL_EPOCH_BASE_MS 10000000000000LL
+#define RL_EPOCH_BORN_MS 9000000000000LL
 #define RL_EPOCH_YOUNG_MS 1000
-#define RL_EPOCH_YOUNG_MS_STR "1000"   /* the same, for the check's Lua (scripts.c) */
-_Static_assert(RL_EPOCH_YOUNG_MS == 1000, "RL_EPOCH_YOUNG_MS_STR must say the same");
+/* the same, for the check's Lua (scripts.c) */
+#define RL_EPOCH_BASE_MS_STR "10000000000000"
+#define RL_EPOCH_BORN_MS_STR "9000000000000"
+#define RL_EPOCH_YOUNG_MS_STR "1000"
+_Static_assert(RL_EPOCH_YOUNG_MS == 1000 && RL_EPOCH_BASE_MS == 10000000000000LL &&
+               RL_EPOCH_BORN_MS == 9000000000000LL, "the _STR forms must say the same");
 /* What a check's replies (heard ones) say (decide.c): 1 if some node has
- * its marker, with *young when every marker heard is younger than
- * RL_EPOCH_YOUNG_MS by its node's clock. */
+ * its marker, with *young when every marker heard is young. */
 int rl_epoch_markers(const rl_epoch_node *ep, size_t n, int *young);
 /* The client's view of its nodes' quarantines and clocks: made with the
  * client (REDLOCK_ENOMEM), freed with it. */

@@ -301,42 +301,40 @@ const char rl_script_rw_give_up[] =
 
 /* A node's epoch (epoch.c, docs/algorithm.md "Quarantine"). KEYS: the
  * marker M, whose absence means the node's data went (a restart without
- * persistence, a wipe, a failover to a replica that missed it), and the
- * quarantine Q, whose PX is how long the node stays out of the vote.
- * ARGV: mode, the caller's TTL (M records the longest, and when M was
- * made, in the node's ms), the quarantine's length in ms and its reason.
- * Modes: 'c' checks (and records the TTL), 'f' marks a new deployment, 'q'
- * marks a node that lost its data and puts it out, 'j' puts out a node
- * whose clock jumped. Q holds when it ends (the node's ms) and the reason.
- * Returns {M there (0/1), the longest TTL, Q's time left in ms (0 none, -1
- * unknown), TIME's seconds and microseconds (-1 unknown), Q's reason, M's
- * age in ms (-1 unknown)}; or, for a check with ARGV[5] '1' that finds M
- * there, older than RL_EPOCH_YOUNG_MS, and no Q, only the node's
- * TIME in microseconds (-1 unknown): the short reply every round gets. TIME is read only where the ACL allows it (an
- * ACL without it costs the clock check and the times, nothing else, and
- * leaves nothing in ACL LOG). */
+ * persistence, a wipe, a failover to a replica that missed it), and Q, the
+ * reason of the node's quarantine ("<length ms> <why>", PX the length).
+ * M's value is the longest TTL recorded; its PTTL says the rest in bands
+ * (internal.h, RL_EPOCH_BASE_MS): made with PX RL_EPOCH_BORN_MS, put out of
+ * the vote for Q ms with PX RL_EPOCH_BASE_MS + Q. ARGV: mode, the caller's TTL, the
+ * quarantine's length in ms, its reason. Modes: 'c' checks (and records
+ * the TTL), 'f' marks a new deployment, 'q' marks a node that lost its
+ * data and puts it out, 'j' puts out a node whose clock jumped; a longer
+ * quarantine already there stays. Returns {M there (0/1), the longest TTL,
+ * M's PTTL (-3 unknown), Q's reason or '', 1 if the ACL allows PTTL}: a
+ * client that has its TTL recorded and PTTL allowed checks with a plain
+ * PTTL of M instead (proto.c). PTTL is read only where the ACL allows it
+ * (without it, no clock check and no young markers; nothing in ACL LOG). A
+ * marker without a TTL (made before the bands) gets the base. */
 const char rl_script_epoch[] =
-    "local s, u = -1, 0 "
-    "if not redis.acl_check_cmd or redis.acl_check_cmd('time') then "
-    "local t = redis.pcall('time') if type(t) == 'table' and t[1] then s = tonumber(t[1]) u = tonumber(t[2]) end end "
-    "local now = s >= 0 and s * 1000 + math.floor(u / 1000) or -1 "
-    "local m = redis.call('get', KEYS[1]) "
-    "if ARGV[1] == 'c' and not m then return {0, 0, 0, s, u, '', -1} end "
-    "local ttl = tonumber(ARGV[2]) local old, born = 0, now "
-    "if m then local a, b = string.match(m, '^(%d+) (%-?%d+)$') old = tonumber(a or m) or 0 born = tonumber(b or -1) end "
-    "if not m or ttl > old then redis.call('set', KEYS[1], math.max(ttl, old) .. ' ' .. born) end "
-    "old = math.max(ttl, old) "
-    "local age = (born >= 0 and now >= 0) and now - born or -1 "
+    "local B, N, Y = " RL_EPOCH_BASE_MS_STR ", " RL_EPOCH_BORN_MS_STR ", " RL_EPOCH_YOUNG_MS_STR " "
+    "local md, qms = ARGV[1], tonumber(ARGV[3]) "
+    "local ok = 1 if redis.acl_check_cmd and not redis.acl_check_cmd('pttl', KEYS[1]) then ok = 0 end "
+    "local function pttl() if ok == 0 then return -3 end local t = redis.pcall('pttl', KEYS[1]) "
+    "if type(t) ~= 'number' then ok = 0 return -3 end return t end "
+    "local m = redis.call('get', KEYS[1]) local p = pttl() "
+    "local out = md == 'q' or md == 'j' local want = N if out then want = B + qms end "
+    "local w = false "
+    "if not m then if md == 'c' then return {0, 0, -2, '', ok} end "
+    "redis.call('set', KEYS[1], ARGV[2], 'px', string.format('%.0f', want)) m = ARGV[2] w = true "
+    "if out then redis.call('set', KEYS[2], ARGV[3] .. ' ' .. ARGV[4], 'px', ARGV[3]) end "
+    "else if p == -1 then redis.call('pexpire', KEYS[1], string.format('%.0f', N - Y)) w = true end "
+    "if out and p < want then redis.call('pexpire', KEYS[1], string.format('%.0f', want)) "
+    "redis.call('set', KEYS[2], ARGV[3] .. ' ' .. ARGV[4], 'px', ARGV[3]) w = true end end "
+    "local old = tonumber(string.match(m, '^%d+')) or 0 "
+    "if tonumber(ARGV[2]) > old then redis.call('set', KEYS[1], ARGV[2], 'keepttl') old = tonumber(ARGV[2]) end "
+    "if w then p = pttl() end "
     "local q = redis.call('get', KEYS[2]) "
-    "if ARGV[1] == 'c' and ARGV[5] == '1' and (age < 0 or age >= " RL_EPOCH_YOUNG_MS_STR ") and not q then "
-    "return s >= 0 and s * 1000000 + u or -1 end "
-    "local function left(v) if not v then return 0 end local e = tonumber(string.match(v, '^(%-?%d+) ')) "
-    "if not e or e < 0 or now < 0 then return -1 end return math.max(e - now, 1) end "
-    "if (ARGV[1] == 'q' or ARGV[1] == 'j') and (not q or left(q) < 0 or left(q) < tonumber(ARGV[3])) then "
-    "q = (now >= 0 and now + tonumber(ARGV[3]) or -1) .. ' ' .. ARGV[4] "
-    "redis.call('set', KEYS[2], q, 'px', ARGV[3]) end "
-    "if not q then return {1, old, 0, s, u, '', age} end "
-    "return {1, old, left(q), s, u, string.match(q, '^%-?%d+ (.*)$') or q, age}";
+    "return {1, old, p, q and (string.match(q, '^%-?%d+ (.*)$') or q) or '', ok}";
 
 char rl_sha_release[41];
 char rl_sha_extend[41];

@@ -215,6 +215,63 @@ static void test_bound(void)
     all_nodes("FLUSHALL");
 }
 
+/* How many times node i ran cmd (INFO commandstats; the scripts' own calls
+ * count too), 0 if never. */
+static long long calls_on(int i, const char *cmd)
+{
+    static char out[32768];
+    char want[64];
+    CHECK(ctl(out, sizeof out, "cmd %d INFO commandstats", i) == 0);
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    const char *at = strstr(out, want);
+    return at ? atoll(at + strlen(want)) : 0;
+}
+
+static long long scripts_on(int i)
+{
+    return calls_on(i, "evalsha") + calls_on(i, "eval") + calls_on(i, "fcall");
+}
+
+/* The check costs one plain PTTL of the marker once the node records the
+ * client's TTL: each cycle is SET, PTTL and the release's script. A longer
+ * TTL goes through the check's script once, which records it. */
+static void test_plain_check(void)
+{
+    redlock_client *c = client_with(0);
+    settle_markers(c);   /* records 1000 ms */
+    msleep(300);         /* the settling release's last node */
+    all_nodes("CONFIG RESETSTAT");
+    for (int k = 0; k < 10; k++) {
+        redlock_lock *l;
+        CHECK_RC(redlock_try_acquire(c, uniq("plain"), 800, &l), 0);
+        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    for (int i = 0; i < 3; i++) {
+        /* every script a release (its DEL): no check went as the script */
+        CHECK(EVENTUALLY(calls_on(i, "del") == 10, 2000, "the releases"));
+        CHECK(scripts_on(i) == 10);
+        CHECK(calls_on(i, "pttl") == 10);
+        CHECK(calls_on(i, "set") == 10);
+    }
+    all_nodes("CONFIG RESETSTAT");
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(c, uniq("plain-longer"), 4000, &l), 0);
+    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    redlock_lock_free(l);
+    char out[300];
+    for (int i = 0; i < 3; i++) {
+        CHECK(EVENTUALLY(calls_on(i, "del") == 1, 2000, "the release"));
+        CHECK(scripts_on(i) == 2);   /* and the check's script */
+        CHECK(ctl(out, sizeof out, "cmd %d GET %s", i, MARKER) == 0 && atoll(out) == 4000);
+        /* made more than RL_EPOCH_YOUNG_MS ago with PX RL_EPOCH_BORN_MS (internal.h) */
+        CHECK(ctl(out, sizeof out, "cmd %d PTTL %s", i, MARKER) == 0 && atoll(out) > 8990000000000LL &&
+              atoll(out) <= 9000000000000LL - 1000);
+    }
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
 int main(void)
 {
     load_nodes();
@@ -227,5 +284,6 @@ int main(void)
     run_test("minority_costs_nothing", test_minority_costs_nothing);
     run_test("flushall", test_flushall);
     run_test("bound", test_bound);
+    run_test("plain_check", test_plain_check);
     return finish_tests();
 }

@@ -213,6 +213,8 @@ long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagge
         return redisFormatCommand(out, "FUNCTION LOAD REPLACE %s", rl_function_library);
     if (r->cmd == RL_CMD_ELECT)
         return format_elect(out, r, via, tagged);
+    if (r->cmd == RL_CMD_EPOCH && r->mode[0] == 'p')   /* the plain check (epoch.c) */
+        return redisFormatCommand(out, "PTTL %b", r->key, r->key_len);
     /* A read attempt with nothing but the read to do goes as the short
      * script (scripts.c, rl_script_rw_read): K, K:rd, K:wi, value, ttl. */
     if (r->cmd == RL_CMD_RW_ACQUIRE && r->mode && strcmp(r->mode, "R") == 0 && (!r->member || !r->member[0])) {
@@ -283,7 +285,7 @@ long long rl_proto_format_node(char **out, const rl_round *r, int via, int tagge
     case ARG_SEM_EXTEND: ARG(ttl); ARG(r->sem_slots); ARG(limit); break;
     case ARG_SEM_RELEASE: ARG(wake); ARG(r->member); ARG(r->sem_slots); break;
     case ARG_SEM_TOKEN: ARG(r->token); ARG(r->sem_slots); break;
-    case ARG_EPOCH: ARG(ttl); ARG(r->token); ARG(r->member); ARG(r->mode); break;   /* quarantine ms, reason, short */
+    case ARG_EPOCH: ARG(ttl); ARG(r->token); ARG(r->member); break;   /* quarantine ms, reason */
     default: break;
     }
 #undef ARG
@@ -640,51 +642,52 @@ static void parse_elect(const rl_round *r, const redisReply *rep, rl_parsed *p)
     p->out = RL_YES;
 }
 
-/* RL_CMD_EPOCH: {marker, longest TTL, quarantine PTTL, seconds, microseconds,
- * reason, the marker's age} into r->epoch[node]; the outcome is RL_YES for any whole reply
- * (epoch.c reads what it says). */
+/* RL_CMD_EPOCH: the plain check's PTTL of the marker, or the script's
+ * {marker, longest TTL, PTTL, reason, PTTL allowed}, into r->epoch[node];
+ * the outcome is RL_YES for any whole reply (epoch.c reads what it says). */
 static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
 {
     rl_epoch_node *e = r->epoch ? &r->epoch[p->node] : NULL;
-    if (e && rep->type == REDIS_REPLY_INTEGER) {
-        /* the short form: the marker there, older than a new deployment's,
-         * no quarantine; the node's TIME in us (-1 unknown) */
-        e->marker = 1;
-        e->max_ttl_ms = 0;   /* not said: epoch.c reads it again when it needs it */
-        e->q_ms = 0;
-        e->time_us = rep->integer < 0 ? -1 : rep->integer;
-        e->age_ms = -1;
-        e->why[0] = '\0';
-    } else if (!e || rep->type != REDIS_REPLY_ARRAY || rep->elements != 7 ||
-               rep->element[5]->type != REDIS_REPLY_STRING) {
+    if (!e) {
+        say(p, RL_ERR_SERVER, "unexpected reply (not a Redis or Valkey server?)");
+        return;
+    }
+    e->max_ttl_ms = 0;   /* not said: epoch.c reads it again when it needs it */
+    e->pttl_ok = -1;
+    e->why[0] = '\0';
+    if (rep->type == REDIS_REPLY_INTEGER) {
+        e->pttl = rep->integer;
+    } else if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 || rep->element[3]->type != REDIS_REPLY_STRING) {
         say(p, RL_ERR_SERVER, "unexpected reply (not a Redis or Valkey server?)");
         return;
     } else {
-        for (size_t k = 0; k < 7; k++) {
-            if (k != 5 && rep->element[k]->type != REDIS_REPLY_INTEGER) {
+        for (size_t k = 0; k < 5; k++) {
+            if (k != 3 && rep->element[k]->type != REDIS_REPLY_INTEGER) {
                 say(p, RL_ERR_SERVER, "unexpected reply (not a Redis or Valkey server?)");
                 return;
             }
         }
-        e->marker = rep->element[0]->integer != 0;
         long long ttl = rep->element[1]->integer;
         e->max_ttl_ms = ttl < 0 ? 0 : ttl > (long long)REDLOCK_MAX_TTL_MS ? REDLOCK_MAX_TTL_MS : (uint32_t)ttl;
-        e->q_ms = rep->element[2]->integer < 0 ? -1 : rep->element[2]->integer;
-        long long sec = rep->element[3]->integer, usec = rep->element[4]->integer;
-        e->time_us = sec < 0 ? -1 : (int64_t)sec * 1000000 + usec;
-        const redisReply *w = rep->element[5];
+        e->pttl = rep->element[0]->integer ? rep->element[2]->integer : -2;
+        const redisReply *w = rep->element[3];
         rl_fmt(e->why, sizeof e->why, "%.*s", (int)(w->len < 90 ? w->len : 90), w->str);
-        e->age_ms = rep->element[6]->integer;
-        if (e->q_ms == 0 && e->why[0])
-            e->q_ms = -1;   /* there, for an unknown time */
+        e->pttl_ok = rep->element[4]->integer != 0;
     }
+    /* the marker's bands (internal.h, RL_EPOCH_BASE_MS) */
+    e->marker = e->pttl != -2;
+    e->young = e->pttl > RL_EPOCH_BORN_MS - RL_EPOCH_YOUNG_MS && e->pttl <= RL_EPOCH_BORN_MS;
+    e->q_ms = e->pttl > RL_EPOCH_BASE_MS ? e->pttl - RL_EPOCH_BASE_MS
+              : e->pttl == -3 && e->why[0] ? -1 : 0;   /* -3: no PTTL, Q's reason there for an unknown time */
     e->reply_us = rl_now_us();
     e->jump_ms = 0;
-    if (e->prev_node_us && e->time_us >= 0) {
-        /* Between the two readings at most this much time passed: a clock
-         * that moved further, beyond the drift allowed, jumped forward. */
-        int64_t span = e->reply_us + e->slept_us - e->prev_lo_us, moved = e->time_us - e->prev_node_us;
-        int64_t allow = (int64_t)((double)span * e->drift_factor) + e->drift_min_us;
+    if (e->prev_pttl > 0 && e->pttl > 0 && e->pttl <= e->prev_pttl) {
+        /* Between the two readings at most span passed: a PTTL that fell
+         * further, beyond the drift allowed and PTTL's rounding to the ms,
+         * means a clock that jumped forward. (A PTTL that rose was set
+         * again in between: a quarantine, or a new marker; no reading.) */
+        int64_t span = e->reply_us + e->slept_us - e->prev_lo_us, moved = (e->prev_pttl - e->pttl) * 1000;
+        int64_t allow = (int64_t)((double)span * e->drift_factor) + e->drift_min_us + 2000;
         if (moved > span + allow)
             e->jump_ms = (moved - span) / 1000;
     }
