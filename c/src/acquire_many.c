@@ -260,7 +260,7 @@ int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl
         m = 0;
     }
     if (m) {
-        rl_round_run_many(c, set.rounds, set.nr);
+        rl_epoch_run_many(c, set.rounds, set.nr);   /* a node out of the vote does not count (epoch.c) */
         /* The clean-up: one release per node that may hold a lost lock's
          * key, in as few rounds as the losers need. */
         unsigned char *skip = malloc(m * c->n);

@@ -227,57 +227,51 @@ static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_
     pthread_mutex_unlock(&E->mu);
 }
 
-void rl_epoch_run(redlock_client *c, rl_round *r)
+/* Before the rounds[0..nr) (one set of nodes): the check's round, chk,
+ * over ep; each round skips the nodes this client knows to be out (their
+ * grants would not count: not asked). *slept: CLOCK_BOOTTIME's lead. */
+static void prepare(redlock_client *c, rl_round *rounds, size_t nr, rl_round *chk, rl_epoch_node *ep,
+                    int64_t *slept)
 {
     struct rl_epochs *E = c->epochs;
-    if (!E || (c->opts.flags & REDLOCK_OPT_NO_QUARANTINE) || rl_client_has_cluster(c)) {
-        rl_round_run(c, r);
-        return;
-    }
-    rl_round *chk = malloc(sizeof *chk);
-    if (!chk) {
-        /* Without the check no grant could count: nothing is sent, and the
-         * round fails whole, every field its reader looks at set. */
-        for (size_t i = 0; i < r->n; i++) {
-            r->out[i] = RL_ERR_IO;
-            r->sent[i] = r->marked[i] = r->unreachable[i] = 0;
-            r->rtt_us[i] = 0;
-            r->counter[i] = 0;
-            r->hint_ms[i] = -1;
-            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
-        }
-        r->decided_us = rl_now_us();
-        return;
-    }
-    rl_epoch_node ep[REDLOCK_MAX_NODES];
+    const rl_round *r = &rounds[0];
     epoch_round(chk, c, r, "c", "0", "", ep);
     chk->start_us = r->start_us;
     int plain = 1;
     /* The clock check compares on CLOCK_BOOTTIME: a suspended client sees
      * the nodes' clocks move by the time it slept, which is no jump. */
-    int64_t now = rl_now_us(), slept = boottime_us() - now;
+    int64_t now = rl_now_us();
+    *slept = boottime_us() - now;
     pthread_mutex_lock(&E->mu);
     for (size_t i = 0; i < r->n; i++) {
-        if (!r->skip[i] && E->node[i].until_us > now)
-            r->skip[i] = RL_SKIP_QUARANTINE;   /* its grant would not count: not asked */
+        for (size_t q = 0; q < nr; q++)
+            if (!rounds[q].skip[i] && E->node[i].until_us > now)
+                rounds[q].skip[i] = RL_SKIP_QUARANTINE;
         if (r->skip[i] != 1 && (!E->node[i].pttl_ok || E->node[i].recorded_ms < r->ttl_ms))
             plain = 0;   /* the script, to record this TTL or learn the ACL */
         ep[i].prev_pttl = E->node[i].pttl;
         ep[i].prev_lo_us = E->node[i].lo_us;
-        ep[i].slept_us = slept;
+        ep[i].slept_us = *slept;
         ep[i].drift_factor = c->opts.drift_factor;
         ep[i].drift_min_us = (int64_t)c->opts.drift_min_ms * 1000;
     }
     pthread_mutex_unlock(&E->mu);
     if (plain)
         chk->mode = "p";
-    chk->partner = r;
-    r->check = chk;
     for (size_t i = 0; i < r->n; i++)
         chk->skip[i] = r->skip[i] == 1;
-    rl_round_run_checked(c, r, chk);
-    r->check = NULL;
+}
 
+/* After the check: the nodes it found without their marker, or with their
+ * clock moved, are marked and put out, a new deployment is marked, and
+ * each round's grants count for what the check says (count_votes). */
+static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_round *chk, rl_epoch_node *ep,
+                     int64_t slept)
+{
+    struct rl_epochs *E = c->epochs;
+    rl_round *r = &rounds[0];
+    int plain = chk->mode[0] == 'p';
+    int64_t now;
     /* A quarantine that the plain check saw says how long, not why: the
      * script reads the reason (once: the node is not asked again until it
      * ends). */
@@ -388,6 +382,129 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
         ep[i].q_ms = ep[i].q_ms ? ep[i].q_ms : -1;
     }
 
-    count_votes(c, r, chk, ep, q_ms, lost, jumped, undecided);
+    for (size_t q = 0; q < nr; q++)
+        count_votes(c, &rounds[q], chk, ep, q_ms, lost, jumped, undecided);
+}
+
+/* Whether c checks its nodes: not with the quarantine off, nor on cluster
+ * nodes (docs/algorithm.md, "Quarantine", says why). */
+static int checking(const redlock_client *c)
+{
+    return c->epochs && !(c->opts.flags & REDLOCK_OPT_NO_QUARANTINE) && !rl_client_has_cluster(c);
+}
+
+void rl_epoch_run(redlock_client *c, rl_round *r)
+{
+    if (!checking(c)) {
+        rl_round_run(c, r);
+        return;
+    }
+    rl_round *chk = malloc(sizeof *chk);
+    if (!chk) {
+        /* Without the check no grant could count: nothing is sent, and the
+         * round fails whole, every field its reader looks at set. */
+        for (size_t i = 0; i < r->n; i++) {
+            r->out[i] = RL_ERR_IO;
+            r->sent[i] = r->marked[i] = r->unreachable[i] = 0;
+            r->rtt_us[i] = 0;
+            r->counter[i] = 0;
+            r->hint_ms[i] = -1;
+            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
+        }
+        r->decided_us = rl_now_us();
+        return;
+    }
+    int64_t slept;
+    rl_epoch_node ep[REDLOCK_MAX_NODES];
+    prepare(c, r, 1, chk, ep, &slept);
+    chk->partner = r;
+    r->check = chk;
+    rl_round_run_checked(c, r, chk);
+    r->check = NULL;
+    conclude(c, r, 1, chk, ep, slept);
+    free(chk);
+}
+
+/* A node without a marker and none heard with one: a new deployment only
+ * if no node has one (conclude), so the nodes the batch did not wait for
+ * are checked too, and waited for (rl_round_decided does the same for one
+ * round). What they say joins chk's and ep's. */
+static void ask_the_others(redlock_client *c, const rl_round *r, rl_round *chk, rl_epoch_node *ep)
+{
+    rl_round *more = malloc(sizeof *more);
+    rl_epoch_node ep2[REDLOCK_MAX_NODES];
+    if (!more)
+        return;   /* then a majority may not have been heard: not taken for new */
+    epoch_round(more, c, r, "c", "0", "", ep2);
+    more->mode = chk->mode;
+    more->start_us = chk->start_us;
+    int targets = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        more->skip[i] = ep[i].heard || r->skip[i] == 1;
+        targets += !more->skip[i];
+        ep2[i].prev_pttl = ep[i].prev_pttl;
+        ep2[i].prev_lo_us = ep[i].prev_lo_us;
+        ep2[i].slept_us = ep[i].slept_us;
+        ep2[i].drift_factor = ep[i].drift_factor;
+        ep2[i].drift_min_us = ep[i].drift_min_us;
+    }
+    more->quorum = targets;   /* every one of them */
+    if (targets)
+        rl_round_run(c, more);
+    for (size_t i = 0; i < r->n; i++) {
+        if (more->skip[i])
+            continue;
+        ep[i] = ep2[i];
+        chk->out[i] = more->out[i];
+        memcpy(chk->msg[i], more->msg[i], RL_NODE_MSG_MAX);
+    }
+    free(more);
+}
+
+void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr)
+{
+    if (!checking(c) || !nr) {
+        rl_round_run_many(c, rounds, nr);
+        return;
+    }
+    rl_round *chk = malloc(sizeof *chk);
+    if (!chk) {
+        /* without the check no grant counts */
+        rl_round_run_many(c, rounds, nr);
+        for (size_t q = 0; q < nr; q++) {
+            for (size_t i = 0; i < rounds[q].n; i++) {
+                if (rounds[q].out[i] == RL_YES) {
+                    rounds[q].out[i] = RL_ERR_QUARANTINE;
+                    rl_fmt(rounds[q].msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
+                }
+            }
+        }
+        return;
+    }
+    int64_t slept;
+    rl_epoch_node ep[REDLOCK_MAX_NODES];
+    prepare(c, rounds, nr, chk, ep, &slept);
+    rl_round_run_many(c, rounds, nr);
+    /* The check goes behind the batches on each connection, so it reads
+     * each node after its grants there; it asks the nodes that answered
+     * (the others' grants do not count), and waits for all of them. */
+    int targets = 0;
+    for (size_t i = 0; i < rounds[0].n; i++) {
+        int yes = 0;
+        for (size_t q = 0; q < nr; q++)
+            yes |= rounds[q].out[i] == RL_YES;
+        chk->skip[i] = !yes;
+        targets += yes;
+    }
+    chk->quorum = targets;
+    chk->start_us = rl_now_us();
+    if (targets)
+        rl_round_run(c, chk);
+    int young, markerless = 0;
+    for (size_t i = 0; i < rounds[0].n; i++)
+        markerless |= ep[i].heard && !ep[i].marker;
+    if (markerless && !rl_epoch_markers(ep, rounds[0].n, &young))
+        ask_the_others(c, &rounds[0], chk, ep);
+    conclude(c, rounds, nr, chk, ep, slept);
     free(chk);
 }

@@ -593,6 +593,10 @@ int rl_cmd_acquires(rl_cmd cmd);
  * nodes record. Without the check (REDLOCK_OPT_NO_QUARANTINE, a cluster
  * node), the round alone. */
 void rl_epoch_run(redlock_client *c, rl_round *r);
+/* The same for acquire_many's batches (rounds[0..nr), one set of nodes):
+ * the check goes behind them on each connection once they are decided, to
+ * the nodes that answered, and their grants count for what it says. */
+void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr);
 /* The marker's PTTL says the node's state in bands (scripts.c,
  * rl_script_epoch). A marker is made with PX RL_EPOCH_BORN_MS (285 years):
  * up to RL_EPOCH_YOUNG_MS below that it is young; a node put out of the
