@@ -12,6 +12,8 @@ nodes hold the current holder's key and strikes at them:
                 clock, so every key with less than 2 s to live goes at once
   random-steps  the wall clock of a random node is stepped forward by 0.1 to 2 s every 0.2 to 1 s,
                 whatever it holds, at most 2 distinct nodes (a minority) within any TTL
+  random-wipes  a random node is wiped (as in wipe) every 0.3 to 1.2 s, whatever it holds, at
+                most 2 distinct nodes (a minority) within any TTL
 
 The injector strikes only at a holder whose key it sees on 3 or 4 nodes (a majority but not all):
 on all 5, 3 copies would remain after losing 2 and no contender could win. Run for a bounded time,
@@ -25,8 +27,8 @@ Redlock, and the first two rows are expected to show violations, by design.
 REDLOCK_SAFETY_PROTECTION_OPTS adds client.c options to every client with the protection on
 (shell words).
 
-Usage: targeted.py --row wipe|clock-step|random-steps [--seconds 60] [--seed S] [--dir DIR]
-                   [--wipe restart|flushall] [--no-protection]
+Usage: targeted.py --row wipe|clock-step|random-steps|random-wipes [--seconds 60] [--seed S] [--dir DIR]
+                   [--wipe restart|flushall] [--no-protection] [--no-fencing]
 Exit 0 if the row's result is the expected one. Needs $REDLOCK_SAFETY_CLIENT (or build/).
 """
 from __future__ import annotations
@@ -46,7 +48,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import safetylib as S  # noqa: E402
 
-ROWS = ("wipe", "clock-step", "random-steps")
+ROWS = ("wipe", "clock-step", "random-steps", "random-wipes")
+RANDOM = ("random-steps", "random-wipes")   # blind to who holds what
 BY_DESIGN = ("wipe", "clock-step")   # violations expected without a protection
 ENV_PROTECTION = "REDLOCK_SAFETY_PROTECTION"
 ENV_PROTECTION_OPTS = "REDLOCK_SAFETY_PROTECTION_OPTS"
@@ -181,21 +184,27 @@ class Injector:
         finally:
             w.close()
 
-    # -- row (c): random steps of a minority ----------------------------------------------------
-    def random_steps(self, seconds):
+    # -- rows (c) and (d): random steps or wipes of a minority ---------------------------------
+    def random_faults(self, seconds):
         end = time.monotonic() + seconds
         time.sleep(1.0)
         while time.monotonic() < end:
             now = time.monotonic()
             recent = {n for t, n, _ in self.steps if now - t < TTL / 1000.0}
-            # at most 2 distinct nodes stepped within any TTL: a new node only if fewer than 2
+            # at most 2 distinct nodes struck within any TTL: a new node only if fewer than 2
             cands = list(range(self.c.count)) if len(recent) < 2 else sorted(recent)
             node = self.rng.choice(cands)
-            ms = self.rng.randint(100, STEP)
-            self.f.step_clock(node, ms)
-            self.steps.append((now, node, ms))
-            self.log("step node %d +%d ms" % (node, ms))
-            time.sleep(self.rng.uniform(0.2, 1.0))
+            if self.row == "random-wipes":
+                self.f.wipe(node, self.wipe)
+                self.steps.append((now, node, 0))
+                self.log("wipe node %d" % node)
+                time.sleep(self.rng.uniform(0.3, 1.2))
+            else:
+                ms = self.rng.randint(100, STEP)
+                self.f.step_clock(node, ms)
+                self.steps.append((now, node, ms))
+                self.log("step node %d +%d ms" % (node, ms))
+                time.sleep(self.rng.uniform(0.2, 1.0))
 
 
 def duplicate_tokens(r):
@@ -226,15 +235,16 @@ def stats(row, r, inj, protection, seconds, seed):
     }
 
 
-def run_row(row, seconds, run_dir, seed=None, protection=None, wipe="restart", log=None):
-    """Runs one row; returns (check.Result, stats dict)."""
+def run_row(row, seconds, run_dir, seed=None, protection=None, wipe="restart", log=None, fencing=True):
+    """Runs one row; returns (check.Result, stats dict). fencing=False: the clients take no
+    fencing tokens (the checker then judges by validity and lost updates alone)."""
     if row not in ROWS:
         raise ValueError("row is one of %s" % ", ".join(ROWS))
     if protection is None:
         protection = protection_from_env()
     seed = seed if seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
-    shim = S.find_clockshift() if row != "wipe" else None
+    shim = S.find_clockshift() if row in ("clock-step", "random-steps") else None
     extra = protection_opts() if protection else ["--no-quarantine"]
     with S.nodes.Cluster(NODES, kind="mixed", clockshift=shim) as c:
         run = S.Run(run_dir, c.urls, RESOURCE)
@@ -243,11 +253,11 @@ def run_row(row, seconds, run_dir, seed=None, protection=None, wipe="restart", l
             # Contenders retry every 20 to 60 ms and are woken by releases (REDLOCK_OPT_WAKE), so
             # several attempts meet at each release and split the votes: holders on 3 or 4 nodes.
             for cid in range(CLIENTS):
-                run.spawn(cid, ttl=TTL, hold=HOLD, fencing=True, wake=True, wait=3 * TTL,
+                run.spawn(cid, ttl=TTL, hold=HOLD, fencing=fencing, wake=True, wait=3 * TTL,
                           retry_delay=20, retry_jitter=40, node_timeout=200, gap=5,
                           duration=seconds + 30, extra_args=extra)
-            if row == "random-steps":
-                inj.random_steps(seconds)
+            if row in RANDOM:
+                inj.random_faults(seconds)
             else:
                 # By design (no protection), the row goes on until the checker sees a second
                 # holder (not every strike lets one in before the first releases), up to 3 x.
@@ -259,7 +269,9 @@ def run_row(row, seconds, run_dir, seed=None, protection=None, wipe="restart", l
             r = run.check()
         finally:
             run.close()
-    return r, stats(row, r, inj, protection, seconds, seed)
+    st = stats(row, r, inj, protection, seconds, seed)
+    st["fencing"] = fencing
+    return r, st
 
 
 def verdict(st, r):
@@ -274,9 +286,9 @@ def verdict(st, r):
         if not st["overlaps"]:
             return "no overlap: the checker saw no double holder (by design, one was expected)"
         return None
-    if st["row"] == "random-steps":
+    if st["row"] in RANDOM:
         if not st["steps"]:
-            return "no clock was stepped"
+            return "no node was struck"
         if not st["protection"]:
             return None     # violations possible, only the kind is checked (test_targeted.py)
     if st["row"] in BY_DESIGN and not st["strikes"]:
@@ -294,11 +306,14 @@ def main(argv):
     ap.add_argument("--dir", help="run directory (kept); default: a temporary one, removed")
     ap.add_argument("--wipe", choices=("restart", "flushall"), default="restart")
     ap.add_argument("--no-protection", dest="protection", action="store_false", default=protection_from_env())
+    ap.add_argument("--no-fencing", dest="fencing", action="store_false", default=True,
+                    help="the clients take no fencing tokens")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     d = a.dir or tempfile.mkdtemp(prefix="redlock-targeted-")
     log = (lambda m: print(m, flush=True)) if a.verbose else None
-    r, st = run_row(a.row, a.seconds, d, seed=a.seed, protection=a.protection, wipe=a.wipe, log=log)
+    r, st = run_row(a.row, a.seconds, d, seed=a.seed, protection=a.protection, wipe=a.wipe, log=log,
+                    fencing=a.fencing)
     print(r.summary())
     print(" ".join("%s=%s" % kv for kv in st.items()))
     why = verdict(st, r)
