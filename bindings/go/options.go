@@ -58,6 +58,7 @@ type settings struct {
 	functions        bool
 	fencing          bool
 	noQuarantine     bool       // WithQuarantine(false)
+	quarantineTTLMs  uint32     // WithQuarantineTTL: 0 = what the markers record
 	wake             bool       // WithWake(true): a release wakes a waiter
 	fair             bool       // WithFair(true)
 	hook             *eventHook // WithEventHandler; compared by identity
@@ -325,6 +326,17 @@ func WithQuarantine(on bool) Option {
 	return optionFunc(func(c *config) { c.client("WithQuarantine"); c.s.noQuarantine = !on })
 }
 
+// WithQuarantineTTL states the longest TTL any client takes on these nodes,
+// other libraries' included, when it is longer than what the nodes' markers
+// record: a quarantine then lasts at least that long, plus the drift
+// allowance (C's quarantine_ttl_ms; at most one day). 0: the markers' alone.
+func WithQuarantineTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.client("WithQuarantineTTL")
+		c.s.quarantineTTLMs = c.millis("WithQuarantineTTL", d)
+	})
+}
+
 // WithEventHandler calls fn for every acquire attempt, extension, loss,
 // release and node failure of the client's mutexes: the metrics hook. fn
 // runs synchronously, on the goroutine that called the Mutex method or on
@@ -458,6 +470,7 @@ func (s *settings) cOptions() C.redlock_options {
 	o.node_timeout_ms = C.uint32_t(s.nodeTimeoutMs)
 	o.connect_timeout_ms = C.uint32_t(s.connectTimeoutMs)
 	o.unreachable_ms = C.uint32_t(s.unreachableMs)
+	o.quarantine_ttl_ms = C.uint32_t(s.quarantineTTLMs)
 	o.key_prefix = cstr(s.keyPrefix)
 	o.max_extensions = C.uint32_t(s.maxExtensions)
 	o.max_hold_ms = C.uint32_t(s.maxHoldMs)

@@ -140,3 +140,20 @@ func TestUnreachableTimeoutOption(t *testing.T) {
 	defer cancel()
 	mustIs(t, c.NewMutex("x").LockContext(ctx), redlock.ErrUnreachable)
 }
+
+// WithQuarantineTTL reaches C's quarantine_ttl_ms, which C bounds by a day.
+func TestQuarantineTTLOption(t *testing.T) {
+	_, err := redlock.NewClient(nodeURLs, redlock.WithQuarantineTTL(25*time.Hour))
+	mustIs(t, err, redlock.ErrInvalid)
+	if !strings.Contains(err.Error(), "quarantine_ttl_ms") {
+		t.Errorf("the error does not name the option: %v", err)
+	}
+	c := newClient(t, redlock.WithQuarantineTTL(30*time.Second))
+	m := c.NewMutex(lockName(t))
+	if err := m.TryLock(); err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	if _, err := m.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}

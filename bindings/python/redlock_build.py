@@ -135,6 +135,7 @@ typedef struct redlock_options {
     void *on_event_userdata;
     void (*on_event_userdata_free)(void *userdata);
     uint32_t unreachable_ms;
+    uint32_t quarantine_ttl_ms;
     ...;
 } redlock_options;
 

@@ -163,8 +163,8 @@ typedef void (*redlock_event_fn)(const redlock_event *event, void *userdata);
  * and fields are only ever appended: the library reads a caller's struct by
  * its version, so a program built against an older header keeps working.
  * Version 1 ends with flags; version 2 adds TLS; version 3 adds on_event;
- * version 4 adds unreachable_ms. */
-#define REDLOCK_OPTIONS_VERSION 4
+ * version 4 adds unreachable_ms; version 5 quarantine_ttl_ms. */
+#define REDLOCK_OPTIONS_VERSION 5
 
 /* Bits of redlock_options.flags */
 #define REDLOCK_OPT_FUNCTIONS 0x1u   /* release and extend with FCALL on the "redlock"
@@ -245,6 +245,13 @@ typedef struct redlock_options {
                                   * waiting. 0 = the default: REDLOCK_UNREACHABLE_CONNECTS times
                                   * the larger of connect_timeout_ms and node_timeout_ms, 1000 ms
                                   * with the defaults (0) */
+    /* Version 5 */
+    uint32_t quarantine_ttl_ms;  /* the longest TTL any client takes on these nodes, peers'
+                                  * libraries included: a node that lost its keys or whose clock
+                                  * jumped stays out of the vote for the longer of this and the
+                                  * longest TTL its markers record, plus its drift allowance
+                                  * (docs/algorithm.md, "Quarantine"). At most
+                                  * REDLOCK_MAX_TTL_MS. 0 = what the markers record (0) */
 } redlock_options;
 
 /* Values of redlock_options.unreachable_ms */
@@ -252,7 +259,7 @@ typedef struct redlock_options {
 #define REDLOCK_UNREACHABLE_CONNECTS 5           /* 0: this many connect timeouts */
 
 #define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
-                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0 }
+                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0, 0 }
 
 /* Fills *opts with the defaults of options version `version` (1 up to
  * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.

@@ -14,7 +14,8 @@ static size_t options_size(unsigned int version)
     case 1: return offsetof(redlock_options, tls_ca_file);
     case 2: return offsetof(redlock_options, on_event);
     case 3: return offsetof(redlock_options, unreachable_ms);
-    case 4: return sizeof(redlock_options);
+    case 4: return offsetof(redlock_options, quarantine_ttl_ms);
+    case 5: return sizeof(redlock_options);
     default: return 0;
     }
 }
@@ -66,6 +67,10 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
     if (o->unreachable_ms > (uint32_t)REDLOCK_MAX_WAIT_MS && o->unreachable_ms != REDLOCK_UNREACHABLE_NEVER) {
         rl_fmt(err, errsize, "unreachable_ms must be at most %d (REDLOCK_MAX_WAIT_MS), or REDLOCK_UNREACHABLE_NEVER",
                REDLOCK_MAX_WAIT_MS);
+        return REDLOCK_EINVAL;
+    }
+    if (o->quarantine_ttl_ms > REDLOCK_MAX_TTL_MS) {
+        rl_fmt(err, errsize, "quarantine_ttl_ms must be at most %u (REDLOCK_MAX_TTL_MS)", REDLOCK_MAX_TTL_MS);
         return REDLOCK_EINVAL;
     }
     if (o->drift_min_ms > REDLOCK_MAX_DRIFT_MIN_MS) {

@@ -126,12 +126,13 @@ static int64_t epoch_length(const redlock_client *c, uint32_t ttl_ms)
 }
 
 /* The quarantine's length: the longest TTL the nodes record (this one's
- * included), read in full from every node that answers (the checks' short
- * replies do not say it), and its drift allowance. */
+ * included), read in full from every node that answers (the plain checks
+ * do not say it), or the option quarantine_ttl_ms if longer, and its drift
+ * allowance. */
 static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node *ep)
 {
     rl_round *m = malloc(sizeof *m);
-    uint32_t longest = r->ttl_ms;
+    uint32_t longest = r->ttl_ms > c->opts.quarantine_ttl_ms ? r->ttl_ms : c->opts.quarantine_ttl_ms;
     if (m) {
         epoch_round(m, c, r, "c", "0", "", ep);
         int targets = 0;

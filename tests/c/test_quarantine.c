@@ -215,6 +215,58 @@ static void test_bound(void)
     all_nodes("FLUSHALL");
 }
 
+/* quarantine_ttl_ms states a TTL longer than the markers record (a peer
+ * library's clients, say): the quarantine lasts for it. The markers record
+ * 1000 ms; the option says 2500: out for 2500 + 25 + 2 + 1 = 2528 ms. */
+static void test_quarantine_ttl_option(void)
+{
+    const char *u[] = { "redis://127.0.0.1:6379" };
+    redlock_options o;
+    redlock_options_init(&o);
+    CHECK(o.quarantine_ttl_ms == 0);
+    redlock_client *bad = NULL;
+    char err[256] = "";
+    o.quarantine_ttl_ms = REDLOCK_MAX_TTL_MS + 1;
+    CHECK_RC(redlock_client_open(&bad, u, 1, &o, err, sizeof err), REDLOCK_EINVAL);
+    CHECK(strstr(err, "quarantine_ttl_ms") != NULL);
+    redlock_options v4;   /* built against the version 4 header: the default */
+    memset(&v4, 0xff, sizeof v4);
+    CHECK_RC(redlock_options_init_version(&v4, 4), 0);
+    CHECK(v4.quarantine_ttl_ms == UINT32_MAX);   /* not written: beyond version 4 */
+    CHECK_RC(redlock_client_open(&bad, u, 1, &v4, err, sizeof err), 0);
+    redlock_client_free(bad);
+
+    redlock_options_init(&o);
+    o.node_timeout_ms = 2000;
+    o.retry_count = 0;
+    o.quarantine_ttl_ms = 2500;
+    redlock_client *c = make_client(3, &o);
+    settle_markers(c);   /* records 1000 ms */
+    restart(0);
+    restart(1);
+    redlock_lock *l;
+    CHECK_RC(redlock_lock_new(&l, c, uniq("qttl")), 0);
+    double t0 = now_ms();
+    CHECK(redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE) == REDLOCK_ENOQUORUM);
+    double first_ok = -1;
+    while (now_ms() - t0 < 6000) {
+        double t = now_ms();
+        if (redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE) == 0) {
+            first_ok = t;
+            CHECK_LOCK_RC(l, redlock_release(l), 0);
+            break;
+        }
+        msleep(20);
+    }
+    fprintf(stderr, "quarantine_ttl: first acquisition %.0f ms after the first refusal (quarantine 2528 ms)\n",
+            first_ok - t0);
+    CHECK(first_ok - t0 >= 2528 - 50);
+    CHECK(first_ok - t0 <= 2528 + 1500);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
 /* redlock_lock_acquire_many checks too: 10 locks held by one client, nodes
  * 0 and 1 wiped (node 2 keeps its marker and the keys); a second client
  * gets none of them, and each lock's result names the nodes out. Without
@@ -342,5 +394,6 @@ int main(void)
     run_test("bound", test_bound);
     run_test("plain_check", test_plain_check);
     run_test("many", test_many);
+    run_test("quarantine_ttl_option", test_quarantine_ttl_option);
     return finish_tests();
 }

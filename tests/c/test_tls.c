@@ -380,9 +380,9 @@ static void test_options_versions(void)
     CHECK_RC(redlock_options_init_version(NULL, 1), REDLOCK_EINVAL);
     redlock_options_init(&o);
     redlock_options init = REDLOCK_OPTIONS_INIT;
-    CHECK(o.version == 4 && o.tls_ca_file == NULL && o.tls_insecure_skip_verify == 0 && o.on_event == NULL &&
-          o.unreachable_ms == 0);
-    CHECK(init.version == 4 && init.unreachable_ms == 0 && init.tls_ca_file == NULL && init.tls_server_name == NULL &&
+    CHECK(o.version == 5 && o.tls_ca_file == NULL && o.tls_insecure_skip_verify == 0 && o.on_event == NULL &&
+          o.unreachable_ms == 0 && o.quarantine_ttl_ms == 0);
+    CHECK(init.version == 5 && init.unreachable_ms == 0 && init.quarantine_ttl_ms == 0 && init.tls_ca_file == NULL && init.tls_server_name == NULL &&
           init.tls_insecure_skip_verify == 0 && init.flags == 0 && init.retry_count == 3 &&
           init.on_event == NULL && init.on_event_userdata == NULL);
     /* a version 2 struct: its fields are read, on_event past its end is not */

@@ -242,7 +242,7 @@ static void test_option_checks(void)
     const char *u[] = { "redis://127.0.0.1:6379" };
     redlock_options o;
     redlock_options_init(&o);
-    CHECK(o.version == 4 && REDLOCK_OPTIONS_VERSION == 4);
+    CHECK(o.version == 5 && REDLOCK_OPTIONS_VERSION == 5);
     CHECK(o.unreachable_ms == 0);
     redlock_options s = REDLOCK_OPTIONS_INIT;
     CHECK(s.unreachable_ms == 0);

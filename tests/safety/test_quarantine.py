@@ -76,3 +76,21 @@ def test_backward_step_and_switch_off(shim):
             results = _cycle(plain, "q:plain")
             assert not _quarantined(results)
         assert c.cmd(1, "EXISTS", "{redlock:epoch}:q") == 0
+
+
+def test_quarantine_ttl_option():
+    """quarantine_ttl states a longer TTL than the markers record (other libraries' clients on the
+    same nodes): the quarantine of a wiped node lasts for it, plus its drift allowance."""
+    with pytest.raises(redlock.InvalidArgument, match="quarantine_ttl_ms"):
+        redlock.Redlock(["redis://127.0.0.1:6379"], quarantine_ttl=86401)
+    with S.nodes.Cluster(3, kind="mixed") as c, _client(c, quarantine_ttl=2.0) as client:
+        for _ in range(3):
+            _cycle(client, "q:warm", ttl=0.5)   # the markers record 500 ms
+        time.sleep(1.1)
+        c.cmd(0, "FLUSHALL")
+        results = _cycle(client, "q:after-wipe", ttl=0.5)
+        assert _quarantined(results) <= {0}, results
+        why = c.cmd(0, "GET", "{redlock:epoch}:q")
+        assert why and "lost its keys" in why, why
+        # 2000 ms stated, not the 500 recorded: 2000 + 2000 * 0.01 + 2 + 1
+        assert 1900 < c.cmd(0, "PTTL", "{redlock:epoch}:q") <= 2023

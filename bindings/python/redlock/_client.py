@@ -72,7 +72,10 @@ class Redlock:
     forward out of the vote for the longest TTL the nodes record
     (docs/algorithm.md, "Quarantine"); its part in a failed acquisition says
     so (:attr:`NodeOutcome.QUARANTINED`). ``quarantine=False`` lets such a
-    node vote at once, as plain Redlock does.
+    node vote at once, as plain Redlock does. ``quarantine_ttl`` (seconds)
+    states the longest TTL any client takes on these nodes, other libraries'
+    included, when it is longer than what the markers record: the quarantine
+    then lasts at least that long.
 
     ``on_event(event)`` is the metrics hook: it receives an :class:`Event` for
     every acquire attempt, extension, loss, release and node failure of this
@@ -93,7 +96,7 @@ class Redlock:
                  tls_server_name: Optional[str] = None, tls_insecure_skip_verify: bool = False,
                  use_functions: bool = False, fencing: bool = False,
                  on_event: Optional[OnEvent] = None, wake: bool = False, fair: bool = False,
-                 quarantine: bool = True) -> None:
+                 quarantine: bool = True, quarantine_ttl: Optional[Seconds] = None) -> None:
         self._ptr: Any = None
         self._events: Optional[EventSink] = None
         self._mutex = threading.Lock()
@@ -119,6 +122,7 @@ class Redlock:
         opts.node_timeout_ms = _ms(node_timeout, "node_timeout")
         opts.connect_timeout_ms = _ms(connect_timeout, "connect_timeout")
         opts.unreachable_ms = _unreachable_ms(unreachable_timeout)
+        opts.quarantine_ttl_ms = 0 if quarantine_ttl is None else _ms(quarantine_ttl, "quarantine_ttl")
         prefix = ffi.new("char[]", _cstr(key_prefix, "key_prefix"))
         opts.key_prefix = prefix
         self.key_prefix = ffi.string(prefix).decode("utf-8", "replace")
