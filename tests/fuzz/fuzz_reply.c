@@ -37,6 +37,34 @@ static void parse_all(const redisReply *rep)
                 abort();   /* an error never counts as a grant */
         }
     }
+    /* The quarantine's check (epoch.c): the plain PTTL and the script, read
+     * into the node's rl_epoch_node; a whole reply is RL_YES, and what it
+     * says must be one of the states the bands allow. */
+    static rl_epoch_node ep[REDLOCK_MAX_NODES];
+    static const char *const epoch_modes[] = { "p", "s" };
+    r.cmd = RL_CMD_EPOCH;
+    r.epoch = ep;
+    for (size_t k = 0; k < 2; k++) {
+        r.mode = epoch_modes[k];
+        for (int via = 0; via < RL_VIA_N; via++) {
+            rl_parsed p;
+            memset(ep, 0, sizeof ep);
+            ep[1].prev_pttl = 9000000000000LL - 5000;   /* a reading to compare with */
+            ep[1].prev_lo_us = 1;
+            p.node = 1;
+            rl_proto_parse(&r, via, rep, &p);
+            if (p.out == RL_PENDING &&
+                !(via == RL_VIA_EVALSHA && rl_proto_is_script(r.cmd) && rep->type == REDIS_REPLY_ERROR))
+                abort();
+            if (p.out == RL_YES && (rep->type == REDIS_REPLY_ERROR || !ep[1].heard))
+                abort();
+            if (ep[1].heard && (ep[1].q_ms < -1 || ep[1].jump_ms < 0 || (ep[1].young && ep[1].q_ms) ||
+                                (!ep[1].marker && (ep[1].young || ep[1].q_ms))))
+                abort();   /* a state the bands do not allow */
+            if (ep[0].heard || ep[2].heard)
+                abort();   /* only the node that replied */
+        }
+    }
 }
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)

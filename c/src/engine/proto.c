@@ -679,6 +679,8 @@ static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
     e->young = e->pttl > RL_EPOCH_BORN_MS - RL_EPOCH_YOUNG_MS && e->pttl <= RL_EPOCH_BORN_MS;
     e->q_ms = e->pttl > RL_EPOCH_BASE_MS ? e->pttl - RL_EPOCH_BASE_MS
               : e->pttl == -3 && e->why[0] ? -1 : 0;   /* -3: no PTTL, Q's reason there for an unknown time */
+    if (e->q_ms > 2 * (int64_t)REDLOCK_MAX_TTL_MS)
+        e->q_ms = 2 * (int64_t)REDLOCK_MAX_TTL_MS;   /* longer than any quarantine this library sets */
     e->reply_us = rl_now_us();
     e->jump_ms = 0;
     if (e->prev_pttl > 0 && e->pttl > 0 && e->pttl <= e->prev_pttl) {
@@ -686,7 +688,9 @@ static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
          * further, beyond the drift allowed and PTTL's rounding to the ms,
          * means a clock that jumped forward. (A PTTL that rose was set
          * again in between: a quarantine, or a new marker; no reading.) */
-        int64_t span = e->reply_us + e->slept_us - e->prev_lo_us, moved = (e->prev_pttl - e->pttl) * 1000;
+        int64_t fell = e->prev_pttl - e->pttl;
+        int64_t span = e->reply_us + e->slept_us - e->prev_lo_us,
+                moved = (fell > INT64_MAX / 2000 ? INT64_MAX / 2000 : fell) * 1000;
         int64_t allow = (int64_t)((double)span * e->drift_factor) + e->drift_min_us + 2000;
         if (moved > span + allow)
             e->jump_ms = (moved - span) / 1000;
