@@ -155,6 +155,7 @@ static void mark(redlock_client *c, const rl_round *r, const unsigned char *whic
                  int64_t q_ms, const char *why, rl_epoch_node *ep)
 {
     rl_round *m = malloc(sizeof *m);
+    memset(ep, 0, r->n * sizeof *ep);   /* nothing heard, if m cannot be made */
     if (!m)
         return;
     char qms[24];
@@ -428,38 +429,21 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
 
 /* A node without a marker and none heard with one: a new deployment only
  * if no node has one (conclude), so the nodes the batch did not wait for
- * are checked too, and waited for (rl_round_decided does the same for one
- * round). What they say joins chk's and ep's. */
+ * are read too (mark's full read, every one waited for; rl_round_decided
+ * does the same for one round). What they say joins chk's and ep's. */
 static void ask_the_others(redlock_client *c, const rl_round *r, rl_round *chk, rl_epoch_node *ep)
 {
-    rl_round *more = malloc(sizeof *more);
     rl_epoch_node ep2[REDLOCK_MAX_NODES];
-    if (!more)
-        return;   /* then a majority may not have been heard: not taken for new */
-    epoch_round(more, c, r, "c", "0", "", ep2);
-    more->mode = chk->mode;
-    more->start_us = chk->start_us;
-    int targets = 0;
+    unsigned char unheard[REDLOCK_MAX_NODES] = { 0 };
+    for (size_t i = 0; i < r->n; i++)
+        unheard[i] = !ep[i].heard && r->skip[i] != 1;
+    mark(c, r, unheard, "c", 0, "", ep2);
     for (size_t i = 0; i < r->n; i++) {
-        more->skip[i] = ep[i].heard || r->skip[i] == 1;
-        targets += !more->skip[i];
-        ep2[i].prev_pttl = ep[i].prev_pttl;
-        ep2[i].prev_lo_us = ep[i].prev_lo_us;
-        ep2[i].slept_us = ep[i].slept_us;
-        ep2[i].drift_factor = ep[i].drift_factor;
-        ep2[i].drift_min_us = ep[i].drift_min_us;
+        if (unheard[i] && ep2[i].heard) {
+            ep[i] = ep2[i];
+            chk->out[i] = RL_YES;
+        }
     }
-    more->quorum = targets;   /* every one of them */
-    if (targets)
-        rl_round_run(c, more);
-    for (size_t i = 0; i < r->n; i++) {
-        if (more->skip[i])
-            continue;
-        ep[i] = ep2[i];
-        chk->out[i] = more->out[i];
-        memcpy(chk->msg[i], more->msg[i], RL_NODE_MSG_MAX);
-    }
-    free(more);
 }
 
 void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr)
