@@ -31,7 +31,7 @@
 
 /* quorum-floor: the floor stopping at a majority (Redlock's real limit).
  * fenced: the handle cycle on a client with REDLOCK_OPT_FENCING (one more round trip).
- * handle+extend: the handle cycle with a redlock_extend between acquire and release.
+ * handle+extend: the handle cycle with a redlock_lock_extend between acquire and release.
  * no-quarantine: the handle cycle on a client with REDLOCK_OPT_NO_QUARANTINE: what the
  * quarantine's check (one more PTTL per node, in the acquire's write) costs. */
 enum { V_FLOOR, V_QFLOOR, V_TRY, V_HANDLE, V_FENCED, V_EXT, V_NOQ, NV };
@@ -404,15 +404,15 @@ static void run_block(bench_set *b, int v, long count, samples *s)
         } else if (v == V_TRY) {
             redlock_lock *l = NULL;
             t0 = bench_now_ns();
-            rc = redlock_try_acquire(b->client, key, TTL_MS, &l);
+            rc = redlock_try_acquire(&l, b->client, key, TTL_MS);
             t1 = bench_now_ns();
             if (rc) {
                 samples_error(into, "redlock_try_acquire", rc, NULL);
                 continue;
             }
-            rc = redlock_release(l);
+            rc = redlock_lock_release(l);
             if (rc)
-                samples_error(into, "redlock_release", rc, redlock_lock_errmsg(l));
+                samples_error(into, "redlock_lock_release", rc, redlock_lock_errmsg(l));
             redlock_lock_free(l);
             t2 = bench_now_ns();
         } else {
@@ -426,19 +426,19 @@ static void run_block(bench_set *b, int v, long count, samples *s)
                 continue;
             }
             if (v == V_EXT) {
-                rc = redlock_extend(h, TTL_MS);
+                rc = redlock_lock_extend(h, TTL_MS);
                 te = bench_now_ns() - t1;
                 if (rc) {
-                    samples_error(into, "redlock_extend", rc, redlock_lock_errmsg(h));
+                    samples_error(into, "redlock_lock_extend", rc, redlock_lock_errmsg(h));
                     /* Still release, so the key is free for its next turn. */
-                    redlock_release(h);
+                    redlock_lock_release(h);
                     continue;
                 }
             }
-            rc = redlock_release(h);
+            rc = redlock_lock_release(h);
             t2 = bench_now_ns();
             if (rc)
-                samples_error(into, "redlock_release", rc, redlock_lock_errmsg(h));
+                samples_error(into, "redlock_lock_release", rc, redlock_lock_errmsg(h));
         }
         if (rc == 0)
             samples_push(into, t2 - t0, t1 - t0, te, t2 - t1 - te);
@@ -709,17 +709,17 @@ static void *mt_thread(void *p)
             break;
         redlock_lock *l = NULL;
         int64_t t0 = bench_now_ns();
-        int rc = redlock_try_acquire(a->client, keys[k % KEYS], TTL_MS, &l);
+        int rc = redlock_try_acquire(&l, a->client, keys[k % KEYS], TTL_MS);
         int64_t t1 = bench_now_ns();
         if (rc) {
             a->s.warm_errors += k < a->warm;
             samples_error(&a->s, "redlock_try_acquire", rc, NULL);
             continue;
         }
-        rc = redlock_release(l);
+        rc = redlock_lock_release(l);
         if (rc) {
             a->s.warm_errors += k < a->warm;
-            samples_error(&a->s, "redlock_release", rc, redlock_lock_errmsg(l));
+            samples_error(&a->s, "redlock_lock_release", rc, redlock_lock_errmsg(l));
         }
         redlock_lock_free(l);
         if (rc == 0 && k >= a->warm) {

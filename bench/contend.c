@@ -73,7 +73,7 @@ static struct {
 typedef struct interval {
     int64_t call_ns;        /* right before redlock_lock_acquire */
     int64_t acq_ns;         /* right after it returned (0, or REDLOCK_ETIMEDOUT) */
-    int64_t rel_ns;         /* right before redlock_release; 0: the acquire timed out */
+    int64_t rel_ns;         /* right before redlock_lock_release; 0: the acquire timed out */
 } interval;
 
 typedef struct wstat {
@@ -257,7 +257,7 @@ static void worker_main(shared *sh, int W, int idx, const char *const *urls, uin
         if (cfg.hold_ms > 0)
             bench_sleep_until_ns(t_acq + cfg.hold_ms * 1000000);
         int64_t t_rel = bench_now_ns();
-        int r = redlock_release(w.lock);
+        int r = redlock_lock_release(w.lock);
         if (r != 0)
             worker_error(ws, idx, r, "release", redlock_lock_errmsg(w.lock));
         if (ws->n < sh->cap)
@@ -985,7 +985,7 @@ static int run_block(result *res, const char *const *urls, int W, int mode, cons
     }
     close(ex[1]);
     if (warm) {
-        (void)redlock_release(warm);
+        (void)redlock_lock_release(warm);
         redlock_lock_free(warm);
     }
     int crashed = 0;

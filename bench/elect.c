@@ -111,7 +111,7 @@ static void handover_worker(const char *name, int election, long rounds)
         if (election)
             redlock_election_resign(e);
         else
-            redlock_release(l);
+            redlock_lock_release(l);
         while (atomic_load(&sh->wins) == w && !atomic_load(&sh->stop))
             usleep(50);
     }

@@ -23,6 +23,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bench.h"
+#define REDLOCK_EXPERIMENTAL   /* redlock_lock_acquire_many */
 #include "redlock.h"
 
 static atomic_long n_ext, n_ext_failed, n_lost, n_behind, n_node_err, n_behind_late_max_us;
@@ -263,9 +264,9 @@ static int saturation_step(redlock_client *c, long nlocks, long ttl_ms, double s
     for (long p = 0; p < parts; p++) {
         bench_sleep_until_ns(a0 + interval_ns * p / parts);
         long first = p * PART, m = nlocks - first < PART ? nlocks - first : PART;
-        redlock_lock_acquire_many(locks + first, (size_t)m, (uint32_t)ttl_ms, res + first);
+        redlock_lock_acquire_many(c, locks + first, (size_t)m, (uint32_t)ttl_ms, res + first, NULL, 0);
         for (long k = first; k < first + m; k++) {
-            if (res[k] != 0 || redlock_lock_auto_extend(locks[k], 0, on_lost, NULL) != 0)
+            if (res[k] != 0 || redlock_lock_auto_extend(locks[k], 0, 0, on_lost, NULL, NULL) != 0)
                 failed++;
         }
     }
@@ -478,12 +479,12 @@ int main(int argc, char **argv)
         redlock_lock *w;
         if (redlock_lock_open(&w, c, "bench:many:warm", err, sizeof err) != 0 ||
             redlock_lock_acquire(w, 300, REDLOCK_WAIT_DEFAULT) != 0 ||
-            redlock_lock_auto_extend(w, 0, NULL, NULL) != 0) {
+            redlock_lock_auto_extend(w, 0, 0, NULL, NULL, NULL) != 0) {
             fprintf(stderr, "redlock_many: the warm-up lock: %s\n", w ? redlock_lock_errmsg(w) : err);
             return 1;
         }
         bench_sleep_until_ns(bench_now_ns() + 250000000);   /* extended at 100 and 200 ms */
-        redlock_release(w);
+        redlock_lock_release(w);
         redlock_lock_free(w);
     }
     long rss_client = status_kb("VmRSS");
@@ -513,7 +514,7 @@ int main(int argc, char **argv)
                 } else {
                     for (long k = 0; k < m; k += 1000) {
                         size_t part = (size_t)(m - k < 1000 ? m - k : 1000);
-                        redlock_lock_acquire_many(cmp + k, part, (uint32_t)ttl_ms, res + k);
+                        redlock_lock_acquire_many(c, cmp + k, part, (uint32_t)ttl_ms, res + k, NULL, 0);
                         for (size_t j = 0; j < part; j++)
                             ok += res[k + (long)j] == 0;
                     }
@@ -526,7 +527,7 @@ int main(int argc, char **argv)
                             how ? "batched" : "sequential");
                 for (long k = 0; k < m; k++)
                     if (redlock_lock_is_held(cmp[k]))
-                        redlock_release(cmp[k]);
+                        redlock_lock_release(cmp[k]);
             }
         }
         printf("acquisitions of %ld locks: sequential %.0f/s, redlock_lock_acquire_many (1,000 at a time) "
@@ -548,7 +549,7 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "bench:many:%ld:%ld", (long)getpid(), k);
         if (redlock_lock_open(&locks[k], c, name, err, sizeof err) != 0 ||
             redlock_lock_acquire(locks[k], (uint32_t)ttl_ms, REDLOCK_WAIT_DEFAULT) != 0 ||
-            redlock_lock_auto_extend(locks[k], 0, on_lost, NULL) != 0) {
+            redlock_lock_auto_extend(locks[k], 0, 0, on_lost, NULL, NULL) != 0) {
             fprintf(stderr, "redlock_many: lock %ld: %s\n", k, locks[k] ? redlock_lock_errmsg(locks[k]) : err);
             failed = 1;
         }
@@ -606,7 +607,7 @@ int main(int argc, char **argv)
     int64_t r0 = bench_now_ns();
     long release_failed = 0;
     for (long k = 0; k < nlocks; k++) {
-        if (redlock_lock_is_held(locks[k]) && redlock_release(locks[k]) != 0)
+        if (redlock_lock_is_held(locks[k]) && redlock_lock_release(locks[k]) != 0)
             release_failed++;
         redlock_lock_free(locks[k]);
     }

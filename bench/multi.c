@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < KINDS; k++) {
             int64_t t0 = bench_now_ns();
             for (int i = 0; i < cycles; i++) {
-                if (redlock_lock_acquire(locks[k], 10000, REDLOCK_WAIT_NONE) != 0 || redlock_release(locks[k]) != 0) {
+                if (redlock_lock_acquire(locks[k], 10000, REDLOCK_WAIT_NONE) != 0 || redlock_lock_release(locks[k]) != 0) {
                     if (failed++ < 3)
                         fprintf(stderr, "kind %d: %s\n", set_size[k], redlock_lock_errmsg(locks[k]));
                 }

@@ -45,7 +45,7 @@ def bench_c_core(urls, keys):
     for k in keys:
         redlock._errors.check(lib.redlock_lock_new(lk, client, k.encode()))
         handles.append(ffi.gc(lk[0], lib.redlock_lock_free))
-    acquire, release, now = lib.redlock_lock_acquire, lib.redlock_release, time.perf_counter_ns
+    acquire, release, now = lib.redlock_lock_acquire, lib.redlock_lock_release, time.perf_counter_ns
     samples = []
     failures = 0
     for h in handles:

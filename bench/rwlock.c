@@ -91,7 +91,7 @@ static int cycles(redlock_client *c, size_t iterations, size_t block, int64_t *o
     for (int w = 0; w < 50; w++)
         for (int k = 0; k < NK; k++)
             if (redlock_lock_acquire(h[k], 10000, REDLOCK_WAIT_NONE) == 0)
-                redlock_release(h[k]);
+                redlock_lock_release(h[k]);
     int rc = 0;
     size_t done[NK] = { 0 };
     node_work before, after;
@@ -104,7 +104,7 @@ static int cycles(redlock_client *c, size_t iterations, size_t block, int64_t *o
             for (size_t j = 0; j < block && done[k] < iterations; j++) {
                 int64_t t0 = bench_now_ns();
                 int a = redlock_lock_acquire(h[k], 10000, REDLOCK_WAIT_NONE);
-                int r = a == 0 ? redlock_release(h[k]) : a;
+                int r = a == 0 ? redlock_lock_release(h[k]) : a;
                 int64_t t1 = bench_now_ns();
                 if (a != 0 || r != 0) {
                     fprintf(stderr, "redlock_rwbench: %s cycle failed: %s (%s)\n", kname[k], redlock_error_name(r),
@@ -163,7 +163,7 @@ static void *work(void *p)
             w->longest_wait_ns = waited;
         struct timespec hold = { 0, 1000000 };
         nanosleep(&hold, NULL);
-        if (redlock_release(h) != 0) {
+        if (redlock_lock_release(h) != 0) {
             fprintf(stderr, "redlock_rwbench: %s release: %s\n", kname[w->kind], redlock_lock_errmsg(h));
             w->err = 1;
             break;

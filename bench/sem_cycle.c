@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < nv; k++)
         for (int w = 0; w < 20; w++)
             if (redlock_lock_acquire(vs[k].lock, 10000, REDLOCK_WAIT_NONE) == 0)
-                redlock_release(vs[k].lock);
+                redlock_lock_release(vs[k].lock);
 
     int failed = 0;
     for (int done = 0; done < iterations; done += block) {
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
                 int64_t t0 = bench_now_ns();
                 int rc = redlock_lock_acquire(v->lock, 10000, REDLOCK_WAIT_NONE);
                 if (rc == 0)
-                    rc = redlock_release(v->lock);
+                    rc = redlock_lock_release(v->lock);
                 int64_t t1 = bench_now_ns();
                 if (rc) {
                     fprintf(stderr, "redlock_sem_bench: %s: %s: %s\n", v->name, redlock_error_name(rc),
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
            "included) and used_cpu_sys + used_cpu_user\n");
     for (size_t k = 0; k < nv; k++) {
         for (uint32_t h = 0; h < vs[k].others; h++) {
-            redlock_release(vs[k].held[h]);
+            redlock_lock_release(vs[k].held[h]);
             redlock_lock_free(vs[k].held[h]);
         }
         redlock_lock_free(vs[k].lock);

@@ -164,7 +164,7 @@ static int cycle(shared *sh, int p, redlock_lock *l, int turn)
     }
     bench_sleep_until_ns(r->acq + cfg.hold_ms * 1000000);
     r->rel = bench_now_ns();
-    rc = redlock_release(l);
+    rc = redlock_lock_release(l);
     sh->n[p]++;
     if (rc != 0)   /* not confirmed by a quorum (a loaded machine): counted, the loop goes on */
         sh->release_errors[p]++;

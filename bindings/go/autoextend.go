@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
-// Auto-extension (redlock_lock_auto_extend3): the client's background thread
+// Auto-extension (redlock_lock_auto_extend): the client's background thread
 // keeps a held lock alive; its at-risk notice, or its loss, ends the Mutex's
 // LockedContext contexts.
 
@@ -27,7 +27,7 @@ package redlock
 //  * node timeout): on_lost hears REDLOCK_EATRISK before the validity ends. */
 // static int rl_go_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uintptr_t handle)
 // {
-//     return redlock_lock_auto_extend3(lock, max_hold_ms, REDLOCK_AT_RISK_DEFAULT, rl_go_lost, (void *)handle,
+//     return redlock_lock_auto_extend(lock, max_hold_ms, REDLOCK_AT_RISK_DEFAULT, rl_go_lost, (void *)handle,
 //                                      rl_go_lost_free);
 // }
 import "C"

@@ -218,6 +218,20 @@ func TestTryLockMany(t *testing.T) {
 			}
 		}
 	}
+	// the list's checks are the C library's, said in its words
+	for _, c := range []struct {
+		ms    []*redlock.Mutex
+		words string
+	}{
+		{[]*redlock.Mutex{ms[1], ms[2], ms[1]}, "is given twice"},
+		{[]*redlock.Mutex{ms[1], b.NewMutex(name + ":z2")}, "belongs to another client"},
+	} {
+		for _, err := range a.TryLockMany(c.ms...) {
+			if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), c.words) {
+				t.Fatalf("bad input: %v, want ErrInvalid saying %q", err, c.words)
+			}
+		}
+	}
 	if err := ms[0].TryLock(); err != nil { // nothing was acquired above
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func (m *Mutex) ExtendContext(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer m.leave()
-	rc := C.redlock_extend(p, C.uint32_t(m.ttlMs))
+	rc := C.redlock_lock_extend(p, C.uint32_t(m.ttlMs))
 	runtime.KeepAlive(m)
 	if rc != 0 {
 		err := m.fail("extend", rc, p)
@@ -292,7 +292,7 @@ func (m *Mutex) unlock(ctx context.Context) error {
 		return err
 	}
 	defer m.leave()
-	rc := C.redlock_release(p) // stops an auto-extension, waiting for one under way
+	rc := C.redlock_lock_release(p) // stops an auto-extension, waiting for one under way
 	runtime.KeepAlive(m)
 	if rc != 0 {
 		err = m.fail("unlock", rc, p)

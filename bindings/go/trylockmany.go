@@ -9,6 +9,7 @@
 package redlock
 
 // #include <stdlib.h>
+// #define REDLOCK_EXPERIMENTAL
 // #include "redlock.h"
 import "C"
 
@@ -36,21 +37,14 @@ func (c *Client) TryLockMany(ms ...*Mutex) []error {
 		}
 		return errs
 	}
-	if len(ms) > int(C.REDLOCK_ACQUIRE_MANY_MAX) {
-		return invalid(fmt.Sprintf("%d Mutexes at once, over the limit of %d", len(ms), int(C.REDLOCK_ACQUIRE_MANY_MAX)))
-	}
-	seen := make(map[*Mutex]bool, len(ms))
+	// A nil Mutex has no handle to give C, and the expiry is each Mutex's
+	// own in Go (WithExpiry): these two are the binding's. The list's
+	// checks (another client's Mutex, one twice, too many) are C's.
 	var ttl uint32
 	for k, m := range ms {
-		switch {
-		case m == nil:
+		if m == nil {
 			return invalid(fmt.Sprintf("Mutex %d is nil", k))
-		case m.client != c:
-			return invalid(fmt.Sprintf("%s belongs to another client", quoteShort(m.name)))
-		case seen[m]:
-			return invalid(fmt.Sprintf("%s is given twice", quoteShort(m.name)))
 		}
-		seen[m] = true
 		if m.err == nil {
 			if ttl != 0 && m.ttlMs != ttl {
 				return invalid("the Mutexes have different expiries (WithExpiry): give them one")
@@ -58,9 +52,9 @@ func (c *Client) TryLockMany(ms ...*Mutex) []error {
 			ttl = m.ttlMs
 		}
 	}
-	// Each Mutex's own lock, taken in one order (by address) so that two
-	// overlapping calls cannot wait for each other; the client's read side
-	// once, as each call takes it.
+	// Each Mutex's own lock, taken once and in one order (by address) so
+	// that two overlapping calls cannot wait for each other; the client's
+	// read side once, as each call takes it.
 	order := make([]int, 0, len(ms))
 	for k, m := range ms {
 		if m.err != nil {
@@ -72,14 +66,12 @@ func (c *Client) TryLockMany(ms ...*Mutex) []error {
 	sort.Slice(order, func(a, b int) bool {
 		return uintptr(unsafe.Pointer(ms[order[a]])) < uintptr(unsafe.Pointer(ms[order[b]]))
 	})
-	for _, k := range order {
-		ms[k].mu.Lock()
-	}
-	defer func() {
-		for _, k := range order {
-			ms[k].mu.Unlock()
+	for i, k := range order {
+		if i == 0 || ms[k] != ms[order[i-1]] {
+			ms[k].mu.Lock()
+			defer ms[k].mu.Unlock()
 		}
-	}()
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	live := order[:0:0]
@@ -97,14 +89,17 @@ func (c *Client) TryLockMany(ms ...*Mutex) []error {
 	n := len(live)
 	arr := (**C.redlock_lock)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof((*C.redlock_lock)(nil)))))
 	res := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	const errSize = 512
+	cerr := (*C.char)(C.malloc(errSize))
 	defer C.free(unsafe.Pointer(arr))
 	defer C.free(unsafe.Pointer(res))
+	defer C.free(unsafe.Pointer(cerr))
 	ps, rcs := unsafe.Slice(arr, n), unsafe.Slice(res, n)
 	for j, k := range live {
 		ps[j] = ms[k].h.p
 	}
-	if rc := C.redlock_lock_acquire_many(arr, C.size_t(n), C.uint32_t(ttl), res); rc != 0 {
-		e := &Error{Op: "lock many", Code: int(rc), Detail: C.GoString(C.redlock_strerror(rc))}
+	if rc := C.redlock_lock_acquire_many(c.p, arr, C.size_t(n), C.uint32_t(ttl), res, cerr, errSize); rc != 0 {
+		e := &Error{Op: "lock many", Code: int(rc), Detail: C.GoString(cerr)}
 		for _, k := range live {
 			errs[k] = e
 		}

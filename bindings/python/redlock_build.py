@@ -154,10 +154,10 @@ int redlock_client_listener_state(const redlock_client *client, size_t i, char *
                                   size_t msgbuf_size);
 int redlock_client_load_functions(redlock_client *client, char *errbuf, size_t errbuf_size);
 
-int redlock_acquire(redlock_client *client, const char *resource,
-                    uint32_t ttl_ms, redlock_lock **out);
-int redlock_try_acquire(redlock_client *client, const char *resource,
-                        uint32_t ttl_ms, redlock_lock **out);
+int redlock_acquire(redlock_lock **out, redlock_client *client, const char *resource,
+                    uint32_t ttl_ms);
+int redlock_try_acquire(redlock_lock **out, redlock_client *client, const char *resource,
+                        uint32_t ttl_ms);
 int redlock_lock_new(redlock_lock **out, redlock_client *client,
                      const char *resource);
 int redlock_lock_open(redlock_lock **out, redlock_client *client, const char *resource,
@@ -184,7 +184,8 @@ int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out);
 
 /* One attempt at each of many locks, pipelined (Redlock.try_acquire_many). */
 #define REDLOCK_ACQUIRE_MANY_MAX ...
-int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results);
+int redlock_lock_acquire_many(redlock_client *client, redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
+                              int *results, char *errbuf, size_t errbuf_size);
 
 #define REDLOCK_LOCK_OPTIONS_VERSION ...
 typedef struct redlock_lock_options {
@@ -211,8 +212,8 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
 typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                redlock_acquired_fn done, void *userdata);
-int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
-int redlock_release(redlock_lock *lock);
+int redlock_lock_extend(redlock_lock *lock, uint32_t ttl_ms);
+int redlock_lock_release(redlock_lock *lock);
 void redlock_lock_cancel(redlock_lock *lock);
 void redlock_lock_cancel_reset(redlock_lock *lock);
 void redlock_lock_free(redlock_lock *lock);
@@ -221,15 +222,11 @@ uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
 
 typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
 #define REDLOCK_AUTO_EXTEND_MAX_HOLD_MS ...
-int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
-                             redlock_lost_fn on_lost, void *userdata);
-int redlock_lock_auto_extend_stop(redlock_lock *lock);
-int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
-                              void *userdata, void (*userdata_free)(void *userdata));
 #define REDLOCK_AT_RISK_DEFAULT ...
-int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
-                              redlock_lost_fn on_lost, void *userdata,
-                              void (*userdata_free)(void *userdata));
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                             redlock_lost_fn on_lost, void *userdata,
+                             void (*userdata_free)(void *userdata));
+int redlock_lock_auto_extend_stop(redlock_lock *lock);
 
 int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
                              int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
@@ -477,7 +474,7 @@ def make_ffibuilder() -> FFI:
     # the same build folder kept the old module until the folder was deleted.
     shown = " ".join(flags).replace("*/", "* /")
     stamp = f"/* redlock build: {mode}; flags: {shown} */\n"
-    ffibuilder.set_source("redlock._redlock", stamp + '#include "redlock.h"\n', sources=sources,
+    ffibuilder.set_source("redlock._redlock", stamp + '#define REDLOCK_EXPERIMENTAL\n#include "redlock.h"\n', sources=sources,
                           depends=depends, **kw)
     return ffibuilder
 

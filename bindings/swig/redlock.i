@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define REDLOCK_EXPERIMENTAL   /* the wrappers use redlock_lock_acquire_many */
 #include "redlock.h"
 #include "redlock_swig.h"
 
@@ -132,7 +133,7 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
  *   rl_open          redlock_client_open, plus the client's event hook
  *   rl_options_free  drops the event listener of an Options
  * (A lock's lost listener needs no hook: the C library lets go of it,
- * through redlock_lock_auto_extend3's userdata_free.)
+ * through redlock_lock_auto_extend's userdata_free.)
  * ------------------------------------------------------------------------- */
 #if defined(SWIGJAVA)
 %include "java/redlock_java.i"
@@ -302,13 +303,13 @@ struct redlock_election {};
   }
 
   void rl_extend(rl_status *st, uint32_t ttlMs) {
-    int rc = redlock_extend($self, ttlMs);
+    int rc = redlock_lock_extend($self, ttlMs);
     if (rc != 0)
       rl_lock_fail(st, $self, rc);
   }
 
   void rl_release(rl_status *st) {
-    int rc = redlock_release($self); /* also stops auto-extension */
+    int rc = redlock_lock_release($self); /* also stops auto-extension */
     if (rc != 0)
       rl_lock_fail(st, $self, rc);
   }
@@ -316,9 +317,9 @@ struct redlock_election {};
   /* Releases unless the C library says there is nothing to release
    * (REDLOCK_ESTATE: never acquired, or already released), then frees the
    * handle whatever the outcome. An expired or lost lock is still released,
-   * so close() reports REDLOCK_ELOST for it, as redlock_release does. */
+   * so close() reports REDLOCK_ELOST for it, as redlock_lock_release does. */
   void rl_close(rl_status *st) {
-    int rc = redlock_release($self);
+    int rc = redlock_lock_release($self);
     if (rc != 0 && rc != REDLOCK_ESTATE)
       rl_lock_fail(st, $self, rc);
     redlock_lock_free($self);
@@ -353,7 +354,7 @@ struct redlock_election {};
 
   /* Without a lost callback: is_held tells of a loss (Java adds a listener). */
   void rl_autoExtend(rl_status *st, uint32_t maxHoldMs) {
-    int rc = redlock_lock_auto_extend($self, maxHoldMs, NULL, NULL);
+    int rc = redlock_lock_auto_extend($self, maxHoldMs, 0, NULL, NULL, NULL);
     if (rc != 0)
       rl_lock_fail(st, $self, rc);
   }

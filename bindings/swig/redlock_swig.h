@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define REDLOCK_EXPERIMENTAL   /* the wrappers use redlock_lock_acquire_many */
 #include "redlock.h"
 
 /* The size of the buffers that receive a node's or a listener's message. */

@@ -130,7 +130,7 @@ static int acquire(const run_opts *o, redlock_lock *lock, int64_t ttl, int64_t w
     int rc = redlock_lock_acquire(lock, (uint32_t)ttl, run_lib_wait(wait));
     if (rc == 0 && run_signal) {
         /* A signal arrived during the attempt that succeeded. */
-        redlock_release(lock);
+        redlock_lock_release(lock);
         rc = REDLOCK_ECANCELED;
     }
     if (rc) {
@@ -148,7 +148,7 @@ static int hold(const run_opts *o, redlock_lock *lock, const fdset *inherited, i
 {
     int passthrough, killed_by;
     int rc = run_command(o, lock, inherited, &passthrough, &killed_by);
-    int released = redlock_release(lock);
+    int released = redlock_lock_release(lock);
     if (passthrough && killed_by && killed_by == run_signal)
         *reraise = killed_by;
     if (passthrough && released == REDLOCK_ELOST)

@@ -172,7 +172,7 @@ int run_watch_start(redlock_lock *lock, pid_t pgid)
     /* No bound of our own on the hold: the command runs as long as it
      * needs, up to the most auto-extension allows (about 49 days). The
      * at-risk notice comes at the library's default margin. */
-    int arc = redlock_lock_auto_extend3(lock, UINT32_MAX, REDLOCK_AT_RISK_DEFAULT, on_lost, &g_watch, NULL);
+    int arc = redlock_lock_auto_extend(lock, UINT32_MAX, REDLOCK_AT_RISK_DEFAULT, on_lost, &g_watch, NULL);
     if (arc == 0)
         return 1;
     /* Without extensions the lock would expire under the command. */

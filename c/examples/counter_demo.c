@@ -52,7 +52,7 @@ static int worker(int id, const char *const *urls, size_t n, const char *path)
         v++;
         if (pwrite(fd, &v, sizeof v, 0) != (ssize_t)sizeof v)
             return 1;
-        rc = redlock_release(l);
+        rc = redlock_lock_release(l);
         if (rc != 0)
             fprintf(stderr, "worker %d: release: %s\n", id, redlock_lock_errmsg(l));
     }

@@ -76,9 +76,9 @@ static void *worker(void *arg)
     while (!atomic_load(&stop)) {
         if (redlock_lock_acquire(lock, 300, 1000) != 0)
             continue;
-        redlock_lock_auto_extend(lock, 0, NULL, NULL);
+        redlock_lock_auto_extend(lock, 0, 0, NULL, NULL, NULL);
         sleep_ms(150 + rand() % 250);   /* outlives the 300 ms TTL now and then: extended */
-        redlock_release(lock);
+        redlock_lock_release(lock);
     }
     redlock_lock_free(lock);
     return NULL;

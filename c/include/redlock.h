@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* redlock.h: the public, stable C ABI of libredlock, a Redlock distributed
- * lock over N independent Redis-compatible nodes. Everything here is stable;
- * see docs/c-api.md for the conventions and docs/threading.md for threads. */
+/* redlock.h: the public C ABI of libredlock, a Redlock distributed lock over
+ * N independent Redis-compatible nodes; see docs/c-api.md for the
+ * conventions and docs/threading.md for threads.
+ *
+ * Two tiers, as zstd has. Everything declared by default is stable: within a
+ * major version (the SONAME) functions keep their signatures, enum values
+ * and error codes are only appended, and redlock_options only grows through
+ * REDLOCK_OPTIONS_VERSION. The experimental part at the end is declared only
+ * when REDLOCK_EXPERIMENTAL is defined before this header is included: its
+ * calls are exported too, but their shapes may change in a minor release
+ * (the change is then named in CHANGELOG.md), so a program that uses them
+ * should be built against the version it runs with. */
 #ifndef REDLOCK_H
 #define REDLOCK_H
 
@@ -48,7 +57,7 @@ typedef enum redlock_error_code {
     REDLOCK_EPERM        = -17, /* a node refused a command the lock needs: an ACL without it
                                  * (NOPERM), or the command disabled or renamed */
     REDLOCK_EATRISK      = -18  /* not a failure and never returned: the code of the at-risk
-                                 * notice (redlock_lock_auto_extend3): auto-extension has not
+                                 * notice (redlock_lock_auto_extend): auto-extension has not
                                  * extended the lock and its validity ends within the
                                  * at-risk margin. The lock is still held */
 } redlock_error_code;
@@ -58,7 +67,7 @@ typedef enum redlock_error_code {
 #define REDLOCK_MAX_RESOURCE_LEN  4096
 #define REDLOCK_MAX_PREFIX_LEN    1024
 #define REDLOCK_MAX_TTL_MS        86400000u   /* one day */
-#define REDLOCK_MAX_WAIT_MS       604800000   /* seven days: wait_ms arguments and options */
+#define REDLOCK_MAX_WAIT_MS       604800000u  /* seven days: wait_ms arguments and options */
 #define REDLOCK_MAX_NODE_TIMEOUT_MS    600000u /* redlock_options.node_timeout_ms: 1 up to this */
 #define REDLOCK_MAX_CONNECT_TIMEOUT_MS 600000u /* redlock_options.connect_timeout_ms: up to this */
 #define REDLOCK_MAX_DRIFT_MIN_MS       60000u  /* redlock_options.drift_min_ms: up to this */
@@ -72,7 +81,7 @@ typedef struct redlock_lock   redlock_lock;   /* one lock on one resource; one t
 typedef enum redlock_event_type {
     REDLOCK_EVENT_ACQUIRED       = 1, /* an acquire attempt got the lock */
     REDLOCK_EVENT_ACQUIRE_FAILED = 2, /* an attempt failed (code); a retry may follow */
-    REDLOCK_EVENT_EXTENDED       = 3, /* by redlock_extend or by auto-extend (auto = 1) */
+    REDLOCK_EVENT_EXTENDED       = 3, /* by redlock_lock_extend or by auto-extend (auto = 1) */
     REDLOCK_EVENT_EXTEND_FAILED  = 4, /* not extended, not (yet) known lost, e.g. no quorum */
     REDLOCK_EVENT_LOST           = 5, /* no longer held: not ours on a majority, or its
                                        * validity ran out without an extension */
@@ -92,7 +101,7 @@ typedef enum redlock_event_type {
                                        * many were due. At most once a second, while the
                                        * validity left is still about half the TTL */
     REDLOCK_EVENT_AT_RISK        = 13 /* an auto-extended lock armed for at-risk notices
-                                       * (redlock_lock_auto_extend3) has not been extended
+                                       * (redlock_lock_auto_extend) has not been extended
                                        * and its validity ends within the margin: code
                                        * REDLOCK_EATRISK, validity_ms the validity left,
                                        * message the last failed try. Once per episode: a
@@ -258,8 +267,30 @@ typedef struct redlock_options {
 #define REDLOCK_UNREACHABLE_NEVER    UINT32_MAX  /* wait on while no quorum can be reached */
 #define REDLOCK_UNREACHABLE_CONNECTS 5           /* 0: this many connect timeouts */
 
-#define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, 3, 0, 200, 0, 0.01, 2, 50, 200, NULL, 0, 0, 0, \
-                               NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0, 0 }
+/* The defaults of redlock_options (the other fields default to 0 or NULL). */
+#define REDLOCK_DEFAULT_RETRY_COUNT        3u
+#define REDLOCK_DEFAULT_RETRY_JITTER_MS    200u
+#define REDLOCK_DEFAULT_DRIFT_FACTOR       0.01
+#define REDLOCK_DEFAULT_DRIFT_MIN_MS       2u
+#define REDLOCK_DEFAULT_NODE_TIMEOUT_MS    50u
+#define REDLOCK_DEFAULT_CONNECT_TIMEOUT_MS 200u
+
+/* An initializer of the defaults: redlock_options o = REDLOCK_OPTIONS_INIT; */
+#ifdef __cplusplus   /* positional: C++ before 20 has no designated initializers */
+#define REDLOCK_OPTIONS_INIT { REDLOCK_OPTIONS_VERSION, REDLOCK_DEFAULT_RETRY_COUNT, 0, \
+                               REDLOCK_DEFAULT_RETRY_JITTER_MS, 0, REDLOCK_DEFAULT_DRIFT_FACTOR, \
+                               REDLOCK_DEFAULT_DRIFT_MIN_MS, REDLOCK_DEFAULT_NODE_TIMEOUT_MS, \
+                               REDLOCK_DEFAULT_CONNECT_TIMEOUT_MS, NULL, 0, 0, 0, NULL, NULL, NULL, \
+                               NULL, NULL, 0, NULL, NULL, NULL, 0, 0 }
+#else
+#define REDLOCK_OPTIONS_INIT { .version = REDLOCK_OPTIONS_VERSION,                         \
+                               .retry_count = REDLOCK_DEFAULT_RETRY_COUNT,                 \
+                               .retry_jitter_ms = REDLOCK_DEFAULT_RETRY_JITTER_MS,         \
+                               .drift_factor = REDLOCK_DEFAULT_DRIFT_FACTOR,               \
+                               .drift_min_ms = REDLOCK_DEFAULT_DRIFT_MIN_MS,               \
+                               .node_timeout_ms = REDLOCK_DEFAULT_NODE_TIMEOUT_MS,         \
+                               .connect_timeout_ms = REDLOCK_DEFAULT_CONNECT_TIMEOUT_MS }
+#endif
 
 /* Fills *opts with the defaults of options version `version` (1 up to
  * REDLOCK_OPTIONS_VERSION), writing only the fields that version has.
@@ -321,10 +352,10 @@ REDLOCK_EXTERN int redlock_client_load_functions(redlock_client *client, char *e
  * retries per the client's options; redlock_try_acquire makes one attempt.
  * They are redlock_lock_new() + redlock_lock_acquire(); use those when the
  * failure's detail (redlock_lock_errmsg) is wanted. */
-REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const char *resource,
-                                   uint32_t ttl_ms, redlock_lock **out);
-REDLOCK_EXTERN int redlock_try_acquire(redlock_client *client, const char *resource,
-                                       uint32_t ttl_ms, redlock_lock **out);
+REDLOCK_EXTERN int redlock_acquire(redlock_lock **out, redlock_client *client, const char *resource,
+                                   uint32_t ttl_ms);
+REDLOCK_EXTERN int redlock_try_acquire(redlock_lock **out, redlock_client *client, const char *resource,
+                                       uint32_t ttl_ms);
 
 /* A lock handle for resource, not yet held. No network I/O. The handle can
  * be acquired, released and acquired again; each acquisition uses a fresh
@@ -430,26 +461,14 @@ REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int
 typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 REDLOCK_EXTERN int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                               redlock_acquired_fn done, void *userdata);
-/* One attempt at each of locks[0..n) (handles of one client), all pipelined:
- * what n calls of redlock_lock_acquire(locks[k], ttl_ms, REDLOCK_WAIT_NONE)
- * would do, in about one round trip instead of n. results[k] gets what that
- * call would return (the detail in each handle). Returns 0, or REDLOCK_EINVAL
- * (NULL, n of 0 or over REDLOCK_ACQUIRE_MANY_MAX, a NULL handle, handles of
- * different clients, a handle twice) or REDLOCK_ENOMEM, with results untouched.
- * Locks of a client with REDLOCK_OPT_FENCING, in fair mode, or of another
- * kind than the mutex (a read-write lock's side, a semaphore's permit) get
- * their attempts one after another. */
-#define REDLOCK_ACQUIRE_MANY_MAX 65536
-REDLOCK_EXTERN int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
-                                             int *results);
 
 /* Extends a held lock to ttl_ms from now, on a majority and within its
  * validity; never re-creates an expired key. */
-REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint32_t ttl_ms);
+REDLOCK_EXTERN int redlock_lock_extend(redlock_lock *lock, uint32_t ttl_ms);
 
 /* Releases on every node. 0 means the lock was still ours on a majority;
  * REDLOCK_ELOST means it was not (another owner may have overlapped). */
-REDLOCK_EXTERN int redlock_release(redlock_lock *lock);
+REDLOCK_EXTERN int redlock_lock_release(redlock_lock *lock);
 
 /* Cancels acquisition on this lock: an acquire running in another thread
  * stops retrying and returns REDLOCK_ECANCELED once the round in flight is
@@ -478,14 +497,13 @@ REDLOCK_EXTERN uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
 /* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours
  * on a majority), REDLOCK_EEXPIRED (its validity ran out before an
  * extension succeeded; message says what failed) or REDLOCK_ELIMIT (the hold
- * bound was reached and the validity then ran out). Armed with
- * redlock_lock_auto_extend3 and an at-risk margin, it is also called with
+ * bound was reached and the validity then ran out). Armed with an at-risk
+ * margin (redlock_lock_auto_extend's at_risk_ms), it is also called with
  * REDLOCK_EATRISK, before the validity ends: not lost yet, but not extended
  * either (message: why, and the validity left); a loss may follow, or a
- * successful extension (after which a new at-risk notice may come). Only
- * that call gives REDLOCK_EATRISK: callbacks armed otherwise are called
- * for losses only. Runs on the client's
- * auto-extend thread; it may read the lock and call redlock_release, but
+ * successful extension (after which a new at-risk notice may come). Armed
+ * without one, it is called for losses only. Runs on the client's
+ * auto-extend thread; it may read the lock and call redlock_lock_release, but
  * must not free it, and should be quick: other locks wait meanwhile. */
 typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
 
@@ -496,44 +514,41 @@ typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *messag
  * its acquisition TTL every TTL/3 (sooner again after a failed try), until
  * it is released or freed, redlock_lock_auto_extend_stop, a loss, or the
  * bound: max_hold_ms of holding in all (0 = REDLOCK_AUTO_EXTEND_MAX_HOLD_MS;
- * the client's max_hold_ms and max_extensions apply too). on_lost may be
- * NULL; loss is also seen by redlock_lock_is_held returning 0. Returns
+ * the client's max_hold_ms and max_extensions apply too). Returns
  * REDLOCK_ESTATE when the lock is not held. Calls on the lock from its owner
- * stay allowed meanwhile: they wait for an extension under way. */
-REDLOCK_EXTERN int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms,
-                                            redlock_lost_fn on_lost, void *userdata);
-/* Stops auto-extension (waiting for one under way, or its on_lost); the lock
- * stays held until its validity runs out. 0, or REDLOCK_ESTATE if it was not
- * on. Calling redlock_lock_auto_extend again replaces the callback, after
- * waiting for a running one. */
-REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
-/* redlock_lock_auto_extend, and userdata_free (may be NULL) is called once
- * with userdata when no call of on_lost with it can follow: when another
- * redlock_lock_auto_extend* call on the lock replaces it, when
- * auto-extension ends by redlock_lock_auto_extend_stop, redlock_release or
- * a new acquire, or when the lock is freed; after a running on_lost
- * returns. A loss alone does not call it (the lock may still be released).
- * Not called when this returns an error. On the thread that made the
- * call that ended it, or on the auto-extend thread when on_lost itself
- * ended it. */
-REDLOCK_EXTERN int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost,
-                                             void *userdata, void (*userdata_free)(void *userdata));
-/* redlock_lock_auto_extend2, and on_lost is told when the lock is at risk:
- * once at_risk_ms before its validity ends no extension has succeeded (the
- * nodes fail, or the hold bound stops the extensions), on_lost is called
- * with REDLOCK_EATRISK and the lock stays under auto-extension; the loss,
- * if it comes, is told after it as usual. So the holder can stop its work
- * while the lock is still its own. Each failed episode is told once: a
- * successful extension ends it. REDLOCK_EVENT_AT_RISK goes to on_event at
- * the same time. at_risk_ms: 0 for no at-risk notices (as
- * redlock_lock_auto_extend2), REDLOCK_AT_RISK_DEFAULT for
+ * stay allowed meanwhile: they wait for an extension under way. Calling it
+ * again replaces the callback, after waiting for a running one.
+ *
+ * on_lost (may be NULL; a loss is also seen by redlock_lock_is_held
+ * returning 0) is told of the loss, and, when at_risk_ms is not 0, that the
+ * lock is at risk: once at_risk_ms before its validity ends no extension
+ * has succeeded (the nodes fail, or the hold bound stops the extensions),
+ * on_lost is called with REDLOCK_EATRISK and the lock stays under
+ * auto-extension; the loss, if it comes, is told after it as usual. So the
+ * holder can stop its work while the lock is still its own. Each failed
+ * episode is told once: a successful extension ends it.
+ * REDLOCK_EVENT_AT_RISK goes to on_event at the same time. at_risk_ms: 0 for
+ * no at-risk notices, REDLOCK_AT_RISK_DEFAULT for
  * max(TTL / 10, 2 * node_timeout_ms), or a margin in ms; at most half the
  * acquisition's TTL (a larger one is taken as that). The notice comes at
- * the margin, give or take the thread's rounds for other locks. */
+ * the margin, give or take the thread's rounds for other locks.
+ *
+ * userdata_free (may be NULL) is called once with userdata when no call of
+ * on_lost with it can follow: when another redlock_lock_auto_extend call on
+ * the lock replaces it, when auto-extension ends by
+ * redlock_lock_auto_extend_stop, redlock_lock_release or a new acquire, or
+ * when the lock is freed; after a running on_lost returns. A loss alone does
+ * not call it (the lock may still be released). Not called when this
+ * returns an error. On the thread that made the call that ended it, or on
+ * the auto-extend thread when on_lost itself ended it. */
 #define REDLOCK_AT_RISK_DEFAULT UINT32_MAX
-REDLOCK_EXTERN int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
-                                             redlock_lost_fn on_lost, void *userdata,
-                                             void (*userdata_free)(void *userdata));
+REDLOCK_EXTERN int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                                            redlock_lost_fn on_lost, void *userdata,
+                                            void (*userdata_free)(void *userdata));
+/* Stops auto-extension (waiting for one under way, or its on_lost); the lock
+ * stays held until its validity runs out. 0, or REDLOCK_ESTATE if it was not
+ * on. */
+REDLOCK_EXTERN int redlock_lock_auto_extend_stop(redlock_lock *lock);
 
 /* ---- The last round's per-node report ----
  * What node i did in the lock's last round (the last attempt of an acquire,
@@ -564,7 +579,7 @@ REDLOCK_EXTERN int redlock_lock_errcode(const redlock_lock *lock);
 /* ---- Counting semaphores (docs/algorithm.md, "Counting semaphore") ----
  * A semaphore is a lock handle of another kind: each handle takes `permits`
  * of the semaphore's `limit` permits at once (all or none), and
- * redlock_lock_acquire, redlock_extend, redlock_release, auto-extension,
+ * redlock_lock_acquire, redlock_lock_extend, redlock_lock_release, auto-extension,
  * validity, fencing tokens (one counter per semaphore), the per-node report,
  * cancel and wake-up apply to it unchanged. At most `limit` permits are held
  * at once whenever Redlock's assumptions hold. Every user of a semaphore
@@ -670,7 +685,7 @@ REDLOCK_EXTERN int redlock_election_campaign_async(redlock_election *e, const ch
 REDLOCK_EXTERN int redlock_election_proclaim(redlock_election *e, const char *value);
 /* Gives leadership up: releases the lock, which wakes the next campaigner,
  * and clears the record. 0, REDLOCK_ESTATE when not leading, or
- * redlock_release's code (REDLOCK_ELOST: it had already been lost). */
+ * redlock_lock_release's code (REDLOCK_ELOST: it had already been lost). */
 REDLOCK_EXTERN int redlock_election_resign(redlock_election *e);
 /* Reads the leader from the nodes: reported only if a majority agree on
  * its term (a minority answer is never reported), else present = 0. A hint
@@ -769,6 +784,28 @@ REDLOCK_EXTERN int redlock_lock_open_multi(redlock_lock **out, redlock_client *c
 /* How many resources a multi-resource handle holds (n_out may be NULL); 0,
  * or REDLOCK_EINVAL for NULL or a handle of another kind. */
 REDLOCK_EXTERN int redlock_lock_multi_count(const redlock_lock *lock, size_t *n_out);
+
+/* ---- Experimental: declared with REDLOCK_EXPERIMENTAL only ----
+ * Calls whose shape may still change in a minor release (see the top of
+ * this file). Each moves to the stable part once its shape has settled. */
+#ifdef REDLOCK_EXPERIMENTAL
+
+/* One attempt at each of locks[0..n) (handles of client), all pipelined:
+ * what n calls of redlock_lock_acquire(locks[k], ttl_ms, REDLOCK_WAIT_NONE)
+ * would do, in about one round trip instead of n. results[k] gets what that
+ * call would return (the detail in each handle). Returns 0 (n of 0 does
+ * nothing), or, before any lock is touched and with results untouched,
+ * REDLOCK_EINVAL (client, locks or results NULL, n over
+ * REDLOCK_ACQUIRE_MANY_MAX, a NULL handle, a handle of another client, a
+ * handle given twice) or REDLOCK_ENOMEM, with the reason in errbuf (if not
+ * NULL; "" on success). Locks of a client with REDLOCK_OPT_FENCING, in fair
+ * mode, or of another kind than the mutex (a read-write lock's side, a
+ * semaphore's permit) get their attempts one after another. */
+#define REDLOCK_ACQUIRE_MANY_MAX 65536
+REDLOCK_EXTERN int redlock_lock_acquire_many(redlock_client *client, redlock_lock *const *locks, size_t n,
+                                             uint32_t ttl_ms, int *results, char *errbuf, size_t errbuf_size);
+
+#endif /* REDLOCK_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

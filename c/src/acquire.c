@@ -500,12 +500,12 @@ void redlock_lock_cancel_reset(redlock_lock *lock)
     }
 }
 
-int redlock_acquire(redlock_client *client, const char *resource, uint32_t ttl_ms, redlock_lock **out)
+int redlock_acquire(redlock_lock **out, redlock_client *client, const char *resource, uint32_t ttl_ms)
 {
     return acquire_new(client, resource, ttl_ms, REDLOCK_WAIT_DEFAULT, out);
 }
 
-int redlock_try_acquire(redlock_client *client, const char *resource, uint32_t ttl_ms, redlock_lock **out)
+int redlock_try_acquire(redlock_lock **out, redlock_client *client, const char *resource, uint32_t ttl_ms)
 {
     return acquire_new(client, resource, ttl_ms, REDLOCK_WAIT_NONE, out);
 }

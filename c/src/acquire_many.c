@@ -168,30 +168,56 @@ static int chunks_make(chunks *ch, redlock_client *c, rl_cmd cmd, redlock_lock *
 /* The set's checks before anything else: 0, or REDLOCK_EINVAL for no set,
  * an empty or too large one, a NULL lock, locks of different clients, or
  * the same handle twice (two acquisitions at once on one handle). */
-static int check_set(redlock_lock *const *locks, size_t n)
+static int by_address(const void *a, const void *b)
 {
-    if (!locks || n == 0 || n > REDLOCK_ACQUIRE_MANY_MAX)
+    uintptr_t x = (uintptr_t)*(redlock_lock *const *)a, y = (uintptr_t)*(redlock_lock *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The call's own checks, before any lock is touched: 0, or the code with
+ * why in errbuf. The one copy of them: the bindings convert and call. */
+static int check_set(redlock_client *client, redlock_lock *const *locks, size_t n, const int *results,
+                     char *errbuf, size_t errbuf_size)
+{
+    if (!client || (!locks && n) || (!results && n)) {
+        rl_fmt(errbuf, errbuf_size, "%s is NULL", !client ? "client" : !locks ? "locks" : "results");
         return REDLOCK_EINVAL;
-    redlock_client *c = locks[0] ? locks[0]->client : NULL;
-    for (size_t k = 0; k < n; k++)
-        if (!locks[k] || locks[k]->client != c)
-            return REDLOCK_EINVAL;
-    redlock_lock **sorted = malloc(n * sizeof *sorted);
-    if (!sorted)
-        return REDLOCK_ENOMEM;
-    memcpy(sorted, locks, n * sizeof *sorted);
-    for (size_t k = 1; k < n; k++) {   /* insertion sort by address: n is small enough */
-        redlock_lock *x = sorted[k];
-        size_t j = k;
-        for (; j > 0 && sorted[j - 1] > x; j--)
-            sorted[j] = sorted[j - 1];
-        sorted[j] = x;
     }
-    int dup = 0;
-    for (size_t k = 1; k < n; k++)
-        dup |= sorted[k] == sorted[k - 1];
+    if (n > REDLOCK_ACQUIRE_MANY_MAX) {
+        rl_fmt(errbuf, errbuf_size, "%zu locks at once, over the limit of %d (REDLOCK_ACQUIRE_MANY_MAX)", n,
+               REDLOCK_ACQUIRE_MANY_MAX);
+        return REDLOCK_EINVAL;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!locks[k]) {
+            rl_fmt(errbuf, errbuf_size, "lock %zu of %zu is NULL", k, n);
+            return REDLOCK_EINVAL;
+        }
+        if (locks[k]->client != client) {
+            rl_fmt(errbuf, errbuf_size, "the lock of '%.200s' belongs to another client", locks[k]->resource);
+            return REDLOCK_EINVAL;
+        }
+    }
+    redlock_lock **sorted = malloc(n * sizeof *sorted);
+    if (n && !sorted) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    if (n)
+        memcpy(sorted, locks, n * sizeof *sorted);
+    if (n > 1)
+        qsort(sorted, n, sizeof *sorted, by_address);
+    const redlock_lock *dup = NULL;
+    for (size_t k = 1; k < n && !dup; k++)
+        if (sorted[k] == sorted[k - 1])
+            dup = sorted[k];
     free(sorted);
-    return dup ? REDLOCK_EINVAL : 0;
+    if (dup) {
+        rl_fmt(errbuf, errbuf_size, "the lock of '%.200s' is given twice: each lock must be given once",
+               dup->resource);
+        return REDLOCK_EINVAL;
+    }
+    return 0;
 }
 
 /* The clean-up of the locks lost[0..nlost): one release per node that may
@@ -218,17 +244,19 @@ static void release_lost(redlock_client *c, redlock_lock *const *locks, const si
     chunks_free(&rel);
 }
 
-int redlock_lock_acquire_many(redlock_lock *const *locks, size_t n, uint32_t ttl_ms, int *results)
+int redlock_lock_acquire_many(redlock_client *c, redlock_lock *const *locks, size_t n, uint32_t ttl_ms,
+                              int *results, char *errbuf, size_t errbuf_size)
 {
-    if (!results)
-        return REDLOCK_EINVAL;
-    int rc = check_set(locks, n);
-    if (rc)
+    if (errbuf && errbuf_size)
+        errbuf[0] = '\0';
+    int rc = check_set(c, locks, n, results, errbuf, errbuf_size);
+    if (rc || n == 0)
         return rc;
-    redlock_client *c = locks[0]->client;
     size_t *idx = malloc(n * sizeof *idx);
-    if (!idx)
+    if (!idx) {
+        rl_fmt(errbuf, errbuf_size, "out of memory");
         return REDLOCK_ENOMEM;
+    }
     int64_t call_us = rl_now_us();   /* each lock's acquire call, as the hook tells it */
     size_t m = 0;
     for (size_t k = 0; k < n; k++) {

@@ -65,7 +65,7 @@ int rl_check_options(const redlock_options *o, char *err, size_t errsize)
         return REDLOCK_EINVAL;
     }
     if (o->unreachable_ms > (uint32_t)REDLOCK_MAX_WAIT_MS && o->unreachable_ms != REDLOCK_UNREACHABLE_NEVER) {
-        rl_fmt(err, errsize, "unreachable_ms must be at most %d (REDLOCK_MAX_WAIT_MS), or REDLOCK_UNREACHABLE_NEVER",
+        rl_fmt(err, errsize, "unreachable_ms must be at most %u (REDLOCK_MAX_WAIT_MS), or REDLOCK_UNREACHABLE_NEVER",
                REDLOCK_MAX_WAIT_MS);
         return REDLOCK_EINVAL;
     }

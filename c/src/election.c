@@ -237,11 +237,11 @@ static int campaign_won(redlock_election *e, const char *value)
     /* Until the end of a hold near 50 days (the client's max_hold_ms may
      * bound it sooner). */
     if (rc == 0)
-        rc = redlock_lock_auto_extend(l, UINT32_MAX, e->on_lost, e->on_lost_userdata);
+        rc = redlock_lock_auto_extend(l, UINT32_MAX, 0, e->on_lost, e->on_lost_userdata, NULL);
     if (rc) {
         char why[RL_MSG_MAX];
         rl_fmt(why, sizeof why, "%s", e->errmsg[0] ? e->errmsg : redlock_lock_errmsg(l));
-        redlock_release(l);   /* wakes the next campaigner */
+        redlock_lock_release(l);   /* wakes the next campaigner */
         rl_fmt(e->errmsg, sizeof e->errmsg, "%s", why);
         return rc;
     }
@@ -347,7 +347,7 @@ int redlock_election_resign(redlock_election *e)
     char owner[RL_VALUE_LEN + 1];
     memcpy(owner, l->value, sizeof owner);
     /* The release first: it wakes the next campaigner at once. */
-    int rc = redlock_release(l);
+    int rc = redlock_lock_release(l);
     if (rc)
         fail_lock(e, rc);
     else

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* extend.c: a held lock: its validity and the clock-drift allowance, the
  * round every operation on it starts from, one extension (the owner's
- * redlock_extend and the auto-extend thread both run rl_extend_locked),
+ * redlock_lock_extend and the auto-extend thread both run rl_extend_locked),
  * and its loss. Below lock.c and watch.c, which both use it. */
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +167,7 @@ int rl_extend_end(redlock_lock *lock, const rl_round *r, uint32_t ttl_ms, int64_
 }
 
 /* One extension of a held lock, its mutex held: by the owner
- * (redlock_extend) or by the auto-extend thread (automatic). Not past the
+ * (redlock_lock_extend) or by the auto-extend thread (automatic). Not past the
  * current validity, nor past max_extensions or max_hold_ms. 0, or a failure
  * code with the reason in m; a lock found lost is marked so. */
 int rl_extend_locked(redlock_lock *lock, uint32_t ttl_ms, int automatic, char *m, size_t msize)
@@ -215,7 +215,7 @@ void rl_lock_unbatched(redlock_lock *lock)
     }
 }
 
-int redlock_extend(redlock_lock *lock, uint32_t ttl_ms)
+int redlock_lock_extend(redlock_lock *lock, uint32_t ttl_ms)
 {
     if (!lock)
         return REDLOCK_EINVAL;

@@ -113,7 +113,7 @@ static char *keep(const char *m)
 
 /* The other kinds (a multi-resource lock's set, a reader's lease, a
  * semaphore's permit) send their own commands: a round each, as
- * redlock_extend would send it, but RL_SINGLES_AT_ONCE rounds at a time,
+ * redlock_lock_extend would send it, but RL_SINGLES_AT_ONCE rounds at a time,
  * pipelined on the same connections, each decided on its own. The mutex
  * is held as in the batch: to check and to conclude, not across the
  * rounds. The locks marked SINGLE in rcs. */

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#define REDLOCK_EXPERIMENTAL   /* the library defines both tiers */
 #include "redlock.h"
 #include "rlcommon.h"
 #include "keys.h"
@@ -291,7 +292,7 @@ void rl_batch_outcomes(const rl_round *r, size_t k, rl_outcome *out);
  * its outcome, never across the rounds (a thread holding hundreds of
  * mutexes at once is beyond what TSan can follow, and needs no owner's
  * call to wait that long): the caller keeps the owner's own extension out
- * meanwhile (ae.busy, which redlock_extend waits for). rcs[k] gets what
+ * meanwhile (ae.busy, which redlock_lock_extend waits for). rcs[k] gets what
  * rl_extend_locked would return, msgs[k] NULL or its message (the
  * caller frees it). Locks whose extension is not the mutex's (a reader's,
  * a semaphore's) get rl_extend_locked itself, one at a time, after the
@@ -303,7 +304,7 @@ void rl_extend_many(redlock_client *c, redlock_lock **locks, const uint32_t *ttl
                     int *rcs, char **msgs, rl_scratch *scratch);
 /* extend.c: takes lock->mu once the auto-extend thread is not extending
  * the lock in a batch (waiting with the mutex let go): for a call that
- * changes what an extension of the lock would send (redlock_extend's own,
+ * changes what an extension of the lock would send (redlock_lock_extend's own,
  * a downgrade). */
 void rl_lock_unbatched(redlock_lock *lock);
 /* extend.c: the checks before an extension (0, or the code with the reason in m). */
@@ -346,7 +347,7 @@ typedef struct rl_autoextend {
     unsigned char risk_told;  /* the at-risk notice of this failed episode was given */
     unsigned char risk_fire;  /* the batch's verdict: tell the owner it is at risk */
     int fire_code;
-    uint32_t risk_ms;         /* at-risk margin (redlock_lock_auto_extend3), 0: none */
+    uint32_t risk_ms;         /* at-risk margin (redlock_lock_auto_extend), 0: none */
     char *risk_msg;           /* the at-risk notice, from before() to its callback (thread only) */
     uint32_t batch_ttl;       /* the batch's extension, in ms */
     struct redlock_lock *next, *prev;
@@ -673,7 +674,7 @@ int64_t rl_policy_node_wait_us(const redlock_options *o, int fresh, int suspect)
 int64_t rl_policy_stall_us(const redlock_options *o);
 /* When the auto-extend thread extends a lock of ttl_ms: every third. */
 int64_t rl_policy_extend_interval_us(uint32_t ttl_ms);
-/* The at-risk margin of an arming (redlock_lock_auto_extend3): at_risk_ms,
+/* The at-risk margin of an arming (redlock_lock_auto_extend): at_risk_ms,
  * or for REDLOCK_AT_RISK_DEFAULT max(TTL/10, 2 node timeouts); at most half
  * the TTL. */
 uint32_t rl_policy_at_risk_ms(uint32_t at_risk_ms, uint32_t ttl_ms, uint32_t node_timeout_ms);

@@ -189,7 +189,7 @@ static int release_locked(redlock_lock *lock)
     return lock->errcode;
 }
 
-int redlock_release(redlock_lock *lock)
+int redlock_lock_release(redlock_lock *lock)
 {
     if (!lock)
         return REDLOCK_EINVAL;

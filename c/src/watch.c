@@ -4,7 +4,7 @@
  * it is due (every TTL/3): all the locks due in the same window go out
  * together (extend_many.c), each under its lock's mutex, and are decided
  * one by one. It tells the owner about a loss through the lock's
- * redlock_lost_fn (and, armed by redlock_lock_auto_extend3, that the lock is
+ * redlock_lost_fn (and, armed by redlock_lock_auto_extend, that the lock is
  * at risk, before the loss), tells on_event when it falls behind, and stops
  * with the client. */
 #include <errno.h>
@@ -266,7 +266,7 @@ static void after(redlock_lock *l, int rc, char *msg, int64_t start)
 /* The batch: every lock's mutex is tried, never waited for (an owner in
  * the middle of its own call is taken in the next batch, soon), and held
  * only for a moment; those that need an extension get it in one go. busy
- * keeps the owner's own extension out meanwhile (redlock_extend), and its
+ * keeps the owner's own extension out meanwhile (redlock_lock_extend), and its
  * acquire, release and free wait in rl_watch_remove. */
 enum { S_EXT = 9, S_TTLS, S_RCS, S_MSGS };   /* after rl_extend_many's slots */
 
@@ -559,19 +559,8 @@ int rl_watch_remove(redlock_lock *l)
 
 /* ---- the public calls ---- */
 
-int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata)
-{
-    return redlock_lock_auto_extend2(lock, max_hold_ms, on_lost, userdata, NULL);
-}
-
-int redlock_lock_auto_extend2(redlock_lock *lock, uint32_t max_hold_ms, redlock_lost_fn on_lost, void *userdata,
-                              void (*userdata_free)(void *userdata))
-{
-    return redlock_lock_auto_extend3(lock, max_hold_ms, 0, on_lost, userdata, userdata_free);
-}
-
-int redlock_lock_auto_extend3(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
-                              redlock_lost_fn on_lost, void *userdata, void (*userdata_free)(void *userdata))
+int redlock_lock_auto_extend(redlock_lock *lock, uint32_t max_hold_ms, uint32_t at_risk_ms,
+                             redlock_lost_fn on_lost, void *userdata, void (*userdata_free)(void *userdata))
 {
     if (!lock)
         return REDLOCK_EINVAL;

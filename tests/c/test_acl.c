@@ -62,10 +62,10 @@ static void lock_cycle(redlock_client *c, const char *base)
     redlock_lock *l;
     CHECK_RC(redlock_lock_new(&l, c, uniq(base)), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
 }
 
@@ -82,11 +82,11 @@ static void test_eval_mode_minimal(void)
     redlock_lock *l;
     CHECK_RC(redlock_lock_new(&l, fc, uniq("eval-flush")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     all_nodes("SCRIPT FLUSH");
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     all_nodes("SCRIPT FLUSH");
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     /* The release was decided at quorum: on a node it did not wait for, its
      * EVALSHA meets NOSCRIPT late, and is sent again as EVAL only when the
@@ -136,11 +136,11 @@ static void test_function_mode(void)
     CHECK_RC(redlock_lock_new(&m, rival, res), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(m, redlock_extend(m, 10000), REDLOCK_ESTATE);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(m, redlock_lock_extend(m, 10000), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    CHECK_LOCK_RC(m, redlock_lock_release(m), 0);
     redlock_lock_free(l);
     redlock_lock_free(m);
     redlock_client_free(rival);
@@ -190,7 +190,7 @@ static void test_function_mode(void)
     redlock_client *noq = client_as("fnuser:Fn-pw-2", "lock:", REDLOCK_OPT_FUNCTIONS | REDLOCK_OPT_NO_QUARANTINE);
     CHECK_RC(redlock_lock_new(&l, noq, uniq("fn-missing")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESERVER);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ESERVER);
     CHECK(strstr(redlock_lock_errmsg(l), "redlock_client_load_functions") != NULL);
     redlock_lock_free(l);
     redlock_client_free(noq);
@@ -259,7 +259,7 @@ static void test_values_across_fork(void)
         for (int b = a + 1; b <= KIDS; b++)
             CHECK(strcmp(vals[a], vals[b]) != 0);
     }
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
     all_nodes("FLUSHALL");

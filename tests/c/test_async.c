@@ -74,14 +74,14 @@ static void test_uncontended(void)
     CHECK(atomic_load(&b.held) == 1);
     CHECK(!pthread_equal(b.thread, pthread_self()));   /* on the client's acquire thread */
     CHECK(redlock_lock_is_held(l));
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     /* Again on the same handle, after its callback. */
     box b2 = { 0 };
     CHECK_RC(redlock_lock_acquire_async(l, 5000, 1000, on_done, &b2), 0);
     CHECK(wait_box(&b2, 5000) == 1);
     CHECK(atomic_load(&b2.rc) == 0);
     CHECK(pthread_equal(b.thread, b2.thread));         /* one thread per client */
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -134,7 +134,7 @@ static void test_checks(void)
     CHECK(wait_box(&b6, 5000) == 1);
     CHECK(atomic_load(&b6.rc) == REDLOCK_ETIMEDOUT);
     CHECK(now_ms() - t0 >= 300);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     redlock_lock_free(h);
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -171,7 +171,7 @@ static void many_waiters(uint32_t flags)
         early += atomic_load(&b[i].fired);
     CHECK(early == 0);                   /* all still waiting */
     for (int i = 0; i < WAITERS; i++)
-        CHECK_LOCK_RC(held[i], redlock_release(held[i]), 0);
+        CHECK_LOCK_RC(held[i], redlock_lock_release(held[i]), 0);
     int got = 0;
     for (int i = 0; i < WAITERS; i++) {
         CHECK(wait_box(&b[i], 12000) == 1);
@@ -180,7 +180,7 @@ static void many_waiters(uint32_t flags)
     CHECK(got == WAITERS);
     for (int i = 0; i < WAITERS; i++) {
         if (redlock_lock_is_held(w[i]))
-            CHECK_LOCK_RC(w[i], redlock_release(w[i]), 0);
+            CHECK_LOCK_RC(w[i], redlock_lock_release(w[i]), 0);
         redlock_lock_free(w[i]);
         redlock_lock_free(held[i]);
     }
@@ -223,11 +223,11 @@ static void test_many_woken(void)
     CHECK(EVENTUALLY(redlock_client_listener_state(c, 0, NULL, 0) == REDLOCK_LISTENER_READY, 5000, "listener ready"));
     msleep(300);
     CHECK(atomic_load(&b.fired) == 0);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     CHECK(wait_box(&b, 10000) == 1);
     CHECK(atomic_load(&b.rc) == 0);
     CHECK(atomic_load(&n_woken) >= 1);  /* by the release, not by the 20 s TTL */
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_lock_free(h);
     redlock_client_free(c);
@@ -253,7 +253,7 @@ static void test_free_pending(void)
     CHECK(atomic_load(&b.fired) == 1);
     CHECK(atomic_load(&b.rc) == REDLOCK_ECANCELED);
     CHECK(now_ms() - t0 < 5000);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     redlock_lock_free(h);
     redlock_client_free(c);
     CHECK(EVENTUALLY(keys_on(t_nurls) == base, 5000, "no key left"));
@@ -284,7 +284,7 @@ typedef struct chain {
 static void on_chain(redlock_lock *lock, int rc, void *userdata)
 {
     chain *ch = userdata;
-    if (rc != 0 || redlock_release(lock) != 0) {
+    if (rc != 0 || redlock_lock_release(lock) != 0) {
         atomic_fetch_add(&ch->failed, 1);
         atomic_store(&ch->done, 1);
         return;
@@ -343,7 +343,7 @@ static void test_free_other_in_callback(void)
     CHECK_RC(redlock_lock_new(&l, c, uniq("freer")), 0);
     CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_NONE, on_done_free_other, &f), 0);
     CHECK(EVENTUALLY(atomic_load(&f.fired), 5000, "the freeing callback"));
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     msleep(300);                           /* a release's wake-up finds nobody */
     CHECK(atomic_load(&vb.fired) == 0);
     /* The thread still serves the client. */
@@ -353,7 +353,7 @@ static void test_free_other_in_callback(void)
     CHECK_RC(redlock_lock_acquire_async(again, 5000, 2000, on_done, &b), 0);
     CHECK(wait_box(&b, 5000) == 1);
     CHECK(atomic_load(&b.rc) == 0);
-    CHECK_LOCK_RC(again, redlock_release(again), 0);
+    CHECK_LOCK_RC(again, redlock_lock_release(again), 0);
     redlock_lock_free(again);
     redlock_lock_free(h);
     redlock_client_free(c);
@@ -371,11 +371,11 @@ static void wait_for_kind(redlock_client *c, redlock_lock *blocker, redlock_lock
     if (atomic_load(&b.fired))
         fprintf(stderr, "[%s] granted while blocked: %s\n", what, b.msg);
     CHECK(atomic_load(&b.fired) == 0);
-    CHECK_LOCK_RC(blocker, redlock_release(blocker), 0);
+    CHECK_LOCK_RC(blocker, redlock_lock_release(blocker), 0);
     CHECK(wait_box(&b, 10000) == 1);
     CHECK(atomic_load(&b.rc) == 0);
     CHECK(redlock_lock_is_held(waiter));
-    CHECK_LOCK_RC(waiter, redlock_release(waiter), 0);
+    CHECK_LOCK_RC(waiter, redlock_lock_release(waiter), 0);
     redlock_lock_free(blocker);
     redlock_lock_free(waiter);
     (void)c;
@@ -437,13 +437,13 @@ static void test_majority_paused(void)
     CHECK(rc == REDLOCK_ETIMEDOUT || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EUNREACHABLE);
     CHECK(took >= 1500 && took < 1500 + 2000);   /* the wait, and at most a round past it */
     CHECK(!redlock_lock_is_held(l));
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     /* Served again once the nodes answer. */
     box b2 = { 0 };
     CHECK_RC(redlock_lock_acquire_async(l, 5000, 5000, on_done, &b2), 0);
     CHECK(wait_box(&b2, 10000) == 1);
     CHECK(atomic_load(&b2.rc) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_lock_free(h);
     redlock_client_free(c);
@@ -470,7 +470,7 @@ static void test_client_freed_pending(void)
         CHECK(atomic_load(&b[i].fired) == 1);
         CHECK(atomic_load(&b[i].rc) == REDLOCK_ECANCELED);
     }
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     redlock_lock_free(h);
 }
 
@@ -580,10 +580,10 @@ static void test_fork(void)
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     CHECK(atomic_load(&b.fired) == 0);     /* the parent's still waits */
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     CHECK(wait_box(&b, 10000) == 1);
     CHECK(atomic_load(&b.rc) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(other);
     redlock_lock_free(l);
     redlock_lock_free(h);
@@ -610,12 +610,12 @@ static void test_minority_faults(void)
     CHECK(ctl(NULL, 0, "kill %zu", last) == 0);
     msleep(200);
     CHECK(atomic_load(&b.fired) == 0);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     CHECK(wait_box(&b, 10000) == 1);
     if (atomic_load(&b.rc) != 0)
         fprintf(stderr, "[minority_faults] %s: %s\n", redlock_error_name(atomic_load(&b.rc)), b.msg);
     CHECK(atomic_load(&b.rc) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(ctl(NULL, 0, "restart %zu", last) == 0);
 
     /* Cancelled during a round: node 0 paused, so each attempt waits out
@@ -634,7 +634,7 @@ static void test_minority_faults(void)
     CHECK(took < 300 + 1500);               /* the round in flight at most, not the wait */
     CHECK(!redlock_lock_is_held(l));
     redlock_lock_cancel_reset(l);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     redlock_lock_free(l);
     redlock_lock_free(h);
     redlock_client_free(c);

@@ -2,7 +2,7 @@
 /* test_autoextend.c: redlock_lock_auto_extend on real nodes: a short-TTL lock
  * stays held for many TTLs; loss (key deleted behind the lock's back,
  * majority down) and the hold bound are reported through the callback and
- * is_held; the at-risk notice before a loss (redlock_lock_auto_extend3); a
+ * is_held; the at-risk notice before a loss (redlock_lock_auto_extend); a
  * thousand locks on one thread; the owner's calls meanwhile; a callback that
  * releases; clean shutdown. */
 #include "testutil.h"
@@ -25,7 +25,7 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
     snprintf(b->msg, sizeof b->msg, "%s", message);
     atomic_store(&b->held_in_cb, redlock_lock_is_held(lock));
     if (b->release_in_cb)
-        b->release_rc = redlock_release(lock);
+        b->release_rc = redlock_lock_release(lock);
     atomic_store(&b->code, code);
     atomic_fetch_add(&b->fired, 1);
 }
@@ -87,10 +87,10 @@ static void test_keeps_alive(void)
     redlock_lock *l;
     lost_box b = { 0 };
     CHECK_RC(redlock_lock_new(&l, c, uniq("alive")), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), REDLOCK_ESTATE);  /* not held */
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), REDLOCK_ESTATE);  /* not held */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, REDLOCK_WAIT_NONE), 0);
     int before = atomic_load(&n_auto_ext);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), 0);
     /* 3.6 TTLs: without extensions it would have expired three times over.
      * Extensions come every 333 ms, so a late one still has 600 ms to spare
      * on a loaded machine or under TSan. */
@@ -100,7 +100,7 @@ static void test_keeps_alive(void)
     }
     CHECK(atomic_load(&n_auto_ext) - before >= 4);
     CHECK(atomic_load(&b.fired) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);   /* stops auto-extension too */
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);   /* stops auto-extension too */
     int after = atomic_load(&n_auto_ext);
     msleep(700);
     CHECK(atomic_load(&n_auto_ext) == after);
@@ -125,7 +125,7 @@ static void test_lost_key_deleted(void)
     const char *res = uniq("lost");
     CHECK_RC(redlock_lock_new(&l, c, res), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), 0);
     delete_everywhere(res);
     CHECK(wait_fired(&b, 5000) == 1);
     CHECK(atomic_load(&b.code) == REDLOCK_ELOST);
@@ -133,12 +133,12 @@ static void test_lost_key_deleted(void)
     CHECK(strstr(b.msg, "lost") != NULL);
     CHECK(!redlock_lock_is_held(l));
     CHECK(redlock_lock_validity_ms(l) <= 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 900), REDLOCK_ELOST);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 900), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ELOST);
     /* the handle can be acquired again, and auto-extended again */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
     lost_box b2 = { 0 };
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b2), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b2, NULL), 0);
     msleep(1200);
     CHECK(redlock_lock_is_held(l) && atomic_load(&b2.fired) == 0);
     redlock_lock_free(l);   /* held and auto-extended: free stops it and does no I/O */
@@ -155,7 +155,7 @@ static void test_release_in_callback(void)
     const char *res = uniq("cbrel");
     CHECK_RC(redlock_lock_new(&l, c, res), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 900, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), 0);
     delete_everywhere(res);
     CHECK(wait_fired(&b, 5000) == 1);
     CHECK(b.release_rc == REDLOCK_ELOST);
@@ -171,7 +171,7 @@ static void test_bound(void)
     CHECK_RC(redlock_lock_new(&l, c, uniq("bound")), 0);
     double t0 = now_ms();
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 2500, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 2500, 0, on_lost, &b, NULL), 0);
     msleep(1300);
     CHECK(redlock_lock_is_held(l));             /* past the TTL: extended */
     /* the validity never reaches past the bound (acquire started after t0) */
@@ -199,7 +199,7 @@ static void test_majority_down(void)
     lost_box b = { 0 };
     CHECK_RC(redlock_lock_new(&l, c, uniq("down")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1500, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), 0);
     size_t quorum = t_nurls / 2 + 1;
     for (size_t i = 0; i < quorum; i++)
         CHECK(ctl(NULL, 0, "kill %zu", i) == 0);
@@ -213,7 +213,7 @@ static void test_majority_down(void)
     redlock_client_free(c);
 }
 
-/* redlock_lock_auto_extend3: with a majority paused, extensions fail; the
+/* redlock_lock_auto_extend: with a majority paused, extensions fail; the
  * holder hears REDLOCK_EATRISK while the lock is still held, a margin
  * before its validity ends, and the loss after it. */
 static void test_at_risk(void)
@@ -225,7 +225,7 @@ static void test_at_risk(void)
     atomic_store(&n_at_risk, 0);
     CHECK_RC(redlock_lock_new(&l, c, uniq("risk")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 3000, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend3(l, 0, REDLOCK_AT_RISK_DEFAULT, on_notice, &b, NULL), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, REDLOCK_AT_RISK_DEFAULT, on_notice, &b, NULL), 0);
     size_t quorum = t_nurls / 2 + 1;
     for (size_t i = 0; i < quorum; i++)
         CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
@@ -250,7 +250,7 @@ static void test_at_risk(void)
 }
 
 /* A margin asked for but never reached: a healthy lock hears nothing; and
- * redlock_lock_auto_extend2 (no margin) only ever hears the loss. */
+ * an at_risk_ms of 0 (no margin) only ever hears the loss. */
 static void test_at_risk_quiet(void)
 {
     redlock_client *c = client();
@@ -260,11 +260,11 @@ static void test_at_risk_quiet(void)
     atomic_store(&n_at_risk, 0);
     CHECK_RC(redlock_lock_new(&l, c, uniq("quiet")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1500, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend3(l, 0, 500, on_notice, &b, NULL), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 500, on_notice, &b, NULL), 0);
     msleep(3500);
     CHECK(atomic_load(&b.n) == 0);
     CHECK(redlock_lock_is_held(l));
-    CHECK_RC(redlock_lock_auto_extend2(l, 0, on_notice, &b, NULL), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_notice, &b, NULL), 0);
     size_t quorum = t_nurls / 2 + 1;
     for (size_t i = 0; i < quorum; i++)
         CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
@@ -292,7 +292,7 @@ static void test_many_locks(void)
         snprintf(name, sizeof name, "%s-%d", uniq("many"), i);
         CHECK_RC(redlock_lock_new(&locks[i], c, name), 0);
         CHECK_LOCK_RC(locks[i], redlock_lock_acquire(locks[i], 6000, 2000), 0);
-        CHECK_RC(redlock_lock_auto_extend(locks[i], 0, on_lost, &b), 0);
+        CHECK_RC(redlock_lock_auto_extend(locks[i], 0, 0, on_lost, &b, NULL), 0);
     }
     /* Every lock gets extended (at TTL/3 = 2 s) by the one thread. */
     for (int w = 0; w < 100 && atomic_load(&n_auto_ext) - before < MANY; w++)
@@ -304,7 +304,7 @@ static void test_many_locks(void)
     CHECK(held == MANY);
     CHECK(atomic_load(&b.fired) == 0);
     for (int i = 0; i < MANY; i++) {
-        CHECK_RC(redlock_release(locks[i]), 0);
+        CHECK_RC(redlock_lock_release(locks[i]), 0);
         redlock_lock_free(locks[i]);
     }
     redlock_client_free(c);
@@ -316,10 +316,10 @@ static void *owner_thread(void *p)
 {
     owner_arg *a = p;
     while (!atomic_load(&a->stop)) {
-        if (redlock_extend(a->l, 600) != 0 || !redlock_lock_is_held(a->l))
+        if (redlock_lock_extend(a->l, 600) != 0 || !redlock_lock_is_held(a->l))
             a->fails++;
         /* re-arming while the thread may be extending must not deadlock */
-        if (redlock_lock_auto_extend(a->l, 0, on_lost, a->box) != 0)
+        if (redlock_lock_auto_extend(a->l, 0, 0, on_lost, a->box, NULL) != 0)
             a->fails++;
         int code;
         int64_t rtt;
@@ -337,7 +337,7 @@ static void test_owner_concurrent(void)
     lost_box b = { 0 };
     CHECK_RC(redlock_lock_new(&l, c, uniq("owner")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(l, 0, on_lost, &b), 0);
+    CHECK_RC(redlock_lock_auto_extend(l, 0, 0, on_lost, &b, NULL), 0);
     owner_arg a = { .l = l, .box = &b };
     pthread_t t;
     pthread_create(&t, NULL, owner_thread, &a);
@@ -350,7 +350,7 @@ static void test_owner_concurrent(void)
     pthread_join(t, NULL);
     CHECK(a.fails == 0);
     CHECK(atomic_load(&b.fired) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }

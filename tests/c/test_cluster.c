@@ -33,7 +33,7 @@ static void *worker(void *arg)
             continue;
         }
         if (redlock_lock_acquire(lock, 5000, 0) != 0 || redlock_lock_fencing_token(lock) == 0 ||
-            redlock_extend(lock, 5000) != 0 || redlock_release(lock) != 0)
+            redlock_lock_extend(lock, 5000) != 0 || redlock_lock_release(lock) != 0)
             bad++;
         redlock_lock_free(lock);
     }
@@ -81,7 +81,7 @@ static void test_report_names_a_shard(void)
                 }
             }
         }
-        CHECK_LOCK_RC(lock, redlock_release(lock), 0);
+        CHECK_LOCK_RC(lock, redlock_lock_release(lock), 0);
         redlock_lock_free(lock);
     }
     CHECK(named >= 64 * 2);
@@ -95,13 +95,13 @@ static void test_auto_extend(void)
         snprintf(name, sizeof name, "cl:ae:%d", k);
         CHECK_RC(redlock_lock_new(&locks[k], client, name), 0);
         CHECK_RC(redlock_lock_acquire(locks[k], 300, 0), 0);
-        CHECK_RC(redlock_lock_auto_extend(locks[k], 0, NULL, NULL), 0);
+        CHECK_RC(redlock_lock_auto_extend(locks[k], 0, 0, NULL, NULL, NULL), 0);
     }
     struct timespec ts = { 0, 700 * 1000000L };
     nanosleep(&ts, NULL);   /* past two TTLs: only extensions keep them */
     for (int k = 0; k < 8; k++) {
         CHECK(redlock_lock_is_held(locks[k]));
-        CHECK_RC(redlock_release(locks[k]), 0);
+        CHECK_RC(redlock_lock_release(locks[k]), 0);
         redlock_lock_free(locks[k]);
     }
 }
@@ -218,8 +218,8 @@ static void test_migration_extends_through_ask(void)
     }
     CHECK_RC(redlock_lock_new(&probe, client, other), 0);
     CHECK_LOCK_RC(probe, redlock_lock_acquire(probe, 30000, 0), 0);
-    CHECK_LOCK_RC(probe, redlock_extend(probe, 30000), 0);
-    CHECK_LOCK_RC(probe, redlock_release(probe), 0);
+    CHECK_LOCK_RC(probe, redlock_lock_extend(probe, 30000), 0);
+    CHECK_LOCK_RC(probe, redlock_lock_release(probe), 0);
     redlock_lock_free(probe);
 
     redisReply *r = admin(ports[src], "CLUSTER KEYSLOT %s", key);
@@ -249,7 +249,7 @@ static void test_migration_extends_through_ask(void)
     long long before = asking_pttl(ports[dst], key);
     int ok = 0;
     for (int k = 0; k < 200 && !ok; k++) {
-        CHECK_LOCK_RC(lock, redlock_extend(lock, 30000), 0);
+        CHECK_LOCK_RC(lock, redlock_lock_extend(lock, 30000), 0);
         ok = asking_pttl(ports[dst], key) > before;
         if (!ok) {
             struct timespec ts = { 0, 10 * 1000000L };
@@ -263,12 +263,12 @@ static void test_migration_extends_through_ask(void)
     }
     ok = 0;
     for (int k = 0; k < 20 && !ok; k++) {
-        CHECK_LOCK_RC(lock, redlock_extend(lock, 30000), 0);
+        CHECK_LOCK_RC(lock, redlock_lock_extend(lock, 30000), 0);
         ok = node0_ok_on(lock, ports[dst]);   /* the slot handed over: MOVED, then straight there */
     }
     CHECK(ok);
     CHECK(admin_int(ports[dst], "PTTL %s", key) > 20000);
-    CHECK_LOCK_RC(lock, redlock_release(lock), 0);
+    CHECK_LOCK_RC(lock, redlock_lock_release(lock), 0);
     /* A release decided at quorum may leave node 0's DEL in flight. */
     CHECK(EVENTUALLY(admin_int(ports[dst], "EXISTS %s", key) == 0, 5000, "the key gone from the target"));
     redlock_lock_free(lock);
@@ -303,8 +303,8 @@ static void test_functions_on_every_master(void)
         redlock_lock *lock = NULL;
         CHECK_RC(redlock_lock_new(&lock, fc, name), 0);
         CHECK_LOCK_RC(lock, redlock_lock_acquire(lock, 5000, 0), 0);
-        CHECK_LOCK_RC(lock, redlock_extend(lock, 5000), 0);
-        CHECK_LOCK_RC(lock, redlock_release(lock), 0);
+        CHECK_LOCK_RC(lock, redlock_lock_extend(lock, 5000), 0);
+        CHECK_LOCK_RC(lock, redlock_lock_release(lock), 0);
         redlock_lock_free(lock);
     }
     redlock_client_free(fc);

@@ -12,7 +12,7 @@ static void test_acquire_release(void)
     redlock_client *c = make_client(N, NULL);
     const char *res = uniq("basic");
     redlock_lock *l = NULL;
-    CHECK_RC(redlock_acquire(c, res, 10000, &l), 0);
+    CHECK_RC(redlock_acquire(&l, c, res, 10000), 0);
     CHECK(l != NULL);
     CHECK(redlock_lock_is_held(l));
     CHECK(redlock_lock_validity_ms(l) > 0 && redlock_lock_validity_ms(l) <= 10000);
@@ -27,10 +27,10 @@ static void test_acquire_release(void)
             strcpy(v0, v);
         CHECK(strcmp(v, v0) == 0 && strlen(v0) >= 32);
     }
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(!redlock_lock_is_held(l));
     CHECK(redlock_lock_validity_ms(l) <= 0);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESTATE);  /* not held any more */
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ESTATE);  /* not held any more */
     redlock_lock_free(l);
     /* freeing the last reference reads the replies still owed: the release
      * has run on every node, also those it was decided without */
@@ -49,11 +49,11 @@ static void test_values_are_fresh(void)
      * have the new value yet, or still the previous one */
     CHECK_RC(redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
     ctl(a, sizeof a, "cmd %d GET %s", granted_node(l), res);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     CHECK_RC(redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
     ctl(b, sizeof b, "cmd %d GET %s", granted_node(l), res);
     CHECK(strlen(a) >= 32 && strcmp(a, b) != 0);  /* a new random value per acquisition */
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -63,8 +63,8 @@ static void test_contention(void)
     redlock_client *c1 = make_client(N, NULL), *c2 = make_client(N, NULL);
     const char *res = uniq("contend");
     redlock_lock *a = NULL, *b = NULL;
-    CHECK_RC(redlock_try_acquire(c1, res, 10000, &a), 0);
-    CHECK_RC(redlock_try_acquire(c2, res, 10000, &b), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_try_acquire(&a, c1, res, 10000), 0);
+    CHECK_RC(redlock_try_acquire(&b, c2, res, 10000), REDLOCK_ENOTACQUIRED);
     CHECK(b == NULL);
     /* the two-step form carries the detail */
     redlock_lock *h;
@@ -72,12 +72,12 @@ static void test_contention(void)
     CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, 300), REDLOCK_ETIMEDOUT);
     CHECK(strstr(redlock_lock_errmsg(h), "held by another owner") != NULL);
     CHECK(redlock_lock_errcode(h) == REDLOCK_ETIMEDOUT);
-    CHECK_RC(redlock_release(a), 0);
+    CHECK_RC(redlock_lock_release(a), 0);
     CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(strcmp(redlock_lock_errmsg(h), "") == 0);
     /* re-acquiring a held handle is an error, not a deadlock */
     CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), REDLOCK_ESTATE);
-    CHECK_RC(redlock_release(h), 0);
+    CHECK_RC(redlock_lock_release(h), 0);
     redlock_lock_free(a);
     redlock_lock_free(h);
     redlock_client_free(c1);
@@ -97,7 +97,7 @@ static void test_lock_options(void)
     redlock_client *c1 = make_client(N, NULL), *c2 = make_client(N, &o);
     const char *res = uniq("lockopts");
     redlock_lock *a = NULL, *h;
-    CHECK_RC(redlock_try_acquire(c1, res, 10000, &a), 0);
+    CHECK_RC(redlock_try_acquire(&a, c1, res, 10000), 0);
     CHECK_RC(redlock_lock_new(&h, c2, res), 0);
     redlock_lock_options lo;
     memset(&lo, 0, sizeof lo);
@@ -122,7 +122,7 @@ static void test_lock_options(void)
     CHECK_LOCK_RC(h, redlock_lock_acquire(h, 10000, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK_RC(redlock_lock_set_options(NULL, &lo), REDLOCK_EINVAL);
     CHECK_LOCK_RC(h, redlock_lock_set_options(h, NULL), REDLOCK_EINVAL);
-    CHECK_RC(redlock_release(a), 0);
+    CHECK_RC(redlock_lock_release(a), 0);
     redlock_lock_free(a);
     redlock_lock_free(h);
     redlock_client_free(c1);
@@ -140,12 +140,12 @@ static void test_waiter_gets_lock_after_release(void)
     redlock_client *c = make_client(N, &o);
     const char *res = uniq("handover");
     redlock_lock *a, *b;
-    CHECK_RC(redlock_try_acquire(c, res, 400, &a), 0);
+    CHECK_RC(redlock_try_acquire(&a, c, res, 400), 0);
     /* a is never released: b must get the lock once a's keys expire */
-    CHECK_RC(redlock_acquire(c, res, 5000, &b), 0);
+    CHECK_RC(redlock_acquire(&b, c, res, 5000), 0);
     CHECK(redlock_lock_validity_ms(a) <= 0);
-    CHECK_RC(redlock_release(a), REDLOCK_ELOST);
-    CHECK_RC(redlock_release(b), 0);
+    CHECK_RC(redlock_lock_release(a), REDLOCK_ELOST);
+    CHECK_RC(redlock_lock_release(b), 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_client_free(c);
@@ -157,38 +157,38 @@ static void test_extend(void)
     const char *res = uniq("extend");
     redlock_lock *l;
     char cmd[160];
-    CHECK_RC(redlock_try_acquire(c, res, 1000, &l), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 20000), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, res, 1000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 20000), 0);
     CHECK(redlock_lock_validity_ms(l) > 1000);
     snprintf(cmd, sizeof cmd, "PTTL %s", res);
     CHECK(node_int(granted_node(l), cmd) > 10000);   /* a node that confirmed the extension */
-    CHECK_RC(redlock_release(l), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 1000), REDLOCK_ESTATE);
+    CHECK_RC(redlock_lock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 1000), REDLOCK_ESTATE);
     redlock_lock_free(l);
 
     /* after expiry: fails, and does not re-create the keys */
-    CHECK_RC(redlock_try_acquire(c, res, 150, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, res, 150), 0);
     msleep(400);
-    CHECK_LOCK_RC(l, redlock_extend(l, 20000), REDLOCK_EEXPIRED);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 20000), REDLOCK_EEXPIRED);
     snprintf(cmd, sizeof cmd, "EXISTS %s", res);
     for (size_t i = 0; i < N; i++)
         CHECK(node_int((int)i, cmd) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ELOST);
     redlock_lock_free(l);
 
     /* keys deleted behind our back (another owner took over): extend says lost */
-    CHECK_RC(redlock_try_acquire(c, res, 10000, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, res, 10000), 0);
     CHECK(key_on_every_node(N, res));   /* our SETs first, then the other owner's DELs */
     for (size_t i = 0; i < N; i++) {
         char del[160];
         snprintf(del, sizeof del, "cmd %zu DEL %s", i, res);
         ctl(NULL, 0, "%s", del);
     }
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), REDLOCK_ELOST);
     CHECK(!redlock_lock_is_held(l));
     for (size_t i = 0; i < N; i++)
         CHECK(node_int((int)i, cmd) == 0);
-    CHECK_RC(redlock_release(l), REDLOCK_ELOST);
+    CHECK_RC(redlock_lock_release(l), REDLOCK_ELOST);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -200,22 +200,22 @@ static void test_extension_bounds(void)
     o.max_extensions = 2;
     redlock_client *c = make_client(N, &o);
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("bound"), 5000, &l), 0);
-    CHECK_RC(redlock_extend(l, 5000), 0);
-    CHECK_RC(redlock_extend(l, 5000), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 5000), REDLOCK_ELIMIT);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("bound"), 5000), 0);
+    CHECK_RC(redlock_lock_extend(l, 5000), 0);
+    CHECK_RC(redlock_lock_extend(l, 5000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 5000), REDLOCK_ELIMIT);
     CHECK(redlock_lock_is_held(l));  /* the lock itself is untouched */
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 
     redlock_options_init(&o);
     o.max_hold_ms = 3000;
     c = make_client(N, &o);
-    CHECK_RC(redlock_try_acquire(c, uniq("hold"), 1000, &l), 0);
-    CHECK_RC(redlock_extend(l, 2000), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 5000), REDLOCK_ELIMIT);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("hold"), 1000), 0);
+    CHECK_RC(redlock_lock_extend(l, 2000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 5000), REDLOCK_ELIMIT);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -224,11 +224,11 @@ static void test_release_expired_is_lost(void)
 {
     redlock_client *c = make_client(N, NULL);
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("expired"), 100, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("expired"), 100), 0);
     msleep(300);
     CHECK(redlock_lock_validity_ms(l) < 0);
     CHECK(!redlock_lock_is_held(l));
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ELOST);
     CHECK(strstr(redlock_lock_errmsg(l), "no longer ours") != NULL);
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -239,14 +239,14 @@ static void test_script_flush(void)
     redlock_client *c = make_client(N, NULL);
     const char *res = uniq("flush");
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, res, 10000, &l), 0);
-    CHECK_RC(redlock_extend(l, 10000), 0);  /* scripts now cached */
+    CHECK_RC(redlock_try_acquire(&l, c, res, 10000), 0);
+    CHECK_RC(redlock_lock_extend(l, 10000), 0);  /* scripts now cached */
     for (size_t i = 0; i < N; i++)
         CHECK(ctl(NULL, 0, "cmd %zu SCRIPT FLUSH", i) == 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     for (size_t i = 0; i < N; i++)
         CHECK(ctl(NULL, 0, "cmd %zu SCRIPT FLUSH", i) == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);   /* reads the replies still owed: the release has run everywhere */
     CHECK_RC(keys_on(N), 0);
@@ -261,17 +261,17 @@ static void test_key_prefix(void)
     const char *res = uniq("pfx");
     redlock_lock *l;
     char cmd[200];
-    CHECK_RC(redlock_try_acquire(c, res, 5000, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, res, 5000), 0);
     snprintf(cmd, sizeof cmd, "EXISTS redlock:%s", res);
     CHECK(node_int(granted_node(l), cmd) == 1);
     /* a holder outside the library on the same key blocks us */
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     for (size_t i = 0; i < N; i++) {
         snprintf(cmd, sizeof cmd, "cmd %zu SET redlock:%s other-owner PX 5000", i, res);
         ctl(NULL, 0, "%s", cmd);
     }
     redlock_lock *m = NULL;
-    CHECK_RC(redlock_try_acquire(c, res, 5000, &m), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_try_acquire(&m, c, res, 5000), REDLOCK_ENOTACQUIRED);
     snprintf(cmd, sizeof cmd, "GET redlock:%s", res);
     char v[64];
     ctl(v, sizeof v, "cmd 0 %s", cmd);
@@ -289,10 +289,10 @@ static void test_client_freed_first(void)
 {
     redlock_client *c = make_client(N, NULL);
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("order"), 5000, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("order"), 5000), 0);
     redlock_client_free(c);
-    CHECK_RC(redlock_extend(l, 5000), 0);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_extend(l, 5000), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
 }
 
@@ -305,8 +305,8 @@ static void test_fork_and_exec(void)
     char fa[128], fb[128], child[128];
     snprintf(fa, sizeof fa, "%s", uniq("fork-a"));
     snprintf(child, sizeof child, "%s", uniq("fork-child"));
-    CHECK_RC(redlock_try_acquire(c, fa, 10000, &l), 0);  /* pooled connections now */
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, fa, 10000), 0);  /* pooled connections now */
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
 
     int sockets = 0, cloexec = 0;
@@ -329,7 +329,7 @@ static void test_fork_and_exec(void)
     if (pid == 0) {
         /* the child's own acquire/release on the inherited client */
         redlock_lock *m;
-        int ok = redlock_try_acquire(c, child, 10000, &m) == 0 && redlock_release(m) == 0;
+        int ok = redlock_try_acquire(&m, c, child, 10000) == 0 && redlock_lock_release(m) == 0;
         /* Freeing the child's last reference reads what its connections still
          * owe: the release, decided at quorum, reaches every node before
          * _exit, which would otherwise drop it with the child's sockets. */
@@ -342,8 +342,8 @@ static void test_fork_and_exec(void)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     /* and the parent's pooled connections are intact */
     snprintf(fb, sizeof fb, "%s", uniq("fork-b"));
-    CHECK_RC(redlock_try_acquire(c, fb, 10000, &l), 0);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, fb, 10000), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);   /* reads the replies still owed: every release has run */
     /* This test's keys only: an earlier test's lock that outlived its client

@@ -67,7 +67,7 @@ static void test_noperm_and_auth(void)
     CHECK(ctl(NULL, 0, "cmd 1 ACL SETUSER locker +set") == 0);
     CHECK_RC(redlock_lock_new(&l, c, uniq("noperm3")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 
@@ -89,7 +89,7 @@ static void test_noperm_and_auth(void)
     c = client_for(urls, 3);
     CHECK_RC(redlock_lock_new(&l, c, uniq("pwonly")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
     /* no password while one is required: NOAUTH is an auth failure */
@@ -135,7 +135,7 @@ static void test_readonly_and_oom(void)
     CHECK_RC(redlock_lock_new(&m, c, uniq("oom")), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 5000, REDLOCK_WAIT_NONE), REDLOCK_ESERVER);
     CHECK(strstr(redlock_lock_errmsg(m), "OOM") != NULL);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     all_nodes("CONFIG SET maxmemory %s", "0");
     redlock_lock_free(l);
     redlock_lock_free(m);

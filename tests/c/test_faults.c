@@ -15,9 +15,9 @@ static void test_minority_down(void)
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
     /* another client is still excluded by the surviving majority */
     redlock_lock *other = NULL;
-    CHECK_RC(redlock_try_acquire(c, res, 10000, &other), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&other, c, res, 10000), REDLOCK_ENOTACQUIRED);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(keys_on(3) == 0);
     redlock_lock_free(l);
     CHECK(ctl(NULL, 0, "restart 3") == 0);
@@ -60,7 +60,7 @@ static void test_majority_down(void)
             msleep(100);
     }
     CHECK_LOCK_RC(l, rc, 0);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -72,8 +72,8 @@ static void test_paused_node(void)
     o.node_timeout_ms = 5000;  /* waiting for the paused node would show */
     redlock_client *c = make_client(5, &o);
     redlock_lock *warm;
-    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
-    CHECK_RC(redlock_release(warm), 0);
+    CHECK_RC(redlock_try_acquire(&warm, c, uniq("warm"), 5000), 0);  /* pooled connections */
+    CHECK_RC(redlock_lock_release(warm), 0);
     redlock_lock_free(warm);
 
     CHECK(ctl(NULL, 0, "pause 4") == 0);
@@ -85,17 +85,17 @@ static void test_paused_node(void)
     CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
     /* extend and release wait for nodes that have been answering, up to
      * their timeout: the paused node costs one timeout here... */
-    CHECK_LOCK_RC(l, redlock_extend(l, 30000), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 30000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     /* ...and from then on it is suspect, and nothing waits for it */
     CHECK_RC(redlock_lock_new(&l, c, uniq("paused2")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
-    CHECK_LOCK_RC(l, redlock_extend(l, 30000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 30000), 0);
     CHECK(redlock_lock_validity_ms(l) > 30000 - 302 - 2500);
     double t0 = now_ms();
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(now_ms() - t0 < 2500);
     redlock_lock_free(l);
     CHECK(ctl(NULL, 0, "resume 4") == 0);
@@ -129,17 +129,17 @@ static void test_restart_reconnects(void)
     CHECK_RC(redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
     /* decided at quorum: node 0's SET may still be on its way */
     CHECK(EVENTUALLY(node_int(0, exists) == 1, 10000, "the key on node 0"));
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     /* node 0 restarts: every pooled connection to it is now dead */
     CHECK(ctl(NULL, 0, "kill 0") == 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     CHECK(ctl(NULL, 0, "restart 0") == 0);
     int seen = 0;
     for (int k = 0; k < 50 && !seen; k++) {
         CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
         seen = node_int(0, exists) == 1;
-        CHECK_RC(redlock_release(l), 0);
+        CHECK_RC(redlock_lock_release(l), 0);
         if (!seen)
             msleep(100);
     }
@@ -151,7 +151,7 @@ static void test_restart_reconnects(void)
     for (int k = 0; k < 5 && !seen; k++) {
         CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
         seen = node_int(1, exists) == 1;
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     }
     CHECK(seen);
     redlock_lock_free(l);
@@ -175,8 +175,8 @@ static void test_stopped_after_answering(void)
     o.retry_count = 0;
     redlock_client *c = make_client(5, &o);
     redlock_lock *warm;
-    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
-    CHECK_RC(redlock_release(warm), 0);
+    CHECK_RC(redlock_try_acquire(&warm, c, uniq("warm"), 5000), 0);  /* pooled connections */
+    CHECK_RC(redlock_lock_release(warm), 0);
     redlock_lock_free(warm);
 
     /* R1: node 0 is stopped, so the round is decided without it and its
@@ -207,7 +207,7 @@ static void test_stopped_after_answering(void)
         redlock_lock_node_result(l, 0, NULL, NULL, msg, sizeof msg);
         if (strstr(msg, "not answering") && !full++)
             snprintf(first_full, sizeof first_full, "%s", msg);
-        redlock_release(l);
+        redlock_lock_release(l);
     }
     CHECK(ok > 0);
     CHECK(full == 0);
@@ -215,7 +215,7 @@ static void test_stopped_after_answering(void)
         fprintf(stderr, "[%s] node 0, %d times: %s\n", t_current, full, first_full);
     CHECK(ctl(NULL, 0, "resume 0") == 0);
     if (rc1 == 0)
-        redlock_release(r1);
+        redlock_lock_release(r1);
     redlock_lock_free(r1);
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -236,8 +236,8 @@ static void test_no_extension_queued_on_stopped_node(void)
     o.retry_count = 0;
     redlock_client *c = make_client(5, &o);
     redlock_lock *warm;
-    CHECK_RC(redlock_try_acquire(c, uniq("warm"), 5000, &warm), 0);  /* pooled connections */
-    CHECK_RC(redlock_release(warm), 0);
+    CHECK_RC(redlock_try_acquire(&warm, c, uniq("warm"), 5000), 0);  /* pooled connections */
+    CHECK_RC(redlock_lock_release(warm), 0);
     redlock_lock_free(warm);
 
     static redlock_lock *l[M];
@@ -259,7 +259,7 @@ static void test_no_extension_queued_on_stopped_node(void)
         CHECK(ctl(NULL, 0, cmd, i) == 0);
 
     CHECK(ctl(NULL, 0, "pause 0") == 0);
-    CHECK_RC(redlock_lock_acquire_many(l, M, 60000, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(c, l, M, 60000, res, NULL, 0), 0);
     int held = 0;
     for (int k = 0; k < M; k++)
         held += res[k] == 0;
@@ -269,7 +269,7 @@ static void test_no_extension_queued_on_stopped_node(void)
     CHECK_LOCK_RC(x, redlock_lock_acquire(x, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOQUORUM);
     CHECK(redlock_lock_node_result(x, 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_TIMEOUT);
     /* Now node 0 timed out and its socket is full: the extension skips it. */
-    CHECK_LOCK_RC(l[0], redlock_extend(l[0], 60000), 0);
+    CHECK_LOCK_RC(l[0], redlock_lock_extend(l[0], 60000), 0);
     char msg[256] = "";
     int code = 0;
     CHECK(redlock_lock_node_result(l[0], 0, &code, NULL, msg, sizeof msg) == REDLOCK_NODE_ERROR);

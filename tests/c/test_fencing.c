@@ -36,7 +36,7 @@ static void test_increasing(void)
         if (t <= last)
             fprintf(stderr, "  token %llu after %llu\n", (unsigned long long)t, (unsigned long long)last);
         last = t;
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
         CHECK(redlock_lock_fencing_token(l) == 0);  /* not held any more */
         redlock_lock_free(l);
     }
@@ -50,13 +50,13 @@ static void test_disabled_and_names(void)
     redlock_client *plain = make_client(t_nurls, NULL);
     redlock_lock *l;
     const char *res = uniq("plain");
-    CHECK_RC(redlock_acquire(plain, res, 10000, &l), 0);
+    CHECK_RC(redlock_acquire(&l, plain, res, 10000), 0);
     CHECK(redlock_lock_fencing_token(l) == 0);
     char ex[160];
     snprintf(ex, sizeof ex, "EXISTS %s:fencing", res);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(node_int((int)i, ex) == 0);  /* no counter without fencing */
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(plain);
 
@@ -77,7 +77,7 @@ static void test_minority_restart(void)
     const char *res = uniq("restart");
     redlock_lock *l;
     uint64_t before = acquire_token(c, res, &l);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     CHECK(ctl(NULL, 0, "kill 0") == 0);
     CHECK(ctl(NULL, 0, "restart 0") == 0);
@@ -85,7 +85,7 @@ static void test_minority_restart(void)
         uint64_t t = acquire_token(c, res, &l);
         CHECK(t > before);
         before = t;
-        CHECK_RC(redlock_release(l), 0);
+        CHECK_RC(redlock_lock_release(l), 0);
         redlock_lock_free(l);
     }
     redlock_client_free(c);
@@ -129,11 +129,11 @@ static void test_functions(void)
     const char *res = uniq("fcall");
     redlock_lock *l;
     uint64_t t1 = acquire_token(c, res, &l);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     uint64_t t2 = acquire_token(c, res, &l);
     CHECK(t1 >= 1 && t2 > t1);
-    CHECK_RC(redlock_release(l), 0);
+    CHECK_RC(redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }

@@ -211,9 +211,9 @@ static void test_lock_args(void)
     big[REDLOCK_MAX_RESOURCE_LEN] = '\0';
     CHECK_RC(redlock_lock_new(&l, c, big), 0);
     redlock_lock_free(l);
-    CHECK_RC(redlock_acquire(NULL, "x", 1000, &l), REDLOCK_EINVAL);
-    CHECK_RC(redlock_acquire(c, "x", 1000, NULL), REDLOCK_EINVAL);
-    CHECK_RC(redlock_try_acquire(c, "", 1000, &l), REDLOCK_EINVAL);
+    CHECK_RC(redlock_acquire(&l, NULL, "x", 1000), REDLOCK_EINVAL);
+    CHECK_RC(redlock_acquire(NULL, c, "x", 1000), REDLOCK_EINVAL);
+    CHECK_RC(redlock_try_acquire(&l, c, "", 1000), REDLOCK_EINVAL);
 
     CHECK_RC(redlock_lock_new(&l, c, "x"), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 0, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
@@ -224,17 +224,17 @@ static void test_lock_args(void)
     CHECK(strstr(redlock_lock_errmsg(l), "drift") != NULL);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, -3), REDLOCK_EINVAL);   /* -2 is REDLOCK_WAIT_FOREVER */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 1000, INT64_MAX), REDLOCK_EINVAL);
-    CHECK_LOCK_RC(l, redlock_extend(l, 1000), REDLOCK_ESTATE);
-    CHECK_LOCK_RC(l, redlock_extend(l, 0), REDLOCK_EINVAL);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 1000), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 0), REDLOCK_EINVAL);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ESTATE);
     CHECK(redlock_lock_validity_ms(l) <= 0);
     CHECK(!redlock_lock_is_held(l));
     redlock_lock_cancel(l);  /* no acquire running: harmless */
     redlock_lock_free(l);
 
     CHECK_RC(redlock_lock_acquire(NULL, 1000, 0), REDLOCK_EINVAL);
-    CHECK_RC(redlock_extend(NULL, 1000), REDLOCK_EINVAL);
-    CHECK_RC(redlock_release(NULL), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_extend(NULL, 1000), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_release(NULL), REDLOCK_EINVAL);
     CHECK(redlock_lock_validity_ms(NULL) <= 0);
     CHECK(redlock_lock_is_held(NULL) == 0);
     CHECK(redlock_lock_errmsg(NULL) != NULL);

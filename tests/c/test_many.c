@@ -33,7 +33,7 @@ static void test_acquire_many(void)
     /* Every third resource is held by another client first. */
     for (int k = 0; k < N / 3; k++)
         CHECK_LOCK_RC(theirs[k], redlock_lock_acquire(theirs[k], 20000, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_acquire_many(mine, N, 20000, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(a, mine, N, 20000, res, NULL, 0), 0);
     int held = 0, refused = 0;
     for (int k = 0; k < N; k++) {
         if (k % 3 == 0) {
@@ -52,15 +52,15 @@ static void test_acquire_many(void)
     /* The other owner still holds its locks: the lost attempts cleaned up
      * only where their own value was. */
     for (int k = 0; k < N / 3; k++)
-        CHECK_LOCK_RC(theirs[k], redlock_extend(theirs[k], 20000), 0);
+        CHECK_LOCK_RC(theirs[k], redlock_lock_extend(theirs[k], 20000), 0);
     /* Held ones are refused a second time, the others get their chance. */
     for (int k = 0; k < N / 3; k++)
-        CHECK_LOCK_RC(theirs[k], redlock_release(theirs[k]), 0);
-    CHECK_RC(redlock_lock_acquire_many(mine, N, 20000, res), 0);
+        CHECK_LOCK_RC(theirs[k], redlock_lock_release(theirs[k]), 0);
+    CHECK_RC(redlock_lock_acquire_many(a, mine, N, 20000, res, NULL, 0), 0);
     for (int k = 0; k < N; k++)
         CHECK(res[k] == (k % 3 == 0 ? 0 : REDLOCK_ESTATE));
     for (int k = 0; k < N; k++)
-        CHECK_LOCK_RC(mine[k], redlock_release(mine[k]), 0);
+        CHECK_LOCK_RC(mine[k], redlock_lock_release(mine[k]), 0);
     CHECK(keys_on(t_nurls) == 0 || EVENTUALLY(keys_on(t_nurls) == 0, 5000, "no key left"));
     free_all(mine, N);
     free_all(theirs, N / 3);
@@ -76,18 +76,36 @@ static void test_acquire_many_input(void)
     CHECK_RC(redlock_lock_new(&l[0], a, uniq("in0")), 0);
     CHECK_RC(redlock_lock_new(&l[1], a, uniq("in1")), 0);
     CHECK_RC(redlock_lock_new(&l[2], b, uniq("in2")), 0);
-    CHECK_RC(redlock_lock_acquire_many(NULL, 1, 1000, res), REDLOCK_EINVAL);
-    CHECK_RC(redlock_lock_acquire_many(l, 1, 1000, NULL), REDLOCK_EINVAL);
-    CHECK_RC(redlock_lock_acquire_many(l, 0, 1000, res), REDLOCK_EINVAL);
-    CHECK_RC(redlock_lock_acquire_many(l, (size_t)REDLOCK_ACQUIRE_MANY_MAX + 1, 1000, res), REDLOCK_EINVAL);
-    CHECK_RC(redlock_lock_acquire_many(l, 3, 1000, res), REDLOCK_EINVAL);   /* two clients */
-    redlock_lock *twice[2] = { l[0], l[0] };
-    CHECK_RC(redlock_lock_acquire_many(twice, 2, 1000, res), REDLOCK_EINVAL);
+    char err[256];
+#define REFUSED(call, words) \
+    do { \
+        CHECK_RC(call, REDLOCK_EINVAL); \
+        if (!strstr(err, words)) \
+            fprintf(stderr, "the reason '%s' should say '%s'\n", err, words); \
+        CHECK(strstr(err, words) != NULL); \
+    } while (0)
+    REFUSED(redlock_lock_acquire_many(NULL, l, 1, 1000, res, err, sizeof err), "client is NULL");
+    REFUSED(redlock_lock_acquire_many(a, NULL, 1, 1000, res, err, sizeof err), "locks is NULL");
+    REFUSED(redlock_lock_acquire_many(a, l, 1, 1000, NULL, err, sizeof err), "results is NULL");
+    REFUSED(redlock_lock_acquire_many(a, l, (size_t)REDLOCK_ACQUIRE_MANY_MAX + 1, 1000, res, err, sizeof err),
+            "over the limit of 65536");
+    REFUSED(redlock_lock_acquire_many(a, l, 3, 1000, res, err, sizeof err), "belongs to another client");
+    CHECK(strstr(err, "in2") != NULL);   /* names the lock */
+    REFUSED(redlock_lock_acquire_many(b, l, 2, 1000, res, err, sizeof err), "belongs to another client");
+    redlock_lock *twice[3] = { l[1], l[0], l[1] };
+    REFUSED(redlock_lock_acquire_many(a, twice, 3, 1000, res, err, sizeof err), "is given twice");
+    CHECK(strstr(err, "in1") != NULL);
     redlock_lock *with_null[2] = { l[0], NULL };
-    CHECK_RC(redlock_lock_acquire_many(with_null, 2, 1000, res), REDLOCK_EINVAL);
+    REFUSED(redlock_lock_acquire_many(a, with_null, 2, 1000, res, err, sizeof err), "lock 1 of 2 is NULL");
+    CHECK_RC(redlock_lock_acquire_many(a, l, 1, 1000, NULL, NULL, 0), REDLOCK_EINVAL);   /* no errbuf: fine */
+#undef REFUSED
+    /* Nothing to do is no error (locks and results may then be NULL). */
+    CHECK_RC(redlock_lock_acquire_many(a, NULL, 0, 1000, NULL, err, sizeof err), 0);
+    CHECK(err[0] == '\0');
     CHECK(res[0] == 7 && res[1] == 7 && res[2] == 7);   /* untouched */
     /* A bad TTL is each lock's own error, as redlock_lock_acquire gives it. */
-    CHECK_RC(redlock_lock_acquire_many(l, 2, 0, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(a, l, 2, 0, res, err, sizeof err), 0);
+    CHECK(err[0] == '\0');
     CHECK(res[0] == REDLOCK_EINVAL && res[1] == REDLOCK_EINVAL);
     CHECK(strstr(redlock_lock_errmsg(l[0]), "ttl_ms") != NULL);
     CHECK(keys_on(t_nurls) == 0);
@@ -133,10 +151,10 @@ static void test_batch_per_lock(void)
         snprintf(name, sizeof name, "%s:%d", base, k);
         CHECK_RC(redlock_lock_new(&l[k], c, name), 0);
     }
-    CHECK_RC(redlock_lock_acquire_many(l, N, 1500, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(c, l, N, 1500, res, NULL, 0), 0);
     for (int k = 0; k < N; k++) {
         CHECK(res[k] == 0);
-        CHECK_RC(redlock_lock_auto_extend(l[k], 0, on_lost, NULL), 0);
+        CHECK_RC(redlock_lock_auto_extend(l[k], 0, 0, on_lost, NULL, NULL), 0);
     }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "DEL %s:%d", base, 17);
@@ -157,7 +175,7 @@ static void test_batch_per_lock(void)
     CHECK(atomic_load(&n_behind) == 0);
     for (int k = 0; k < N; k++)
         if (k != 17)
-            CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+            CHECK_LOCK_RC(l[k], redlock_lock_release(l[k]), 0);
     free_all(l, N);
     redlock_client_free(c);
 }
@@ -197,9 +215,9 @@ static void test_behind(void)
     /* Two groups, due 100 ms apart: the first one's batch (150 x 3 ms)
      * outlasts the gap, so the second starts late. */
     for (int g = 0; g < 2; g++) {
-        CHECK_RC(redlock_lock_acquire_many(l + g * (N / 2), N / 2, 900, res), 0);
+        CHECK_RC(redlock_lock_acquire_many(c, l + g * (N / 2), N / 2, 900, res, NULL, 0), 0);
         for (int k = g * (N / 2); k < (g + 1) * (N / 2); k++)
-            CHECK_RC(redlock_lock_auto_extend(l[k], 0, on_lost, NULL), 0);
+            CHECK_RC(redlock_lock_auto_extend(l[k], 0, 0, on_lost, NULL, NULL), 0);
         msleep(100);
     }
     CHECK(EVENTUALLY(atomic_load(&n_behind) >= 1, 10000, "a WATCH_BEHIND event"));
@@ -244,7 +262,7 @@ static void test_kinds(void)
     CHECK_RC(redlock_lock_new_semaphore(&l[KM + 1], c, semname, 1, 1), 0);
     atomic_store(&n_done, 0);
     atomic_store(&n_done_bad, 0);
-    CHECK_RC(redlock_lock_acquire_many(l, KM + 2, 600, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(c, l, KM + 2, 600, res, NULL, 0), 0);
     for (int k = 0; k < KM; k++)
         CHECK(res[k] == 0);
     CHECK(res[KM] == 0 && redlock_lock_is_held(l[KM]));
@@ -252,7 +270,7 @@ static void test_kinds(void)
     CHECK(atomic_load(&n_done) == KM + 2 && atomic_load(&n_done_bad) == 0);
     /* On the watchdog together, for more than twice the TTL. */
     for (int k = 0; k <= KM; k++)
-        CHECK_RC(redlock_lock_auto_extend(l[k], 0, NULL, NULL), 0);
+        CHECK_RC(redlock_lock_auto_extend(l[k], 0, 0, NULL, NULL, NULL), 0);
     msleep(1500);
     int held = 0;
     for (int k = 0; k <= KM; k++)
@@ -262,7 +280,7 @@ static void test_kinds(void)
     CHECK_LOCK_RC(l[KM + 1], redlock_lock_acquire(l[KM + 1], 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     for (int k = 0; k <= KM; k++) {
         CHECK_RC(redlock_lock_auto_extend_stop(l[k]), 0);
-        CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+        CHECK_LOCK_RC(l[k], redlock_lock_release(l[k]), 0);
     }
     CHECK(keys_on(t_nurls) == 0 || EVENTUALLY(keys_on(t_nurls) == 0, 5000, "no key left"));
     free_all(l, KM + 2);
@@ -290,10 +308,10 @@ static void test_rw_sides(void)
     CHECK_RC(redlock_lock_new_write(&ow, other, rres), 0);
     CHECK_RC(redlock_lock_new_read(&orr, other, wres), 0);
     CHECK_RC(redlock_lock_new_write(&ow2, other, wres), 0);
-    CHECK_RC(redlock_lock_acquire_many(l, KM + 2, 600, res), 0);
+    CHECK_RC(redlock_lock_acquire_many(c, l, KM + 2, 600, res, NULL, 0), 0);
     for (int k = 0; k < KM + 2; k++) {
         CHECK(res[k] == 0);
-        CHECK_RC(redlock_lock_auto_extend(l[k], 0, NULL, NULL), 0);
+        CHECK_RC(redlock_lock_auto_extend(l[k], 0, 0, NULL, NULL, NULL), 0);
     }
     msleep(1500);   /* more than twice the TTL */
     int held = 0;
@@ -308,31 +326,31 @@ static void test_rw_sides(void)
     msleep(1500);
     CHECK(redlock_lock_is_held(l[KM]));
     CHECK_LOCK_RC(orr, redlock_lock_acquire(orr, 600, REDLOCK_WAIT_NONE), 0);   /* readers share */
-    CHECK_LOCK_RC(orr, redlock_release(orr), 0);
+    CHECK_LOCK_RC(orr, redlock_lock_release(orr), 0);
     CHECK_LOCK_RC(ow2, redlock_lock_acquire(ow2, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     /* Again, at moments spread over the extension interval (TTL/3), the
      * mutexes' batches going on meanwhile: each one kept as a reader. */
     CHECK_RC(redlock_lock_auto_extend_stop(l[KM]), 0);
-    CHECK_LOCK_RC(l[KM], redlock_release(l[KM]), 0);
+    CHECK_LOCK_RC(l[KM], redlock_lock_release(l[KM]), 0);
     for (int k = 0; k < 5; k++) {
         redlock_lock *w;   /* a downgraded handle stays a reader: a new one each time */
         CHECK_RC(redlock_lock_new_write(&w, c, wres), 0);
         CHECK_LOCK_RC(w, redlock_lock_acquire(w, 600, REDLOCK_WAIT_NONE), 0);
-        CHECK_RC(redlock_lock_auto_extend(w, 0, NULL, NULL), 0);
+        CHECK_RC(redlock_lock_auto_extend(w, 0, 0, NULL, NULL, NULL), 0);
         msleep(200 + 37 * k);
         CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
         msleep(700);
         CHECK(redlock_lock_is_held(w));
         CHECK_LOCK_RC(ow2, redlock_lock_acquire(ow2, 600, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
         CHECK_RC(redlock_lock_auto_extend_stop(w), 0);
-        CHECK_LOCK_RC(w, redlock_release(w), 0);
+        CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
         redlock_lock_free(w);
     }
     for (int k = 0; k < KM + 2; k++) {
         if (k == KM)
             continue;
         CHECK_RC(redlock_lock_auto_extend_stop(l[k]), 0);
-        CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+        CHECK_LOCK_RC(l[k], redlock_lock_release(l[k]), 0);
     }
     free_all(l, KM + 2);
     redlock_lock_free(ow);

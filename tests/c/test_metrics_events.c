@@ -82,7 +82,7 @@ static void test_acquire_done_and_held(void)
     k = nth(REDLOCK_EVENT_ACQUIRED, 0);
     CHECK(k >= 0 && evs[k].has_rtts && evs[k].rtts_ok >= (int)(t_nurls / 2 + 1) && evs[k].held_us == 0);
     usleep(20000);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     k = nth(REDLOCK_EVENT_RELEASED, 0);
     CHECK(k >= 0 && evs[k].held_us >= 20000 && evs[k].has_rtts);
 
@@ -105,7 +105,7 @@ static void test_acquire_done_and_held(void)
     CHECK(redlock_lock_acquire(l, 0, REDLOCK_WAIT_NONE) == REDLOCK_EINVAL);
     k = nth(REDLOCK_EVENT_ACQUIRE_DONE, 0);
     CHECK(k >= 0 && evs[k].code == REDLOCK_EINVAL && evs[k].attempt == 0);
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
 
     /* A hold lost: its keys deleted behind its back (once its SETs have all
      * landed), the release reports LOST with the held time. A name of its
@@ -119,7 +119,7 @@ static void test_acquire_done_and_held(void)
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(ctl(NULL, 0, "cmd %zu DEL %s", i, lost_name) == 0);
     reset_events();
-    CHECK_LOCK_RC(lost, redlock_release(lost), REDLOCK_ELOST);
+    CHECK_LOCK_RC(lost, redlock_lock_release(lost), REDLOCK_ELOST);
     k = nth(REDLOCK_EVENT_LOST, 0);
     CHECK(k >= 0 && evs[k].code == REDLOCK_ELOST && evs[k].held_us > 0 && evs[k].has_rtts);
     redlock_lock_free(lost);

@@ -72,7 +72,7 @@ static void test_all_or_nothing(void)
     CHECK(!exists_on(0, a));   /* node 0 refused the whole set: a is not there */
     CHECK(redlock_lock_node_result(l, 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_REFUSED ||
           redlock_lock_node_result(l, 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     for (int i = 1; i < 3; i++)
         CHECK(EVENTUALLY(!exists_on(i, a) && !exists_on(i, b), 3000, "the set released"));
     /* b held elsewhere on nodes 0 and 1: refused, and no a anywhere after */
@@ -109,13 +109,13 @@ static void test_any_order_excludes(void)
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     CHECK_LOCK_RC(z, redlock_lock_acquire(z, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);   /* shares b */
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(x, redlock_release(x), 0);
+    CHECK_LOCK_RC(x, redlock_lock_release(x), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);   /* the mutex on b */
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    CHECK_LOCK_RC(m, redlock_lock_release(m), 0);
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(x, redlock_lock_acquire(x, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(y, redlock_release(y), 0);
+    CHECK_LOCK_RC(y, redlock_lock_release(y), 0);
     redlock_lock_free(x);
     redlock_lock_free(y);
     redlock_lock_free(z);
@@ -135,7 +135,7 @@ static void test_extend_release_lost(void)
     redlock_client *c = make_client(t_nurls, NULL);
     redlock_lock *l = multi(c, names, 2);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 3000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 60000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 60000), 0);
     char cmd[300];
     int g = granted_node(l);
     CHECK(g >= 0);
@@ -144,17 +144,17 @@ static void test_extend_release_lost(void)
     snprintf(cmd, sizeof cmd, "PTTL %s", b);
     CHECK(node_int(g, cmd) > 30000);
     CHECK(redlock_lock_validity_ms(l) > 30000);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(!exists_on((int)i, a) && !exists_on((int)i, b), 3000, "released"));
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ESTATE);
     /* b deleted behind the lock's back: the extension refuses the set */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 20000, REDLOCK_WAIT_NONE), 0);
     CHECK(key_on_every_node(t_nurls, a));
     CHECK(key_on_every_node(t_nurls, b));
     for (size_t i = 0; i < t_nurls; i++)
         del_on((int)i, b);
-    CHECK_LOCK_RC(l, redlock_extend(l, 60000), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 60000), REDLOCK_ELOST);
     CHECK(!redlock_lock_is_held(l));
     snprintf(cmd, sizeof cmd, "PTTL %s", a);
     for (size_t i = 0; i < t_nurls; i++) {
@@ -170,7 +170,7 @@ static void test_extend_release_lost(void)
     CHECK(key_on_every_node(t_nurls, b));
     for (size_t i = 0; i < t_nurls; i++)
         del_on((int)i, a);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ELOST);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(!exists_on((int)i, b), 3000, "b released with the set"));
     redlock_lock_free(l);
@@ -198,7 +198,7 @@ static void test_fencing(void)
         CHECK_LOCK_RC(mb, redlock_lock_acquire(mb, 10000, REDLOCK_WAIT_NONE), 0);
         CHECK(redlock_lock_fencing_token(mb) > last);
         last = redlock_lock_fencing_token(mb);
-        CHECK_LOCK_RC(mb, redlock_release(mb), 0);
+        CHECK_LOCK_RC(mb, redlock_lock_release(mb), 0);
     }
     redlock_lock *l = multi(c, names, 2);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
@@ -210,14 +210,14 @@ static void test_fencing(void)
     CHECK(g >= 0 && node_int(g, cmd) == (long long)tok);
     snprintf(cmd, sizeof cmd, "GET %s:fencing", b);
     CHECK(g >= 0 && node_int(g, cmd) == (long long)tok);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(redlock_lock_fencing_token(l) == 0);
     CHECK_LOCK_RC(ma, redlock_lock_acquire(ma, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(ma) > tok);
-    CHECK_LOCK_RC(ma, redlock_release(ma), 0);
+    CHECK_LOCK_RC(ma, redlock_lock_release(ma), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(l) > tok + 1);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_lock_free(ma);
     redlock_lock_free(mb);
@@ -247,11 +247,11 @@ static void test_minority_paused(void)
         CHECK(ctl(NULL, 0, "pause %zu", t_nurls - 1 - k) == 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, 5000), 0);
     CHECK_LOCK_RC(other, redlock_lock_acquire(other, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     CHECK(redlock_lock_node_result(l, t_nurls - 1, NULL, NULL, NULL, 0) != REDLOCK_NODE_OK);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK_LOCK_RC(other, redlock_lock_acquire(other, 10000, 5000), 0);
-    CHECK_LOCK_RC(other, redlock_release(other), 0);
+    CHECK_LOCK_RC(other, redlock_lock_release(other), 0);
     for (size_t k = 0; k < minority; k++)
         CHECK(ctl(NULL, 0, "resume %zu", t_nurls - 1 - k) == 0);
     redlock_lock_free(l);
@@ -314,7 +314,7 @@ static void test_release_of_any_key_wakes(void)
     CHECK(node_int(0, zc) == 0);
     CHECK(!redlock_lock_is_held(w));
     double t_rel = now_ms();
-    CHECK_LOCK_RC(holder, redlock_release(holder), 0);
+    CHECK_LOCK_RC(holder, redlock_lock_release(holder), 0);
     pthread_join(t, NULL);
     double after = now_ms() - t_rel;
     CHECK_LOCK_RC(w, arg.rc, 0);
@@ -324,7 +324,7 @@ static void test_release_of_any_key_wakes(void)
     snprintf(zc, sizeof zc, "ZCARD %s:wq", b);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(node_int((int)i, zc) == 0, 3000, "the queue empty"));
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     redlock_lock_free(w);
     redlock_lock_free(holder);
     redlock_client_free(c);
@@ -365,7 +365,7 @@ static void *loop_set(void *p)
         }
         lp->got++;
         atomic_fetch_add(lp->other_got, 1);
-        if (redlock_release(l) != 0)
+        if (redlock_lock_release(l) != 0)
             lp->failed++;
     }
     redlock_lock_free(l);
@@ -435,10 +435,10 @@ static void test_functions(void)
     CHECK_LOCK_RC(x, redlock_lock_acquire(x, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(x) > 0);
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(x, redlock_extend(x, 10000), 0);
-    CHECK_LOCK_RC(x, redlock_release(x), 0);
+    CHECK_LOCK_RC(x, redlock_lock_extend(x, 10000), 0);
+    CHECK_LOCK_RC(x, redlock_lock_release(x), 0);
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(y, redlock_release(y), 0);
+    CHECK_LOCK_RC(y, redlock_lock_release(y), 0);
     redlock_lock_free(x);
     redlock_lock_free(y);
     redlock_client_free(c);
@@ -454,13 +454,13 @@ static void test_autoextend(void)
     const char *names[2] = { a, b };
     redlock_lock *l = multi(c, names, 2), *other = multi(c, names, 2);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 600, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, NULL, NULL), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, NULL, NULL, NULL), 0);
     msleep(1500);   /* more than two TTLs */
     CHECK(redlock_lock_is_held(l));
     CHECK_LOCK_RC(other, redlock_lock_acquire(other, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK_LOCK_RC(other, redlock_lock_acquire(other, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(other, redlock_release(other), 0);
+    CHECK_LOCK_RC(other, redlock_lock_release(other), 0);
     redlock_lock_free(l);
     redlock_lock_free(other);
     redlock_client_free(c);
@@ -504,12 +504,12 @@ static void test_autoextend_many_sets(void)
         const char *two[2] = { names[k][0], names[k][1] };
         l[k] = multi(c, two, 2);
         CHECK_LOCK_RC(l[k], redlock_lock_acquire(l[k], 900, REDLOCK_WAIT_NONE), 0);
-        CHECK_LOCK_RC(l[k], redlock_lock_auto_extend(l[k], 0, on_set_lost, NULL), 0);
+        CHECK_LOCK_RC(l[k], redlock_lock_auto_extend(l[k], 0, 0, on_set_lost, NULL, NULL), 0);
     }
     redlock_lock *mutex;
     CHECK_RC(redlock_lock_new(&mutex, c, uniq("mx-many-mutex")), 0);
     CHECK_LOCK_RC(mutex, redlock_lock_acquire(mutex, 900, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(mutex, redlock_lock_auto_extend(mutex, 0, NULL, NULL), 0);
+    CHECK_LOCK_RC(mutex, redlock_lock_auto_extend(mutex, 0, 0, NULL, NULL, NULL), 0);
     /* A set's round decided at quorum may leave a SET on its way: delete
      * the key behind the lock's back only once it is on every node. */
     CHECK(key_on_every_node(t_nurls, names[40][1]));
@@ -531,10 +531,10 @@ static void test_autoextend_many_sets(void)
     CHECK(atomic_load(&sets_lost) == 1);
     for (int k = 0; k < SETS; k++) {
         if (k != 40)
-            CHECK_LOCK_RC(l[k], redlock_release(l[k]), 0);
+            CHECK_LOCK_RC(l[k], redlock_lock_release(l[k]), 0);
         redlock_lock_free(l[k]);
     }
-    CHECK_LOCK_RC(mutex, redlock_release(mutex), 0);
+    CHECK_LOCK_RC(mutex, redlock_lock_release(mutex), 0);
     redlock_lock_free(mutex);
     redlock_client_free(c);
 }
@@ -571,12 +571,12 @@ static void test_bad_input(void)
     CHECK_RC(redlock_lock_open_multi(&l, c, many, REDLOCK_MAX_MULTI, err, sizeof err), 0);
     CHECK(err[0] == '\0');
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     CHECK_RC(redlock_lock_new_multi(&l, c, two, 1), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     CHECK_RC(redlock_lock_multi_count(NULL, NULL), REDLOCK_EINVAL);
     redlock_client_free(c);

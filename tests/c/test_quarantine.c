@@ -39,8 +39,8 @@ static long long exists_on(int i, const char *key)
 static void settle_markers(redlock_client *c)
 {
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("settle"), 1000, &l), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("settle"), 1000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     for (int i = 0; i < 3; i++)
         CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the marker on every node"));
@@ -58,10 +58,10 @@ static void test_new_deployment(void)
     all_nodes("FLUSHALL");
     redlock_client *c = client_with(0);
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("fresh"), 5000, &l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("fresh"), 5000), 0);
     for (size_t i = 0; i < 3; i++)
         CHECK(redlock_lock_node_result(l, i, NULL, NULL, NULL, 0) != REDLOCK_NODE_QUARANTINED);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     for (int i = 0; i < 3; i++) {
         CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the marker on every node"));
@@ -82,7 +82,7 @@ static void test_restart_double_grant(void)
     const char *res = uniq("double");
     CHECK(ctl(NULL, 0, "kill 2") == 0);
     redlock_lock *la, *lb, *lp;
-    CHECK_RC(redlock_try_acquire(a, res, 20000, &la), 0);
+    CHECK_RC(redlock_try_acquire(&la, a, res, 20000), 0);
     restart(0);
     restart(2);
     /* with the quarantine: refused, naming it */
@@ -123,8 +123,8 @@ static void test_restart_double_grant(void)
     CHECK_RC(redlock_lock_new(&lp, plain, res), 0);
     CHECK_LOCK_RC(lp, redlock_lock_acquire(lp, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_is_held(la) && redlock_lock_is_held(lp));
-    CHECK_LOCK_RC(lp, redlock_release(lp), 0);
-    CHECK_LOCK_RC(la, redlock_release(la), REDLOCK_ELOST);
+    CHECK_LOCK_RC(lp, redlock_lock_release(lp), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), REDLOCK_ELOST);
     redlock_lock_free(la);
     redlock_lock_free(lb);
     redlock_lock_free(lp);
@@ -142,10 +142,10 @@ static void test_minority_costs_nothing(void)
     restart(1);
     for (int k = 0; k < 20; k++) {
         redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(c, uniq("minority"), 2000, &l), 0);
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("minority"), 2000), 0);
         int q = redlock_lock_node_result(l, 1, NULL, NULL, NULL, 0);
         CHECK(q == REDLOCK_NODE_QUARANTINED || q == REDLOCK_NODE_NOT_WAITED || q == REDLOCK_NODE_NONE);
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
         redlock_lock_free(l);
     }
     CHECK(exists_on(1, QKEY) == 1);
@@ -163,8 +163,8 @@ static void test_flushall(void)
      * found out by the first round that hears it. */
     for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
         redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(c, uniq("flushed"), 10000, &l), 0);
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("flushed"), 10000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
         redlock_lock_free(l);
     }
     CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
@@ -182,8 +182,8 @@ static void test_bound(void)
     redlock_client *c = client_with(0);
     settle_markers(c);
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("bound-ttl"), 1500, &l), 0);   /* recorded on every node */
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("bound-ttl"), 1500), 0);   /* recorded on every node */
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     restart(0);
     restart(1);
@@ -199,7 +199,7 @@ static void test_bound(void)
         rc = redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE);
         if (rc == 0) {
             first_ok = t;
-            CHECK_LOCK_RC(l, redlock_release(l), 0);
+            CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
             break;
         }
         CHECK(rc == REDLOCK_ENOQUORUM && strstr(redlock_lock_errmsg(l), "quarantined") != NULL);
@@ -253,7 +253,7 @@ static void test_quarantine_ttl_option(void)
         double t = now_ms();
         if (redlock_lock_acquire(l, 500, REDLOCK_WAIT_NONE) == 0) {
             first_ok = t;
-            CHECK_LOCK_RC(l, redlock_release(l), 0);
+            CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
             break;
         }
         msleep(20);
@@ -286,16 +286,16 @@ static void test_many(void)
         CHECK_RC(redlock_lock_new(&lb[k], b, name), 0);
         CHECK_RC(redlock_lock_new(&lo[k], off, name), 0);
     }
-    CHECK_RC(redlock_lock_acquire_many(la, M, 10000, rs), 0);
+    CHECK_RC(redlock_lock_acquire_many(a, la, M, 10000, rs, NULL, 0), 0);
     for (int k = 0; k < M; k++)
         CHECK(rs[k] == 0);
     /* b has checked every node before the wipe (its first acquisition) */
-    CHECK_RC(redlock_lock_acquire_many(lb, M, 10000, rs), 0);
+    CHECK_RC(redlock_lock_acquire_many(b, lb, M, 10000, rs, NULL, 0), 0);
     for (int k = 0; k < M; k++)
         CHECK(rs[k] == REDLOCK_ENOTACQUIRED);
     CHECK(ctl(NULL, 0, "cmd 0 FLUSHALL") == 0);
     CHECK(ctl(NULL, 0, "cmd 1 FLUSHALL") == 0);
-    CHECK_RC(redlock_lock_acquire_many(lb, M, 10000, rs), 0);
+    CHECK_RC(redlock_lock_acquire_many(b, lb, M, 10000, rs, NULL, 0), 0);
     for (int k = 0; k < M; k++) {
         CHECK(rs[k] != 0);
         CHECK(redlock_lock_node_result(lb[k], 0, NULL, NULL, NULL, 0) == REDLOCK_NODE_QUARANTINED);
@@ -306,7 +306,7 @@ static void test_many(void)
     /* the same wipe, unchecked: the keys a holds are granted again */
     CHECK(ctl(NULL, 0, "cmd 0 FLUSHALL") == 0);
     CHECK(ctl(NULL, 0, "cmd 1 FLUSHALL") == 0);
-    CHECK_RC(redlock_lock_acquire_many(lo, M, 10000, rs), 0);
+    CHECK_RC(redlock_lock_acquire_many(off, lo, M, 10000, rs, NULL, 0), 0);
     int doubled = 0;
     for (int k = 0; k < M; k++)
         doubled += rs[k] == 0;
@@ -351,8 +351,8 @@ static void test_plain_check(void)
     all_nodes("CONFIG RESETSTAT");
     for (int k = 0; k < 10; k++) {
         redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(c, uniq("plain"), 800, &l), 0);
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("plain"), 800), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
         redlock_lock_free(l);
     }
     for (int i = 0; i < 3; i++) {
@@ -364,8 +364,8 @@ static void test_plain_check(void)
     }
     all_nodes("CONFIG RESETSTAT");
     redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(c, uniq("plain-longer"), 4000, &l), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_RC(redlock_try_acquire(&l, c, uniq("plain-longer"), 4000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     char out[300];
     for (int i = 0; i < 3; i++) {

@@ -116,9 +116,9 @@ static void test_all_ok(void)
         CHECK(strcmp(evs[k].res, redlock_lock_resource(l)) == 0);
     }
     CHECK(count(REDLOCK_EVENT_NODE_ERROR) == 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     CHECK(count(REDLOCK_EVENT_EXTENDED) == 1);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(count(REDLOCK_EVENT_RELEASED) == 1);
     /* The release round, decided once a quorum confirmed: every node was
      * sent the release, and the ones not waited for are all it leaves open. */
@@ -138,7 +138,7 @@ static void test_refused_and_retries(void)
     redlock_client *c = client(0, 2);
     const char *res = uniq("refused");
     redlock_lock *holder, *l;
-    CHECK_RC(redlock_acquire(c, res, 10000, &holder), 0);
+    CHECK_RC(redlock_acquire(&holder, c, res, 10000), 0);
     CHECK_RC(redlock_lock_new(&l, c, res), 0);
     reset_events();
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_DEFAULT), REDLOCK_ENOTACQUIRED);
@@ -168,7 +168,7 @@ static void test_refused_and_retries(void)
         CHECK(ctl(NULL, 0, "%s", del) == 0);
     }
     reset_events();
-    CHECK_LOCK_RC(holder, redlock_release(holder), REDLOCK_ELOST);
+    CHECK_LOCK_RC(holder, redlock_lock_release(holder), REDLOCK_ELOST);
     int k = find(REDLOCK_EVENT_LOST);
     CHECK(k >= 0 && evs[k].code == REDLOCK_ELOST && evs[k].nodes_ok == 0);
     /* The release is decided once a quorum has said "not ours": the other
@@ -207,7 +207,7 @@ static void test_node_down(void)
     }
     /* the release waits for every answering node: now the dead one has failed,
      * or is in reconnect backoff */
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     o = redlock_lock_node_result(l, dead, &code, NULL, m, sizeof m);
     CHECK(o == REDLOCK_NODE_ERROR || o == REDLOCK_NODE_DOWN);
     CHECK(code == REDLOCK_EIO && m[0] != '\0');
@@ -236,7 +236,7 @@ static void test_timeout(void)
     /* extend waits for the paused node up to its deadline (it was not suspect before) */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
     reset_events();
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
     int code = 0;
     int64_t rtt = 0;
     int out = redlock_lock_node_result(l, 0, &code, &rtt, NULL, 0);
@@ -244,7 +244,7 @@ static void test_timeout(void)
     if (out == REDLOCK_NODE_TIMEOUT)
         CHECK(code == REDLOCK_ETIMEDOUT && rtt >= 100000);
     CHECK(ctl(NULL, 0, "resume 0") == 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -289,7 +289,7 @@ static void test_userdata_free(void)
     CHECK(freed == 0);
     reset_events();
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(count(REDLOCK_EVENT_RELEASED) == 1);   /* events still come */
     CHECK(freed == 0);
     redlock_lock_free(l);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rules.c: the rules the bindings read from C instead of copying them:
  * redlock_error_is_retryable, redlock_flags_wake, REDLOCK_WAIT_FOREVER, redlock_lock_options_init,
- * redlock_lock_open's reasons, and redlock_lock_auto_extend2's userdata_free,
+ * redlock_lock_open's reasons, and redlock_lock_auto_extend's userdata_free,
  * on real nodes. */
 #include "testutil.h"
 
@@ -30,7 +30,7 @@ static void test_retryable(void)
     int rc = redlock_lock_acquire(b, 30000, REDLOCK_WAIT_NONE);
     CHECK(rc == REDLOCK_ENOTACQUIRED);
     CHECK(redlock_error_is_retryable(rc));
-    CHECK_LOCK_RC(a, redlock_release(a), 0);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_client_free(c);
@@ -72,7 +72,7 @@ static void test_wait_forever(void)
     pthread_t t;
     pthread_create(&t, NULL, wait_thread, &w);
     EVENTUALLY(atomic_load(&w.started), 5000, "the waiter to start");
-    CHECK_LOCK_RC(a, redlock_release(a), 0);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
     pthread_join(t, NULL);
     CHECK(w.rc == 0);
     CHECK(redlock_lock_is_held(b));
@@ -86,7 +86,7 @@ static void test_wait_forever(void)
     pthread_join(t, NULL);
     CHECK(w2.rc == REDLOCK_ECANCELED);
     CHECK(!redlock_lock_is_held(a));
-    CHECK_LOCK_RC(b, redlock_release(b), 0);
+    CHECK_LOCK_RC(b, redlock_lock_release(b), 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_client_free(c);
@@ -140,7 +140,7 @@ static void test_lock_options_init(void)
     CHECK_RC(redlock_lock_get_options(l, &got), 0);
     CHECK(got.retry_count == d.retry_count && got.retry_delay_ms == d.retry_delay_ms && got.flags == 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_DEFAULT), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -179,7 +179,7 @@ static void test_flags_wake(void)
             CHECK(on == (int)t_nurls);
         else
             CHECK(on == 0);
-        CHECK_LOCK_RC(h, redlock_release(h), 0);
+        CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
         redlock_lock_free(h);
         redlock_lock_free(w);
         redlock_client_free(c);
@@ -286,13 +286,13 @@ static void test_lock_open(void)
     CHECK_RC(redlock_lock_open(&l, fenced, uniq("opened"), err, sizeof err), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(l) >= 1);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(fenced);
     redlock_client_free(plain);
 }
 
-/* ---- redlock_lock_auto_extend2 ---- */
+/* ---- redlock_lock_auto_extend: userdata_free ---- */
 
 typedef struct hook {
     atomic_int freed;       /* times userdata_free ran for it */
@@ -310,7 +310,7 @@ static void hook_lost(redlock_lock *lock, int code, const char *message, void *u
     hook *h = userdata;
     atomic_store(&h->in_cb, 1);
     if (h->release_in_cb)
-        h->release_rc = redlock_release(lock);
+        h->release_rc = redlock_lock_release(lock);
     atomic_fetch_add(&h->lost, 1);
     atomic_store(&h->in_cb, 0);
 }
@@ -338,33 +338,33 @@ static void test_auto_extend_free(void)
 
     /* Replaced: the old userdata is freed, the new one kept. */
     redlock_lock *l = held(c, "ae2-replace", 30000);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h1, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h1, hook_free), 0);
     CHECK(atomic_load(&h1.freed) == 0);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h2, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h2, hook_free), 0);
     CHECK(atomic_load(&h1.freed) == 1 && atomic_load(&h2.freed) == 0);
     /* Replaced by the call without a hook: freed too. */
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, hook_lost, &h3), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h3, NULL), 0);
     CHECK(atomic_load(&h2.freed) == 1);
     /* Stopped. */
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h3, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h3, hook_free), 0);
     CHECK_RC(redlock_lock_auto_extend_stop(l), 0);
     CHECK(atomic_load(&h3.freed) == 1);
     CHECK_RC(redlock_lock_auto_extend_stop(l), REDLOCK_ESTATE);
     CHECK(atomic_load(&h3.freed) == 1);
     /* Released. */
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h4, hook_free), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h4, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK(atomic_load(&h4.freed) == 1);
     /* Refused on a lock not held: not kept, not freed. */
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h5, hook_free), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h5, hook_free), REDLOCK_ESTATE);
     CHECK(atomic_load(&h5.freed) == 0);
     /* A new acquire ends the last acquisition's hook. */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h5, hook_free), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h5, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
     CHECK(atomic_load(&h5.freed) == 1);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     CHECK(atomic_load(&h1.freed) == 1 && atomic_load(&h2.freed) == 1 && atomic_load(&h3.freed) == 1 &&
           atomic_load(&h4.freed) == 1 && atomic_load(&h5.freed) == 1);
@@ -372,14 +372,14 @@ static void test_auto_extend_free(void)
     /* Freed with the lock, held or not. */
     hook h6 = { 0 };
     l = held(c, "ae2-free", 30000);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h6, hook_free), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h6, hook_free), 0);
     redlock_lock_free(l);
     CHECK(atomic_load(&h6.freed) == 1 && atomic_load(&h6.lost) == 0);
 
     /* A NULL userdata_free is allowed. */
     l = held(c, "ae2-null", 30000);
-    CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h6, NULL), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h6, NULL), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     CHECK(atomic_load(&h6.freed) == 1);
     redlock_client_free(c);
@@ -398,7 +398,7 @@ static void test_auto_extend_free_on_loss(void)
         char key[256];
         snprintf(key, sizeof key, "%s", redlock_lock_resource(l));
         CHECK(key_on_every_node(t_nurls, key));
-        CHECK_LOCK_RC(l, redlock_lock_auto_extend2(l, 0, hook_lost, &h, hook_free), 0);
+        CHECK_LOCK_RC(l, redlock_lock_auto_extend(l, 0, 0, hook_lost, &h, hook_free), 0);
         for (size_t i = 0; i < t_nurls; i++)
             CHECK(ctl(NULL, 0, "cmd %zu DEL %s", i, key) == 0);
         CHECK(EVENTUALLY(atomic_load(&h.lost) == 1, 10000, "on_lost"));
@@ -408,7 +408,7 @@ static void test_auto_extend_free_on_loss(void)
             CHECK(h.release_rc == REDLOCK_ELOST);
         } else {
             CHECK(atomic_load(&h.freed) == 0);   /* the owner may still release */
-            CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ELOST);
+            CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ELOST);
             CHECK(atomic_load(&h.freed) == 1);
         }
         redlock_lock_free(l);

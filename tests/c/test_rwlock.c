@@ -53,7 +53,7 @@ static void test_readers_share(void)
     CHECK_RC(redlock_lock_new(&m, b, res), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     for (int i = 0; i < 6; i++) {
-        CHECK_LOCK_RC(r[i], redlock_release(r[i]), 0);
+        CHECK_LOCK_RC(r[i], redlock_lock_release(r[i]), 0);
         /* readers are left until the last one: the key stays */
         if (i < 5)
             CHECK(nodes_with(res, "") * 2 > (int)t_nurls);
@@ -61,9 +61,9 @@ static void test_readers_share(void)
     }
     CHECK(EVENTUALLY(nodes_with(res, "") == 0 && nodes_with(res, ":rd") == 0, 3000, "the readers' keys gone"));
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    CHECK_LOCK_RC(m, redlock_lock_release(m), 0);
     redlock_lock_free(w);
     redlock_lock_free(m);
     redlock_client_free(a);
@@ -82,16 +82,16 @@ static void test_writer_excludes(void)
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     CHECK(!redlock_lock_is_held(r) && !redlock_lock_is_held(w2));
     /* a mutex holder excludes both sides too */
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(m, redlock_release(m), 0);
+    CHECK_LOCK_RC(m, redlock_lock_release(m), 0);
     /* a waiting reader gets in once the writer leaves */
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, 5000), 0);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     redlock_lock_free(w);
     redlock_lock_free(w2);
     redlock_lock_free(r);
@@ -132,7 +132,7 @@ static void test_writer_preference(void)
     pthread_create(&t2, NULL, wait_acquire, &ra);
     msleep(300);
     CHECK(!redlock_lock_is_held(r2));
-    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
+    CHECK_LOCK_RC(r1, redlock_lock_release(r1), 0);
     pthread_join(t, NULL);
     CHECK_RC(wa.rc, 0);
     CHECK(redlock_lock_is_held(w));
@@ -140,10 +140,10 @@ static void test_writer_preference(void)
     /* the writer's intent went with its grant (on a node the grant was
      * decided without, once it gets there) */
     CHECK(EVENTUALLY(nodes_with(res, ":wi") == 0, 900, "the intent gone"));
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     pthread_join(t2, NULL);
     CHECK_RC(ra.rc, 0);
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
     redlock_lock_free(r1);
     redlock_lock_free(r2);
     redlock_lock_free(w);
@@ -164,7 +164,7 @@ static void test_dead_intent(void)
     CHECK_LOCK_RC(r1, redlock_lock_acquire(r1, 30000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, 500), REDLOCK_ETIMEDOUT);
     CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -196,8 +196,8 @@ static void test_dead_intent(void)
     }
     CHECK(redlock_lock_is_held(r1));
     CHECK(nodes_with(res, ":wi") == 0);
-    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r1, redlock_lock_release(r1), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
     redlock_lock_free(r1);
     redlock_lock_free(r2);
     redlock_lock_free(w);
@@ -218,10 +218,10 @@ static void test_downgrade(void)
     /* once a reader, never a writer again: a second downgrade is an upgrade's refusal */
     CHECK_LOCK_RC(w, redlock_lock_downgrade(w), REDLOCK_EINVAL);
     CHECK(strstr(redlock_lock_errmsg(w), "never upgraded") != NULL);
-    CHECK_LOCK_RC(w, redlock_extend(w, 8000), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_extend(w, 8000), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, 5000), 0);
     /* a downgrade of a lost writer is refused, and the lock is not held */
     char cmd[300];
@@ -259,7 +259,7 @@ static void test_refused_input(void)
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 0, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, REDLOCK_MAX_TTL_MS + 1, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK_LOCK_RC(w, redlock_lock_downgrade(w), REDLOCK_ESTATE);      /* not held */
-    CHECK_LOCK_RC(r, redlock_release(r), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), REDLOCK_ESTATE);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), REDLOCK_ESTATE);   /* held already */
     CHECK_LOCK_RC(r, redlock_lock_downgrade(r), REDLOCK_EINVAL);    /* no upgrade, no read downgrade */
@@ -269,8 +269,8 @@ static void test_refused_input(void)
     CHECK_LOCK_RC(m, redlock_lock_acquire(m, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(m, redlock_lock_downgrade(m), REDLOCK_EINVAL);
     CHECK(strstr(redlock_lock_errmsg(m), "not a write lock") != NULL);
-    CHECK_LOCK_RC(m, redlock_release(m), 0);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(m, redlock_lock_release(m), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     redlock_lock_free(r);
     redlock_lock_free(w);
     redlock_lock_free(m);
@@ -288,20 +288,20 @@ static void test_release_lost(void)
     CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 10000, REDLOCK_WAIT_NONE), 0);
     msleep(600);   /* r's lease ran out, r2's runs: the key stays, r is not a reader any more */
     CHECK(!redlock_lock_is_held(r));
-    CHECK_LOCK_RC(r, redlock_release(r), REDLOCK_ELOST);
-    CHECK_LOCK_RC(r2, redlock_extend(r2, 10000), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r2, redlock_lock_extend(r2, 10000), 0);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "DEL %s %s:rd", res, res);
     CHECK(key_on_every_node(t_nurls, res));
     for (size_t i = 0; i < t_nurls; i++)
         node_int((int)i, cmd);
-    CHECK_LOCK_RC(r2, redlock_extend(r2, 10000), REDLOCK_ELOST);
-    CHECK_LOCK_RC(r2, redlock_release(r2), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r2, redlock_lock_extend(r2, 10000), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), REDLOCK_ELOST);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(key_on_every_node(t_nurls, res));
     for (size_t i = 0; i < t_nurls; i++)
         node_int((int)i, cmd);
-    CHECK_LOCK_RC(w, redlock_release(w), REDLOCK_ELOST);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), REDLOCK_ELOST);
     redlock_lock_free(r);
     redlock_lock_free(r2);
     redlock_lock_free(w);
@@ -314,7 +314,7 @@ static void test_extend_reader(void)
     const char *res = uniq("ext");
     redlock_lock *r = side(c, res, 0), *r2 = side(c, res, 0), *w = side(c, res, 1);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 1000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(r, redlock_extend(r, 8000), 0);
+    CHECK_LOCK_RC(r, redlock_lock_extend(r, 8000), 0);
     CHECK(redlock_lock_validity_ms(r) > 1000);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "PTTL %s", res);
@@ -322,19 +322,19 @@ static void test_extend_reader(void)
     for (size_t i = 0; i < t_nurls; i++)
         longer += node_int((int)i, cmd) > 1000;   /* the key lasts as long as its longest reader */
     CHECK(longer * 2 > (int)t_nurls);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
 
     /* auto-extension past several TTLs, with a writer kept out meanwhile */
     CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 600, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(r2, redlock_lock_auto_extend(r2, 0, NULL, NULL), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_auto_extend(r2, 0, 0, NULL, NULL, NULL), 0);
     for (int k = 0; k < 4; k++) {
         msleep(400);
         CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     }
     CHECK(redlock_lock_is_held(r2));
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, 3000), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     redlock_lock_free(r);
     redlock_lock_free(r2);
     redlock_lock_free(w);
@@ -350,19 +350,19 @@ static void test_fencing(void)
     redlock_lock *w = side(c, res, 1), *r = side(c, res, 0);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(r) == 0);   /* no writer yet */
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), 0);
     uint64_t t1 = redlock_lock_fencing_token(w);
     CHECK(t1 > 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(r) == t1);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK(redlock_lock_fencing_token(w) > t1);
     CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
     CHECK(redlock_lock_fencing_token(w) > t1);   /* the writer's token stays with the reader it became */
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     redlock_lock_free(w);
     redlock_lock_free(r);
     redlock_client_free(c);
@@ -380,12 +380,12 @@ static void test_functions(void)
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 5000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(r, redlock_extend(r, 5000), 0);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r, redlock_lock_extend(r, 5000), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, 3000), 0);
     CHECK_LOCK_RC(w, redlock_lock_downgrade(w), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     redlock_lock_free(r);
     redlock_lock_free(r2);
     redlock_lock_free(w);
@@ -428,7 +428,7 @@ static void test_lone_and_shared(void)
     CHECK(key_on_every_node(t_nurls, res));
     CHECK(nodes_in_form(res, 1) == (int)t_nurls);
     CHECK(nodes_with(res, ":rd") == 0);
-    CHECK_LOCK_RC(r1, redlock_extend(r1, 10000), 0);   /* the lone form's lease is the key's TTL */
+    CHECK_LOCK_RC(r1, redlock_lock_extend(r1, 10000), 0);   /* the lone form's lease is the key's TTL */
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
 
     /* a short second reader: the shared form, the key still covering r1 */
@@ -446,15 +446,15 @@ static void test_lone_and_shared(void)
     CHECK(covers == (int)t_nurls);
     msleep(700);   /* r2's lease ran out; r1's runs, and keeps the writer out */
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 5000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(r2, redlock_release(r2), REDLOCK_ELOST);
-    CHECK_LOCK_RC(r1, redlock_extend(r1, 10000), 0);
-    CHECK_LOCK_RC(r1, redlock_release(r1), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r1, redlock_lock_extend(r1, 10000), 0);
+    CHECK_LOCK_RC(r1, redlock_lock_release(r1), 0);
     CHECK(EVENTUALLY(nodes_with(res, "") == 0, 3000, "the key gone with the last reader"));
 
     /* a lone reader whose lease ran out: ELOST, and the key is free */
     CHECK_LOCK_RC(r3, redlock_lock_acquire(r3, 300, REDLOCK_WAIT_NONE), 0);
     msleep(600);
-    CHECK_LOCK_RC(r3, redlock_release(r3), REDLOCK_ELOST);
+    CHECK_LOCK_RC(r3, redlock_lock_release(r3), REDLOCK_ELOST);
 
     /* a downgrade leaves a lone reader, which a second reader joins */
     CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
@@ -462,9 +462,9 @@ static void test_lone_and_shared(void)
     CHECK(EVENTUALLY(nodes_in_form(res, 1) == (int)t_nurls, 3000, "the downgraded writer a lone reader"));
     CHECK_LOCK_RC(r3, redlock_lock_acquire(r3, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(EVENTUALLY(nodes_in_form(res, 0) == (int)t_nurls, 3000, "two readers sharing"));
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     CHECK(nodes_with(res, "") * 2 > (int)t_nurls);   /* r3 still reads */
-    CHECK_LOCK_RC(r3, redlock_release(r3), 0);
+    CHECK_LOCK_RC(r3, redlock_lock_release(r3), 0);
     CHECK(EVENTUALLY(nodes_with(res, "") == 0, 3000, "the key gone"));
     redlock_lock_free(r1);
     redlock_lock_free(r2);
@@ -499,7 +499,7 @@ static void test_wrong_type(void)
     for (size_t i = 0; i < t_nurls; i++)
         node_int((int)i, cmd);
     CHECK_LOCK_RC(r2, redlock_lock_acquire(r2, 5000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(r2, redlock_release(r2), 0);
+    CHECK_LOCK_RC(r2, redlock_lock_release(r2), 0);
     redlock_lock_free(r);
     redlock_lock_free(r2);
     redlock_lock_free(rf);
@@ -554,7 +554,7 @@ static void test_lost_callback(void)
     memset(box, 0, sizeof box);
     for (int k = 0; k < 5; k++) {
         CHECK_LOCK_RC(all[k], redlock_lock_acquire(all[k], 1500, REDLOCK_WAIT_NONE), 0);
-        CHECK_RC(redlock_lock_auto_extend(all[k], 0, on_lost, &box[k]), 0);
+        CHECK_RC(redlock_lock_auto_extend(all[k], 0, 0, on_lost, &box[k], NULL), 0);
     }
     CHECK_LOCK_RC(d, redlock_lock_downgrade(d), 0);   /* auto-extended on, as a reader now */
     CHECK(EVENTUALLY(nodes_in_form(d_res, 1) == (int)t_nurls, 3000, "the downgraded writer a lone reader"));
@@ -571,7 +571,7 @@ static void test_lost_callback(void)
             CHECK(atomic_load(&box[k].lock) == all[k]);
             CHECK_RC(atomic_load(&box[k].code), REDLOCK_ELOST);
             CHECK(!redlock_lock_is_held(all[k]));
-            CHECK_LOCK_RC(all[k], redlock_release(all[k]), REDLOCK_ELOST);
+            CHECK_LOCK_RC(all[k], redlock_lock_release(all[k]), REDLOCK_ELOST);
         }
         for (int k = first[r] + count[r]; k < 5; k++) {
             CHECK(atomic_load(&box[k].fired) == 0);
@@ -632,7 +632,7 @@ static void test_release_wakes_writer(void)
         }
         CHECK(EVENTUALLY(nodes_with(res, ":wi") * 2 > (int)t_nurls, 5000, "the writer's intent"));
         CHECK(!redlock_lock_is_held(w));
-        CHECK_LOCK_RC(r, redlock_release(r), 0);
+        CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
         pthread_join(t, NULL);
         CHECK_LOCK_RC(w, wa.rc, 0);
         CHECK(redlock_lock_is_held(w));
@@ -640,7 +640,7 @@ static void test_release_wakes_writer(void)
         if (!woken)
             fprintf(stderr, "[%s] round %d: the writer got in by its own attempt before the wake-up\n", t_current,
                     round + 1);
-        CHECK_LOCK_RC(w, redlock_release(w), 0);
+        CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
         redlock_lock_free(r);
         redlock_lock_free(w);
     }
@@ -673,7 +673,7 @@ static void test_late_read_grant_released(void)
     redlock_lock *warm = side(c, warm_res, 0);
     CHECK_LOCK_RC(warm, redlock_lock_acquire(warm, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK(key_on_every_node(t_nurls, warm_res));
-    CHECK_LOCK_RC(warm, redlock_release(warm), 0);
+    CHECK_LOCK_RC(warm, redlock_lock_release(warm), 0);
     CHECK(EVENTUALLY(nodes_with(warm_res, "") == 0, 5000, "the warm-up released everywhere"));
 
     const char *res = uniq("late-read");

@@ -125,7 +125,7 @@ static void test_valid_urls_with_a_wrong_password(void)
             redlock_lock_node_result(lock, i, NULL, NULL, buf, sizeof buf);
             check_clean("redlock_lock_node_result", buf);
         }
-        rc = redlock_release(lock);
+        rc = redlock_lock_release(lock);
         check_clean("redlock_lock_errmsg (release)", redlock_lock_errmsg(lock));
         redlock_lock_free(lock);
     }

@@ -69,12 +69,12 @@ static void test_limit_holders(void)
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(slots_held((int)i, res, L) == L, 3000, "L slots held"));
     /* a release frees one permit, which the next acquire gets at once */
-    CHECK_LOCK_RC(h[1], redlock_release(h[1]), 0);
+    CHECK_LOCK_RC(h[1], redlock_lock_release(h[1]), 0);
     CHECK_LOCK_RC(h[L], redlock_lock_acquire(h[L], 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(h[1], redlock_lock_acquire(h[1], 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     for (int k = 0; k <= L; k++) {
         if (redlock_lock_is_held(h[k]))
-            CHECK_LOCK_RC(h[k], redlock_release(h[k]), 0);
+            CHECK_LOCK_RC(h[k], redlock_lock_release(h[k]), 0);
         redlock_lock_free(h[k]);
     }
     for (size_t i = 0; i < t_nurls; i++)
@@ -96,7 +96,7 @@ static void test_free_permits_spread(void)
     redlock_lock *extra = sem(c, res, 10, 1);
     CHECK_LOCK_RC(extra, redlock_lock_acquire(extra, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     for (int k = 0; k < 10; k++) {
-        CHECK_LOCK_RC(h[k], redlock_release(h[k]), 0);
+        CHECK_LOCK_RC(h[k], redlock_lock_release(h[k]), 0);
         redlock_lock_free(h[k]);
     }
     redlock_lock_free(extra);
@@ -157,7 +157,7 @@ static void test_release_wakes_waiter(void)
     }
     CHECK(!redlock_lock_is_held(w));
     double t_rel = now_ms();
-    CHECK_LOCK_RC(b, redlock_release(b), 0);
+    CHECK_LOCK_RC(b, redlock_lock_release(b), 0);
     pthread_join(t, NULL);
     double after_release = now_ms() - t_rel;
     CHECK_LOCK_RC(w, arg.rc, 0);
@@ -165,8 +165,8 @@ static void test_release_wakes_waiter(void)
     CHECK(atomic_load(&woken_events) >= 1);
     CHECK(after_release < 15000);
     CHECK(redlock_lock_is_held(a) && redlock_lock_is_held(w));
-    CHECK_LOCK_RC(a, redlock_release(a), 0);
-    CHECK_LOCK_RC(w, redlock_release(w), 0);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_lock_free(w);
@@ -188,7 +188,7 @@ static void test_limit_mismatch(void)
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(slots_held((int)i, res, 3) == 1, 3000, "one slot"));
     /* once no permit is held, the next user's limit replaces it */
-    CHECK_LOCK_RC(three, redlock_release(three), 0);
+    CHECK_LOCK_RC(three, redlock_lock_release(three), 0);
     CHECK_LOCK_RC(two, redlock_lock_acquire(two, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(three, redlock_lock_acquire(three, 10000, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     CHECK(strstr(redlock_lock_errmsg(three), "limit of 2") != NULL &&
@@ -196,7 +196,7 @@ static void test_limit_mismatch(void)
     char cmd[300], out[64];
     snprintf(cmd, sizeof cmd, "cmd 0 GET %s:limit", res);
     CHECK(ctl(out, sizeof out, "%s", cmd) == 0 && atoi(out) == 2);
-    CHECK_LOCK_RC(two, redlock_release(two), 0);
+    CHECK_LOCK_RC(two, redlock_lock_release(two), 0);
     redlock_lock_free(three);
     redlock_lock_free(two);
     redlock_client_free(c);
@@ -223,14 +223,14 @@ static void test_several_permits(void)
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(slots_held((int)i, res, 5) == 5, 3000, "five slots"));
     /* extend and release act on every slot of a handle */
-    CHECK_LOCK_RC(x, redlock_extend(x, 20000), 0);
+    CHECK_LOCK_RC(x, redlock_lock_extend(x, 20000), 0);
     CHECK(redlock_lock_validity_ms(x) > 10000 && redlock_lock_validity_ms(x) <= 20000);   /* the new TTL */
-    CHECK_LOCK_RC(x, redlock_release(x), 0);
+    CHECK_LOCK_RC(x, redlock_lock_release(x), 0);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(EVENTUALLY(slots_held((int)i, res, 5) == 2, 3000, "two slots"));
     CHECK_LOCK_RC(y, redlock_lock_acquire(y, 60000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(y, redlock_release(y), 0);
-    CHECK_LOCK_RC(z, redlock_release(z), 0);
+    CHECK_LOCK_RC(y, redlock_lock_release(y), 0);
+    CHECK_LOCK_RC(z, redlock_lock_release(z), 0);
     redlock_lock_free(x);
     redlock_lock_free(y);
     redlock_lock_free(z);
@@ -244,21 +244,21 @@ static void test_extend_autoextend(void)
     const char *res = uniq("sem-extend");
     redlock_lock *a = sem(c, res, 2, 1), *b = sem(c, res, 2, 1), *d = sem(c, res, 2, 1);
     CHECK_LOCK_RC(a, redlock_lock_acquire(a, 1000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(a, redlock_extend(a, 8000), 0);
+    CHECK_LOCK_RC(a, redlock_lock_extend(a, 8000), 0);
     CHECK(redlock_lock_validity_ms(a) > 5000);
     CHECK_LOCK_RC(b, redlock_lock_acquire(b, 600, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_lock_auto_extend(b, 0, NULL, NULL), 0);
+    CHECK_RC(redlock_lock_auto_extend(b, 0, 0, NULL, NULL, NULL), 0);
     msleep(1500);   /* more than twice b's TTL */
     CHECK(redlock_lock_is_held(a) && redlock_lock_is_held(b));
     /* both permits still taken on the nodes: a third is refused */
     CHECK_LOCK_RC(d, redlock_lock_acquire(d, 1000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
     CHECK_RC(redlock_lock_auto_extend_stop(b), 0);
-    CHECK_LOCK_RC(b, redlock_release(b), 0);
-    CHECK_LOCK_RC(a, redlock_release(a), 0);
+    CHECK_LOCK_RC(b, redlock_lock_release(b), 0);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
     /* an expired permit is never extended */
     CHECK_LOCK_RC(d, redlock_lock_acquire(d, 300, REDLOCK_WAIT_NONE), 0);
     msleep(400);
-    CHECK(redlock_extend(d, 1000) != 0);
+    CHECK(redlock_lock_extend(d, 1000) != 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_lock_free(d);
@@ -280,8 +280,8 @@ static void test_lost_honest(void)
             snprintf(cmd, sizeof cmd, "DEL %s:s%d", res, s);
             node_int((int)i, cmd);
         }
-    CHECK_LOCK_RC(a, redlock_extend(a, 10000), REDLOCK_ELOST);
-    CHECK_LOCK_RC(a, redlock_release(a), REDLOCK_ELOST);
+    CHECK_LOCK_RC(a, redlock_lock_extend(a, 10000), REDLOCK_ELOST);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), REDLOCK_ELOST);
     CHECK(strstr(redlock_lock_errmsg(a), "no longer ours") != NULL);
     /* a slot taken over by someone else is lost too, not released */
     CHECK_LOCK_RC(a, redlock_lock_acquire(a, 10000, REDLOCK_WAIT_NONE), 0);
@@ -292,7 +292,7 @@ static void test_lost_honest(void)
             snprintf(cmd, sizeof cmd, "SET %s:s%d someone-else XX PX 10000", res, s);
             node_int((int)i, cmd);
         }
-    CHECK_LOCK_RC(a, redlock_release(a), REDLOCK_ELOST);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), REDLOCK_ELOST);
     for (size_t i = 0; i < t_nurls; i++)
         CHECK(slots_held((int)i, res, 3) == 1);   /* the other owner's key stays */
     redlock_lock_free(a);
@@ -315,8 +315,8 @@ static void test_fencing(void)
         uint64_t ta = redlock_lock_fencing_token(a), tb = redlock_lock_fencing_token(b);
         CHECK(ta > last && tb > ta);   /* one counter per semaphore */
         last = tb;
-        CHECK_LOCK_RC(a, redlock_release(a), 0);
-        CHECK_LOCK_RC(b, redlock_release(b), 0);
+        CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
+        CHECK_LOCK_RC(b, redlock_lock_release(b), 0);
     }
     redlock_lock_free(a);
     redlock_lock_free(b);
@@ -330,10 +330,10 @@ static void test_functions(void)
     redlock_lock *a = sem(c, res, 1, 1), *b = sem(c, res, 1, 1);
     CHECK_LOCK_RC(a, redlock_lock_acquire(a, 10000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(b, redlock_lock_acquire(b, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_LOCK_RC(a, redlock_extend(a, 10000), 0);
-    CHECK_LOCK_RC(a, redlock_release(a), 0);
+    CHECK_LOCK_RC(a, redlock_lock_extend(a, 10000), 0);
+    CHECK_LOCK_RC(a, redlock_lock_release(a), 0);
     CHECK_LOCK_RC(b, redlock_lock_acquire(b, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(b, redlock_release(b), 0);
+    CHECK_LOCK_RC(b, redlock_lock_release(b), 0);
     redlock_lock_free(a);
     redlock_lock_free(b);
     redlock_client_free(c);
@@ -367,8 +367,8 @@ static void test_bad_input(void)
     /* the largest limit works, and a permit of it is found */
     CHECK_RC(redlock_lock_new_semaphore(&l, c, uniq("sem-big"), REDLOCK_MAX_SEM_LIMIT, 2), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), REDLOCK_ESTATE);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), REDLOCK_ESTATE);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 0, REDLOCK_WAIT_NONE), REDLOCK_EINVAL);
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -443,7 +443,7 @@ static void test_interleaving_3_nodes_limit_2(void)
         node_int(i, cmd);
     }
     CHECK_LOCK_RC(cl, redlock_lock_acquire(cl, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(cl, redlock_release(cl), 0);
+    CHECK_LOCK_RC(cl, redlock_lock_release(cl), 0);
     redlock_lock_free(cl);
     redlock_client_free(c);
 }
@@ -486,7 +486,7 @@ static void test_permits_free_together(void)
      * lists name no common slot, waits for node 1's */
     for (int k = 0; k < 5; k++) {
         CHECK_LOCK_RC(one, redlock_lock_acquire(one, 10000, REDLOCK_WAIT_NONE), 0);
-        CHECK_LOCK_RC(one, redlock_release(one), 0);
+        CHECK_LOCK_RC(one, redlock_lock_release(one), 0);
     }
     redlock_lock_free(two);
     redlock_lock_free(one);
@@ -511,12 +511,12 @@ static void test_slow_node_names_the_free_slot(void)
     redlock_client *c = make_client(3, &o);
     redlock_lock *one = sem(c, res, 3, 1);
     CHECK_LOCK_RC(one, redlock_lock_acquire(one, 10000, REDLOCK_WAIT_NONE), 0);   /* connections up */
-    CHECK_LOCK_RC(one, redlock_release(one), 0);
+    CHECK_LOCK_RC(one, redlock_lock_release(one), 0);
     for (int k = 0; k < 10; k++) {
         CHECK(ctl(NULL, 0, "cmd 1 CLIENT PAUSE 300 ALL") == 0);
         CHECK_LOCK_RC(one, redlock_lock_acquire(one, 10000, REDLOCK_WAIT_NONE), 0);
         if (redlock_lock_is_held(one))
-            CHECK_LOCK_RC(one, redlock_release(one), 0);
+            CHECK_LOCK_RC(one, redlock_lock_release(one), 0);
     }
     redlock_lock_free(one);
     redlock_client_free(c);

@@ -40,7 +40,7 @@ static void *contend(void *arg)
         usleep(200);
         atomic_store(&counter, v + 1);
         atomic_fetch_sub(&holders, 1);
-        if (redlock_release(l) != 0)
+        if (redlock_lock_release(l) != 0)
             atomic_fetch_add(&failures, 1);
     }
     redlock_lock_free(l);
@@ -53,11 +53,11 @@ static void *distinct(void *arg)
     for (int i = 0; i < DISTINCT_ROUNDS; i++) {
         redlock_lock *l;
         snprintf(name, sizeof name, "distinct-%ld-%d", (long)(intptr_t)arg, i);
-        if (redlock_try_acquire(shared, name, 10000, &l) != 0) {
+        if (redlock_try_acquire(&l, shared, name, 10000) != 0) {
             atomic_fetch_add(&failures, 1);
             continue;
         }
-        if (redlock_release(l) != 0)
+        if (redlock_lock_release(l) != 0)
             atomic_fetch_add(&failures, 1);
         redlock_lock_free(l);
     }
@@ -127,7 +127,7 @@ static void test_cancel(void)
 {
     const char *res = uniq("cancel");
     redlock_lock *holder;
-    CHECK_RC(redlock_try_acquire(shared, res, 30000, &holder), 0);
+    CHECK_RC(redlock_try_acquire(&holder, shared, res, 30000), 0);
     CHECK_RC(redlock_lock_new(&waiter, shared, res), 0);
 
     /* a cancel from another thread ends a long wait */
@@ -146,9 +146,9 @@ static void test_cancel(void)
     CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, 60000), REDLOCK_ECANCELED);
     redlock_lock_cancel_reset(waiter);
     CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
-    CHECK_RC(redlock_release(holder), 0);
+    CHECK_RC(redlock_lock_release(holder), 0);
     CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_RC(redlock_release(waiter), 0);
+    CHECK_RC(redlock_lock_release(waiter), 0);
     redlock_lock_free(waiter);
     redlock_lock_free(holder);
 }

@@ -57,11 +57,11 @@ static void expect_ok(redlock_client *c)
     redlock_lock *l;
     CHECK_RC(redlock_lock_new(&l, c, uniq("tls-ok")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     /* again, over the pooled connections */
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
 }
 
@@ -320,8 +320,8 @@ static void *locker(void *arg)
             __atomic_add_fetch(&thread_failures, 1, __ATOMIC_SEQ_CST);
             continue;
         }
-        if (redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE) != 0 || redlock_extend(l, 10000) != 0 ||
-            redlock_release(l) != 0) {
+        if (redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE) != 0 || redlock_lock_extend(l, 10000) != 0 ||
+            redlock_lock_release(l) != 0) {
             fprintf(stderr, "thread %d: %s\n", (int)(intptr_t)arg, redlock_lock_errmsg(l));
             __atomic_add_fetch(&thread_failures, 1, __ATOMIC_SEQ_CST);
         }

@@ -158,7 +158,7 @@ static void test_minority_unreachable_acquires(void)
     redlock_lock *l;
     CHECK_RC(redlock_lock_new(&l, c, uniq("minority")), 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, GUARD_MS), 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
 }
@@ -180,7 +180,7 @@ static void test_busy_lock_still_waits(void)
     CHECK_LOCK_RC(holder, redlock_lock_acquire(holder, 30000, REDLOCK_WAIT_NONE), 0);
     CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 5000, 1500), REDLOCK_ETIMEDOUT);
     CHECK(strstr(redlock_lock_errmsg(waiter), "gave up after") != NULL);
-    CHECK_LOCK_RC(holder, redlock_release(holder), 0);
+    CHECK_LOCK_RC(holder, redlock_lock_release(holder), 0);
     redlock_lock_free(holder);
     redlock_lock_free(waiter);
     redlock_client_free(c);
@@ -204,7 +204,7 @@ static void test_slow_nodes_are_not_unreachable(void)
     for (int k = 0; k < 20 && rc != 0; k++)   /* connect first, on a loaded machine too */
         rc = redlock_lock_acquire(l, 5000, REDLOCK_WAIT_NONE);
     CHECK_LOCK_RC(l, rc, 0);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     for (int i = 1; i < 3; i++)
         CHECK(ctl(NULL, 0, "pause %d", i) == 0);
     CHECK_LOCK_RC(l, redlock_lock_acquire(l, 5000, 1500), REDLOCK_ETIMEDOUT);

@@ -20,11 +20,11 @@ static void *worker(void *arg)
     for (int k = 0; k < 50; k++) {
         redlock_lock *l;
         snprintf(name, sizeof name, "conns-%d-%d", (int)getpid(), atomic_fetch_add(&serial, 1));
-        if (redlock_acquire(client, name, 10000, &l) != 0) {
+        if (redlock_acquire(&l, client, name, 10000) != 0) {
             atomic_fetch_add(&failures, 1);
             continue;
         }
-        if (redlock_release(l) != 0)
+        if (redlock_lock_release(l) != 0)
             atomic_fetch_add(&failures, 1);
         redlock_lock_free(l);
     }
@@ -68,7 +68,7 @@ static void *waiter(void *arg)
             atomic_fetch_add(&failures, 1);
             continue;
         }
-        if (redlock_lock_acquire(l, 10000, 30000) != 0 || redlock_release(l) != 0)
+        if (redlock_lock_acquire(l, 10000, 30000) != 0 || redlock_lock_release(l) != 0)
             atomic_fetch_add(&failures, 1);
         redlock_lock_free(l);
     }

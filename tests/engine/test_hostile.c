@@ -123,7 +123,7 @@ static void hostile(const char *mode)
     int out = redlock_lock_node_result(l, 2, NULL, NULL, msg, sizeof msg);
     printf("%s, 1 bad node of 3: acquired; bad node: outcome %d, '%s'\n", mode, out, msg);
     CHECK(out == REDLOCK_NODE_ERROR || out == REDLOCK_NODE_NOT_WAITED);
-    CHECK_LOCK_RC(l, redlock_release(l), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
     redlock_lock_free(l);
     redlock_client_free(c);
     /* Three bad nodes of 5: never acquired, and each says why. */

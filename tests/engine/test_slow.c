@@ -40,10 +40,10 @@ int main(int argc, char **argv)
         CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
         double t1 = now_ms();
         slow_not_waited[0] += redlock_lock_node_result(l, (size_t)slow, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED;
-        CHECK_LOCK_RC(l, redlock_extend(l, 10000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_extend(l, 10000), 0);
         double t2 = now_ms();
         slow_not_waited[1] += redlock_lock_node_result(l, (size_t)slow, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED;
-        CHECK_LOCK_RC(l, redlock_release(l), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
         double t3 = now_ms();
         slow_not_waited[2] += redlock_lock_node_result(l, (size_t)slow, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED;
         acq[k] = t1 - t0, ext[k] = t2 - t1, rel[k] = t3 - t2;

@@ -42,9 +42,9 @@ static void *worker(void *arg)
             atomic_fetch_add(&acquired, 1);
             if (!redlock_lock_is_held(l))
                 atomic_fetch_add(&bad, 1);
-            if (redlock_extend(l, 30000) == 0)
+            if (redlock_lock_extend(l, 30000) == 0)
                 atomic_fetch_add(&extended, 1);
-            rc = redlock_release(l);
+            rc = redlock_lock_release(l);
             if (rc == 0)
                 atomic_fetch_add(&released, 1);
             else

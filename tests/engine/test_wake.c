@@ -313,7 +313,7 @@ static void *waiter_main(void *arg)
     if (w->rc == 0 && w->order)
         w->place = atomic_fetch_add(w->order, 1);
     if (w->rc == 0 && w->release)
-        w->release_rc = redlock_release(w->lock);
+        w->release_rc = redlock_lock_release(w->lock);
     return NULL;
 }
 
@@ -373,7 +373,7 @@ static void test_wakeup_basic(void)
     CHECK(count(rb, REDLOCK_EVENT_ACQUIRE_FAILED) >= 1);
     CHECK(!redlock_lock_is_held(w.lock));
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
@@ -389,7 +389,7 @@ static void test_wakeup_basic(void)
     fprintf(stderr, "  B: %d WOKEN, acquired at attempt %u\n", count(rb, REDLOCK_EVENT_WOKEN),
             rb->last_acquired_attempt);
     CHECK(redlock_lock_is_held(w.lock));
-    CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+    CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     /* The woken waiter left the queue with its acquisition. */
     for (size_t i = 0; i < 5; i++) {
         CHECK(WAIT_UNTIL(queue_keys(i, key_of(res)) == 0, 5000, "the queue to go"));
@@ -426,12 +426,12 @@ static void test_wakeup_after_long_hold(void)
         await_registered(b, res);
         usleep(600 * 1000);   /* the hold: six of the holder's node timeouts */
         mark(rb);
-        CHECK_LOCK_RC(la, redlock_release(la), 0);
+        CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
         finish(&w);
         CHECK_RC(w.rc, 0);
         CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
         if (w.rc == 0)
-            CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+            CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
         redlock_lock_free(w.lock);
         redlock_lock_free(la);
         redlock_client_free(a);
@@ -461,7 +461,7 @@ static void test_no_wake(void)
         CHECK(listeners_in(b, REDLOCK_LISTENER_OFF) == 5);
         for (size_t i = 0; i < 5; i++)
             CHECK(queue_keys(i, key_of(res)) == 0);   /* no registration */
-        CHECK_LOCK_RC(la, redlock_release(la), 0);
+        CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
         finish(&w);
         CHECK_RC(w.rc, 0);
         CHECK(count(rb, REDLOCK_EVENT_WOKEN) == 0);
@@ -472,7 +472,7 @@ static void test_no_wake(void)
             CHECK(connections(i, &sub) >= 0 && sub == 0);   /* nobody subscribed */
         }
         if (w.rc == 0)
-            CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+            CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
         redlock_lock_free(w.lock);
         redlock_lock_free(la);
         redlock_client_free(a);
@@ -520,7 +520,7 @@ static void test_restart_one_of_three(void)
     CHECK(WAIT_UNTIL(after_mark(rb, REDLOCK_EVENT_ACQUIRE_FAILED) >= 1, 15000, "B's next attempt"));
     CHECK(!redlock_lock_is_held(w.lock));
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);   /* still ours on nodes 0 and 2 */
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);   /* still ours on nodes 0 and 2 */
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
@@ -528,7 +528,7 @@ static void test_restart_one_of_three(void)
     if (!went || t_failures)
         print_listener_events(rb, "B");
     if (w.rc == 0)
-        CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     redlock_lock_free(w.lock);
     redlock_lock_free(la);
     redlock_client_free(a);
@@ -570,7 +570,7 @@ static void test_restart_only_node_queue_lost(void)
     CHECK(WAIT_UNTIL(after_mark(rb, REDLOCK_EVENT_ACQUIRE_FAILED) >= 1, 15000, "B's next attempt"));
     CHECK(!redlock_lock_is_held(w.lock));
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
@@ -578,7 +578,7 @@ static void test_restart_only_node_queue_lost(void)
     if (!went || t_failures)
         print_listener_events(rb, "B");
     if (w.rc == 0)
-        CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     CHECK(queue_keys(4, key) == 0);
     redlock_lock_free(w.lock);
     redlock_lock_free(la);
@@ -606,7 +606,7 @@ static void test_paused_node(void)
     CHECK(redlock_client_listener_state(b, 4, NULL, 0) != REDLOCK_LISTENER_READY);
     CHECK(!redlock_lock_is_held(w.lock));
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     finish(&w);
     CHECK_RC(w.rc, 0);
     if (w.rc == 0) {
@@ -626,7 +626,7 @@ static void test_paused_node(void)
     }
     CHECK(harness("RESUME 4") == 0);
     if (w.rc == 0)
-        CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     for (size_t i = 0; i < 4; i++)
         CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key_of(res)) == 0, 5000, "the key to go"));
     redlock_lock_free(w.lock);
@@ -660,13 +660,13 @@ static void test_winner_leaves_unawaited_node(void)
         CHECK(node_q(i, "ZCARD %s:wq", key) == 1);
     CHECK(harness("PAUSE 4") == 0);
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     finish(&w);
     CHECK(harness("RESUME 4") == 0);
     CHECK_RC(w.rc, 0);
     CHECK(redlock_lock_node_result(w.lock, 4, NULL, NULL, NULL, 0) != REDLOCK_NODE_OK);
     if (w.rc == 0)
-        CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     for (size_t i = 0; i < 4; i++)
         CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
     /* Bounded, not timed: a registration left behind stays for its lease (15 s). */
@@ -738,7 +738,7 @@ static void test_many_waits_no_leak(void)
     redlock_lock *probe;
     CHECK_RC(redlock_lock_new(&probe, b, uniq("leak-probe")), 0);
     CHECK_LOCK_RC(probe, redlock_lock_acquire(probe, 10000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(probe, redlock_release(probe), 0);
+    CHECK_LOCK_RC(probe, redlock_lock_release(probe), 0);
     redlock_lock_free(probe);
     for (size_t i = 0; i < 5; i++) {
         long long q = node_q(i, "ZCARD %s:wq", key), l = node_q(i, "ZCARD %s:wl", key);
@@ -756,7 +756,7 @@ static void test_many_waits_no_leak(void)
         CHECK(sub == 1);
     }
     /* Nobody is left to wake: the release leaves no queue behind. */
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     for (size_t i = 0; i < 5; i++)
         CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
     redlock_lock_free(la);
@@ -795,7 +795,7 @@ static void test_fair_order(void)
     /* Every waiter listens before the lock comes free. */
     for (int k = 0; k < W; k++)
         CHECK(WAIT_UNTIL(listeners_in(cs[k], REDLOCK_LISTENER_READY) == 5, 30000, "listeners READY"));
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     for (int k = 0; k < W; k++) {
         finish(&w[k]);
         CHECK_RC(w[k].rc, 0);
@@ -846,7 +846,7 @@ static void *acl_worker(void *arg)
             atomic_fetch_add(&acl_acquired, 1);
             msleep(2);
             atomic_fetch_sub(&inside, 1);
-            if (redlock_release(l) != 0)
+            if (redlock_lock_release(l) != 0)
                 atomic_fetch_add(&acl_failed, 1);
         }
         redlock_lock_free(l);
@@ -883,14 +883,14 @@ static void test_acl_minimal_user(void)
                      "B's listeners REFUSED or DOWN"));
     print_listeners(b, "B");
     mark(rb);
-    CHECK_LOCK_RC(la, redlock_release(la), 0);
+    CHECK_LOCK_RC(la, redlock_lock_release(la), 0);
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(count(rb, REDLOCK_EVENT_WOKEN) == 0);
     CHECK(listeners_in(b, REDLOCK_LISTENER_REFUSED) + listeners_in(b, REDLOCK_LISTENER_DOWN) == 3);
     CHECK(listeners_in(b, REDLOCK_LISTENER_READY) == 0);
     if (w.rc == 0)
-        CHECK_LOCK_RC(w.lock, redlock_release(w.lock), 0);
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
     redlock_lock_free(w.lock);
     redlock_lock_free(la);
 

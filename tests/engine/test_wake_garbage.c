@@ -100,7 +100,7 @@ static void *holder_main(void *arg)
             usleep(100);
         if (atomic_load(&p->registered))
             p->contended++;
-        if (redlock_release(l) != 0) {
+        if (redlock_lock_release(l) != 0) {
             p->failures++;
             fprintf(stderr, "holder release: %s: %s\n", name, redlock_lock_errmsg(l));
         }
@@ -129,7 +129,7 @@ static void *waiter_main(void *arg)
             atomic_store(&p->waiting, l);
             int rc = redlock_lock_acquire(l, 10000, 30000);
             atomic_store(&p->waiting, NULL);
-            if (rc != 0 || redlock_release(l) != 0) {
+            if (rc != 0 || redlock_lock_release(l) != 0) {
                 p->failures++;
                 fprintf(stderr, "waiter: %s: %s\n", name, redlock_lock_errmsg(l));
             }
@@ -235,7 +235,7 @@ static void test_killed_waiter(void)
     }
     /* A release wakes the first registration; PUBLISH reaches nobody, so
      * the registration is dropped at once, and the empty queue with it. */
-    CHECK_LOCK_RC(held, redlock_release(held), 0);
+    CHECK_LOCK_RC(held, redlock_lock_release(held), 0);
     for (size_t i = 0; i < 5; i++)
         CHECK(EVENTUALLY(queue_keys_on(i, key) == 0 && node_q(i, "EXISTS %s", key) == 0, 5000,
                          "the dead waiter's registration dropped by the release"));
@@ -279,7 +279,7 @@ static void test_leave_missed_by_stopped_node(void)
     waitpid(pid, NULL, 0);
     /* Released while node 4 is stopped: the live nodes drop the dead
      * registration; node 4 misses the release (and with it the drop). */
-    CHECK_LOCK_RC(held, redlock_release(held), 0);
+    CHECK_LOCK_RC(held, redlock_lock_release(held), 0);
     CHECK(harness("RESUME 4") == 0);
     /* Node 4 runs the release it owed when it wakes, but however it ends,
      * its queue is gone within one lease of the last registration. */
@@ -334,10 +334,10 @@ static void test_stale_head_cleared_by_its_client(void)
         snprintf(member, sizeof member, "%s", rep->element[0]->str);
     freeReplyObject(rep);
     CHECK(member[0] != '\0');
-    CHECK_LOCK_RC(h1, redlock_release(h1), 0);
+    CHECK_LOCK_RC(h1, redlock_lock_release(h1), 0);
     pthread_join(w1.t, NULL);
     CHECK_RC(w1.rc, 0);
-    CHECK_LOCK_RC(b1, redlock_release(b1), 0);
+    CHECK_LOCK_RC(b1, redlock_lock_release(b1), 0);
 
     /* Node 0 keeps that registration at the head of r's queue, as a node
      * that missed its leave would: it lapses only in an hour. */
@@ -358,16 +358,16 @@ static void test_stale_head_cleared_by_its_client(void)
     bg_wait w3 = { .lock = c1 };
     pthread_create(&w3.t, NULL, bg_main, &w3);
     CHECK(EVENTUALLY(node_q(1, "ZCARD %s:wq", rk) == 1, 30000, "C registered for r"));
-    CHECK_LOCK_RC(h, redlock_release(h), 0);
+    CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
     pthread_join(w3.t, NULL);
     CHECK_RC(w3.rc, 0);
     CHECK(EVENTUALLY(node_q(0, "ZSCORE %s:wq %s", rk, member) == 0, 10000, "the stale head cleared by B's client"));
-    CHECK_LOCK_RC(c1, redlock_release(c1), 0);
+    CHECK_LOCK_RC(c1, redlock_lock_release(c1), 0);
     CHECK(EVENTUALLY(queue_keys_on(0, rk) == 0, 10000, "no queue left for r on node 0"));
-    CHECK_LOCK_RC(h2, redlock_release(h2), 0);
+    CHECK_LOCK_RC(h2, redlock_lock_release(h2), 0);
     pthread_join(w2.t, NULL);
     CHECK_RC(w2.rc, 0);
-    CHECK_LOCK_RC(b2, redlock_release(b2), 0);
+    CHECK_LOCK_RC(b2, redlock_lock_release(b2), 0);
     redisFree(n0);
     redlock_lock_free(h1);
     redlock_lock_free(h2);

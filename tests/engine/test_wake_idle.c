@@ -52,7 +52,7 @@ static void *wait_then_release(void *arg)
     atomic_store(&w->acquired_ms, now_ms());
     atomic_store(&w->rc_acquire, rc);
     if (rc == 0) {
-        atomic_store(&w->rc_release, redlock_release(l));
+        atomic_store(&w->rc_release, redlock_lock_release(l));
         atomic_store(&w->released_ms, now_ms());
     }
     redlock_lock_free(l);
@@ -89,14 +89,14 @@ static void release_while_idle(int helper_running)
     /* One cycle first, so that the release goes to every node as EVALSHA
      * (the script was sent on the connection before). */
     CHECK_LOCK_RC(r, redlock_lock_acquire(r, 30000, REDLOCK_WAIT_NONE), 0);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     if (helper_running) {
         /* A wait that gives up starts the helper and the listeners. */
         redlock_lock *h;
         CHECK_RC(redlock_lock_new(&h, wc, warm), 0);
         CHECK_LOCK_RC(h, redlock_lock_acquire(h, 30000, REDLOCK_WAIT_NONE), 0);
         CHECK_RC(redlock_lock_acquire(r, 30000, 100), REDLOCK_ETIMEDOUT);
-        CHECK_LOCK_RC(h, redlock_release(h), 0);
+        CHECK_LOCK_RC(h, redlock_lock_release(h), 0);
         redlock_lock_free(h);
     }
     redlock_lock_free(r);
@@ -118,7 +118,7 @@ static void release_while_idle(int helper_running)
 
     CHECK(node_q(SLOW, "SCRIPT FLUSH") == 1);
     CHECK(harness("PAUSE %d", SLOW) == 0);
-    CHECK_LOCK_RC(r, redlock_release(r), 0);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     double released = now_ms();
     CHECK(redlock_lock_node_result(r, SLOW, NULL, NULL, NULL, 0) == REDLOCK_NODE_NOT_WAITED);
     /* From here on, nothing calls the releasing client: this thread only

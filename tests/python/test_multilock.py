@@ -197,6 +197,11 @@ def test_try_acquire_many_bad_input(client, other, name):
         client.try_acquire_many([a, other.lock(name + ":c")])
     with pytest.raises(TypeError):
         client.try_acquire_many([a, "x"])
+    # the list's checks are the C library's, said in its words (the binding has no copy of them)
+    with pytest.raises(redlock.InvalidArgument, match=r"'.*:a' is given twice"):
+        client.try_acquire_many([a, b, a], ttl=10)
+    with pytest.raises(redlock.InvalidArgument, match="over the limit of 65536"):
+        client.try_acquire_many([a] * 65537, ttl=10)
     assert not a.held and not b.held
     # a MultiLock takes part like any other Lock
     m = client.lock([name + ":x", name + ":y"], ttl=10)

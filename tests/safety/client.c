@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define REDLOCK_EXPERIMENTAL   /* redlock_lock_acquire_many */
 #include "redlock.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -374,7 +375,7 @@ static int run_take(redlock_client *client, const char *resource, long holder, l
         logline("TAKE %ld %lld %lld %lld %d %ld %ld %lld", client_id, seq, (long long)t_call, (long long)t_ret,
                 rc, holder, j * every, (long long)vu);
         if (rc == 0)
-            redlock_release(l[j]);
+            redlock_lock_release(l[j]);
         if (gap > 0)
             sleep_ms(rand_r(&seed) % (gap + 1));
     }
@@ -664,13 +665,13 @@ int main(int argc, char **argv)
         for (long k = 0; k < background; k++)
             if (!redlock_lock_is_held(bg[k]))
                 todo[pending++] = bg[k];
-        if (pending && (rc = redlock_lock_acquire_many(todo, (size_t)pending, (uint32_t)ttl, bg_rc)) != 0) {
+        if (pending && (rc = redlock_lock_acquire_many(client, todo, (size_t)pending, (uint32_t)ttl, bg_rc, NULL, 0)) != 0) {
             fprintf(stderr, "client %ld: acquire_many: %s\n", id, redlock_error_name(rc));
             return 1;
         }
         int64_t t_acq = now_ns();
         for (long k = 0; k < pending; k++) {
-            if (bg_rc[k] == 0 && (rc = redlock_lock_auto_extend(todo[k], 0, on_bg_lost, NULL)) != 0) {
+            if (bg_rc[k] == 0 && (rc = redlock_lock_auto_extend(todo[k], 0, 0, on_bg_lost, NULL, NULL)) != 0) {
                 fprintf(stderr, "client %ld: auto_extend: %s\n", id, redlock_error_name(rc));
                 return 1;
             }
@@ -743,7 +744,7 @@ int main(int argc, char **argv)
         if (rw_mode)
             logline("RW %ld %lld %c", id, seq, lock == rw_read ? 'R' : 'W');
         if (auto_extend) {
-            rc = redlock_lock_auto_extend(lock, 0, on_lost, NULL);
+            rc = redlock_lock_auto_extend(lock, 0, 0, on_lost, NULL, NULL);
             if (rc != 0)    /* ESTATE: the validity ran out already; the loop goes on */
                 logline("AEFAIL %ld %lld %lld %d %s", id, seq, (long long)now_ns(), rc, redlock_error_name(rc));
         }
@@ -790,7 +791,7 @@ int main(int argc, char **argv)
         }
 
         int64_t t_rel = now_ns();
-        rc = redlock_release(lock);
+        rc = redlock_lock_release(lock);
         int64_t t_rel_ret = now_ns();
         logline("REL %ld %lld %lld %lld %d %s %s", id, seq, (long long)t_rel, (long long)t_rel_ret,
                 rc, rc ? redlock_error_name(rc) : "OK",
@@ -805,7 +806,7 @@ int main(int argc, char **argv)
         logline("BGEND %ld %lld %lld %ld %ld %ld", id, seq, (long long)now_ns(), background, held,
                 atomic_load(&bg_lost));
         for (long k = 0; k < background; k++) {
-            redlock_release(bg[k]);
+            redlock_lock_release(bg[k]);
             redlock_lock_free(bg[k]);
         }
         free(bg);

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
-from ._convert import Seconds, _ttl_ms
-from ._errors import InvalidArgument, LockStateError, check
+from ._convert import _ERRBUF_SIZE, Seconds, _ttl_ms
+from ._errors import LockStateError, check
 from ._lock import Lock
 from ._redlock import ffi, lib
 
@@ -19,20 +19,11 @@ def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Secon
     Returns one bool per lock; a False lock's ``last_error`` says why. ``ttl``: for every lock
     (None: theirs, which must then be the same)."""
     locks = list(locks)
-    if not locks:
-        return []
-    if len(locks) > lib.REDLOCK_ACQUIRE_MANY_MAX:
-        raise InvalidArgument(f"{len(locks)} locks at once, over the limit of {lib.REDLOCK_ACQUIRE_MANY_MAX}",
-                              detail="too many locks")
-    seen = set()
     for lk in locks:
         if not isinstance(lk, Lock):
             raise TypeError(f"try_acquire_many takes Lock objects, not {type(lk).__name__}")
-        if lk.client is not client:
-            raise InvalidArgument(f"{lk._display!r} belongs to another client", detail="another client's lock")
-        if id(lk) in seen:
-            raise InvalidArgument(f"{lk._display!r} is listed twice", detail="a lock listed twice")
-        seen.add(id(lk))
+    if not locks:
+        return []
     if ttl is not None:
         ttl_ms = _ttl_ms(ttl)
     else:
@@ -42,7 +33,7 @@ def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Secon
         ttl_ms = ttls.pop()
     entered: List[Lock] = []
     try:
-        for lk in locks:
+        for lk in {id(lk): lk for lk in locks}.values():   # each once: C refuses a Lock listed twice
             lk._enter()
             entered.append(lk)
             if lk._foreign and lib.redlock_lock_is_held(lk._ptr):
@@ -51,7 +42,10 @@ def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Secon
                                      detail="acquired by another process", resource=lk._display)
         arr = ffi.new("redlock_lock *[]", [lk._ptr for lk in locks])
         results = ffi.new("int[]", len(locks))
-        check(lib.redlock_lock_acquire_many(arr, len(locks), ttl_ms, results), "", None)
+        err = ffi.new("char[]", _ERRBUF_SIZE)
+        # The list's checks (another client's lock, one twice, too many) are C's.
+        rc = lib.redlock_lock_acquire_many(client._ptr, arr, len(locks), ttl_ms, results, err, _ERRBUF_SIZE)
+        check(rc, ffi.string(err).decode("utf-8", "replace"), None)
         out = []
         for k, lk in enumerate(locks):
             rc = results[k]

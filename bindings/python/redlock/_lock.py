@@ -201,7 +201,7 @@ class Lock:
         # notice for it can follow (replaced, stopped, released, freed), or now
         # if it refused.
         key = self._watch.arm(on_lost)
-        rc = lib.redlock_lock_auto_extend3(self._ptr, max_hold_ms, lib.REDLOCK_AT_RISK_DEFAULT,
+        rc = lib.redlock_lock_auto_extend(self._ptr, max_hold_ms, lib.REDLOCK_AT_RISK_DEFAULT,
                                            lib._redlock_py_on_lost, ffi.cast("void *", key),
                                            lib._redlock_py_on_lost_free)
         if rc:
@@ -259,7 +259,7 @@ class Lock:
             if self._granted_to_nobody(err):
                 # KeyboardInterrupt landed right after a successful acquire:
                 # nobody would release it, so give it back now.
-                lib.redlock_release(self._ptr)
+                lib.redlock_lock_release(self._ptr)
             raise
         finally:
             self._token = None
@@ -284,7 +284,7 @@ class Lock:
             if self._granted_to_nobody(err):
                 # Cancelled as the lock was granted: give it back, off the loop.
                 with contextlib.suppress(BaseException):
-                    await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_release, self._ptr))
+                    await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_lock_release, self._ptr))
             raise
         finally:
             self._token = None
@@ -389,7 +389,7 @@ class Lock:
                 # Held but not kept alive as asked: give it back, say why.
                 self.last_error = self._error(rc)
                 self._acquired = False
-                lib.redlock_release(self._ptr)
+                lib.redlock_lock_release(self._ptr)
                 return int(rc)
         return 0
 
@@ -404,7 +404,7 @@ class Lock:
                 self._acquired = False
                 return
             self._acquired = False
-            rc = lib.redlock_release(self._ptr)  # also stops auto-extension
+            rc = lib.redlock_lock_release(self._ptr)  # also stops auto-extension
             reraise_interrupt()
             self._check(rc)
         finally:
@@ -419,7 +419,7 @@ class Lock:
         try:
             if self._foreign:
                 raise self._not_ours("extends")
-            rc = lib.redlock_extend(self._ptr, ttl_ms)
+            rc = lib.redlock_lock_extend(self._ptr, ttl_ms)
             reraise_interrupt()
             self._check(rc)
         finally:

@@ -270,11 +270,10 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
 
 %extend redlock_client {
   /* One attempt at each lock, pipelined (redlock_lock_acquire_many):
-   * handles are the Locks' C pointers (of this client, each once, none
-   * closed: Redlock.tryAcquireMany checks), the result a RedlockException[]
-   * with null where the lock is held now. */
-  jobjectArray rl_acquireMany(rl_status *st, jlongArray handles, uint32_t ttlMs) {
-    return rl_java_acquire_many(st, $self, handles, ttlMs);
+   * locks is a Lock[] without null elements, jclient the Redlock; the result
+   * a RedlockException[] with null where the lock is held now. */
+  jobjectArray rl_acquireMany(rl_status *st, jobjectArray locks, uint32_t ttlMs, jobject jclient) {
+    return rl_java_acquire_many(st, $self, locks, ttlMs, jclient);
   }
 
   /* REDLOCK_ACQUIRE_MANY_MAX: Redlock.ACQUIRE_MANY_MAX reads it from here. */

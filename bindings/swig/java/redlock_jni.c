@@ -339,7 +339,7 @@ int rl_java_open(redlock_client **out, const char *const *nodes, size_t n_nodes,
 
 /* The lost listener's reference is the C library's to drop once it can no
  * longer be called (replaced, stopped, released, freed): rl_jref_free as the
- * userdata_free of redlock_lock_auto_extend3. */
+ * userdata_free of redlock_lock_auto_extend. */
 static void rl_java_lost_free(void *dispatch) {
     rl_jref_free(dispatch);
 }
@@ -354,7 +354,7 @@ void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms
     /* A listener hears the at-risk notice too (REDLOCK_EATRISK, at the
      * library's default margin): NativeCallbacks.lost gives it to
      * LockLostListener.onAtRisk, before the loss. */
-    rc = redlock_lock_auto_extend3(lock, max_hold_ms, ref ? REDLOCK_AT_RISK_DEFAULT : 0, ref ? rl_java_on_lost : NULL,
+    rc = redlock_lock_auto_extend(lock, max_hold_ms, ref ? REDLOCK_AT_RISK_DEFAULT : 0, ref ? rl_java_on_lost : NULL,
                                    ref, ref ? rl_java_lost_free : NULL);
     if (rc != 0) {
         rl_lock_fail(st, lock, rc);
@@ -452,50 +452,142 @@ static jobject rl_java_exception(JNIEnv *env, int code, const char *detail) {
     (*env)->DeleteLocalRef(env, name);
     (*env)->DeleteLocalRef(env, text);
     (*env)->DeleteLocalRef(env, det);
+    (*env)->DeleteLocalRef(env, cls);   /* one a call: a list's results make many */
     return (*env)->ExceptionCheck(env) ? NULL : ex;
 }
 
-jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jlongArray handles, uint32_t ttl_ms) {
-    (void)client; /* the locks name their client; the C call checks they share one */
+/* One element of tryAcquireMany's list: its serial, its index, and whether
+ * this call entered its monitor (once per Lock, however often listed). */
+typedef struct {
+    jlong serial;
+    jsize index;
+    int entered;
+} rl_many_item;
+
+static int rl_by_serial(const void *a, const void *b) {
+    jlong x = ((const rl_many_item *)a)->serial, y = ((const rl_many_item *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jobjectArray locks, uint32_t ttl_ms,
+                                  jobject jclient) {
     JNIEnv *env = rl_java_env();
-    jsize n = handles ? (*env)->GetArrayLength(env, handles) : 0;
-    if (n <= 0) {
-        rl_fail(st, REDLOCK_EINVAL, "no locks");
-        return NULL;
-    }
-    redlock_lock **locks = malloc((size_t)n * sizeof *locks);
-    int *rcs = malloc((size_t)n * sizeof *rcs);
-    jlong *h = malloc((size_t)n * sizeof *h);
+    jsize n = locks ? (*env)->GetArrayLength(env, locks) : 0;
+    jclass lock_cls = (*env)->FindClass(env, "io/redlock/Lock");
+    jclass ex_cls = (*env)->FindClass(env, "io/redlock/RedlockException");
+    jclass handle_cls = (*env)->FindClass(env, "io/redlock/NativeHandle");
+    jfieldID serial = lock_cls ? (*env)->GetFieldID(env, lock_cls, "serial", "J") : NULL;
+    jmethodID handle = lock_cls ? (*env)->GetMethodID(env, lock_cls, "handle", "()J") : NULL;
+    jfieldID cptr = handle_cls ? (*env)->GetFieldID(env, handle_cls, "swigCPtr", "J") : NULL;
+    if (!ex_cls || !serial || !handle || !cptr)
+        return NULL;   /* an exception is pending */
+    rl_many_item *items = calloc((size_t)n + 1, sizeof *items);
+    redlock_lock **ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+    jsize *which = calloc((size_t)n + 1, sizeof *which);
+    int *rcs = calloc((size_t)n + 1, sizeof *rcs);
     jobjectArray out = NULL;
-    if (!locks || !rcs || !h) {
+    jobject last = NULL;
+    jsize m = 0, seen = 0;
+    int client_entered = 0;
+    char err[512];
+    if (!items || !ptrs || !which || !rcs) {
         rl_fail(st, REDLOCK_ENOMEM, NULL);
         goto done;
     }
-    (*env)->GetLongArrayRegion(env, handles, 0, n, h);
-    for (jsize k = 0; k < n; k++)
-        locks[k] = (redlock_lock *)(intptr_t)h[k];
-    int rc = redlock_lock_acquire_many(locks, (size_t)n, ttl_ms, rcs);
-    if (rc != 0) {
-        rl_fail(st, rc, rc == REDLOCK_EINVAL ? "locks of different clients, a lock given twice, or too many" : NULL);
+    /* Local references are not kept per Lock (a list may hold 65,536):
+     * each element is fetched from the array when it is needed. */
+    for (jsize k = 0; k < n; k++) {
+        jobject l = (*env)->GetObjectArrayElement(env, locks, k);   /* never null: Java checks */
+        items[k].serial = (*env)->GetLongField(env, l, serial);
+        items[k].index = k;
+        (*env)->DeleteLocalRef(env, l);
+    }
+    /* Every Lock's monitor, once, in the order of their serials, so that
+     * two overlapping calls cannot wait for each other, then the client's
+     * (as every call on it, serialised with close()): what each lock's own
+     * tryAcquire holds, held by JNI rather than by nested synchronized
+     * blocks, so the C library gets the whole list in one call. */
+    qsort(items, (size_t)n, sizeof *items, rl_by_serial);
+    for (; seen < n; seen++) {
+        jobject l = (*env)->GetObjectArrayElement(env, locks, items[seen].index);
+        if (last && (*env)->IsSameObject(env, l, last)) {
+            (*env)->DeleteLocalRef(env, l);   /* listed twice: entered once (C refuses the list) */
+            continue;
+        }
+        if ((*env)->MonitorEnter(env, l) != JNI_OK) {
+            (*env)->DeleteLocalRef(env, l);
+            goto done;
+        }
+        items[seen].entered = 1;
+        if (last)
+            (*env)->DeleteLocalRef(env, last);
+        last = l;
+    }
+    if ((*env)->MonitorEnter(env, jclient) != JNI_OK)
+        goto done;
+    client_entered = 1;
+    /* The client's pointer again, now that close() cannot run: the one the
+     * call was made with may have been freed since. */
+    client = (redlock_client *)(intptr_t)(*env)->GetLongField(env, jclient, cptr);
+    if (!client) {
+        rl_fail(st, REDLOCK_ESTATE, "the handle is closed");
         goto done;
     }
-    jclass cls = (*env)->FindClass(env, "io/redlock/RedlockException");
-    if (!cls || !(out = (*env)->NewObjectArray(env, n, cls, NULL)))
+    if (!(out = (*env)->NewObjectArray(env, n, ex_cls, NULL)))
         goto done;
-    for (jsize k = 0; k < n; k++) {
-        if (rcs[k] == 0)
+    for (jsize k = 0; k < n; k++) {   /* in the caller's order, closed Locks left out */
+        jobject l = (*env)->GetObjectArrayElement(env, locks, k);
+        jlong h = (*env)->CallLongMethod(env, l, handle);
+        (*env)->DeleteLocalRef(env, l);
+        if ((*env)->ExceptionCheck(env)) {
+            out = NULL;
+            goto done;
+        }
+        if (h == 0) {
+            jobject ex = rl_java_exception(env, REDLOCK_ESTATE, "the handle is closed");
+            if (!ex) {
+                out = NULL;
+                goto done;
+            }
+            (*env)->SetObjectArrayElement(env, out, k, ex);
+            (*env)->DeleteLocalRef(env, ex);
             continue;
-        jobject ex = rl_java_exception(env, rcs[k], redlock_lock_errmsg(locks[k]));
+        }
+        which[m] = k;
+        ptrs[m++] = (redlock_lock *)(intptr_t)h;
+    }
+    int rc = redlock_lock_acquire_many(client, ptrs, (size_t)m, ttl_ms, rcs, err, sizeof err);
+    if (rc != 0) {
+        rl_fail(st, rc, err);
+        out = NULL;
+        goto done;
+    }
+    for (jsize j = 0; j < m; j++) {
+        if (rcs[j] == 0)
+            continue;
+        jobject ex = rl_java_exception(env, rcs[j], redlock_lock_errmsg(ptrs[j]));
         if (!ex) {
             out = NULL;
             goto done;
         }
-        (*env)->SetObjectArrayElement(env, out, k, ex);
+        (*env)->SetObjectArrayElement(env, out, which[j], ex);
         (*env)->DeleteLocalRef(env, ex);
     }
 done:
-    free(locks);
+    if (client_entered)
+        (*env)->MonitorExit(env, jclient);
+    if (last)
+        (*env)->DeleteLocalRef(env, last);
+    while (seen > 0) {
+        if (!items[--seen].entered)
+            continue;
+        jobject l = (*env)->GetObjectArrayElement(env, locks, items[seen].index);
+        (*env)->MonitorExit(env, l);
+        (*env)->DeleteLocalRef(env, l);
+    }
+    free(items);
+    free(ptrs);
+    free(which);
     free(rcs);
-    free(h);
     return out;
 }

@@ -7,6 +7,7 @@
 #include <jni.h>
 #include <stddef.h>
 #include <stdint.h>
+#define REDLOCK_EXPERIMENTAL   /* rl_java_acquire_many */
 #include "redlock.h"
 #include "redlock_swig.h"
 
@@ -51,10 +52,14 @@ void rl_java_acquire_async(rl_status *st, redlock_lock *lock, uint32_t ttl_ms, i
 int rl_java_set_listener(redlock_options *options, jobject listener);
 /* Lock.nodeResults, one node: a NodeResult made by NativeCallbacks. */
 jobject rl_java_node_result(const redlock_lock *lock, size_t i, jobject url);
-/* Redlock.tryAcquireMany: redlock_lock_acquire_many over handles (the C
- * pointers of the client's Locks), as a RedlockException[] with null for
- * each lock held now and, for the others, the exception of its code and
- * detail (made, not thrown). NULL with st set, or an exception pending. */
-jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jlongArray handles, uint32_t ttl_ms);
+/* Redlock.tryAcquireMany: redlock_lock_acquire_many over locks (a Lock[]
+ * of no null element; self the Redlock), holding every Lock's monitor and
+ * then self's during the call, as a RedlockException[] with null for each
+ * lock held now and, for the others, the exception of its code and detail
+ * (made, not thrown; a closed Lock's is a LockStateException). The C
+ * library checks the list (another client's lock, one twice, too many).
+ * NULL with st set, or an exception pending. */
+jobjectArray rl_java_acquire_many(rl_status *st, redlock_client *client, jobjectArray locks, uint32_t ttl_ms,
+                                  jobject self);
 
 #endif

@@ -85,15 +85,14 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
    * error its tryAcquire would have raised ("REDLOCK_ENOTACQUIRED: ..."),
    * not raised: the other locks' outcomes stand. An empty list gives an
    * empty list; a bad list (locks of another client, one twice, more than
-   * REDLOCK_ACQUIRE_MANY_MAX) raises REDLOCK_EINVAL before any I/O. */
+   * REDLOCK_ACQUIRE_MANY_MAX) raises REDLOCK_EINVAL before any I/O, with the
+   * C library's reason. */
   Tcl_Obj *rl_tryAcquireMany(rl_status *st, redlock_lock *const *locks, size_t n_locks, uint32_t ttlMs) {
-    if (n_locks == 0)
-      return Tcl_NewListObj(0, NULL);
-    int *rcs = calloc(n_locks, sizeof *rcs);
-    int rc = rcs ? redlock_lock_acquire_many(locks, n_locks, ttlMs, rcs) : REDLOCK_ENOMEM;
+    int *rcs = calloc(n_locks ? n_locks : 1, sizeof *rcs);
+    char err[512];
+    int rc = rcs ? redlock_lock_acquire_many($self, locks, n_locks, ttlMs, rcs, err, sizeof err) : REDLOCK_ENOMEM;
     if (rc != 0) {
-      rl_fail(st, rc, rc == REDLOCK_EINVAL ? "locks of different clients, a lock given twice, or too many"
-                                           : NULL);
+      rl_fail(st, rc, rcs ? err : NULL);
       free(rcs);
       return NULL;
     }

@@ -235,8 +235,10 @@ check {[[lindex $ms 0] isHeld] && ![[lindex $ms 1] isHeld] && [[lindex $ms 2] is
 check {[$a tryAcquireMany {} 10000] eq ""} "no locks, no results"
 set bad [$a tryAcquireMany [list [lindex $ms 1]] 0]
 check {[string match "REDLOCK_EINVAL: *" [lindex $bad 0]]} "a zero TTL is the lock's own error: $bad"
-expect_error REDLOCK_EINVAL "a lock twice" {$a tryAcquireMany [list [lindex $ms 0] [lindex $ms 0]] 10000}
-expect_error REDLOCK_EINVAL "a lock of another client" {$a tryAcquireMany [list [lindex $ms 1] $held] 10000}
+set msg [expect_error REDLOCK_EINVAL "a lock twice" {$a tryAcquireMany [list [lindex $ms 0] [lindex $ms 0]] 10000}]
+check {[string match "*is given twice*" $msg]} "C's reason: $msg"
+set msg [expect_error REDLOCK_EINVAL "a lock of another client" {$a tryAcquireMany [list [lindex $ms 1] $held] 10000}]
+check {[string match "*belongs to another client*" $msg]} "C's reason: $msg"
 set msg [expect_error REDLOCK_EINVAL "not a lock" {$a tryAcquireMany [list [lindex $ms 1] $a] 10000}]
 check {[string match "*element 1 of the list is not a Lock*" $msg]} "which element: $msg"
 foreach l [concat $ms [list $held]] { $l close; rename $l "" }

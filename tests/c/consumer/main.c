@@ -64,10 +64,10 @@ int main(int argc, char **argv)
         fail("redlock_lock_acquire", rc, lock);
     else if (!redlock_lock_is_held(lock) || redlock_lock_fencing_token(lock) == 0)
         fprintf(stderr, "consumer: acquired, but not held or no fencing token\n");
-    else if ((rc = redlock_extend(lock, 5000)) != 0)
-        fail("redlock_extend", rc, lock);
-    else if ((rc = redlock_release(lock)) != 0)
-        fail("redlock_release", rc, lock);
+    else if ((rc = redlock_lock_extend(lock, 5000)) != 0)
+        fail("redlock_lock_extend", rc, lock);
+    else if ((rc = redlock_lock_release(lock)) != 0)
+        fail("redlock_lock_release", rc, lock);
     else {
         printf("took, extended and released a lock on %zu node(s)\n", n);
         status = 0;

@@ -26,7 +26,7 @@ package cbaseline
 //         int64_t t0 = mono_ns();
 //         int rc = redlock_lock_acquire(lock, ttl_ms, REDLOCK_WAIT_NONE);
 //         if (rc == 0)
-//             rc = redlock_release(lock);
+//             rc = redlock_lock_release(lock);
 //         ns[i] = mono_ns() - t0;
 //         if (rc != 0 && failed++ == 0)
 //             *first = rc;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 
 // LockLostListener.java: told when an auto-extended lock is at risk or lost
-// (redlock_lost_fn, armed by redlock_lock_auto_extend3); given to
+// (redlock_lost_fn, armed by redlock_lock_auto_extend); given to
 // Lock.autoExtend.
 package io.redlock;
 

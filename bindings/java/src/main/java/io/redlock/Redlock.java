@@ -96,10 +96,6 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
   /** The most locks {@link #tryAcquireMany(List, long)} takes in one call: the C library's REDLOCK_ACQUIRE_MANY_MAX. */
   public static final int ACQUIRE_MANY_MAX = acquireManyMaxNative();
 
-  // tryAcquireMany holds the monitors of this many locks at once (one native
-  // call each group): the nesting of synchronized blocks is a stack frame each.
-  private static final int MANY_GROUP = 1024;
-
   /**
    * One attempt at each of locks (this client's, of any kind), as
    * {@link Lock#tryAcquire(long)} makes it, all pipelined in about one round
@@ -108,78 +104,23 @@ public final class Redlock extends RedlockNative implements AutoCloseable {
    * locks.get(k) is held now, or the exception its tryAcquire(ttlMs) would
    * have thrown (not thrown: the other locks' outcomes stand). A null list
    * or element, a lock of another client or given twice, more than
-   * {@link #ACQUIRE_MANY_MAX} locks, or a ttlMs out of range throw
-   * InvalidArgumentException before any network I/O; a closed lock's
-   * element is a LockStateException. Each lock's monitor is held during its
-   * attempt, as its own tryAcquire holds it.
+   * {@link #ACQUIRE_MANY_MAX} locks, or a ttlMs that is not a 32-bit
+   * unsigned value throw InvalidArgumentException before any network I/O; a
+   * closed lock's element is a LockStateException. Each lock's monitor is
+   * held during the call, as its own tryAcquire holds it.
    */
   public List<RedlockException> tryAcquireMany(List<Lock> locks, long ttlMs) {
     if (locks == null)
       throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument", "the list of locks is null");
-    int n = locks.size();
-    if (n > ACQUIRE_MANY_MAX)
-      throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument",
-          n + " locks at once, over the limit of " + ACQUIRE_MANY_MAX);
-    if (ttlMs <= 0 || ttlMs > 0xFFFFFFFFL)
-      throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument",
-          "ttlMs " + ttlMs + " is out of range (1 to 4294967295; the library's own limit is one day)");
-    java.util.IdentityHashMap<Lock, Integer> index = new java.util.IdentityHashMap<>();
-    for (int k = 0; k < n; k++) {
-      Lock l = locks.get(k);
-      if (l == null)
+    Lock[] all = locks.toArray(new Lock[0]);
+    for (int k = 0; k < all.length; k++)
+      if (all[k] == null)
         throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument", "lock " + k + " is null");
-      if (l.client != this)
-        throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument",
-            "lock " + k + " belongs to another client");
-      if (index.put(l, k) != null)
-        throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument",
-            "lock " + k + " is given twice (first as lock " + index.get(l) + ")");
-    }
-    RedlockException[] out = new RedlockException[n];
-    if (n == 0)
-      return java.util.Arrays.asList(out);
-    Integer[] order = new Integer[n];
-    for (int k = 0; k < n; k++)
-      order[k] = k;
-    java.util.Arrays.sort(order, (a, b) -> Long.compare(locks.get(a).serial, locks.get(b).serial));
-    for (int from = 0; from < n; from += MANY_GROUP) {
-      int to = Math.min(n, from + MANY_GROUP);
-      holdingMonitors(locks, order, from, from, to, ttlMs, out);
-    }
+    Object[] res = acquireManyNative(all, ttlMs, this); // the C library checks the list
+    RedlockException[] out = new RedlockException[all.length];
+    for (int k = 0; k < all.length; k++)
+      out[k] = (RedlockException) res[k];
     return java.util.Arrays.asList(out);
-  }
-
-  // Takes the monitors of locks order[i..to) in turn, then makes the
-  // attempts of order[from..to) in one native call.
-  private void holdingMonitors(List<Lock> locks, Integer[] order, int from, int i, int to, long ttlMs,
-                               RedlockException[] out) {
-    if (i < to) {
-      synchronized (locks.get(order[i])) {
-        holdingMonitors(locks, order, from, i + 1, to, ttlMs, out);
-      }
-      return;
-    }
-    int[] which = new int[to - from];
-    long[] handles = new long[to - from];
-    int m = 0;
-    for (int j = from; j < to; j++) {
-      Lock l = locks.get(order[j]);
-      long h = l.handle();
-      if (h == 0) {
-        out[order[j]] = new LockStateException("REDLOCK_ESTATE", "the handle is closed", "the handle is closed");
-        continue;
-      }
-      which[m] = order[j];
-      handles[m++] = h;
-    }
-    if (m == 0)
-      return;
-    Object[] res;
-    synchronized (this) { // serialised with close(), as every call on the client
-      res = acquireManyNative(java.util.Arrays.copyOf(handles, m), ttlMs);
-    }
-    for (int j = 0; j < m; j++)
-      out[which[j]] = (RedlockException) res[j];
   }
 
   /** Frees the client. Idempotent. Locks made from it remain usable. */

@@ -2409,16 +2409,18 @@ public final class RedlockTest {
       check(e != null && e.getDetail().contains("another client"), "says which: " + (e == null ? "" : e.getDetail()));
       e = expect(InvalidArgumentException.class, "a lock twice", () -> a.tryAcquireMany(List.of(x, y, x), 10_000));
       check(e != null && e.getDetail().contains("twice"), "says which: " + (e == null ? "" : e.getDetail()));
-      expect(InvalidArgumentException.class, "ttl 0", () -> a.tryAcquireMany(List.of(x), 0));
+      e = expect(InvalidArgumentException.class, "over the limit (C's check)",
+          () -> a.tryAcquireMany(Collections.nCopies(Redlock.ACQUIRE_MANY_MAX + 1, x), 10_000));
+      check(e != null && e.getDetail().contains("over the limit"), "says why: " + (e == null ? "" : e.getDetail()));
       expect(InvalidArgumentException.class, "ttl over 32 bits", () -> a.tryAcquireMany(List.of(x), 1L << 32));
-      List<Lock> tooMany = Collections.nCopies(Redlock.ACQUIRE_MANY_MAX + 1, x);
-      expect(InvalidArgumentException.class, "over the limit", () -> a.tryAcquireMany(tooMany, 10_000));
       check(!x.isHeld() && !y.isHeld(), "nothing acquired by a refused call");
       checkEq(0, holders("am-x", 0), "and nothing on the nodes");
       checkEq(Collections.emptyList(), a.tryAcquireMany(List.of(), 10_000), "an empty list: an empty result");
-      // A day and more: the C library's own TTL check, as that lock's error.
+      // 0, or a day and more: the C library's own TTL check, as that lock's error.
       res = a.tryAcquireMany(List.of(x), 86_400_001L);
       check(res.get(0) instanceof InvalidArgumentException, "a TTL over a day, per lock: " + res.get(0));
+      res = a.tryAcquireMany(List.of(x), 0);
+      check(res.get(0) instanceof InvalidArgumentException, "a TTL of 0, per lock: " + res.get(0));
       // A closed lock: its own LockStateException; the others are attempted.
       y.close();
       res = a.tryAcquireMany(List.of(x, y), 10_000);
