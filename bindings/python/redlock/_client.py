@@ -8,8 +8,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._callbacks import Event, EventSink, ListenerState, _enum, finalize
-from ._convert import (_ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NODE_MSG_SIZE, _UNSET, _WAKE,
-                       Name, Path, Seconds, _callable, _count, _cpath, _cstr, _drift_factor, _flag,
+from ._convert import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_DRIFT_FACTOR, DEFAULT_DRIFT_MIN,
+                       DEFAULT_NODE_TIMEOUT, DEFAULT_RETRY_COUNT, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER,
+                       DEFAULT_TTL, _ERRBUF_SIZE, _FAIR, _MAX_TTL_MS, _MAX_WAIT_MS, _NODE_MSG_SIZE, _UNSET,
+                       _WAKE, Name, Path, Seconds, _callable, _count, _cpath, _cstr, _drift_factor, _flag,
                        _invalid, _ms, _show, _unreachable_ms)
 from ._errors import LockStateError, check
 from ._fork import free_in_owner
@@ -84,10 +86,11 @@ class Redlock:
     methods of the lock concerned; what it raises is logged, never propagated.
     """
 
-    def __init__(self, nodes: Iterable[Name], *, retry_count: int = 3, retry_delay: Seconds = 0.0,
-                 retry_jitter: Seconds = 0.2, wait: Optional[Seconds] = None,
-                 drift_factor: float = 0.01, drift_min: Seconds = 0.002,
-                 node_timeout: Seconds = 0.05, connect_timeout: Seconds = 0.2,
+    def __init__(self, nodes: Iterable[Name], *, retry_count: int = DEFAULT_RETRY_COUNT,
+                 retry_delay: Seconds = DEFAULT_RETRY_DELAY, retry_jitter: Seconds = DEFAULT_RETRY_JITTER,
+                 wait: Optional[Seconds] = None,
+                 drift_factor: float = DEFAULT_DRIFT_FACTOR, drift_min: Seconds = DEFAULT_DRIFT_MIN,
+                 node_timeout: Seconds = DEFAULT_NODE_TIMEOUT, connect_timeout: Seconds = DEFAULT_CONNECT_TIMEOUT,
                  unreachable_timeout: Optional[Seconds] = _UNSET,
                  key_prefix: Name = "", max_extensions: int = 0,
                  max_hold: Optional[Seconds] = None,
@@ -257,7 +260,7 @@ class Redlock:
         return ffi.gc(out[0], lambda ptr: finalize(lambda: _free_lock(ptr)))
 
     # -- locks -----------------------------------------------------------
-    def lock(self, name: Union[Name, Sequence[Name]], *, ttl: Seconds = 10.0, blocking: bool = True,
+    def lock(self, name: Union[Name, Sequence[Name]], *, ttl: Seconds = DEFAULT_TTL, blocking: bool = True,
              timeout: Optional[Seconds] = _UNSET, wait: Optional[Seconds] = _UNSET,
              auto_extend: bool = False, max_hold: Optional[Seconds] = None,
              on_lost: Optional[OnLost] = None, retry_count: Optional[int] = None,
@@ -311,7 +314,7 @@ class Redlock:
         return AsyncLock(self, name, **kwargs)
 
     # -- leader election (_election.py) ----------------------------------
-    def election(self, name: Name, *, ttl: Seconds = 10.0) -> "Election":
+    def election(self, name: Name, *, ttl: Seconds = DEFAULT_TTL) -> "Election":
         """An Election on ``name``: ``with client.election(name).campaign(value) as term:``,
         ``leader()``, ``observe()``. ``ttl`` is the leadership's lock TTL (auto-extended)."""
         from ._election import Election

@@ -49,6 +49,27 @@ def _show(value: Any) -> str:
 
 _MAX_TTL_MS: int = lib.REDLOCK_MAX_TTL_MS
 _MAX_WAIT_MS: int = lib.REDLOCK_MAX_WAIT_MS
+
+
+def _c_defaults() -> Any:
+    opts = ffi.new("redlock_options *")
+    lib.redlock_options_init(opts)
+    return opts
+
+
+# Redlock()'s keyword defaults: C's (redlock_options_init), in seconds, read rather than retyped.
+_C_OPTS = _c_defaults()
+DEFAULT_RETRY_COUNT: int = _C_OPTS.retry_count
+DEFAULT_RETRY_DELAY: float = _C_OPTS.retry_delay_ms / 1000
+DEFAULT_RETRY_JITTER: float = _C_OPTS.retry_jitter_ms / 1000
+DEFAULT_DRIFT_FACTOR: float = _C_OPTS.drift_factor
+DEFAULT_DRIFT_MIN: float = _C_OPTS.drift_min_ms / 1000
+DEFAULT_NODE_TIMEOUT: float = _C_OPTS.node_timeout_ms / 1000
+DEFAULT_CONNECT_TIMEOUT: float = _C_OPTS.connect_timeout_ms / 1000
+del _C_OPTS
+# The TTL of a lock made without one: the binding's own choice (C's calls always name theirs;
+# pottery's default, docs/defaults.md), written once for every entry point.
+DEFAULT_TTL: float = 10.0
 _WHY_U32 = "the largest value of the C field, a uint32_t of milliseconds"
 
 

@@ -9,14 +9,14 @@ from typing import Any, Iterable, Iterator, Optional
 
 from ._async import AsyncLock
 from ._client import Redlock
-from ._convert import _UNSET, Name, Seconds
+from ._convert import DEFAULT_TTL, _UNSET, Name, Seconds
 from ._lock import Lock, OnLost
 
 __all__ = ["Redlock", "Lock", "AsyncLock", "redlock"]
 
 
 @contextlib.contextmanager
-def redlock(name: Name, *, nodes: Iterable[Name], ttl: Seconds = 10.0, blocking: bool = True,
+def redlock(name: Name, *, nodes: Iterable[Name], ttl: Seconds = DEFAULT_TTL, blocking: bool = True,
             timeout: Optional[Seconds] = _UNSET, wait: Optional[Seconds] = _UNSET,
             auto_extend: bool = False, on_lost: Optional[OnLost] = None,
             **options: Any) -> Iterator[Lock]:

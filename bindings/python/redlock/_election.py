@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Tuple, Type
 
 from ._callbacks import PendingAcquire, begin_acquire, forget_acquire
-from ._convert import _MAX_WAIT_MS, Name, Seconds, _cstr, _invalid, _ttl_ms
+from ._convert import DEFAULT_TTL, _MAX_WAIT_MS, Name, Seconds, _cstr, _invalid, _ttl_ms
 from ._errors import LockStateError, check, error
 from ._redlock import ffi, lib
 
@@ -375,7 +375,7 @@ class Election:
     when leadership is lost (the lock could not be extended): stop acting then.
     """
 
-    def __init__(self, client: "Redlock", name: Name, *, ttl: Seconds = 10.0) -> None:
+    def __init__(self, client: "Redlock", name: Name, *, ttl: Seconds = DEFAULT_TTL) -> None:
         self._name = _cstr(name, "name")
         self._display = self._name.decode("utf-8", "replace")
         self._ttl_ms = _ttl_ms(ttl)

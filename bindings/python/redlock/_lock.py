@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
 from . import _fork, _sigwake
 from ._callbacks import (_NO_RTT, NodeOutcome, NodeResult, PendingAcquire, Watch, _enum, begin_acquire,
                          forget_acquire, reraise_interrupt)
-from ._convert import (_FAIR, _MAX_WAIT_MS, _NO_WAIT, _NODE_MSG_SIZE, _POLICY, _UNSET,
+from ._convert import (DEFAULT_TTL, _FAIR, _MAX_WAIT_MS, _NO_WAIT, _NODE_MSG_SIZE, _POLICY, _UNSET,
                        _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
                        _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
 from ._errors import Cancelled, LockExpired, LockStateError, RedlockError, check, error
@@ -77,7 +77,7 @@ class Lock:
     by a release, or polling only; in arrival order, or not (see Redlock).
     """
 
-    def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = 10.0,
+    def __init__(self, client: Redlock, name: Name, *, ttl: Seconds = DEFAULT_TTL,
                  blocking: bool = True, timeout: Optional[Seconds] = _UNSET,
                  wait: Optional[Seconds] = _UNSET, auto_extend: bool = False,
                  max_hold: Optional[Seconds] = None, on_lost: Optional[OnLost] = None,

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 from ._callbacks import finalize
-from ._convert import _ERRBUF_SIZE, _UNSET, Name, Seconds
+from ._convert import DEFAULT_TTL, _ERRBUF_SIZE, _UNSET, Name, Seconds
 from ._errors import InvalidArgument, LockStateError, RedlockError, check
 from ._lock import Lock
 from ._redlock import ffi, lib
@@ -82,7 +82,7 @@ class Semaphore:
     BoundedSemaphore does. ``last_error`` says why an acquire returned False. The permits held
     are in ``permits`` (their ``token``, ``validity``, ``extend()``...)."""
 
-    def __init__(self, client: Redlock, name: Name, limit: int, *, ttl: Seconds = 10.0,
+    def __init__(self, client: Redlock, name: Name, limit: int, *, ttl: Seconds = DEFAULT_TTL,
                  **kwargs: Any) -> None:
         self.limit = _limit(limit, "limit")
         self.name = name
