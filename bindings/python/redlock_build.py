@@ -212,6 +212,8 @@ int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
 typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                redlock_acquired_fn done, void *userdata);
+int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata);
+int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done, void *userdata);
 int redlock_lock_extend(redlock_lock *lock, uint32_t ttl_ms);
 int redlock_lock_release(redlock_lock *lock);
 void redlock_lock_cancel(redlock_lock *lock);

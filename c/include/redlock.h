@@ -461,6 +461,22 @@ REDLOCK_EXTERN int redlock_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int
 typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 REDLOCK_EXTERN int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                               redlock_acquired_fn done, void *userdata);
+/* A release and an extension that do not block the caller: what
+ * redlock_lock_release and redlock_lock_extend do (one round each, on every
+ * kind of handle), run on the client's acquire thread in turn with the
+ * acquires' steps, with done(lock, rc, userdata) called there once it is
+ * over, rc what the blocking call would have returned (redlock_acquired_fn
+ * is the completion of every asynchronous call on a lock). The rules of
+ * redlock_lock_acquire_async apply: one asynchronous call on a handle at a
+ * time (another gives REDLOCK_ESTATE), done may free the lock or start the
+ * next call, and redlock_lock_free waits for done. 0 once queued, or
+ * REDLOCK_EINVAL (NULL lock or done), REDLOCK_ESTATE, REDLOCK_ENOMEM,
+ * REDLOCK_ENOTSUP (in a forked child), and then done is not called. Not
+ * cancelled by redlock_lock_cancel: one round is bounded by the client's
+ * node_timeout_ms (and connect_timeout_ms for a new connection). */
+REDLOCK_EXTERN int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata);
+REDLOCK_EXTERN int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done,
+                                             void *userdata);
 
 /* Extends a held lock to ttl_ms from now, on a majority and within its
  * validity; never re-creates an expired key. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* acquire_async.c: asynchronous acquisition. One thread per client,
- * started by the first redlock_lock_acquire_async, keeps the acquires
- * under way in a queue (its state: async.c) and runs their steps
+/* acquire_async.c: asynchronous acquisition, release and extension. One
+ * thread per client, started by the first asynchronous call, keeps the
+ * calls under way in a queue (its state: async.c) and runs their steps
  * (acquire.c's rl_acq_*), each under its lock's mutex: an attempt when one
  * is due, a nap's end when its time comes or its lock's eventfd (a
  * wake-up, a listener change, a cancel) is written. Waiting costs a queue
@@ -238,4 +238,61 @@ int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait
     }
     pthread_mutex_unlock(&lock->mu);
     return rc;
+}
+
+/* ---- Releases and extensions: one round each, a single step ---- */
+
+static int release_step(rl_acq *a)
+{
+    a->rc = redlock_lock_release(a->lock);
+    return 0;
+}
+
+static int extend_step(rl_acq *a)
+{
+    a->rc = redlock_lock_extend(a->lock, a->ttl_ms);
+    return 0;
+}
+
+/* Queues the one step of a release or an extension (call names it). */
+static int start_one(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms, redlock_acquired_fn done,
+                     void *userdata, const char *call)
+{
+    if (!lock)
+        return REDLOCK_EINVAL;
+    if (!done) {
+        pthread_mutex_lock(&lock->mu);
+        int rc = rl_lock_err(lock, REDLOCK_EINVAL, "%s needs a done callback", call);
+        pthread_mutex_unlock(&lock->mu);
+        return rc;
+    }
+    if (rl_async_pending(lock))
+        return REDLOCK_ESTATE;      /* the handle's message is the call's under way */
+    rl_acq *a = calloc(1, sizeof *a);
+    if (!a)
+        return REDLOCK_ENOMEM;
+    a->step = step;
+    a->report = acquire_report;
+    a->done = done;
+    a->userdata = userdata;
+    a->ttl_ms = ttl_ms;
+    pthread_mutex_lock(&lock->mu);
+    const char *why;
+    int rc = rl_async_start(lock, a, &why);
+    if (rc) {
+        rl_lock_err(lock, rc, "%s", why);
+        free(a);
+    }
+    pthread_mutex_unlock(&lock->mu);
+    return rc;
+}
+
+int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata)
+{
+    return start_one(lock, release_step, 0, done, userdata, "redlock_lock_release_async");
+}
+
+int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done, void *userdata)
+{
+    return start_one(lock, extend_step, ttl_ms, done, userdata, "redlock_lock_extend_async");
 }

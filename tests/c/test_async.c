@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_async.c: redlock_lock_acquire_async on real nodes: the callback's
+/* test_async.c: redlock_lock_acquire_async (and the release's and the
+ * extension's asynchronous forms) on real nodes: the callback's
  * result is what redlock_lock_acquire returns (acquired, a failed check, a
  * timeout, a cancel); many waiters cost no thread each and all get their
  * locks once released, woken or polling; the handle is the acquire's
@@ -705,6 +706,99 @@ static void test_observe(void)
     redlock_client_free(c);
 }
 
+/* redlock_lock_release_async and redlock_lock_extend_async: the blocking
+ * call's result, on the acquire thread, for every kind of handle; one
+ * asynchronous call per handle at a time; done may free the lock. */
+static void release_async_frees(redlock_client *c, redlock_client *other, redlock_lock *l, redlock_lock *rival,
+                                const char *kind)
+{
+    box b = { 0 };
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(rival, redlock_lock_acquire(rival, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b), 0);
+    CHECK(wait_box(&b, 5000) == 1);
+    if (atomic_load(&b.rc) != 0)
+        fprintf(stderr, "%s: release_async gave %s: %s\n", kind, redlock_error_name(atomic_load(&b.rc)), b.msg);
+    CHECK(atomic_load(&b.rc) == 0 && !atomic_load(&b.held));
+    CHECK(!pthread_equal(b.thread, pthread_self()));
+    /* Released on the nodes, not only in the handle: the rival gets it now. */
+    CHECK_LOCK_RC(rival, redlock_lock_acquire(rival, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(rival, redlock_lock_release(rival), 0);
+    redlock_lock_free(l);
+    redlock_lock_free(rival);
+    (void)c;
+    (void)other;
+}
+
+static void test_release_extend_async(void)
+{
+    redlock_client *c = client_flags(0), *other = client_flags(0);
+    redlock_lock *l, *rival;
+    const char *res = uniq("relext");
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_RC(redlock_lock_new(&rival, other, res), 0);
+    CHECK_RC(redlock_lock_release_async(NULL, on_done, NULL), REDLOCK_EINVAL);
+    CHECK_RC(redlock_lock_extend_async(l, 1000, NULL, NULL), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_lock_errmsg(l), "done callback") != NULL);
+
+    /* Not held: the callback says what redlock_lock_release would. */
+    box b0 = { 0 };
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b0), 0);
+    CHECK(wait_box(&b0, 5000) == 1 && atomic_load(&b0.rc) == REDLOCK_ESTATE);
+
+    /* An extension: the validity is the new TTL's. */
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 2000, REDLOCK_WAIT_NONE), 0);
+    box b1 = { 0 };
+    CHECK_RC(redlock_lock_extend_async(l, 30000, on_done, &b1), 0);
+    CHECK(wait_box(&b1, 5000) == 1 && atomic_load(&b1.rc) == 0 && atomic_load(&b1.held));
+    CHECK(redlock_lock_validity_ms(l) > 20000);
+    CHECK(!pthread_equal(b1.thread, pthread_self()));
+
+    /* One asynchronous call on a handle at a time: while the rival waits
+     * asynchronously, its release and extension are refused. */
+    box bw = { 0 }, bx = { 0 };
+    CHECK_RC(redlock_lock_acquire_async(rival, 10000, 3000, on_done, &bw), 0);
+    CHECK_RC(redlock_lock_release_async(rival, on_done, &bx), REDLOCK_ESTATE);
+    CHECK_RC(redlock_lock_extend_async(rival, 1000, on_done, &bx), REDLOCK_ESTATE);
+
+    /* The release, from the done callback's thread, wakes nobody it should
+     * not and frees the lock for the waiting rival. */
+    box b2 = { 0 };
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 5000) == 1 && atomic_load(&b2.rc) == 0);
+    CHECK(wait_box(&bw, 5000) == 1 && atomic_load(&bw.rc) == 0);   /* the rival got it */
+    CHECK(atomic_load(&bx.fired) == 0);                             /* refused calls never call back */
+    CHECK_LOCK_RC(rival, redlock_lock_release(rival), 0);
+
+    /* done may free the lock. */
+    box b3 = { .free_lock = 1 };
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b3), 0);
+    CHECK(wait_box(&b3, 5000) == 1 && atomic_load(&b3.rc) == 0);
+    CHECK_LOCK_RC(rival, redlock_lock_acquire(rival, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(rival, redlock_lock_release(rival), 0);
+    redlock_lock_free(rival);
+
+    /* Every kind of handle: a read lock, a semaphore's permit, a multi-resource set. */
+    const char *rw = uniq("relext-rw");
+    CHECK_RC(redlock_lock_new_read(&l, c, rw), 0);
+    CHECK_RC(redlock_lock_new_write(&rival, other, rw), 0);
+    release_async_frees(c, other, l, rival, "read");
+    const char *sem = uniq("relext-sem");
+    CHECK_RC(redlock_lock_new_semaphore(&l, c, sem, 1, 1), 0);
+    CHECK_RC(redlock_lock_new_semaphore(&rival, other, sem, 1, 1), 0);
+    release_async_frees(c, other, l, rival, "semaphore");
+    char one[128], two[128];
+    snprintf(one, sizeof one, "%s", uniq("relext-multi"));
+    snprintf(two, sizeof two, "%s", uniq("relext-multi"));
+    const char *both[] = { one, two }, *just_two[] = { two };
+    CHECK_RC(redlock_lock_new_multi(&l, c, both, 2), 0);
+    CHECK_RC(redlock_lock_new_multi(&rival, other, just_two, 1), 0);
+    release_async_frees(c, other, l, rival, "multi");
+    redlock_client_free(c);
+    redlock_client_free(other);
+}
+
 int main(void)
 {
     load_nodes();
@@ -723,5 +817,6 @@ int main(void)
     run_test("fork", test_fork);
     run_test("minority_faults", test_minority_faults);
     run_test("observe", test_observe);
+    run_test("release_extend_async", test_release_extend_async);
     return finish_tests();
 }

@@ -197,6 +197,39 @@ def test_waits_take_no_executor_thread(client, other, name):
           f"{handover * 1000:.0f} ms after the release")
 
 
+def test_release_and_extend_take_no_executor_thread(client, other, name):
+    """An AsyncLock's release and extend run on C's acquire thread
+    (redlock_lock_release_async, redlock_lock_extend_async): with the loop's
+    default executor busy the whole time, 20 locks are taken, extended and
+    released, and each release frees its lock on the nodes."""
+    names = [f"{name}:{i}" for i in range(20)]
+    gate = threading.Event()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+        blocker = loop.run_in_executor(None, gate.wait, 30)   # the executor's one thread, busy
+        try:
+            locks = [client.alock(n, ttl=2.0) for n in names]
+            for lock in locks:
+                assert await lock.acquire(blocking=False) is True
+            await asyncio.wait_for(asyncio.gather(*(lock.extend(20.0) for lock in locks)), 10)
+            assert all(lock.validity > 10 for lock in locks)
+            await asyncio.wait_for(asyncio.gather(*(lock.release() for lock in locks)), 10)
+            assert not any(lock.held for lock in locks)
+            assert not blocker.done()
+            # released on the nodes: another client takes each at once
+            for n in names:
+                assert other.lock(n, ttl=1.0).acquire(blocking=False)
+            with pytest.raises(LockStateError):   # not held: release's own error
+                await locks[0].release()
+        finally:
+            gate.set()
+            await blocker
+
+    run(main())
+
+
 def test_waits_of_many_loops_share_one_thread(make_client, cluster5, name):
     """Two event loops in two threads wait through one client: each result reaches its own loop."""
     c = make_client(cluster5.urls)

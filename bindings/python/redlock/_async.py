@@ -17,9 +17,9 @@ class AsyncLock:
     """A Lock in asyncio's shape (and pottery's AIORedlock's): ``await
     acquire(blocking, timeout)`` -> bool, ``await release()``, ``await
     extend(ttl)``, ``await locked()``, ``async with``. A wait takes no thread:
-    the client's acquire thread in C runs every waiter's attempts; a release
-    or an extension (one round) runs in the loop's default executor.
-    Cancelling the task cancels a wait.
+    the client's acquire thread in C runs every waiter's attempts, and every
+    release and extension (one round each). Cancelling the task cancels a
+    wait; a cancelled release or extension is waited for to its end.
     Everything else (held, validity, token, check(), lost, node_results...)
     is the underlying :class:`Lock`'s, also reachable as ``.lock``."""
 

@@ -626,13 +626,46 @@ class Lock:
         return await self._acquire_async(ttl_ms, mode) is None
 
     async def release_async(self) -> None:
-        """release() run in the loop's default executor; a cancelled task
-        still waits for the release to finish."""
-        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.release))
+        """release() without a thread of its own: the round runs on the client's
+        acquire thread (redlock_lock_release_async), which serves every
+        asynchronous call. A cancelled task still waits for the release to
+        finish (one round)."""
+        self._enter()
+        try:
+            if self._foreign:
+                self._acquired = False
+                return
+            self._acquired = False
+            self._check(await self._c_async(
+                lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key)))
+        finally:
+            self._busy.release()
 
     async def extend_async(self, ttl: Optional[Seconds] = None) -> None:
-        """extend() run in the loop's default executor."""
-        await _wait_through_cancel(asyncio.get_running_loop().run_in_executor(None, self.extend, ttl))
+        """extend() without a thread of its own (redlock_lock_extend_async), as
+        release_async."""
+        ttl_ms = self._ttl_ms if ttl is None else _ttl_ms(ttl)
+        self._enter()
+        try:
+            if self._foreign:
+                raise self._not_ours("extends")
+            self._check(await self._c_async(
+                lambda key: lib.redlock_lock_extend_async(self._ptr, ttl_ms, lib._redlock_py_on_acquired, key)))
+        finally:
+            self._busy.release()
+
+    async def _c_async(self, start: Callable[[Any], int]) -> int:
+        """One asynchronous C call of a single round (a release, an extension):
+        start(userdata) queues it; its result code, awaited to the end even if
+        the task is cancelled meanwhile (then the cancellation goes on)."""
+        loop = asyncio.get_running_loop()
+        pending = PendingAcquire(loop, loop.create_future())
+        key = begin_acquire(pending, self)
+        rc = start(ffi.cast("void *", key))
+        if rc:
+            forget_acquire(key)
+            return int(rc)
+        return int(await _wait_through_cancel(pending.future))
 
     async def __aenter__(self) -> "Lock":
         err = await self._acquire_async(self._ttl_ms, self._mode)

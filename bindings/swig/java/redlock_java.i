@@ -207,6 +207,8 @@ RL_JAVA_NATIVE(redlock_lock::rl_setOptions, setOptionsNative)
 RL_JAVA_NATIVE(redlock_lock::rl_stopAutoExtend, stopAutoExtendNative)
 RL_JAVA_NATIVE(redlock_lock::rl_autoExtendWith, autoExtendNative)
 RL_JAVA_NATIVE(redlock_lock::rl_acquireAsyncWith, acquireAsyncNative)
+RL_JAVA_NATIVE(redlock_lock::rl_releaseAsyncWith, releaseAsyncNative)
+RL_JAVA_NATIVE(redlock_lock::rl_extendAsyncWith, extendAsyncNative)
 RL_JAVA_NATIVE(redlock_lock::rl_nodeResult, nodeResultNative)
 /* the read-write lock (RedlockReadWriteLock.java) */
 RL_JAVA_NATIVE(redlock_client::rl_newReadLock, newReadLockNative)
@@ -260,6 +262,16 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
   /* redlock_lock_acquire_async; dispatch: a NativeCallbacks.AcquireDispatch. */
   void rl_acquireAsyncWith(rl_status *st, uint32_t ttlMs, int64_t waitMs, jobject dispatch) {
     rl_java_acquire_async(st, $self, ttlMs, waitMs, dispatch);
+  }
+
+  /* redlock_lock_release_async; dispatch: a NativeCallbacks.RoundDispatch. */
+  void rl_releaseAsyncWith(rl_status *st, jobject dispatch) {
+    rl_java_round_async(st, $self, 0, 0, dispatch);
+  }
+
+  /* redlock_lock_extend_async; dispatch: a NativeCallbacks.RoundDispatch. */
+  void rl_extendAsyncWith(rl_status *st, uint32_t ttlMs, jobject dispatch) {
+    rl_java_round_async(st, $self, 1, ttlMs, dispatch);
   }
 
   /* One node of the last round's report, read at once: a NodeResult. */

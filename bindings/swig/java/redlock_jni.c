@@ -386,6 +386,24 @@ static void rl_java_on_acquired(redlock_lock *lock, int rc, void *userdata) {
     rl_jref_free(dispatch);
 }
 
+void rl_java_round_async(rl_status *st, redlock_lock *lock, int extend, uint32_t ttl_ms, jobject dispatch) {
+    rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
+    int rc;
+    if (!ref) {
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+        return;
+    }
+    rc = extend ? redlock_lock_extend_async(lock, ttl_ms, rl_java_on_acquired, ref)
+                : redlock_lock_release_async(lock, rl_java_on_acquired, ref);
+    if (rc == 0)
+        return;
+    rl_jref_free(ref); /* not kept by a refused call */
+    if (rc == REDLOCK_ESTATE) /* the handle's message is the call's under way */
+        rl_fail(st, rc, "an asynchronous call on this lock is under way");
+    else
+        rl_lock_fail(st, lock, rc);
+}
+
 void rl_java_acquire_async(rl_status *st, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, jobject dispatch) {
     rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
     int rc;

@@ -48,6 +48,10 @@ void rl_java_options_free(redlock_options *options);
 void rl_java_auto_extend(rl_status *st, redlock_lock *lock, uint32_t max_hold_ms, jobject dispatch);
 /* redlock_lock_acquire_async, its result to dispatch (a NativeCallbacks.AcquireDispatch). */
 void rl_java_acquire_async(rl_status *st, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, jobject dispatch);
+/* Lock.releaseAsync (extend 0) and Lock.extendAsync (extend 1, to ttl_ms):
+ * redlock_lock_release_async or redlock_lock_extend_async, told to dispatch
+ * (a NativeCallbacks.RoundDispatch) as an acquire is. */
+void rl_java_round_async(rl_status *st, redlock_lock *lock, int extend, uint32_t ttl_ms, jobject dispatch);
 /* Options.setEventListener: the options hold listener (NULL unsets). 0 or REDLOCK_ENOMEM. */
 int rl_java_set_listener(redlock_options *options, jobject listener);
 /* Lock.nodeResults, one node: a NodeResult made by NativeCallbacks. */

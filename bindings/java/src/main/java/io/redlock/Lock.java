@@ -67,7 +67,7 @@ public final class Lock extends LockNative implements AutoCloseable {
   private void checkNoAsync() {
     if (asyncPending)
       throw new LockStateException("REDLOCK_ESTATE", "the call does not fit the lock's state",
-          "an asynchronous acquire of '" + resourceNative() + "' is under way: wait for its future or cancel it");
+          "an asynchronous call on '" + resourceNative() + "' is under way: wait for its future (or cancel an acquire)");
   }
 
   /** {@link #acquireAsync(long, long, Executor)} with the client's retries (Redlock.WAIT_DEFAULT). */
@@ -99,6 +99,62 @@ public final class Lock extends LockNative implements AutoCloseable {
       asyncPending = true;
       try {
         acquireAsyncNative(ttlMs, waitMs, d);
+      } catch (RuntimeException e) {
+        asyncPending = false;
+        throw e;
+      }
+    }
+    return d.future;
+  }
+
+  /** {@link #releaseAsync(Executor)}, completed on {@link ForkJoinPool#commonPool()}. */
+  public CompletableFuture<Lock> releaseAsync() {
+    return releaseAsync(ForkJoinPool.commonPool());
+  }
+
+  /**
+   * Releases as {@link #release()} does, without a thread waiting: the round
+   * runs on the client's acquire thread in C (redlock_lock_release_async).
+   * The future completes on executor with this lock, or exceptionally with
+   * what release() would throw (LockLostException: it was no longer ours on
+   * a majority). Cancelling the future does not stop the release (one round,
+   * bounded by the node timeout). Until it completes, the lock's other calls
+   * throw {@link LockStateException}; errors found at once (a closed lock)
+   * are thrown here.
+   */
+  public CompletableFuture<Lock> releaseAsync(Executor executor) {
+    Objects.requireNonNull(executor, "executor");
+    NativeCallbacks.RoundDispatch d = new NativeCallbacks.RoundDispatch(this, executor);
+    synchronized (this) {
+      checkNoAsync();
+      asyncPending = true;
+      try {
+        releaseAsyncNative(d);
+      } catch (RuntimeException e) {
+        asyncPending = false;
+        throw e;
+      }
+    }
+    return d.future;
+  }
+
+  /** {@link #extendAsync(long, Executor)}, completed on {@link ForkJoinPool#commonPool()}. */
+  public CompletableFuture<Lock> extendAsync(long ttlMs) {
+    return extendAsync(ttlMs, ForkJoinPool.commonPool());
+  }
+
+  /**
+   * Extends as {@link #extend(long)} does, without a thread waiting
+   * (redlock_lock_extend_async), completed as {@link #releaseAsync(Executor)} is.
+   */
+  public CompletableFuture<Lock> extendAsync(long ttlMs, Executor executor) {
+    Objects.requireNonNull(executor, "executor");
+    NativeCallbacks.RoundDispatch d = new NativeCallbacks.RoundDispatch(this, executor);
+    synchronized (this) {
+      checkNoAsync();
+      asyncPending = true;
+      try {
+        extendAsyncNative(ttlMs, d);
       } catch (RuntimeException e) {
         asyncPending = false;
         throw e;

@@ -146,8 +146,6 @@ final class NativeCallbacks {
   // per acquireAsync; name, text and detail are null when code is 0 (or when
   // C had no memory for them).
   static void acquired(Object dispatch, int code, byte[] name, byte[] text, byte[] detail) {
-    AcquireDispatch d = (AcquireDispatch) dispatch;
-    d.lock.asyncPending = false;
     RedlockException cause = null;
     if (code != 0) {
       byte[] none = new byte[0];
@@ -155,14 +153,51 @@ final class NativeCallbacks {
           detail != null ? detail : none);
     }
     RedlockException c = cause;
+    Runnable settle;
+    Executor executor;
+    if (dispatch instanceof RoundDispatch) {
+      RoundDispatch r = (RoundDispatch) dispatch;
+      r.lock.asyncPending = false;
+      executor = r.executor;
+      settle = () -> r.settle(c);
+    } else {
+      AcquireDispatch d = (AcquireDispatch) dispatch;
+      d.lock.asyncPending = false;
+      executor = d.executor;
+      settle = () -> d.settle(c);
+    }
     try {
-      d.executor.execute(() -> d.settle(c));
+      executor.execute(settle);
     } catch (Throwable e) {
       // A rejecting or broken executor: complete on a thread of its own rather
       // than never (not here: a release on this thread could wait for itself).
-      Thread t = new Thread(() -> d.settle(c), "redlock-acquired");
+      Thread t = new Thread(settle, "redlock-acquired");
       t.setDaemon(true);
       t.start();
+    }
+  }
+
+  /**
+   * What the C side holds for one Lock.releaseAsync or Lock.extendAsync (one
+   * round each): the future, completed with the lock or with what release()
+   * or extend() would throw, on the executor. Cancelling the future does not
+   * stop the round, which is bounded by the node timeout.
+   */
+  static final class RoundDispatch {
+    final Lock lock;
+    final CompletableFuture<Lock> future = new CompletableFuture<>();
+    final Executor executor;
+
+    RoundDispatch(Lock lock, Executor executor) {
+      this.lock = lock;
+      this.executor = executor;
+    }
+
+    void settle(RedlockException cause) {
+      if (cause == null)
+        future.complete(lock);
+      else
+        future.completeExceptionally(cause);
     }
   }
 

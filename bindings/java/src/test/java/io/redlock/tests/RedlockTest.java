@@ -2523,6 +2523,27 @@ public final class RedlockTest {
         got += l == waiters.get(i) && l.isHeld() ? 1 : 0;
       }
       checkEq(n, got, "every future completed with its lock, held");
+      // extendAsync and releaseAsync: one round each on the C thread, no thread per call either.
+      List<CompletableFuture<Lock>> rounds = new ArrayList<>();
+      for (Lock w : waiters)
+        rounds.add(w.extendAsync(60000, pool));
+      expect(LockStateException.class, "release() while an extendAsync is under way",
+          () -> waiters.get(n - 1).release());
+      for (CompletableFuture<Lock> f : rounds)
+        f.get(20, TimeUnit.SECONDS);
+      check(waiters.stream().allMatch(w -> w.validityMs() > 30000), "every lock extended to a minute");
+      rounds.clear();
+      for (Lock w : waiters)
+        rounds.add(w.releaseAsync(pool));
+      for (CompletableFuture<Lock> f : rounds)
+        f.get(20, TimeUnit.SECONDS);
+      check(waiters.stream().noneMatch(Lock::isHeld), "every lock released");
+      check(Thread.activeCount() - threadsBefore <= 3, "no thread per release either");
+      held.get(0).acquire(1000, Redlock.WAIT_NONE); // free on the nodes: the holder takes it again
+      held.get(0).release();
+      ExecutionException notHeld = expect(ExecutionException.class, "releaseAsync of a lock not held",
+          () -> waiters.get(0).releaseAsync(pool).get(10, TimeUnit.SECONDS));
+      check(notHeld != null && notHeld.getCause() instanceof LockStateException, "LockStateException: " + notHeld);
       for (Lock w : waiters)
         w.close();
       for (Lock h : held)
