@@ -596,12 +596,21 @@ done:
         (*env)->MonitorExit(env, jclient);
     if (last)
         (*env)->DeleteLocalRef(env, last);
+    /* Fetching the Locks again needs no exception pending: one is set
+     * aside and thrown again once the monitors are given back. */
+    jthrowable pending = (*env)->ExceptionOccurred(env);
+    if (pending)
+        (*env)->ExceptionClear(env);
     while (seen > 0) {
         if (!items[--seen].entered)
             continue;
         jobject l = (*env)->GetObjectArrayElement(env, locks, items[seen].index);
         (*env)->MonitorExit(env, l);
         (*env)->DeleteLocalRef(env, l);
+    }
+    if (pending) {
+        (*env)->Throw(env, pending);
+        out = NULL;
     }
     free(items);
     free(ptrs);

@@ -2515,6 +2515,10 @@ public final class RedlockTest {
           () -> waiters.get(0).acquire(1000, Redlock.WAIT_NONE));
       expect(LockStateException.class, "a second acquireAsync meanwhile",
           () -> waiters.get(0).acquireAsync(1000, Redlock.WAIT_NONE));
+      expect(LockStateException.class, "releaseAsync while an acquireAsync is under way",
+          () -> waiters.get(0).releaseAsync(pool));
+      expect(LockStateException.class, "extendAsync meanwhile",
+          () -> waiters.get(0).extendAsync(1000, pool));
       for (Lock h : held)
         h.release();
       int got = 0;
@@ -2527,8 +2531,6 @@ public final class RedlockTest {
       List<CompletableFuture<Lock>> rounds = new ArrayList<>();
       for (Lock w : waiters)
         rounds.add(w.extendAsync(60000, pool));
-      expect(LockStateException.class, "release() while an extendAsync is under way",
-          () -> waiters.get(n - 1).release());
       for (CompletableFuture<Lock> f : rounds)
         f.get(20, TimeUnit.SECONDS);
       check(waiters.stream().allMatch(w -> w.validityMs() > 30000), "every lock extended to a minute");
