@@ -202,44 +202,6 @@ static void acquire_report(rl_acq *a)
     a->done(a->lock, a->rc, a->userdata);
 }
 
-int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, redlock_acquired_fn done,
-                               void *userdata)
-{
-    if (!lock)
-        return REDLOCK_EINVAL;
-    if (!done) {
-        pthread_mutex_lock(&lock->mu);
-        int rc = rl_lock_err(lock, REDLOCK_EINVAL, "redlock_lock_acquire_async needs a done callback");
-        pthread_mutex_unlock(&lock->mu);
-        return rc;
-    }
-    if (rl_async_pending(lock))
-        return REDLOCK_ESTATE;      /* the handle's message is the acquire's */
-    rl_acq *a = calloc(1, sizeof *a);
-    if (!a)
-        return REDLOCK_ENOMEM;
-    a->step = acquire_step;
-    a->report = acquire_report;
-    a->done = done;
-    a->userdata = userdata;
-    /* As redlock_lock_acquire: the auto-extension of the last acquisition is over. */
-    if (!redlock_lock_is_held(lock))
-        rl_watch_remove(lock);
-    pthread_mutex_lock(&lock->mu);
-    /* The checks and the wait's bounds now, on the caller's clock; the
-     * first attempt on the thread. A failed check ends through done too,
-     * as every failure does. */
-    rl_acq_begin(a, lock, ttl_ms, wait_ms);
-    const char *why;
-    int rc = rl_async_start(lock, a, &why);
-    if (rc) {
-        rl_lock_err(lock, rc, "%s", why);
-        free(a);
-    }
-    pthread_mutex_unlock(&lock->mu);
-    return rc;
-}
-
 /* ---- Releases and extensions: one round each, a single step ---- */
 
 static int release_step(rl_acq *a)
@@ -254,9 +216,10 @@ static int extend_step(rl_acq *a)
     return 0;
 }
 
-/* Queues the one step of a release or an extension (call names it). */
-static int start_one(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms, redlock_acquired_fn done,
-                     void *userdata, const char *call)
+/* Queues an asynchronous call on lock (call names it in messages): an
+ * acquire (acquire_step), or a release or an extension (one step each). */
+static int start_call(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms, int64_t wait_ms,
+                      redlock_acquired_fn done, void *userdata, const char *call)
 {
     if (!lock)
         return REDLOCK_EINVAL;
@@ -276,7 +239,16 @@ static int start_one(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms,
     a->done = done;
     a->userdata = userdata;
     a->ttl_ms = ttl_ms;
+    int acquire = step == acquire_step;
+    /* As redlock_lock_acquire: the auto-extension of the last acquisition is over. */
+    if (acquire && !redlock_lock_is_held(lock))
+        rl_watch_remove(lock);
     pthread_mutex_lock(&lock->mu);
+    /* An acquire's checks and its wait's bounds now, on the caller's
+     * clock; the first attempt on the thread. A failed check ends through
+     * done too, as every failure does. */
+    if (acquire)
+        rl_acq_begin(a, lock, ttl_ms, wait_ms);
     const char *why;
     int rc = rl_async_start(lock, a, &why);
     if (rc) {
@@ -287,12 +259,18 @@ static int start_one(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms,
     return rc;
 }
 
+int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, redlock_acquired_fn done,
+                               void *userdata)
+{
+    return start_call(lock, acquire_step, ttl_ms, wait_ms, done, userdata, "redlock_lock_acquire_async");
+}
+
 int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata)
 {
-    return start_one(lock, release_step, 0, done, userdata, "redlock_lock_release_async");
+    return start_call(lock, release_step, 0, 0, done, userdata, "redlock_lock_release_async");
 }
 
 int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done, void *userdata)
 {
-    return start_one(lock, extend_step, ttl_ms, done, userdata, "redlock_lock_extend_async");
+    return start_call(lock, extend_step, ttl_ms, 0, done, userdata, "redlock_lock_extend_async");
 }

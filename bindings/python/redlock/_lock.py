@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Tuple, Type
 
 from . import _fork, _sigwake
 from ._callbacks import (_NO_RTT, NodeOutcome, NodeResult, PendingAcquire, Watch, _enum, begin_acquire,
@@ -398,15 +398,20 @@ class Lock:
         ours on a majority (it expired, or another owner may have overlapped),
         LockStateError if it is not held. In a forked child, a lock its parent
         acquired is left alone: nothing is sent, nothing raised."""
+        with self._releasing() as ours:
+            if ours:
+                rc = lib.redlock_lock_release(self._ptr)  # also stops auto-extension
+                reraise_interrupt()
+                self._check(rc)
+
+    @contextlib.contextmanager
+    def _releasing(self) -> Iterator[bool]:
+        """The Lock taken for a release, no longer counted as acquired: yields
+        False in a forked child for a lock its parent holds (nothing is sent)."""
         self._enter()
         try:
-            if self._foreign:
-                self._acquired = False
-                return
             self._acquired = False
-            rc = lib.redlock_lock_release(self._ptr)  # also stops auto-extension
-            reraise_interrupt()
-            self._check(rc)
+            yield not self._foreign
         finally:
             self._busy.release()
 
@@ -630,16 +635,10 @@ class Lock:
         acquire thread (redlock_lock_release_async), which serves every
         asynchronous call. A cancelled task still waits for the release to
         finish (one round)."""
-        self._enter()
-        try:
-            if self._foreign:
-                self._acquired = False
-                return
-            self._acquired = False
-            self._check(await self._c_async(
-                lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key)))
-        finally:
-            self._busy.release()
+        with self._releasing() as ours:
+            if ours:
+                self._check(await self._c_async(
+                    lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key)))
 
     async def extend_async(self, ttl: Optional[Seconds] = None) -> None:
         """extend() without a thread of its own (redlock_lock_extend_async), as

@@ -386,15 +386,9 @@ static void rl_java_on_acquired(redlock_lock *lock, int rc, void *userdata) {
     rl_jref_free(dispatch);
 }
 
-void rl_java_round_async(rl_status *st, redlock_lock *lock, int extend, uint32_t ttl_ms, jobject dispatch) {
-    rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
-    int rc;
-    if (!ref) {
-        rl_fail(st, REDLOCK_ENOMEM, NULL);
-        return;
-    }
-    rc = extend ? redlock_lock_extend_async(lock, ttl_ms, rl_java_on_acquired, ref)
-                : redlock_lock_release_async(lock, rl_java_on_acquired, ref);
+/* An asynchronous call's start: rc is what it returned, ref its dispatch's
+ * reference (kept by the call when it started, freed otherwise). */
+static void rl_java_async_begun(rl_status *st, redlock_lock *lock, rl_jref *ref, int rc) {
     if (rc == 0)
         return;
     rl_jref_free(ref); /* not kept by a refused call */
@@ -404,21 +398,22 @@ void rl_java_round_async(rl_status *st, redlock_lock *lock, int extend, uint32_t
         rl_lock_fail(st, lock, rc);
 }
 
+void rl_java_round_async(rl_status *st, redlock_lock *lock, int extend, uint32_t ttl_ms, jobject dispatch) {
+    rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
+    if (!ref)
+        rl_fail(st, REDLOCK_ENOMEM, NULL);
+    else
+        rl_java_async_begun(st, lock, ref,
+                            extend ? redlock_lock_extend_async(lock, ttl_ms, rl_java_on_acquired, ref)
+                                   : redlock_lock_release_async(lock, rl_java_on_acquired, ref));
+}
+
 void rl_java_acquire_async(rl_status *st, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms, jobject dispatch) {
     rl_jref *ref = rl_jref_new(rl_java_env(), dispatch);
-    int rc;
-    if (!ref) {
+    if (!ref)
         rl_fail(st, REDLOCK_ENOMEM, NULL);
-        return;
-    }
-    rc = redlock_lock_acquire_async(lock, ttl_ms, wait_ms, rl_java_on_acquired, ref);
-    if (rc == 0)
-        return;
-    rl_jref_free(ref); /* not kept by a refused call */
-    if (rc == REDLOCK_ESTATE) /* the handle's message is the acquire's under way */
-        rl_fail(st, rc, "an asynchronous acquire of this lock is under way");
     else
-        rl_lock_fail(st, lock, rc);
+        rl_java_async_begun(st, lock, ref, redlock_lock_acquire_async(lock, ttl_ms, wait_ms, rl_java_on_acquired, ref));
 }
 
 int rl_java_set_listener(redlock_options *options, jobject listener) {

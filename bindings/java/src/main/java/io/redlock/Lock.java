@@ -94,17 +94,21 @@ public final class Lock extends LockNative implements AutoCloseable {
   public CompletableFuture<Lock> acquireAsync(long ttlMs, long waitMs, Executor executor) {
     Objects.requireNonNull(executor, "executor");
     NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, executor);
-    synchronized (this) {
-      checkNoAsync();
-      asyncPending = true;
-      try {
-        acquireAsyncNative(ttlMs, waitMs, d);
-      } catch (RuntimeException e) {
-        asyncPending = false;
-        throw e;
-      }
-    }
+    startAsync(() -> acquireAsyncNative(ttlMs, waitMs, d));
     return d.future;
+  }
+
+  // Starts an asynchronous call (start calls its native method): the lock is
+  // the call's until its C callback clears asyncPending.
+  private synchronized void startAsync(Runnable start) {
+    checkNoAsync();
+    asyncPending = true;
+    try {
+      start.run();
+    } catch (RuntimeException e) {
+      asyncPending = false;
+      throw e;
+    }
   }
 
   /** {@link #releaseAsync(Executor)}, completed on {@link ForkJoinPool#commonPool()}. */
@@ -125,16 +129,7 @@ public final class Lock extends LockNative implements AutoCloseable {
   public CompletableFuture<Lock> releaseAsync(Executor executor) {
     Objects.requireNonNull(executor, "executor");
     NativeCallbacks.RoundDispatch d = new NativeCallbacks.RoundDispatch(this, executor);
-    synchronized (this) {
-      checkNoAsync();
-      asyncPending = true;
-      try {
-        releaseAsyncNative(d);
-      } catch (RuntimeException e) {
-        asyncPending = false;
-        throw e;
-      }
-    }
+    startAsync(() -> releaseAsyncNative(d));
     return d.future;
   }
 
@@ -150,16 +145,7 @@ public final class Lock extends LockNative implements AutoCloseable {
   public CompletableFuture<Lock> extendAsync(long ttlMs, Executor executor) {
     Objects.requireNonNull(executor, "executor");
     NativeCallbacks.RoundDispatch d = new NativeCallbacks.RoundDispatch(this, executor);
-    synchronized (this) {
-      checkNoAsync();
-      asyncPending = true;
-      try {
-        extendAsyncNative(ttlMs, d);
-      } catch (RuntimeException e) {
-        asyncPending = false;
-        throw e;
-      }
-    }
+    startAsync(() -> extendAsyncNative(ttlMs, d));
     return d.future;
   }
 
