@@ -203,6 +203,14 @@ def test_try_acquire_many_bad_input(client, other, name):
     with pytest.raises(redlock.InvalidArgument, match="over the limit of 65536"):
         client.try_acquire_many([a] * 65537, ttl=10)
     assert not a.held and not b.held
+    # a closed client says so (the locks themselves stay usable)
+    gone = redlock.Redlock(client.nodes)
+    c = gone.lock(name + ":closed", ttl=10)
+    gone.close()
+    with pytest.raises(redlock.LockStateError, match="client is closed"):
+        gone.try_acquire_many([c])
+    assert c.acquire(blocking=False)
+    c.release()
     # a MultiLock takes part like any other Lock
     m = client.lock([name + ":x", name + ":y"], ttl=10)
     assert client.try_acquire_many([a, m]) == [True, True]

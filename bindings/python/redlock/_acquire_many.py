@@ -40,11 +40,14 @@ def try_acquire_many(client: Redlock, locks: Sequence[Lock], ttl: Optional[Secon
                 raise LockStateError(f"{lk._display!r}: this Lock holds the lock for process {lk._pid}; a "
                                      f"forked child must make a Lock of its own",
                                      detail="acquired by another process", resource=lk._display)
+        client_ptr = client._ptr
+        if client_ptr is None:
+            raise LockStateError("the Redlock client is closed", detail="client is closed")
         arr = ffi.new("redlock_lock *[]", [lk._ptr for lk in locks])
         results = ffi.new("int[]", len(locks))
         err = ffi.new("char[]", _ERRBUF_SIZE)
         # The list's checks (another client's lock, one twice, too many) are C's.
-        rc = lib.redlock_lock_acquire_many(client._ptr, arr, len(locks), ttl_ms, results, err, _ERRBUF_SIZE)
+        rc = lib.redlock_lock_acquire_many(client_ptr, arr, len(locks), ttl_ms, results, err, _ERRBUF_SIZE)
         check(rc, ffi.string(err).decode("utf-8", "replace"), None)
         out = []
         for k, lk in enumerate(locks):
