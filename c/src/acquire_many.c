@@ -165,9 +165,6 @@ static int chunks_make(chunks *ch, redlock_client *c, rl_cmd cmd, redlock_lock *
     return 0;
 }
 
-/* The set's checks before anything else: 0, or REDLOCK_EINVAL for no set,
- * an empty or too large one, a NULL lock, locks of different clients, or
- * the same handle twice (two acquisitions at once on one handle). */
 static int by_address(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t)*(redlock_lock *const *)a, y = (uintptr_t)*(redlock_lock *const *)b;
@@ -175,7 +172,9 @@ static int by_address(const void *a, const void *b)
 }
 
 /* The call's own checks, before any lock is touched: 0, or the code with
- * why in errbuf. The one copy of them: the bindings convert and call. */
+ * why in errbuf (no client or list, too many locks, a NULL lock, another
+ * client's lock, the same handle twice: two acquisitions at once on one
+ * handle). The one copy of them: the bindings convert and call. */
 static int check_set(redlock_client *client, redlock_lock *const *locks, size_t n, const int *results,
                      char *errbuf, size_t errbuf_size)
 {
