@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, Type
 
 from . import _fork, _sigwake
 from ._callbacks import (_NO_RTT, NodeOutcome, NodeResult, PendingAcquire, Watch, _enum, begin_acquire,
@@ -398,22 +398,26 @@ class Lock:
         ours on a majority (it expired, or another owner may have overlapped),
         LockStateError if it is not held. In a forked child, a lock its parent
         acquired is left alone: nothing is sent, nothing raised."""
-        with self._releasing() as ours:
-            if ours:
-                rc = lib.redlock_lock_release(self._ptr)  # also stops auto-extension
-                reraise_interrupt()
-                self._check(rc)
-
-    @contextlib.contextmanager
-    def _releasing(self) -> Iterator[bool]:
-        """The Lock taken for a release, no longer counted as acquired: yields
-        False in a forked child for a lock its parent holds (nothing is sent)."""
-        self._enter()
+        if not self._begin_release():
+            return
         try:
-            self._acquired = False
-            yield not self._foreign
+            rc = lib.redlock_lock_release(self._ptr)  # also stops auto-extension
+            reraise_interrupt()
+            self._check(rc)
         finally:
             self._busy.release()
+
+    def _begin_release(self) -> bool:
+        """Takes the Lock for a release, no longer counted as acquired; False
+        (and the Lock let go) in a forked child for a lock its parent holds:
+        nothing is sent. A plain call, not a context manager: release() is on
+        every cycle's path."""
+        self._enter()
+        self._acquired = False
+        if self._foreign:
+            self._busy.release()
+            return False
+        return True
 
     def extend(self, ttl: Optional[Seconds] = None) -> None:
         """Extends the held lock to ``ttl`` seconds from now (default: the TTL
@@ -635,10 +639,13 @@ class Lock:
         acquire thread (redlock_lock_release_async), which serves every
         asynchronous call. A cancelled task still waits for the release to
         finish (one round)."""
-        with self._releasing() as ours:
-            if ours:
-                self._check(await self._c_async(
-                    lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key)))
+        if not self._begin_release():
+            return
+        try:
+            self._check(await self._c_async(
+                lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key)))
+        finally:
+            self._busy.release()
 
     async def extend_async(self, ttl: Optional[Seconds] = None) -> None:
         """extend() without a thread of its own (redlock_lock_extend_async), as
