@@ -284,10 +284,10 @@ void redlock_client_free(redlock_client *client)
     if (atomic_load(&client->refs) == 1) {
         /* The last reference, so no other user: before closing, read what
          * the connections still owe (a release written but not yet
-         * answered) while replies keep coming, up to the stall limit; a
-         * node silent for a node timeout is not waited for. A lock that
-         * outlives its client drops the last reference in lock_free,
-         * which does no I/O: rl_client_unref. */
+         * answered), a paused node's included, up to the stall limit
+         * (rl_io_settle says why). A lock that outlives its client drops
+         * the last reference in lock_free, which does no I/O:
+         * rl_client_unref. */
         rl_io_settle(client, rl_now_us() + rl_policy_stall_us(&client->opts));
     }
     rl_client_unref(client);

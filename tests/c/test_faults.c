@@ -4,6 +4,9 @@
  * deciding without a paused node, and reconnecting to a restarted one. */
 #include "testutil.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 static void test_minority_down(void)
 {
     redlock_client *c = make_client(5, NULL);
@@ -287,6 +290,87 @@ static void test_no_extension_queued_on_stopped_node(void)
     redlock_client_free(c);
 }
 
+/* The client closed while a node is paused with a backlog of SETs and the
+ * releases behind them. When the node wakes it reads one buffer, runs it
+ * and replies; had the client closed the connection already, the reset
+ * its replies bring back makes the node drop the rest unread, releases
+ * included, and our keys stay for their TTL. redlock_client_free waits
+ * for what is owed up to the stall limit, paused node included. Node 4 is
+ * stopped and continued here, by pid, for timing the harness's ctl (a
+ * Python process) cannot give. */
+static pid_t resume_pid;
+static double resume_at_ms;
+
+static void *resume_later(void *arg)
+{
+    (void)arg;
+    double left = resume_at_ms - now_ms();
+    if (left > 0)
+        msleep((int)left);
+    kill(resume_pid, SIGCONT);
+    return NULL;
+}
+
+static void test_closed_while_paused(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    /* Stall limit 4 x 100 + 2000 = 2.4 s; a close that gave up after one
+     * node timeout of silence would close at 0.1 s. */
+    o.node_timeout_ms = 100;
+    o.connect_timeout_ms = 2000;
+    redlock_client *c = make_client(5, &o);
+    redlock_lock *warm;
+    CHECK_RC(redlock_try_acquire(&warm, c, uniq("warm"), 5000), 0);   /* pooled connections */
+    CHECK_RC(redlock_lock_release(warm), 0);
+    redlock_lock_free(warm);
+    char out[64] = "";
+    CHECK(ctl(out, sizeof out, "pid 4") == 0);
+    resume_pid = (pid_t)atol(out);
+    CHECK(resume_pid > 1);
+    if (resume_pid <= 1) {
+        redlock_client_free(c);
+        return;
+    }
+    char base[64];
+    snprintf(base, sizeof base, "closedpaused-%d", (int)getpid());
+    CHECK(kill(resume_pid, SIGSTOP) == 0);
+    double t0 = now_ms();
+    int cycles = 0, bad = 0;
+    /* 400 ms of cycles queue up on node 4 (the first release waits one
+     * node timeout for it; after that nothing does). */
+    while (now_ms() - t0 < 400 && cycles < 5000) {
+        char name[128];
+        snprintf(name, sizeof name, "%s-%d", base, cycles++);
+        redlock_lock *l;
+        if (redlock_lock_new(&l, c, name) != 0) {
+            bad++;
+            break;
+        }
+        bad += redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE) != 0;
+        bad += redlock_lock_is_held(l) && redlock_lock_release(l) != 0;
+        redlock_lock_free(l);
+    }
+    CHECK(bad == 0);
+    resume_at_ms = t0 + 900;   /* well after one node timeout, well before the stall limit */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, resume_later, NULL) == 0);
+    double closing = now_ms();
+    redlock_client_free(c);
+    double took = now_ms() - closing;
+    pthread_join(th, NULL);
+    fprintf(stderr, "[%s] %d cycles queued on the paused node; closing took %.0f ms\n", t_current, cycles, took);
+    /* It waited for the node (resumed at 0.9 s), not past the stall limit. */
+    CHECK(took >= resume_at_ms - closing - 50);
+    CHECK(took < 2400 + 1000);
+    char count[200];
+    snprintf(count, sizeof count, "EVAL \"return #redis.call('keys', '*%s-*')\" 0", base);
+    CHECK(EVENTUALLY(node_int(4, count) == 0, 5000, "the releases queued behind the SETs on node 4"));
+    long long left = node_int(4, count);
+    if (left)
+        fprintf(stderr, "[%s] %lld of %d keys left on node 4\n", t_current, left, cycles);
+}
+
 int main(void)
 {
     load_nodes();
@@ -300,6 +384,7 @@ int main(void)
     run_test("minority_down", test_minority_down);
     run_test("majority_down", test_majority_down);
     run_test("paused_node", test_paused_node);
+    run_test("closed_while_paused", test_closed_while_paused);
     run_test("restart_reconnects", test_restart_reconnects);
     run_test("stopped_after_answering", test_stopped_after_answering);
     run_test("no_extension_queued_on_stopped_node", test_no_extension_queued_on_stopped_node);

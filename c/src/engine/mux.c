@@ -541,27 +541,21 @@ void rl_io_settle(redlock_client *cl, int64_t deadline_us)
     rl_sigpipe pipe;
     rl_sigpipe_block(cl, &pipe);
     pthread_mutex_lock(&io->mu);
-    /* The last user: drive alone until nothing is owed. A node that still
-     * answers (slow, not stopped) is waited for as long as its replies keep
-     * coming, up to deadline_us: closing a socket while replies arrive
-     * resets it, and a node (or a proxy) that gets the reset may drop
-     * commands it has not read yet, such as the last release. A node that
-     * has gone quiet for a node timeout is not waited for: it gets FIN,
-     * and runs what it was sent when it wakes. */
-    int64_t quiet_us = (int64_t)cl->opts.node_timeout_ms * 1000, last_progress = rl_now_us();
-    uint64_t owed = owed_total(cl);
-    while (!io->leader && (needs_driving(cl) || owed)) {
+    /* The last user: drive alone until nothing is owed, up to deadline_us,
+     * a node gone quiet (paused) included. Closing a socket before the
+     * node has read what it owes is not enough: when it wakes, it reads
+     * one buffer (16 KB in Redis), runs it and replies; the reply meets
+     * the closed socket, the RST comes back, and the node drops the rest
+     * unread. A backlog built while it was paused holds SETs and the
+     * releases behind them; one cut between the two leaves our key until
+     * its TTL. */
+    while (!io->leader && (needs_driving(cl) || owed_total(cl))) {
         int64_t now = rl_now_us();
-        int64_t until = last_progress + quiet_us < deadline_us ? last_progress + quiet_us : deadline_us;
-        if (now >= until)
+        if (now >= deadline_us)
             break;
         io->leader = 1;
-        drive(cl, until - now);
+        drive(cl, deadline_us - now);
         io->leader = 0;
-        uint64_t left = owed_total(cl);
-        if (left < owed)
-            last_progress = rl_now_us();
-        owed = left;
     }
     pthread_mutex_unlock(&io->mu);
     rl_sigpipe_restore(&pipe);
