@@ -799,6 +799,71 @@ static void test_release_extend_async(void)
     redlock_client_free(other);
 }
 
+/* Release and extension in flight while nodes stop answering. A paused
+ * minority costs at most its node timeout, and still gets the release,
+ * which runs when it wakes. With a majority paused both calls end within
+ * their bound and say so; after the release the handle is idle, and the
+ * nodes drop the key once they wake. */
+static void test_release_extend_paused(void)
+{
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 300;
+    redlock_client *c = make_client(t_nurls, &o);
+    redlock_lock *l;
+    const char *res = uniq("relpaused");
+    char exists[200];
+    snprintf(exists, sizeof exists, "EXISTS %s", res);
+    CHECK_RC(redlock_lock_new(&l, c, res), 0);
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
+    CHECK(EVENTUALLY(node_int(0, exists) == 1, 5000, "the key on node 0"));
+
+    CHECK(ctl(NULL, 0, "pause 0") == 0);
+    box b1 = { 0 }, b2 = { 0 };
+    double t0 = now_ms();
+    CHECK_RC(redlock_lock_extend_async(l, 30000, on_done, &b1), 0);
+    CHECK(wait_box(&b1, 10000) == 1);
+    CHECK(atomic_load(&b1.rc) == 0 && atomic_load(&b1.held));
+    CHECK(now_ms() - t0 < 300 + 1500);
+    t0 = now_ms();
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 10000) == 1);
+    CHECK(atomic_load(&b2.rc) == 0 && !atomic_load(&b2.held));
+    CHECK(now_ms() - t0 < 300 + 1500);
+    CHECK(ctl(NULL, 0, "resume 0") == 0);
+    CHECK(EVENTUALLY(node_int(0, exists) == 0, 5000, "the release queued for the paused node"));
+
+    /* A majority paused. */
+    size_t quorum = t_nurls / 2 + 1;
+    /* Held, with the key on the nodes about to be paused. */
+    CHECK_LOCK_RC(l, redlock_lock_acquire(l, 30000, REDLOCK_WAIT_NONE), 0);
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(EVENTUALLY(node_int((int)i, exists) == 1, 5000, "the key on the nodes to pause"));
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "pause %zu", i) == 0);
+    box b3 = { 0 }, b4 = { 0 };
+    t0 = now_ms();
+    CHECK_RC(redlock_lock_extend_async(l, 30000, on_done, &b3), 0);
+    CHECK(wait_box(&b3, 10000) == 1);
+    CHECK(atomic_load(&b3.rc) != 0);
+    CHECK(strstr(b3.msg, "no reply") != NULL);
+    if (!strstr(b3.msg, "no reply"))
+        fprintf(stderr, "[%s] extend: %s\n", t_current, b3.msg);
+    CHECK(now_ms() - t0 < 300 + 1500);
+    t0 = now_ms();
+    CHECK_RC(redlock_lock_release_async(l, on_done, &b4), 0);
+    CHECK(wait_box(&b4, 10000) == 1);
+    CHECK(atomic_load(&b4.rc) != 0 && atomic_load(&b4.rc) != REDLOCK_ESTATE);
+    CHECK(!redlock_lock_is_held(l));
+    CHECK(now_ms() - t0 < 300 + 1500);
+    for (size_t i = 0; i < quorum; i++)
+        CHECK(ctl(NULL, 0, "resume %zu", i) == 0);
+    for (size_t i = 0; i < t_nurls; i++)
+        CHECK(EVENTUALLY(node_int((int)i, exists) == 0, 5000, "the release, once the nodes woke"));
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -813,6 +878,7 @@ int main(void)
     run_test("kinds", test_kinds);
     run_test("client_freed_pending", test_client_freed_pending);
     run_test("majority_paused", test_majority_paused);
+    run_test("release_extend_paused", test_release_extend_paused);   /* before a node restarts */
     run_test("campaign", test_campaign);
     run_test("fork", test_fork);
     run_test("minority_faults", test_minority_faults);
