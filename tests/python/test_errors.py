@@ -246,7 +246,8 @@ def test_negative_wait(client, name, wait):
 
 
 def test_absurd_wait_is_refused(client, name):
-    # Waits longer than C's seven days are chained in Python; beyond 1e12 s they are a mistake.
+    # Waits longer than C's seven days are one C wait cancelled at the deadline (test_long_waits.py);
+    # beyond 1e12 s they are a mistake.
     with pytest.raises(InvalidArgument, match="wait must be at most"):
         client.acquire(name, ttl=1.0, wait=1e13)
 

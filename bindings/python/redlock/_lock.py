@@ -236,8 +236,16 @@ class Lock:
         """None once acquired, or the failure that waiting could have ended; raises the others."""
         token = token if token is not None else _CancelToken()
         self._begin_acquire(token)
+        ender: Optional[threading.Timer] = None
         try:
             deadline = self._deadline(mode)
+            if self._beyond_c(deadline):
+                # One wait in C, without its own end (so a fair waiter keeps
+                # its place), cancelled at the deadline by a timer thread.
+                assert deadline is not None
+                ender = threading.Timer(deadline - time.monotonic(), lib.redlock_lock_cancel, (self._ptr,))
+                ender.daemon = True
+                ender.start()
             while True:
                 wait_ms = self._next_wait_ms(mode, deadline, token)
                 armed = wait_ms != _WAIT_NONE and _sigwake.begin_wait(self._ptr)
@@ -247,14 +255,12 @@ class Lock:
                     if armed:
                         _sigwake.end_wait()
                 reraise_interrupt()  # a Ctrl-C that hit the on_event hook
-                if rc == lib.REDLOCK_ECANCELED and not token.cancelled:
+                if rc == lib.REDLOCK_ECANCELED and not token.cancelled and not self._past(deadline):
                     # A signal ended the wait and its Python handler raised
                     # nothing (a KeyboardInterrupt is raised as soon as the
                     # call above returns): keep waiting for what is left.
                     continue
-                done, err = self._acquire_outcome(rc, deadline)
-                if done:
-                    return err
+                return self._acquire_outcome(rc, deadline, token, mode)
         except BaseException as err:
             if self._granted_to_nobody(err):
                 # KeyboardInterrupt landed right after a successful acquire:
@@ -262,6 +268,9 @@ class Lock:
                 lib.redlock_lock_release(self._ptr)
             raise
         finally:
+            if ender is not None:
+                ender.cancel()
+                ender.join()   # a cancel under way is done with the handle
             self._token = None
             self._busy.release()
 
@@ -272,14 +281,15 @@ class Lock:
         loop = asyncio.get_running_loop()
         token = _CancelToken()
         self._begin_acquire(token)
+        ender: Optional[asyncio.TimerHandle] = None
         try:
             deadline = self._deadline(mode)
-            while True:
-                wait_ms = self._next_wait_ms(mode, deadline, token)
-                rc = await self._c_acquire_async(loop, ttl_ms, wait_ms, token)
-                done, err = self._acquire_outcome(rc, deadline)
-                if done:
-                    return err
+            if self._beyond_c(deadline):
+                assert deadline is not None   # as in _acquire, the loop's timer ends C's wait
+                ender = loop.call_later(deadline - time.monotonic(), lib.redlock_lock_cancel, self._ptr)
+            wait_ms = self._next_wait_ms(mode, deadline, token)
+            rc = await self._c_acquire_async(loop, ttl_ms, wait_ms, token)
+            return self._acquire_outcome(rc, deadline, token, mode)
         except BaseException as err:
             if self._granted_to_nobody(err):
                 # Cancelled as the lock was granted: give it back, off the loop.
@@ -287,6 +297,8 @@ class Lock:
                     await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_lock_release, self._ptr))
             raise
         finally:
+            if ender is not None:
+                ender.cancel()
             self._token = None
             self._busy.release()
 
@@ -355,26 +367,41 @@ class Lock:
         if deadline is None:
             return _WAIT_FOREVER
         left = math.ceil((deadline - time.monotonic()) * 1000.0)
-        return min(_MAX_WAIT_MS, max(1, left))
+        return _WAIT_FOREVER if left > _MAX_WAIT_MS else max(1, left)   # beyond C's: cancelled at the deadline
 
-    def _acquire_outcome(self, rc: int, deadline: Optional[float]) -> Tuple[bool, Optional[RedlockError]]:
-        """After a call into C: (False, None) to call again, (True, None) once
-        held (auto-extension armed), (True, err) for what waiting could have
-        ended; raises the others."""
-        if rc == lib.REDLOCK_ETIMEDOUT and deadline is not None and time.monotonic() < deadline:
-            return False, None  # a timeout beyond C's longest finite wait (seven days): wait on
+    @staticmethod
+    def _beyond_c(deadline: Optional[float]) -> bool:
+        """A deadline later than C's longest finite wait: C waits without one, and is cancelled at it."""
+        return deadline is not None and (deadline - time.monotonic()) * 1000.0 > _MAX_WAIT_MS
+
+    @staticmethod
+    def _past(deadline: Optional[float]) -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    def _acquire_outcome(self, rc: int, deadline: Optional[float], token: _CancelToken,
+                         mode: Any) -> Optional[RedlockError]:
+        """After a call into C: None once held (auto-extension armed), the
+        failure that waiting could have ended, or raises the others."""
+        if rc == lib.REDLOCK_ECANCELED and not token.cancelled and self._past(deadline):
+            # The timer of a wait beyond C's longest ended it: a timeout,
+            # with what C said of its attempts.
+            said = ffi.string(lib.redlock_lock_errmsg(self._ptr)).decode("utf-8", "replace")
+            said = said.replace("wait cancelled after", "ended at the deadline after", 1)
+            err = error(lib.REDLOCK_ETIMEDOUT, f"not acquired within {mode:g} s: {said}", self._display)
+            self.last_error = err
+            return err
         if rc != 0:
             err = self._error(rc)
             self.last_error = err
             # What waiting longer could have ended is reported as False: the codes
             # C retries, and the end of the wait. The rest raises.
             if rc == lib.REDLOCK_ETIMEDOUT or lib.redlock_error_is_retryable(rc):
-                return True, err
+                return err
             raise err
         if self._now_held():
             assert self.last_error is not None
             raise self.last_error
-        return True, None
+        return None
 
     def _now_held(self) -> int:
         """C just acquired the lock: this Lock holds it, armed for auto-extension if asked.
