@@ -213,6 +213,7 @@ typedef void (*redlock_acquired_fn)(redlock_lock *lock, int rc, void *userdata);
 int redlock_lock_acquire_async(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms,
                                redlock_acquired_fn done, void *userdata);
 int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata);
+int redlock_lock_downgrade_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata);
 int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done, void *userdata);
 int redlock_lock_extend(redlock_lock *lock, uint32_t ttl_ms);
 int redlock_lock_release(redlock_lock *lock);
@@ -267,6 +268,7 @@ int redlock_election_campaign_async(redlock_election *e, const char *value, uint
                                     redlock_campaigned_fn done, void *userdata);
 int redlock_election_proclaim(redlock_election *e, const char *value);
 int redlock_election_resign(redlock_election *e);
+int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata);
 int redlock_election_leader(redlock_election *e, redlock_leader *out);
 int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
 typedef void (*redlock_observed_fn)(redlock_election *e, int rc, void *userdata);

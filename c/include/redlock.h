@@ -703,6 +703,13 @@ REDLOCK_EXTERN int redlock_election_proclaim(redlock_election *e, const char *va
  * and clears the record. 0, REDLOCK_ESTATE when not leading, or
  * redlock_lock_release's code (REDLOCK_ELOST: it had already been lost). */
 REDLOCK_EXTERN int redlock_election_resign(redlock_election *e);
+/* redlock_election_resign without blocking: run on the client's acquire
+ * thread, which then calls done(e, rc, userdata) once with what the resign
+ * would have returned. 0 once queued, or at once, without calling done:
+ * REDLOCK_EINVAL (NULL e or done), REDLOCK_ESTATE (a campaign or a resign
+ * of e under way), REDLOCK_ENOTSUP, REDLOCK_ENOMEM. One round, not
+ * cancelled; redlock_election_free waits for done. */
+REDLOCK_EXTERN int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata);
 /* Reads the leader from the nodes: reported only if a majority agree on
  * its term (a minority answer is never reported), else present = 0. A hint
  * once returned: act on it only with the term as a fencing token. */
@@ -771,6 +778,9 @@ REDLOCK_EXTERN int redlock_lock_open_write(redlock_lock **out, redlock_client *c
  * when not held; REDLOCK_ELOST, REDLOCK_EEXPIRED or a failure code, after
  * which the handle is not held and its keys are released. */
 REDLOCK_EXTERN int redlock_lock_downgrade(redlock_lock *lock);
+/* redlock_lock_downgrade without blocking, as redlock_lock_release_async is
+ * to redlock_lock_release (its rules, its codes). */
+REDLOCK_EXTERN int redlock_lock_downgrade_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata);
 
 /* ---- Multi-resource locks (docs/algorithm.md, "Multi-resource locks") ----
  * A handle that holds n resources together, all or none, under one value:

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* acquire_async.c: asynchronous acquisition, release and extension. One
+/* acquire_async.c: asynchronous acquisition, release, extension and a
+ * write lock's downgrade. One
  * thread per client, started by the first asynchronous call, keeps the
  * calls under way in a queue (its state: async.c) and runs their steps
  * (acquire.c's rl_acq_*), each under its lock's mutex: an attempt when one
@@ -202,7 +203,7 @@ static void acquire_report(rl_acq *a)
     a->done(a->lock, a->rc, a->userdata);
 }
 
-/* ---- Releases and extensions: one round each, a single step ---- */
+/* ---- Releases, extensions, downgrades: one round each, a single step ---- */
 
 static int release_step(rl_acq *a)
 {
@@ -216,8 +217,15 @@ static int extend_step(rl_acq *a)
     return 0;
 }
 
+static int downgrade_step(rl_acq *a)
+{
+    a->rc = redlock_lock_downgrade(a->lock);
+    return 0;
+}
+
 /* Queues an asynchronous call on lock (call names it in messages): an
- * acquire (acquire_step), or a release or an extension (one step each). */
+ * acquire (acquire_step), or a release, an extension or a downgrade (one
+ * step each). */
 static int start_call(redlock_lock *lock, int (*step)(rl_acq *), uint32_t ttl_ms, int64_t wait_ms,
                       redlock_acquired_fn done, void *userdata, const char *call)
 {
@@ -273,4 +281,9 @@ int redlock_lock_release_async(redlock_lock *lock, redlock_acquired_fn done, voi
 int redlock_lock_extend_async(redlock_lock *lock, uint32_t ttl_ms, redlock_acquired_fn done, void *userdata)
 {
     return start_call(lock, extend_step, ttl_ms, 0, done, userdata, "redlock_lock_extend_async");
+}
+
+int redlock_lock_downgrade_async(redlock_lock *lock, redlock_acquired_fn done, void *userdata)
+{
+    return start_call(lock, downgrade_step, 0, 0, done, userdata, "redlock_lock_downgrade_async");
 }

@@ -365,6 +365,52 @@ int redlock_election_resign(redlock_election *e)
     return rc;
 }
 
+/* An asynchronous resign: one step on the client's acquire thread. */
+typedef struct resign_run {
+    rl_acq a;                  /* first: the queue frees it */
+    redlock_election *e;
+    redlock_campaigned_fn done;
+    void *userdata;
+} resign_run;
+
+static int resign_step(rl_acq *a)
+{
+    resign_run *r = (resign_run *)a;
+    a->rc = redlock_election_resign(r->e);
+    return 0;
+}
+
+static void resign_report(rl_acq *a)
+{
+    resign_run *r = (resign_run *)a;
+    r->done(r->e, a->rc, r->userdata);
+}
+
+int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata)
+{
+    if (!e)
+        return REDLOCK_EINVAL;
+    if (!done)
+        return fail(e, REDLOCK_EINVAL, "redlock_election_resign_async needs a done callback");
+    if (rl_async_pending(e->lock))
+        return REDLOCK_ESTATE;   /* the message is the call's under way */
+    resign_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return fail(e, REDLOCK_ENOMEM, "out of memory");
+    r->a.step = resign_step;
+    r->a.report = resign_report;
+    r->e = e;
+    r->done = done;
+    r->userdata = userdata;
+    const char *why;
+    int rc = rl_async_start(e->lock, &r->a, &why);
+    if (rc) {
+        free(r);
+        return fail(e, rc, "%s", why);
+    }
+    return 0;
+}
+
 /* The state a majority agrees on, from the nodes that answered a read:
  * the leader of the term that a quorum holds, with the highest revision a
  * quorum has (a node with exactly it exists: fewer than a quorum have a

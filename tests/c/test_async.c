@@ -534,7 +534,25 @@ static void test_campaign(void)
     msleep(100);
     redlock_election_free(e1);
     CHECK(atomic_load(&f.fired) == 1 && atomic_load(&f.rc) == REDLOCK_ECANCELED);
-    CHECK_RC(redlock_election_resign(e2), 0);
+    /* Resigned without blocking: done says so, on the acquire thread, and
+     * the record no longer names a leader. */
+    cbox r, r2;
+    memset(&r, 0, sizeof r);
+    memset(&r2, 0, sizeof r2);
+    CHECK_RC(redlock_election_resign_async(NULL, on_campaigned, &r), REDLOCK_EINVAL);
+    CHECK_RC(redlock_election_resign_async(e2, NULL, &r), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_election_errmsg(e2), "done callback") != NULL);
+    CHECK_RC(redlock_election_resign_async(e2, on_campaigned, &r), 0);
+    CHECK(EVENTUALLY(atomic_load(&r.fired) == 1, 5000, "the resign's done"));
+    CHECK(atomic_load(&r.rc) == 0 && atomic_load(&r.leading) == 0);
+    CHECK(!redlock_election_is_leader(e2));
+    memset(&ld, 0, sizeof ld);
+    ld.version = REDLOCK_LEADER_VERSION;
+    CHECK(EVENTUALLY(redlock_election_leader(e2, &ld) == 0 && !ld.present, 5000, "no leader on record"));
+    /* Not leading: what redlock_election_resign says. */
+    CHECK_RC(redlock_election_resign_async(e2, on_campaigned, &r2), 0);
+    CHECK(EVENTUALLY(atomic_load(&r2.fired) == 1, 5000, "the second resign's done"));
+    CHECK(atomic_load(&r2.rc) == REDLOCK_ESTATE);
     redlock_election_free(e2);
     redlock_client_free(c);
 }
@@ -730,6 +748,43 @@ static void release_async_frees(redlock_client *c, redlock_client *other, redloc
     (void)other;
 }
 
+/* redlock_lock_downgrade_async: a held write lock becomes a read lock
+ * without blocking the caller; a second reader then gets in, a writer
+ * does not; on a lock that is not a write lock, done says EINVAL. */
+static void test_downgrade_async(void)
+{
+    redlock_client *c = client_flags(0), *other = client_flags(0);
+    const char *res = uniq("downgrade");
+    redlock_lock *w, *r, *w2;
+    CHECK_RC(redlock_lock_new_write(&w, c, res), 0);
+    CHECK_RC(redlock_lock_new_read(&r, other, res), 0);
+    CHECK_RC(redlock_lock_new_write(&w2, other, res), 0);
+    CHECK_LOCK_RC(w, redlock_lock_acquire(w, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    CHECK_RC(redlock_lock_downgrade_async(w, NULL, NULL), REDLOCK_EINVAL);
+    box b = { 0 };
+    CHECK_RC(redlock_lock_downgrade_async(w, on_done, &b), 0);
+    CHECK(wait_box(&b, 5000) == 1);
+    if (atomic_load(&b.rc) != 0)
+        fprintf(stderr, "[%s] %s: %s\n", t_current, redlock_error_name(atomic_load(&b.rc)), b.msg);
+    CHECK(atomic_load(&b.rc) == 0 && atomic_load(&b.held));
+    CHECK(!pthread_equal(b.thread, pthread_self()));
+    CHECK_LOCK_RC(r, redlock_lock_acquire(r, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), REDLOCK_ENOTACQUIRED);
+    box b2 = { 0 };
+    CHECK_RC(redlock_lock_downgrade_async(r, on_done, &b2), 0);   /* a read lock: refused in done */
+    CHECK(wait_box(&b2, 5000) == 1 && atomic_load(&b2.rc) == REDLOCK_EINVAL);
+    CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
+    CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(w2, redlock_lock_release(w2), 0);
+    redlock_lock_free(w);
+    redlock_lock_free(r);
+    redlock_lock_free(w2);
+    redlock_client_free(c);
+    redlock_client_free(other);
+}
+
 static void test_release_extend_async(void)
 {
     redlock_client *c = client_flags(0), *other = client_flags(0);
@@ -884,5 +939,6 @@ int main(void)
     run_test("minority_faults", test_minority_faults);
     run_test("observe", test_observe);
     run_test("release_extend_async", test_release_extend_async);
+    run_test("downgrade_async", test_downgrade_async);
     return finish_tests();
 }

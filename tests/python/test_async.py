@@ -275,3 +275,54 @@ def test_second_task_on_one_lock_is_refused(client, other, name):
     finally:
         holder.release()
     assert not lock.lock.held
+
+
+class _RefusingExecutor(concurrent.futures.ThreadPoolExecutor):
+    """A default executor that records every use and runs nothing."""
+
+    def __init__(self):
+        super().__init__(max_workers=1)
+        self.used = []
+
+    def submit(self, fn, *args, **kwargs):
+        self.used.append(getattr(fn, "__qualname__", repr(fn)))
+        raise RuntimeError("the default executor was used")
+
+
+def test_downgrade_resign_observe_and_min_hold_take_no_executor(client, other, name):
+    """The single-round calls of asyncio's shapes run on C's acquire thread, as acquires and
+    releases do: a write lock's downgrade (redlock_lock_downgrade_async), a leadership's resign
+    at `async with` exit (redlock_election_resign_async), an observer's first read
+    (redlock_election_observe_async, one read) and synchronized's min_hold extension. A default
+    executor that refuses work sees none of them, and each did what it says."""
+    refusing = _RefusingExecutor()
+
+    async def main():
+        asyncio.get_running_loop().set_default_executor(refusing)
+        rw = client.rwlock(f"{name}:rw", ttl=5.0)
+        async with rw.awrite() as w:
+            await w.downgrade()
+            assert w.held and "downgraded" in repr(w.lock)
+            assert other.rwlock(f"{name}:rw").read().acquire(blocking=False)   # readers join now
+
+        election = client.election(f"{name}:e")
+        async with election.observe(timeout=0) as changes:   # the first item: no leader yet
+            first = [state async for state in changes]
+        assert len(first) == 1 and not first[0].present
+        async with await election.campaign_async("me") as term:
+            assert election.is_leader and term >= 1
+            async with election.observe(timeout=0) as changes:
+                now = [state async for state in changes]
+            assert now[0].present and now[0].value == "me" and now[0].term == term
+        assert not election.is_leader
+        assert not other.election(f"{name}:e").leader().present   # resigned on the nodes
+
+        @client.synchronized(f"{name}:s", blocking=False, min_hold=5.0)
+        async def job():
+            return 42
+
+        assert await job() == 42
+        assert other.lock(f"{name}:s").acquire(blocking=False) is False   # kept for min_hold
+
+    run(main())
+    assert refusing.used == []

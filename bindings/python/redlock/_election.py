@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Tuple,
 from ._callbacks import PendingAcquire, begin_acquire, forget_acquire
 from ._convert import DEFAULT_TTL, _MAX_WAIT_MS, Name, Seconds, _cstr, _invalid, _ttl_ms
 from ._errors import LockStateError, check, error
+from ._lock import _wait_through_cancel
 from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
@@ -76,8 +77,8 @@ class Leadership:
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
-        if self.is_leader:   # resign is one round: off the loop
-            await asyncio.get_running_loop().run_in_executor(None, self._election.resign)
+        if self.is_leader:   # one round, on C's acquire thread
+            await self._election.resign_async()
 
 
 class Observer:
@@ -271,19 +272,17 @@ class Observer:
         (redlock_election_observe_async), not in the executor; a cancelled await ends it and
         keeps what it had read for the next __anext__."""
         loop = asyncio.get_running_loop()
-        if self._first:
-            # The current state: one read, one round, off the loop.
-            rc = await loop.run_in_executor(None, lib.redlock_election_leader, ptr, self._last)
-            self._raise(ptr, rc)
-            self._first = False
-            self._pending = _leader_of(self._last)
-            return True
+        first = self._first
         while True:
             if self._closed:
                 return False
             if self._e._cancelled:
                 self._raise(ptr, lib.REDLOCK_ECANCELED, "observe cancelled by Election.cancel()")
-            if self._wait_ms is None:
+            if first:
+                # The current state: one read from the zeroed state (no leader, term 0), which
+                # is that state itself when it does not come after it (REDLOCK_ETIMEDOUT).
+                wait_ms = lib.REDLOCK_WAIT_NONE
+            elif self._wait_ms is None:
                 wait_ms = lib.REDLOCK_WAIT_FOREVER
             else:
                 wait_ms = lib.REDLOCK_WAIT_NONE if self._wait_ms == 0 else self._wait_ms
@@ -303,13 +302,15 @@ class Observer:
                         await asyncio.wait({pending.future})
                     except asyncio.CancelledError:
                         pass
-                if pending.future.result() == 0:
+                if pending.future.result() == 0 or first and pending.future.result() == lib.REDLOCK_ETIMEDOUT:
+                    self._first = False
                     self._pending = _leader_of(self._last)   # read: kept for the next __anext__
                 with self._state:
                     if not self._closed and not self._e._cancelled:
                         lib.redlock_election_cancel_reset(ptr)   # the await's own cancel
                 raise
-            if rc == 0:
+            if rc == 0 or first and rc == lib.REDLOCK_ETIMEDOUT:
+                self._first = False
                 self._pending = _leader_of(self._last)
                 return True
             if rc == lib.REDLOCK_ETIMEDOUT:
@@ -469,7 +470,7 @@ class Election:
                 lib.redlock_election_cancel_reset(self._ptr)
             if pending.future.result() == 0:   # won as it was cancelled: hand over
                 try:
-                    await loop.run_in_executor(None, lib.redlock_election_resign, self._ptr)
+                    await self._resign_c()
                 except BaseException:
                     pass
             raise
@@ -490,6 +491,22 @@ class Election:
         """Gives leadership up at once: the next campaigner is woken."""
         self._not_campaigning()
         self._check(lib.redlock_election_resign(self._ptr))
+
+    async def resign_async(self) -> None:
+        """resign() without a thread of its own: the round runs on the client's acquire thread
+        (redlock_election_resign_async). A cancelled task still waits for it (one round)."""
+        self._not_campaigning()
+        self._check(await self._resign_c())
+
+    async def _resign_c(self) -> int:
+        loop = asyncio.get_running_loop()
+        pending = PendingAcquire(loop, loop.create_future())
+        key = begin_acquire(pending, self)
+        rc = lib.redlock_election_resign_async(self._ptr, lib._redlock_py_on_election_done, ffi.cast("void *", key))
+        if rc:
+            forget_acquire(key)
+            return int(rc)
+        return int(await _wait_through_cancel(pending.future))
 
     def cancel(self) -> None:
         """Ends a campaign or an observer's wait under way in another thread (Cancelled), and

@@ -294,7 +294,8 @@ class Lock:
             if self._granted_to_nobody(err):
                 # Cancelled as the lock was granted: give it back, off the loop.
                 with contextlib.suppress(BaseException):
-                    await _wait_through_cancel(loop.run_in_executor(None, lib.redlock_lock_release, self._ptr))
+                    await self._c_async(
+                        lambda key: lib.redlock_lock_release_async(self._ptr, lib._redlock_py_on_acquired, key))
             raise
         finally:
             if ender is not None:

@@ -78,6 +78,22 @@ class WriteLock(Lock):
         finally:
             self._busy.release()
 
+    async def downgrade_async(self) -> None:
+        """downgrade() without a thread of its own: the round runs on the
+        client's acquire thread (redlock_lock_downgrade_async), as
+        release_async()'s does."""
+        self._enter()
+        try:
+            if self._foreign:
+                raise self._not_ours("downgrades")
+            rc = await self._c_async(
+                lambda key: lib.redlock_lock_downgrade_async(self._ptr, lib._redlock_py_on_acquired, key))
+            if rc == 0:
+                self._downgraded = True
+            self._check(rc)
+        finally:
+            self._busy.release()
+
     def __repr__(self) -> str:
         side = "<redlock.WriteLock (downgraded)" if self._downgraded else "<redlock.WriteLock"
         return side + super().__repr__()[len("<redlock.Lock"):]
@@ -97,8 +113,7 @@ class AsyncWriteLock(AsyncLock):
         self.lock = WriteLock(client, name, **kwargs)
 
     async def downgrade(self) -> None:
-        import asyncio
-        await asyncio.get_running_loop().run_in_executor(None, self.lock.downgrade)
+        await self.lock.downgrade_async()
 
 
 class RWLock:

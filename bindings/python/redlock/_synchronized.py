@@ -41,6 +41,17 @@ def _keep_or_release(lock: "Lock", started: float, min_hold: float) -> None:
     lock._acquired = False  # leave the key to expire; a Lock's finalizer frees memory only
 
 
+async def _keep_or_release_async(lock: "Lock", started: float, min_hold: float) -> None:
+    """_keep_or_release for asyncio: the round on C's acquire thread, not in an executor."""
+    left = min_hold - (time.monotonic() - started)
+    if left <= 0.001:
+        await lock.release_async()
+        return
+    lock.stop_auto_extend()
+    await lock.extend_async(left)
+    lock._acquired = False
+
+
 def synchronized(client: "Redlock", name: NameArg, *, blocking: bool = True,
                  timeout: Optional[Seconds] = _UNSET, ttl: Seconds = 30.0,
                  auto_extend: bool = True, min_hold: Optional[Seconds] = None,
@@ -78,7 +89,7 @@ def synchronized(client: "Redlock", name: NameArg, *, blocking: bool = True,
                     return await fn(*args, **kwargs)
                 finally:
                     if hold:
-                        await _run_in_executor(_keep_or_release, alock.lock, started, hold)
+                        await _keep_or_release_async(alock.lock, started, hold)
                     else:
                         await alock.release()
             wrapper: Any = awrapper
@@ -102,7 +113,3 @@ def synchronized(client: "Redlock", name: NameArg, *, blocking: bool = True,
 
     return decorate
 
-
-async def _run_in_executor(fn: Callable[..., Any], *args: Any) -> Any:
-    import asyncio
-    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
