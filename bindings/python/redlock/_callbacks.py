@@ -240,17 +240,46 @@ def _redlock_py_on_event_free(userdata: Any) -> None:
 
 # -- auto-extension's lost-lock notice ------------------------------------------------------
 
+_events_made = threading.Lock()   # a Watch's Events are made once, whichever thread asks first
+
+
 class Watch:
     """The loss that auto-extension of one Lock reported, readable from any
     thread. Holds the Lock weakly: an armed auto-extension must not keep a
     dropped Lock alive (its finalizer frees it, which stops the extension)."""
 
+    __slots__ = ("_lost", "_at_risk", "loss", "resource", "lock_ref")
+
     def __init__(self, lock: Any, resource: str) -> None:
-        self.lost = threading.Event()
+        # The two Events are made on first use (most Locks never arm
+        # auto-extension, nor read ``lost``): each costs a Condition.
+        self._lost: Optional[threading.Event] = None
+        self._at_risk: Optional[threading.Event] = None
         self.loss: Optional[Tuple[int, str]] = None  # (code, message) of the last loss
-        self.at_risk = threading.Event()  # the at-risk notice came, before any loss
         self.resource = resource
         self.lock_ref = weakref.ref(lock)
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set once auto-extension reported the lock lost."""
+        ev = self._lost
+        if ev is None:
+            with _events_made:
+                if self._lost is None:
+                    self._lost = threading.Event()
+                ev = self._lost
+        return ev
+
+    @property
+    def at_risk(self) -> threading.Event:
+        """Set once the at-risk notice came, before any loss."""
+        ev = self._at_risk
+        if ev is None:
+            with _events_made:
+                if self._at_risk is None:
+                    self._at_risk = threading.Event()
+                ev = self._at_risk
+        return ev
 
     def arm(self, on_lost: Optional[Callable[..., Any]]) -> int:
         """Registers an arming; its id is the userdata passed to C, which
@@ -268,8 +297,10 @@ class Watch:
         """A new acquisition: forget the last one's loss. (The acquire in C
         already ended the last acquisition's arming.)"""
         self.loss = None
-        self.lost.clear()
-        self.at_risk.clear()
+        if self._lost is not None:
+            self._lost.clear()
+        if self._at_risk is not None:
+            self._at_risk.clear()
 
     def error(self) -> Optional[RedlockError]:
         loss = self.loss

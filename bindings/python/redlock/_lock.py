@@ -100,7 +100,8 @@ class Lock:
             raise ValueError("max_hold and on_lost apply to auto-extension: pass auto_extend=True")
         self._max_hold_ms = _max_hold_ms(max_hold)
         self._on_lost = _callable(on_lost, "on_lost")
-        policy = {
+        given = (retry_count, retry_delay, retry_jitter, drift_factor, drift_min, wake, fair)
+        policy = None if given.count(None) == len(given) else {
             "retry_count": None if retry_count is None else _count(retry_count, "retry_count"),
             "retry_delay_ms": None if retry_delay is None
             else _ms(retry_delay, "retry_delay", _MAX_TTL_MS, "one day"),
@@ -119,7 +120,7 @@ class Lock:
         self.last_error: Optional[RedlockError] = None
         self._watch = Watch(self, self._display)
         self._ptr = self._new_handle(client)
-        if any(v is not None for v in policy.values()):
+        if policy is not None and any(v is not None for v in policy.values()):
             self._set_policy(policy)
 
     def _new_handle(self, client: Redlock) -> Any:
