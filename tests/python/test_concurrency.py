@@ -134,3 +134,40 @@ def test_cancel_with_no_wait_running_is_dropped(client, name):
     lock.cancel()
     with lock:  # the earlier cancel does not touch this acquire
         assert lock.held
+
+
+def test_ctrl_c_interrupts_an_observer_wait(client, name, default_sigint):
+    # One C wait without an end (no slices): a signal on the main thread cancels it.
+    election = client.election(name)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with election.observe(current=False) as changes:
+                for _ in changes:
+                    pytest.fail("nobody campaigns: nothing to observe")
+    finally:
+        timer.cancel()
+    elapsed = time.monotonic() - t0
+    assert elapsed < 1.3, f"KeyboardInterrupt took {elapsed:.2f} s"
+
+
+def test_harmless_signal_does_not_end_an_observer_wait(client, name):
+    calls = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: calls.append(signum))
+    timers = [threading.Timer(d, os.kill, (os.getpid(), signal.SIGUSR1)) for d in (0.2, 0.4)]
+    try:
+        t0 = time.monotonic()
+        for t in timers:
+            t.start()
+        with client.election(name).observe(current=False, timeout=1.0) as changes:
+            assert list(changes) == []
+            assert changes.timed_out
+        elapsed = time.monotonic() - t0
+    finally:
+        for t in timers:
+            t.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert calls == [signal.SIGUSR1, signal.SIGUSR1]
+    assert 0.9 < elapsed < 3.0, elapsed

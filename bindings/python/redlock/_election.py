@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Optional, Tuple, Type
 
+from . import _sigwake
 from ._callbacks import PendingAcquire, begin_acquire, forget_acquire
 from ._convert import DEFAULT_TTL, _MAX_WAIT_MS, Name, Seconds, _cstr, _invalid, _ttl_ms
 from ._errors import LockStateError, check, error
@@ -21,11 +22,6 @@ from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
     from ._client import Redlock
-
-# observe() waits in C in slices this long, so that Ctrl-C gets through (close() and a cancelled
-# await cancel the C wait itself).
-_OBSERVE_SLICE_MS = 500
-
 
 @dataclass(frozen=True)
 class Leader:
@@ -199,30 +195,34 @@ class Observer:
             if self._e._cancelled:
                 self._raise(ptr, lib.REDLOCK_ECANCELED, "observe cancelled by Election.cancel()")
             if deadline is None:
-                wait_ms = _OBSERVE_SLICE_MS
+                wait_ms = lib.REDLOCK_WAIT_FOREVER
             elif self._wait_ms == 0:
                 wait_ms = lib.REDLOCK_WAIT_NONE   # timeout=0: one read, what has changed already
             else:
-                wait_ms = min(_OBSERVE_SLICE_MS, math.ceil((deadline - time.monotonic()) * 1000))
+                wait_ms = math.ceil((deadline - time.monotonic()) * 1000)
                 if wait_ms <= 0:
                     self.timed_out = True
                     return False
-            rc = lib.redlock_election_observe(ptr, self._last, wait_ms)
+            # One wait in C to the deadline; on the main thread a signal (Ctrl-C) cancels it.
+            armed = wait_ms != lib.REDLOCK_WAIT_NONE and _sigwake.begin_wait(ptr, lib.redlock_election_cancel)
+            try:
+                rc = lib.redlock_election_observe(ptr, self._last, wait_ms)
+            finally:
+                if armed:
+                    _sigwake.end_wait()
             if rc == 0:
                 self._pending = _leader_of(self._last)
                 return True
             if rc == lib.REDLOCK_ETIMEDOUT:
-                if self._wait_ms == 0:
-                    self.timed_out = True
-                    return False
-            elif rc == lib.REDLOCK_ECANCELED:
-                # Whoever cancelled set its flag first, read at the loop's top; the reset comes
-                # under _state, so a cancel after it is not lost (C's cancel is sticky).
-                with self._state:
-                    lib.redlock_election_cancel_reset(ptr)
-            else:
+                self.timed_out = True
+                return False
+            if rc != lib.REDLOCK_ECANCELED:
                 self._raise(ptr, rc)
-            # A slice ran out: it ends so that Ctrl-C gets through.
+            # Cancelled: by close(), a stopped await or Election.cancel(), whose flags the loop's
+            # top reads, or by a signal whose handler raised nothing (wait on). The reset comes
+            # under _state, so a cancel after it is not lost (C's cancel is sticky).
+            with self._state:
+                lib.redlock_election_cancel_reset(ptr)
 
     def _raise(self, ptr: Any, rc: int, detail: Optional[str] = None) -> None:
         if rc:

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Makes a signal (Ctrl-C) end an acquire wait on the main thread every time, not only when it lands in poll().
-# CPython's C-level handler writes to signal.set_wakeup_fd(); a helper thread turns that into redlock_lock_cancel().
+# Makes a signal (Ctrl-C) end a wait in C on the main thread every time, not only when it lands in poll().
+# CPython's C-level handler writes to signal.set_wakeup_fd(); a helper thread turns that into the wait's cancel
+# (redlock_lock_cancel for an acquire, redlock_election_cancel for an observer's wait).
 from __future__ import annotations
 
 import os
 import signal
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ._redlock import lib
 
@@ -21,7 +22,8 @@ class _Waker:
         self._mutex = threading.Lock()
         self._pid = -1
         self._w = -1
-        self._target: Any = None  # the lock handle the main thread is waiting on
+        self._target: Any = None  # the handle the main thread is waiting on
+        self._cancel: Callable[[Any], None] = lib.redlock_lock_cancel  # what ends that wait
 
     def _ensure_started(self) -> bool:
         if self._pid == os.getpid():
@@ -47,13 +49,14 @@ class _Waker:
                 return
             with self._mutex:  # held across the call: the handle cannot be freed meanwhile
                 if self._target is not None:
-                    # Sticky until the next acquire resets it, so it cannot
+                    # Sticky until the next wait resets it, so it cannot
                     # be lost even if the wait has not started yet.
-                    lib.redlock_lock_cancel(self._target)
+                    self._cancel(self._target)
 
-    def begin(self, ptr: Any) -> bool:
-        """Arms the waker for a wait by the main thread on ptr; False when it
-        cannot be used here (another thread, or someone else's wakeup fd)."""
+    def begin(self, ptr: Any, cancel: Callable[[Any], None]) -> bool:
+        """Arms the waker for a wait by the main thread on ptr, which cancel(ptr)
+        ends; False when it cannot be used here (another thread, or someone
+        else's wakeup fd)."""
         if threading.current_thread() is not threading.main_thread():
             return False
         with self._mutex:
@@ -68,7 +71,7 @@ class _Waker:
             signal.set_wakeup_fd(old)
             return False
         with self._mutex:
-            self._target = ptr
+            self._target, self._cancel = ptr, cancel
         return True
 
     def end(self) -> None:
@@ -80,8 +83,8 @@ class _Waker:
 _waker = _Waker()
 
 
-def begin_wait(ptr: Any) -> bool:
-    return _waker.begin(ptr)
+def begin_wait(ptr: Any, cancel: Callable[[Any], None] = lib.redlock_lock_cancel) -> bool:
+    return _waker.begin(ptr, cancel)
 
 
 def end_wait() -> None:
