@@ -262,24 +262,21 @@ class Watch:
     @property
     def lost(self) -> threading.Event:
         """Set once auto-extension reported the lock lost."""
-        ev = self._lost
-        if ev is None:
-            with _events_made:
-                if self._lost is None:
-                    self._lost = threading.Event()
-                ev = self._lost
-        return ev
+        return self._lost or self._make("_lost")
 
     @property
     def at_risk(self) -> threading.Event:
         """Set once the at-risk notice came, before any loss."""
-        ev = self._at_risk
-        if ev is None:
-            with _events_made:
-                if self._at_risk is None:
-                    self._at_risk = threading.Event()
-                ev = self._at_risk
-        return ev
+        return self._at_risk or self._make("_at_risk")
+
+    def _make(self, slot: str) -> threading.Event:
+        """The Event in slot, made by whichever thread asks first."""
+        with _events_made:
+            ev = getattr(self, slot)
+            if ev is None:
+                ev = threading.Event()
+                setattr(self, slot, ev)
+            return ev  # type: ignore[no-any-return]
 
     def arm(self, on_lost: Optional[Callable[..., Any]]) -> int:
         """Registers an arming; its id is the userdata passed to C, which
