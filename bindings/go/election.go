@@ -34,8 +34,9 @@ type Leader struct {
 	Value    string // the leader's value; "" with no leader
 }
 
-// observeSlice bounds each C observe call, so that a cancelled ctx ends Observe promptly.
-const observeSlice = 500
+// observeRetry is the pause after a failed observe (the nodes failing) before the next one; a
+// cancelled ctx ends it, as it ends the observe itself (waitFor).
+const observeRetry = 500 * time.Millisecond
 
 // Election is one campaigner (or observer) of the election name on a Client.
 // Campaign, Proclaim and Resign are for one goroutine at a time; Leader,
@@ -232,17 +233,13 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 					return
 				}
 			}
-			for {
-				rc = waitFor(ctx, p, func() C.int {
-					return C.redlock_election_observe(p, &cur, observeSlice)
-				})
-				if rc != C.REDLOCK_ETIMEDOUT || ctx.Err() != nil {
-					break
-				}
-			}
+			// One C wait for the next change; ctx's end cancels it.
+			rc = waitFor(ctx, p, func() C.int {
+				return C.redlock_election_observe(p, &cur, C.REDLOCK_WAIT_FOREVER)
+			})
 			if rc != 0 && ctx.Err() == nil {
 				// The nodes failing: try again after a pause that ctx ends.
-				pause := time.NewTimer(observeSlice * time.Millisecond)
+				pause := time.NewTimer(observeRetry)
 				select {
 				case <-pause.C:
 				case <-ctx.Done():
