@@ -9,6 +9,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 
@@ -96,6 +98,47 @@ public final class Lock extends LockNative implements AutoCloseable {
     NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, executor);
     startAsync(() -> acquireAsyncNative(ttlMs, waitMs, d));
     return d.future;
+  }
+
+  /**
+   * {@link #acquire(long, long)} that a Java interrupt ends, for the
+   * interruptible forms of java.util.concurrent's shapes (RedlockReadWriteLock,
+   * Semaphore): the wait is the asynchronous one, a single C wait, and this
+   * thread waits for its future. Interrupted, it cancels the C wait, waits
+   * for its end (at most the round in flight; a lock granted in that race is
+   * given back) and throws InterruptedException. An acquire that completed
+   * as the interrupt came stands, and the interrupt flag is set again.
+   */
+  void acquireInterruptibly(long ttlMs, long waitMs) throws InterruptedException {
+    if (Thread.interrupted())
+      throw new InterruptedException();
+    NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, ForkJoinPool.commonPool());
+    startAsync(() -> acquireAsyncNative(ttlMs, waitMs, d));
+    try {
+      d.future.get();
+      return;
+    } catch (InterruptedException e) {
+      if (d.future.cancel(false)) {
+        d.awaitSettled();
+        throw e;
+      }
+      Thread.currentThread().interrupt(); // done meanwhile: its outcome below
+    } catch (ExecutionException e) {
+      throw unwrap(e.getCause());
+    }
+    try {
+      d.future.join();
+    } catch (CompletionException e) {
+      throw unwrap(e.getCause());
+    }
+  }
+
+  private static RuntimeException unwrap(Throwable cause) {
+    if (cause instanceof RuntimeException)
+      return (RuntimeException) cause;
+    if (cause instanceof Error)
+      throw (Error) cause;
+    return new IllegalStateException(cause);
   }
 
   // Starts an asynchronous call (start calls its native method): the lock is

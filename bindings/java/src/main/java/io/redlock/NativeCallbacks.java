@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -118,6 +119,10 @@ final class NativeCallbacks {
     final AcquireFuture future;
     final Executor executor;
 
+    // Counted down once the C call is over and settled (a lock granted to a
+    // cancelled future given back): the lock is then free for the next call.
+    final CountDownLatch settled = new CountDownLatch(1);
+
     AcquireDispatch(Lock lock, Executor executor) {
       this.lock = lock;
       this.future = new AcquireFuture(lock);
@@ -125,20 +130,36 @@ final class NativeCallbacks {
     }
 
     void settle(RedlockException cause) {
-      if (cause == null) {
-        if (!future.complete(lock)) {
-          // Cancelled as the lock was granted: nobody will use it, give it back.
-          try {
-            lock.release();
-          } catch (RedlockException ignored) {
-            // it expires by itself
+      try {
+        if (cause == null) {
+          if (!future.complete(lock)) {
+            // Cancelled as the lock was granted: nobody will use it, give it back.
+            try {
+              lock.release();
+            } catch (RedlockException ignored) {
+              // it expires by itself
+            }
           }
+          return;
         }
-        return;
+        if (future.cancelRequested && cause instanceof CancelledException)
+          lock.resetCancel(); // the future's own cancel: the next acquire starts clean
+        future.completeExceptionally(cause);
+      } finally {
+        settled.countDown();
       }
-      if (future.cancelRequested && cause instanceof CancelledException)
-        lock.resetCancel(); // the future's own cancel: the next acquire starts clean
-      future.completeExceptionally(cause);
+    }
+
+    /** Waits for {@link #settled}, interrupts or not (the caller is already ending with one). */
+    void awaitSettled() {
+      for (;;) {
+        try {
+          settled.await();
+          return;
+        } catch (InterruptedException again) {
+          // the C call ends after at most the round in flight: wait on
+        }
+      }
     }
   }
 

@@ -29,9 +29,6 @@ import java.util.concurrent.locks.ReadWriteLock;
  * write lock is downgraded with {@link #downgrade()}.
  */
 public final class RedlockReadWriteLock implements ReadWriteLock {
-  // How long an interruptible wait runs in C before looking at the thread's
-  // interrupt flag again.
-  private static final long INTERRUPT_CHECK_MS = 200;
 
   private final Redlock client;
   private final String resource;
@@ -128,14 +125,26 @@ public final class RedlockReadWriteLock implements ReadWriteLock {
 
     /** One acquire call of C's: held afterwards, or an exception. */
     private void acquire(long waitMs) {
+      try {
+        acquire(waitMs, false);
+      } catch (InterruptedException e) {
+        throw new AssertionError(e); // not interruptible
+      }
+    }
+
+    /** The same; interruptible: one C wait that an interrupt cancels (Lock.acquireInterruptibly). */
+    private void acquire(long waitMs, boolean interruptible) throws InterruptedException {
       if (held.get() != null)
         throw state("this thread holds the " + (isWrite ? "write" : "read") + " lock of '" + resource
             + "' already (not reentrant)");
       Lock l = newHandle();
       try {
-        l.acquire(ttlMs, waitMs);
+        if (interruptible)
+          l.acquireInterruptibly(ttlMs, waitMs);
+        else
+          l.acquire(ttlMs, waitMs);
         l.autoExtend();
-      } catch (RuntimeException | Error e) {
+      } catch (InterruptedException | RuntimeException | Error e) {
         l.close();
         throw e;
       }
@@ -149,16 +158,7 @@ public final class RedlockReadWriteLock implements ReadWriteLock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-      for (;;) {
-        if (Thread.interrupted())
-          throw new InterruptedException();
-        try {
-          acquire(INTERRUPT_CHECK_MS);
-          return;
-        } catch (LockTimeoutException e) {
-          // waited a while: look at the interrupt flag, then wait on
-        }
-      }
+      acquire(Redlock.WAIT_FOREVER, true);
     }
 
     @Override
@@ -173,18 +173,12 @@ public final class RedlockReadWriteLock implements ReadWriteLock {
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-      long end = System.nanoTime() + unit.toNanos(Math.max(time, 0));
-      for (;;) {
-        if (Thread.interrupted())
-          throw new InterruptedException();
-        long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
-        try {
-          acquire(left <= 0 ? Redlock.WAIT_NONE : Math.min(left, INTERRUPT_CHECK_MS));
-          return true;
-        } catch (LockNotAcquiredException | LockTimeoutException | NoQuorumException e) {
-          if (left <= INTERRUPT_CHECK_MS)
-            return false;
-        }
+      long ms = unit.toMillis(Math.max(time, 0));
+      try {
+        acquire(ms <= 0 ? Redlock.WAIT_NONE : Math.min(ms, Redlock.MAX_WAIT_MS), true);
+        return true;
+      } catch (LockNotAcquiredException | LockTimeoutException | NoQuorumException e) {
+        return false;
       }
     }
 

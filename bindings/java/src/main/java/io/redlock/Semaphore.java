@@ -41,8 +41,6 @@ public final class Semaphore implements AutoCloseable {
   private final Map<Integer, Deque<Lock>> idle = new HashMap<>();
   private final Deque<Lock> held = new ArrayDeque<>();
   private final Map<Lock, Integer> sizes = new HashMap<>();
-  /** How often a waiting acquire looks at the thread's interrupt flag. */
-  private static final long INTERRUPT_CHECK_MS = 200;
 
   /**
    * A semaphore of {@code limit} permits (1 to 1000) on {@code name}, each
@@ -93,36 +91,19 @@ public final class Semaphore implements AutoCloseable {
 
   /**
    * Takes {@code permits} at once (C's waitMs); false if they were not free in
-   * time. Interruptible, it waits in slices of INTERRUPT_CHECK_MS and looks at
-   * the thread's interrupt flag before each, as RedlockReadWriteLock does:
-   * the C wait cannot see a Java interrupt.
+   * time. Interruptible, the wait is one C wait that an interrupt cancels
+   * (Lock.acquireInterruptibly), as RedlockReadWriteLock's is.
    */
   private boolean take(int permits, long waitMs, boolean interruptible) throws InterruptedException {
     if (interruptible && Thread.interrupted())
       throw new InterruptedException();
-    if (!interruptible || waitMs == Redlock.WAIT_NONE)
-      return attempt(permits, waitMs);
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(waitMs, 0));
-    for (;;) {
-      long slice = INTERRUPT_CHECK_MS;
-      if (waitMs != Redlock.WAIT_FOREVER) {
-        long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
-        if (left <= slice)
-          return attempt(permits, left <= 0 ? Redlock.WAIT_NONE : left);
-      }
-      if (attempt(permits, slice))
-        return true;
-      if (Thread.interrupted())
-        throw new InterruptedException();
-    }
-  }
-
-  /** One acquire of {@code permits} at once waiting up to waitMs; false if not free in time. */
-  private boolean attempt(int permits, long waitMs) {
     Lock lock = take(permits);
     boolean ok = false;
     try {
-      lock.acquire(ttlMs, waitMs);
+      if (interruptible && waitMs != Redlock.WAIT_NONE)
+        lock.acquireInterruptibly(ttlMs, waitMs);
+      else
+        lock.acquire(ttlMs, waitMs);
       ok = true;
     } catch (LockNotAcquiredException | LockTimeoutException e) {
       return false;
@@ -137,8 +118,8 @@ public final class Semaphore implements AutoCloseable {
 
   /**
    * Takes a permit, waiting until one is free. An interrupt ends the wait
-   * with InterruptedException (the thread's interrupt flag is looked at
-   * every 200 ms), and no permit is then held.
+   * with InterruptedException after at most the round in flight, and no
+   * permit is then held.
    */
   public void acquire() throws InterruptedException {
     acquire(1);

@@ -2036,10 +2036,28 @@ public final class RedlockTest {
       });
       waiter.start();
       Thread.sleep(300);
+      long interrupted = System.nanoTime();
       waiter.interrupt();
       waiter.join(5_000);
       check(seen.get() instanceof InterruptedException, "lockInterruptibly ends on interrupt: " + seen.get());
+      // one C wait, cancelled by the interrupt: it ends after at most the round in flight
+      check(System.nanoTime() - interrupted < 2_000_000_000L, "the interrupt ends the wait at once");
+      // a timed wait, one C wait too, gets the lock when it is released
+      AtomicReference<Object> timed = new AtomicReference<>();
+      Thread patientWriter = new Thread(() -> {
+        try {
+          timed.set(rw2.writeLock().tryLock(20, java.util.concurrent.TimeUnit.SECONDS));
+          rw2.writeLock().unlock();
+        } catch (Throwable t) {
+          timed.set(t);
+        }
+      });
+      patientWriter.start();
+      Thread.sleep(300);
+      check(timed.get() == null, "tryLock(20 s) waits while the read lock is held");
       rw.readLock().unlock();
+      patientWriter.join(10_000);
+      checkEq(Boolean.TRUE, timed.get(), "tryLock(20 s) gets the write lock once the reader leaves");
       expect(UnsupportedOperationException.class, "no conditions", () -> rw.writeLock().newCondition());
       expect(InvalidArgumentException.class, "an empty name", () -> new RedlockReadWriteLock(a, "", 1_000));
       expect(NullPointerException.class, "a null client", () -> new RedlockReadWriteLock(null, "x", 1_000));
