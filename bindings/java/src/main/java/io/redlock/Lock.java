@@ -13,6 +13,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * One lock on one resource. Use it from one thread at a time (its methods
@@ -107,15 +109,22 @@ public final class Lock extends LockNative implements AutoCloseable {
    * thread waits for its future. Interrupted, it cancels the C wait, waits
    * for its end (at most the round in flight; a lock granted in that race is
    * given back) and throws InterruptedException. An acquire that completed
-   * as the interrupt came stands, and the interrupt flag is set again.
+   * as the interrupt came stands, and the interrupt flag is set again. A
+   * waitMs beyond C's longest finite wait (Redlock.MAX_WAIT_MS) is C's
+   * WAIT_FOREVER, cancelled at the deadline by the future's timed get:
+   * LockTimeoutException then, as C would say.
    */
   void acquireInterruptibly(long ttlMs, long waitMs) throws InterruptedException {
     if (Thread.interrupted())
       throw new InterruptedException();
+    boolean beyondC = waitMs > Redlock.MAX_WAIT_MS;
     NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, ForkJoinPool.commonPool());
-    startAsync(() -> acquireAsyncNative(ttlMs, waitMs, d));
+    startAsync(() -> acquireAsyncNative(ttlMs, beyondC ? Redlock.WAIT_FOREVER : waitMs, d));
     try {
-      d.future.get();
+      if (beyondC)
+        d.future.get(waitMs, TimeUnit.MILLISECONDS);
+      else
+        d.future.get();
       return;
     } catch (InterruptedException e) {
       if (d.future.cancel(false)) {
@@ -123,6 +132,13 @@ public final class Lock extends LockNative implements AutoCloseable {
         throw e;
       }
       Thread.currentThread().interrupt(); // done meanwhile: its outcome below
+    } catch (TimeoutException e) {
+      if (d.future.cancel(false)) {
+        d.awaitSettled();
+        RedlockException c = d.failure; // "wait cancelled after N attempts; last attempt: ..."
+        throw new LockTimeoutException("REDLOCK_ETIMEDOUT", "timed out waiting for the lock",
+            "not acquired within " + waitMs + " ms" + (c != null ? ": " + c.getDetail() : ""));
+      }
     } catch (ExecutionException e) {
       throw unwrap(e.getCause());
     }

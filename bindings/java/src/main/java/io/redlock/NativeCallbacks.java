@@ -122,6 +122,8 @@ final class NativeCallbacks {
     // Counted down once the C call is over and settled (a lock granted to a
     // cancelled future given back): the lock is then free for the next call.
     final CountDownLatch settled = new CountDownLatch(1);
+    // C's failure, kept even when the future was cancelled first (its words on the attempts).
+    volatile RedlockException failure;
 
     AcquireDispatch(Lock lock, Executor executor) {
       this.lock = lock;
@@ -142,6 +144,7 @@ final class NativeCallbacks {
           }
           return;
         }
+        failure = cause;
         if (future.cancelRequested && cause instanceof CancelledException)
           lock.resetCancel(); // the future's own cancel: the next acquire starts clean
         future.completeExceptionally(cause);

@@ -175,7 +175,7 @@ public final class RedlockReadWriteLock implements ReadWriteLock {
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
       long ms = unit.toMillis(Math.max(time, 0));
       try {
-        acquire(ms <= 0 ? Redlock.WAIT_NONE : Math.min(ms, Redlock.MAX_WAIT_MS), true);
+        acquire(ms <= 0 ? Redlock.WAIT_NONE : ms, true);
         return true;
       } catch (LockNotAcquiredException | LockTimeoutException | NoQuorumException e) {
         return false;

@@ -171,7 +171,7 @@ public final class Semaphore implements AutoCloseable {
   /** Takes {@code permits} at once, waiting up to the timeout. */
   public boolean tryAcquire(int permits, long timeout, TimeUnit unit) throws InterruptedException {
     long ms = unit.toMillis(timeout);
-    return take(permits, ms <= 0 ? Redlock.WAIT_NONE : Math.min(ms, Redlock.MAX_WAIT_MS), true);
+    return take(permits, ms <= 0 ? Redlock.WAIT_NONE : ms, true);
   }
 
   /** Gives back the acquisition made last through this object (one permit). */
