@@ -114,10 +114,13 @@ public final class Lock extends LockNative implements AutoCloseable {
    * WAIT_FOREVER, cancelled at the deadline by the future's timed get:
    * LockTimeoutException then, as C would say.
    */
+  // C's longest finite wait (a test lowers it to see the deadline's cancel).
+  static long cWaitLimitMs = Redlock.MAX_WAIT_MS;
+
   void acquireInterruptibly(long ttlMs, long waitMs) throws InterruptedException {
     if (Thread.interrupted())
       throw new InterruptedException();
-    boolean beyondC = waitMs > Redlock.MAX_WAIT_MS;
+    boolean beyondC = waitMs > cWaitLimitMs;
     NativeCallbacks.AcquireDispatch d = new NativeCallbacks.AcquireDispatch(this, ForkJoinPool.commonPool());
     startAsync(() -> acquireAsyncNative(ttlMs, beyondC ? Redlock.WAIT_FOREVER : waitMs, d));
     try {

@@ -2058,6 +2058,26 @@ public final class RedlockTest {
       rw.readLock().unlock();
       patientWriter.join(10_000);
       checkEq(Boolean.TRUE, timed.get(), "tryLock(20 s) gets the write lock once the reader leaves");
+      // A wait beyond C's longest finite one (lowered here to 200 ms) is one C wait without an
+      // end, cancelled at the deadline: false after the time asked, not after C's limit.
+      java.lang.reflect.Field limit = Lock.class.getDeclaredField("cWaitLimitMs");
+      limit.setAccessible(true);
+      long saved = limit.getLong(null);
+      limit.setLong(null, 200);
+      try {
+        rw.readLock().lock();
+        long t0 = System.nanoTime();
+        boolean got = rw2.writeLock().tryLock(800, java.util.concurrent.TimeUnit.MILLISECONDS);
+        long took = (System.nanoTime() - t0) / 1_000_000;
+        check(!got, "tryLock(800 ms) beyond the lowered limit gives up");
+        check(took >= 800 && took < 800 + 1_500, "it gives up at its own deadline: " + took + " ms");
+        rw.readLock().unlock();
+        check(rw2.writeLock().tryLock(800, java.util.concurrent.TimeUnit.MILLISECONDS),
+            "the next tryLock, the cancel reset, gets the free lock");
+        rw2.writeLock().unlock();
+      } finally {
+        limit.setLong(null, saved);
+      }
       expect(UnsupportedOperationException.class, "no conditions", () -> rw.writeLock().newCondition());
       expect(InvalidArgumentException.class, "an empty name", () -> new RedlockReadWriteLock(a, "", 1_000));
       expect(NullPointerException.class, "a null client", () -> new RedlockReadWriteLock(null, "x", 1_000));
