@@ -284,16 +284,26 @@ static void campaign_acquired(redlock_lock *lock, int rc, void *userdata)
     done(e, rc, ud);
 }
 
-int redlock_election_campaign_async(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms,
-                                    redlock_campaigned_fn done, void *userdata)
+/* What a campaign or resign started without blocking is checked for first:
+ * 0, or the code (call names it in the message). */
+static int lock_call_check(redlock_election *e, int has_done, const char *call)
 {
     if (!e)
         return REDLOCK_EINVAL;
-    if (!done)
-        return fail(e, REDLOCK_EINVAL, "redlock_election_campaign_async needs a done callback");
+    if (!has_done)
+        return fail(e, REDLOCK_EINVAL, "%s needs a done callback", call);
     if (rl_async_pending(e->lock))
-        return REDLOCK_ESTATE;   /* the message is the campaign's under way */
-    int rc = campaign_check(e, value);
+        return REDLOCK_ESTATE;   /* the message is the call's under way */
+    return 0;
+}
+
+int redlock_election_campaign_async(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms,
+                                    redlock_campaigned_fn done, void *userdata)
+{
+    int rc = lock_call_check(e, done != NULL, "redlock_election_campaign_async");
+    if (rc)
+        return rc;
+    rc = campaign_check(e, value);
     if (rc)
         return rc;
     size_t len = strlen(value) + 1;
@@ -388,12 +398,9 @@ static void resign_report(rl_acq *a)
 
 int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata)
 {
-    if (!e)
-        return REDLOCK_EINVAL;
-    if (!done)
-        return fail(e, REDLOCK_EINVAL, "redlock_election_resign_async needs a done callback");
-    if (rl_async_pending(e->lock))
-        return REDLOCK_ESTATE;   /* the message is the call's under way */
+    int rc = lock_call_check(e, done != NULL, "redlock_election_resign_async");
+    if (rc)
+        return rc;
     resign_run *r = calloc(1, sizeof *r);
     if (!r)
         return fail(e, REDLOCK_ENOMEM, "out of memory");
@@ -403,7 +410,7 @@ int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn don
     r->done = done;
     r->userdata = userdata;
     const char *why;
-    int rc = rl_async_start(e->lock, &r->a, &why);
+    rc = rl_async_start(e->lock, &r->a, &why);
     if (rc) {
         free(r);
         return fail(e, rc, "%s", why);
