@@ -133,6 +133,8 @@ final class NativeCallbacks {
 
     void settle(RedlockException cause) {
       try {
+        if (future.cancelRequested)
+          lock.resetCancel(); // the future's own cancel, whatever C ended with: the next acquire starts clean
         if (cause == null) {
           if (!future.complete(lock)) {
             // Cancelled as the lock was granted: nobody will use it, give it back.
@@ -145,8 +147,6 @@ final class NativeCallbacks {
           return;
         }
         failure = cause;
-        if (future.cancelRequested && cause instanceof CancelledException)
-          lock.resetCancel(); // the future's own cancel: the next acquire starts clean
         future.completeExceptionally(cause);
       } finally {
         settled.countDown();
