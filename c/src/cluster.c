@@ -4,11 +4,16 @@
  * differently above the engine: names whose keys cannot share one slot,
  * batches of many locks' keys, which span slots, and the function library,
  * which every shard master needs. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "engine/engine.h"
+
+#define RL_SLOT_TAG_FMT "redlock:epoch:%u"
 
 int rl_client_has_cluster(const redlock_client *c)
 {
@@ -86,15 +91,50 @@ int rl_cluster_multi_problem(const redlock_client *c, const char *const *resourc
     return 0;
 }
 
-/* A hash tag whose slot is `slot`: "{N}" for the first N that hashes there. */
+/* For each slot, the first T whose "redlock:epoch:T" hashes there: about
+ * 170,000 tries cover all 16384 (a coupon collector's), once a process;
+ * the CRC of the fixed part is taken once, each try adds T's digits. */
+static uint32_t slot_tag[RL_CLUSTER_SLOTS];
+static unsigned char slot_tag_set[RL_CLUSTER_SLOTS];
+static pthread_once_t slot_tags_once = PTHREAD_ONCE_INIT;
+
+static void slot_tags_init(void)
+{
+    char head[32], digits[16];
+    int hlen = snprintf(head, sizeof head, RL_SLOT_TAG_FMT, 0u) - 1;   /* without the "0" */
+    uint16_t base = rl_crc16(0, head, (size_t)hlen);
+    unsigned left = RL_CLUSTER_SLOTS;
+    for (uint32_t t = 0; left && t < 20000000u; t++) {
+        size_t n = 0;
+        for (uint32_t v = t; n == 0 || v; v /= 10)
+            digits[sizeof digits - ++n] = (char)('0' + v % 10);
+        unsigned s = rl_crc16(base, digits + sizeof digits - n, n) & (RL_CLUSTER_SLOTS - 1);
+        if (!slot_tag_set[s]) {
+            slot_tag_set[s] = 1;
+            slot_tag[s] = t;
+            left--;
+        }
+    }
+}
+
+int rl_cluster_slot_tag(unsigned slot, char *out, size_t size)
+{
+    pthread_once(&slot_tags_once, slot_tags_init);
+    if (slot >= RL_CLUSTER_SLOTS || !slot_tag_set[slot])
+        return -1;
+    int len = snprintf(out, size, RL_SLOT_TAG_FMT, slot_tag[slot]);
+    return len > 0 && (size_t)len < size ? len : -1;
+}
+
+/* A key whose slot is `slot`: "{tag}". */
 static int tag_for_slot(unsigned slot, char *out, size_t size)
 {
-    for (unsigned k = 0; k < 1000000; k++) {
-        int len = snprintf(out, size, "{%u}", k);
-        if (len > 0 && (size_t)len < size && rl_keyslot(out + 1, (size_t)len - 2) == slot)
-            return len;
-    }
-    return -1;
+    char tag[32];
+    int len = rl_cluster_slot_tag(slot, tag, sizeof tag);
+    if (len < 0)
+        return -1;
+    len = snprintf(out, size, "{%s}", tag);
+    return len > 0 && (size_t)len < size ? len : -1;
 }
 
 void rl_cluster_load_functions(redlock_client *c, rl_round *r)
@@ -115,7 +155,7 @@ void rl_cluster_load_functions(redlock_client *c, rl_round *r)
             continue;
         }
         for (size_t k = 0; k < ns; k++) {
-            char key[24];
+            char key[48];
             int len = tag_for_slot(slots[k], key, sizeof key);
             if (len < 0)
                 continue;

@@ -88,6 +88,11 @@ typedef enum rl_outcome {
 /* ---- cluster.c: a client with a Redis/Valkey Cluster as a node ---- */
 /* 1 if any of c's nodes is a cluster (redis-cluster://). */
 int rl_client_has_cluster(const redlock_client *c);
+/* The slots of a Redis Cluster, and a hash tag's text for each: "redlock:epoch:T",
+ * which hashes to slot (the quarantine's per-slot marker, epoch.c; a key routed to
+ * a shard, cluster.c). The tag's length, or -1. */
+#define RL_CLUSTER_SLOTS 16384
+int rl_cluster_slot_tag(unsigned slot, char *out, size_t size);
 /* 0, or REDLOCK_EINVAL with why in err: on a client with a cluster node,
  * the names of a multi-resource lock must carry hash tags of one slot. */
 int rl_cluster_multi_problem(const redlock_client *c, const char *const *resources, size_t n, char *err, size_t size);

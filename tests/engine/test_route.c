@@ -189,8 +189,32 @@ static void test_aux_fields(void)
     redlock_client_free(cl);
 }
 
+/* The quarantine's per-slot markers (c/src/epoch.c): each slot's tag
+ * hashes to it, as "{tag}" and behind a prefix, and is the first such. */
+static void test_slot_tags(void)
+{
+    char tag[32], key[64];
+    for (unsigned s = 0; s < RL_CLUSTER_SLOTS; s++) {
+        int len = rl_cluster_slot_tag(s, tag, sizeof tag);
+        CHECK(len > 0 && strncmp(tag, "redlock:epoch:", 14) == 0);
+        if (len <= 0)
+            return;
+        CHECK(rl_keyslot(tag, (size_t)len) == s);
+        int klen = snprintf(key, sizeof key, "app:{%s}:q", tag);
+        CHECK(rl_keyslot(key, (size_t)klen) == s);
+        unsigned t = (unsigned)atoi(tag + 14);
+        for (unsigned k = 0; k < t && s % 1024 == 0; k++) {   /* a sample: none before it */
+            int l = snprintf(key, sizeof key, "redlock:epoch:%u", k);
+            CHECK(rl_keyslot(key, (size_t)l) != s);
+        }
+    }
+    CHECK(rl_cluster_slot_tag(RL_CLUSTER_SLOTS, tag, sizeof tag) == -1);
+    CHECK(rl_cluster_slot_tag(0, tag, 4) == -1);   /* too small: no cut tag */
+}
+
 int main(void)
 {
+    run_test("slot_tags", test_slot_tags);
     run_test("redis_without_hostname", test_redis_without_hostname);
     run_test("redis_with_hostname", test_redis_with_hostname);
     run_test("valkey_with_hostname", test_valkey_with_hostname);

@@ -365,5 +365,7 @@ int rl_key_tag(const char *key, size_t len, size_t *start, size_t *tlen);
 int rl_key_taggable(const char *key, size_t len);
 /* The cluster slot of key, 0..16383. */
 unsigned rl_keyslot(const char *key, size_t len);
+/* CRC16/XMODEM of key[0..n), continuing from crc (0 to start). */
+uint16_t rl_crc16(uint16_t crc, const char *key, size_t n);
 
 #endif

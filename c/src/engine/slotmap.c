@@ -29,9 +29,9 @@ int rl_key_taggable(const char *key, size_t len)
     return rl_key_tag(key, len, &s, &t) || memchr(key, '}', len) == NULL;
 }
 
-static uint16_t crc16(const unsigned char *p, size_t n)
+uint16_t rl_crc16(uint16_t crc, const char *key, size_t n)
 {
-    uint16_t crc = 0;
+    const unsigned char *p = (const unsigned char *)key;
     for (size_t i = 0; i < n; i++) {
         crc ^= (uint16_t)(p[i] << 8);
         for (int b = 0; b < 8; b++)
@@ -44,6 +44,6 @@ unsigned rl_keyslot(const char *key, size_t len)
 {
     size_t s, t;
     if (rl_key_tag(key, len, &s, &t))
-        return crc16((const unsigned char *)key + s, t) & 16383u;
-    return crc16((const unsigned char *)key, len) & 16383u;
+        return rl_crc16(0, key + s, t) & 16383u;
+    return rl_crc16(0, key, len) & 16383u;
 }
