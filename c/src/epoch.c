@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "engine/engine.h"
 
 typedef struct epoch_state {
     int64_t until_us;          /* out of the vote until then (rl_now_us); 0: in */
@@ -42,8 +43,28 @@ struct rl_epochs {
     pthread_mutex_t mu;
     char *mkey, *qkey;         /* the prefix's RL_KEY_EPOCH and RL_KEY_QUARANTINE (keys.h) */
     size_t mkey_len, qkey_len;
+    /* A client with a cluster node keeps a marker per slot on every node
+     * (epoch_keys_for), and a state per node and slot: slots[i][slot]
+     * (calloc'd, so only the pages of slots in use are ever touched). */
+    epoch_state **slots;
     epoch_state node[];
 };
+
+/* The marker and reason keys one check reads, and whose state they are:
+ * the node-wide ones (slot -1), or the lock key's slot's on a client with
+ * a cluster node. */
+typedef struct epoch_keys {
+    const char *m, *q;
+    size_t m_len, q_len;
+    int slot;
+    char mbuf[REDLOCK_MAX_PREFIX_LEN + 48], qbuf[REDLOCK_MAX_PREFIX_LEN + 50];
+} epoch_keys;
+
+/* Node i's state for the keys of K; E->mu held. */
+static epoch_state *st_of(struct rl_epochs *E, size_t i, const epoch_keys *K)
+{
+    return K->slot < 0 ? &E->node[i] : &E->slots[i][K->slot];
+}
 
 static int64_t boottime_us(void)
 {
@@ -72,6 +93,23 @@ int rl_epochs_new(redlock_client *c)
     snprintf(E->qkey, len + 3, "%s" RL_KEY_QUARANTINE, E->mkey);
     E->mkey_len = len;
     E->qkey_len = len + 2;
+    if (rl_client_has_cluster(c)) {
+        E->slots = calloc(c->n, sizeof *E->slots);
+        for (size_t i = 0; E->slots && i < c->n; i++) {
+            if (!(E->slots[i] = calloc(RL_CLUSTER_SLOTS, sizeof(epoch_state)))) {
+                for (size_t k = 0; k < i; k++)
+                    free(E->slots[k]);
+                free(E->slots);
+                E->slots = NULL;
+            }
+        }
+        if (!E->slots) {
+            free(E->mkey);
+            free(E->qkey);
+            free(E);
+            return REDLOCK_ENOMEM;
+        }
+    }
     pthread_mutex_init(&E->mu, NULL);
     c->epochs = E;
     return 0;
@@ -83,6 +121,9 @@ void rl_epochs_free(redlock_client *c)
     if (!E)
         return;
     pthread_mutex_destroy(&E->mu);
+    for (size_t i = 0; E->slots && i < c->n; i++)
+        free(E->slots[i]);
+    free(E->slots);
     free(E->mkey);
     free(E->qkey);
     free(E);
@@ -92,15 +133,14 @@ void rl_epochs_free(redlock_client *c)
 /* An RL_CMD_EPOCH round over r's nodes in mode (scripts.c, rl_script_epoch):
  * the check behind r, a full read, or a marking ('f', 'q', 'j'); what each
  * node says goes to ep. */
-static void epoch_round(rl_round *e, redlock_client *c, const rl_round *r, const char *mode, const char *qms,
-                        const char *why, rl_epoch_node *ep)
+static void epoch_round(rl_round *e, redlock_client *c, const rl_round *r, const epoch_keys *K, const char *mode,
+                        const char *qms, const char *why, rl_epoch_node *ep)
 {
-    struct rl_epochs *E = c->epochs;
     e->cmd = RL_CMD_EPOCH;
-    e->key = E->mkey;
-    e->key_len = E->mkey_len;
-    e->fkey = E->qkey;
-    e->fkey_len = E->qkey_len;
+    e->key = K->m;
+    e->key_len = K->m_len;
+    e->fkey = K->q;
+    e->fkey_len = K->q_len;
     e->value = mode;
     e->token = qms;
     e->member = why;
@@ -129,12 +169,12 @@ static int64_t epoch_length(const redlock_client *c, uint32_t ttl_ms)
  * included), read in full from every node that answers (the plain checks
  * do not say it), or the option quarantine_ttl_ms if longer, and its drift
  * allowance. */
-static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node *ep)
+static int64_t quarantine_ms(redlock_client *c, const rl_round *r, const epoch_keys *K, rl_epoch_node *ep)
 {
     rl_round *m = malloc(sizeof *m);
     uint32_t longest = r->ttl_ms > c->opts.quarantine_ttl_ms ? r->ttl_ms : c->opts.quarantine_ttl_ms;
     if (m) {
-        epoch_round(m, c, r, "c", "0", "", ep);
+        epoch_round(m, c, r, K, "c", "0", "", ep);
         int targets = 0;
         for (size_t i = 0; i < r->n; i++) {
             m->skip[i] = r->skip[i] == 1;
@@ -151,8 +191,8 @@ static int64_t quarantine_ms(redlock_client *c, const rl_round *r, rl_epoch_node
 }
 
 /* Runs mode on the nodes marked in which[]: a marking, or "c" a full read. */
-static void mark(redlock_client *c, const rl_round *r, const unsigned char *which, const char *mode,
-                 int64_t q_ms, const char *why, rl_epoch_node *ep)
+static void mark(redlock_client *c, const rl_round *r, const epoch_keys *K, const unsigned char *which,
+                 const char *mode, int64_t q_ms, const char *why, rl_epoch_node *ep)
 {
     rl_round *m = malloc(sizeof *m);
     memset(ep, 0, r->n * sizeof *ep);   /* nothing heard, if m cannot be made */
@@ -160,7 +200,7 @@ static void mark(redlock_client *c, const rl_round *r, const unsigned char *whic
         return;
     char qms[24];
     snprintf(qms, sizeof qms, "%lld", (long long)q_ms);
-    epoch_round(m, c, r, mode, qms, why, ep);
+    epoch_round(m, c, r, K, mode, qms, why, ep);
     int targets = 0;
     for (size_t i = 0; i < r->n; i++) {
         m->skip[i] = !which[i];
@@ -185,14 +225,15 @@ static void note(epoch_state *st, const rl_epoch_node *ep, int64_t q_ms, int64_t
 /* What each node's grant in r counts for, now that its check is read and
  * the nodes found out have been marked: a node out of the vote, or whose
  * check failed, is not counted, and its part in r says why. */
-static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_epoch_node *ep, int64_t q_ms,
-                        const unsigned char *lost, const unsigned char *jumped, const unsigned char *undecided)
+static void count_votes(redlock_client *c, rl_round *r, const epoch_keys *K, const rl_round *chk,
+                        rl_epoch_node *ep, int64_t q_ms, const unsigned char *lost, const unsigned char *jumped,
+                        const unsigned char *undecided)
 {
     struct rl_epochs *E = c->epochs;
     int64_t now = rl_now_us();
     pthread_mutex_lock(&E->mu);
     for (size_t i = 0; i < r->n; i++) {
-        epoch_state *st = &E->node[i];
+        epoch_state *st = st_of(E, i, K);
         if (ep[i].heard && (lost[i] || jumped[i])) {
             if (lost[i] && !ep[i].q_ms) {
                 ep[i].q_ms = -1;
@@ -213,7 +254,7 @@ static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "the quarantine check: %s", chk->msg[i]);
             if (chk->out[i] == RL_ERR_PERM)
                 rl_append(r->msg[i], RL_NODE_MSG_MAX, " (it reads and writes %s; or set REDLOCK_OPT_NO_QUARANTINE)",
-                          E->mkey);
+                          K->m);
         } else if (r->out[i] == RL_YES && !ep[i].heard) {
             r->out[i] = RL_ERR_QUARANTINE;
             rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "granted, but the check behind it got no answer");
@@ -232,12 +273,12 @@ static void count_votes(redlock_client *c, rl_round *r, const rl_round *chk, rl_
 /* Before the rounds[0..nr) (one set of nodes): the check's round, chk,
  * over ep; each round skips the nodes this client knows to be out (their
  * grants would not count: not asked). *slept: CLOCK_BOOTTIME's lead. */
-static void prepare(redlock_client *c, rl_round *rounds, size_t nr, rl_round *chk, rl_epoch_node *ep,
-                    int64_t *slept)
+static void prepare(redlock_client *c, rl_round *rounds, size_t nr, const epoch_keys *K, rl_round *chk,
+                    rl_epoch_node *ep, int64_t *slept)
 {
     struct rl_epochs *E = c->epochs;
     const rl_round *r = &rounds[0];
-    epoch_round(chk, c, r, "c", "0", "", ep);
+    epoch_round(chk, c, r, K, "c", "0", "", ep);
     chk->start_us = r->start_us;
     int plain = 1;
     /* The clock check compares on CLOCK_BOOTTIME: a suspended client sees
@@ -246,13 +287,14 @@ static void prepare(redlock_client *c, rl_round *rounds, size_t nr, rl_round *ch
     *slept = boottime_us() - now;
     pthread_mutex_lock(&E->mu);
     for (size_t i = 0; i < r->n; i++) {
+        const epoch_state *st = st_of(E, i, K);
         for (size_t q = 0; q < nr; q++)
-            if (!rounds[q].skip[i] && E->node[i].until_us > now)
+            if (!rounds[q].skip[i] && st->until_us > now)
                 rounds[q].skip[i] = RL_SKIP_QUARANTINE;
-        if (r->skip[i] != 1 && (!E->node[i].pttl_ok || E->node[i].recorded_ms < r->ttl_ms))
+        if (r->skip[i] != 1 && (!st->pttl_ok || st->recorded_ms < r->ttl_ms))
             plain = 0;   /* the script, to record this TTL or learn the ACL */
-        ep[i].prev_pttl = E->node[i].pttl;
-        ep[i].prev_lo_us = E->node[i].lo_us;
+        ep[i].prev_pttl = st->pttl;
+        ep[i].prev_lo_us = st->lo_us;
         ep[i].slept_us = *slept;
         ep[i].drift_factor = c->opts.drift_factor;
         ep[i].drift_min_us = (int64_t)c->opts.drift_min_ms * 1000;
@@ -267,8 +309,8 @@ static void prepare(redlock_client *c, rl_round *rounds, size_t nr, rl_round *ch
 /* After the check: the nodes it found without their marker, or with their
  * clock moved, are marked and put out, a new deployment is marked, and
  * each round's grants count for what the check says (count_votes). */
-static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_round *chk, rl_epoch_node *ep,
-                     int64_t slept)
+static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const epoch_keys *K, const rl_round *chk,
+                     rl_epoch_node *ep, int64_t slept)
 {
     struct rl_epochs *E = c->epochs;
     rl_round *r = &rounds[0];
@@ -287,7 +329,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
         }
     }
     if (nunsaid)
-        mark(c, r, unsaid, "c", 0, "", ep2);
+        mark(c, r, K, unsaid, "c", 0, "", ep2);
     for (size_t i = 0; nunsaid && i < r->n; i++)
         if (unsaid[i] && ep2[i].heard)
             rl_fmt(ep[i].why, sizeof ep[i].why, "%s", ep2[i].why);
@@ -308,7 +350,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
     now = rl_now_us();
     pthread_mutex_lock(&E->mu);
     for (size_t i = 0; i < r->n; i++) {
-        epoch_state *st = &E->node[i];
+        epoch_state *st = st_of(E, i, K);
         if (!ep[i].heard) {
             if (plain && chk->out[i] == RL_ERR_PERM)
                 st->pttl_ok = 0;   /* the ACL changed: the script from now on */
@@ -342,7 +384,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
     }
     pthread_mutex_unlock(&E->mu);
 
-    int64_t q_ms = (nlost || njumped) ? quarantine_ms(c, r, ep2) : 0;
+    int64_t q_ms = (nlost || njumped) ? quarantine_ms(c, r, K, ep2) : 0;
     for (size_t i = 0; fresh && i < r->n; i++) {
         if (!ep[i].heard && r->skip[i] != 1) {
             born[i] = 1;
@@ -350,13 +392,13 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
         }
     }
     if (nborn) {
-        mark(c, r, born, "f", 0, "", ep2);
+        mark(c, r, K, born, "f", 0, "", ep2);
         pthread_mutex_lock(&E->mu);
         for (size_t i = 0; i < r->n; i++) {
             if (born[i] && ep2[i].heard) {   /* the new marker records this TTL */
-                E->node[i].recorded_ms = ep2[i].max_ttl_ms;
+                st_of(E, i, K)->recorded_ms = ep2[i].max_ttl_ms;
                 if (ep2[i].pttl_ok >= 0)
-                    E->node[i].pttl_ok = ep2[i].pttl_ok;
+                    st_of(E, i, K)->pttl_ok = ep2[i].pttl_ok;
             }
         }
         pthread_mutex_unlock(&E->mu);
@@ -364,7 +406,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
     if (nlost) {
         char why[96];
         rl_fmt(why, sizeof why, "lost its keys (no marker: restarted without persistence, or wiped)");
-        mark(c, r, lost, "q", q_ms, why, ep2);
+        mark(c, r, K, lost, "q", q_ms, why, ep2);
         for (size_t i = 0; i < r->n; i++)
             if (lost[i] && ep2[i].heard)
                 ep[i] = ep2[i];
@@ -376,7 +418,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
         char why[96];
         one[i] = 1;
         rl_fmt(why, sizeof why, "clock jumped %lld ms forward", (long long)ep[i].jump_ms);
-        mark(c, r, one, "j", q_ms, why, ep2);
+        mark(c, r, K, one, "j", q_ms, why, ep2);
         if (ep2[i].heard)
             ep[i] = ep2[i];
         else
@@ -385,19 +427,56 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const rl_ro
     }
 
     for (size_t q = 0; q < nr; q++)
-        count_votes(c, &rounds[q], chk, ep, q_ms, lost, jumped, undecided);
+        count_votes(c, &rounds[q], K, chk, ep, q_ms, lost, jumped, undecided);
 }
 
-/* Whether c checks its nodes: not with the quarantine off, nor on cluster
- * nodes (docs/algorithm.md, "Quarantine", says why). */
+/* Whether c checks its nodes: not with the quarantine off. */
 static int checking(const redlock_client *c)
 {
-    return c->epochs && !(c->opts.flags & REDLOCK_OPT_NO_QUARANTINE) && !rl_client_has_cluster(c);
+    return c->epochs && !(c->opts.flags & REDLOCK_OPT_NO_QUARANTINE);
+}
+
+/* The keys r's check reads, into K. A cluster node's vote for a lock is
+ * the answer of the shard that owns the lock key's slot, and a shard can
+ * lose its data while the others keep theirs: on a client with a cluster
+ * node the marker is per slot, <prefix>{redlock:epoch:T} with T chosen so
+ * that it hashes to the lock key's slot (rl_cluster_slot_tag). It then
+ * travels behind the grant on the same connection, moves with the slot
+ * when the slot is resharded, and every node of such a client (a
+ * standalone one too) keeps the same per-slot keys, so that "no marker
+ * on any node" means the same there. 0: no key of this prefix lands in
+ * that slot (a prefix with a lone brace, docs/algorithm.md): no check. */
+static int epoch_keys_for(const redlock_client *c, const rl_round *r, epoch_keys *K)
+{
+    const struct rl_epochs *E = c->epochs;
+    if (!E->slots) {
+        K->m = E->mkey;
+        K->m_len = E->mkey_len;
+        K->q = E->qkey;
+        K->q_len = E->qkey_len;
+        K->slot = -1;
+        return 1;
+    }
+    unsigned slot = rl_keyslot(r->key, r->key_len);
+    char tag[32];
+    if (rl_cluster_slot_tag(slot, tag, sizeof tag) < 0)
+        return 0;
+    int len = snprintf(K->mbuf, sizeof K->mbuf, "%s{%s}", c->prefix, tag);
+    if (len <= 0 || (size_t)len >= sizeof K->mbuf || rl_keyslot(K->mbuf, (size_t)len) != slot)
+        return 0;
+    K->m = K->mbuf;
+    K->m_len = (size_t)len;
+    K->q_len = (size_t)len + sizeof RL_KEY_QUARANTINE - 1;
+    snprintf(K->qbuf, sizeof K->qbuf, "%s" RL_KEY_QUARANTINE, K->mbuf);
+    K->q = K->qbuf;
+    K->slot = (int)slot;
+    return 1;
 }
 
 void rl_epoch_run(redlock_client *c, rl_round *r)
 {
-    if (!checking(c)) {
+    epoch_keys K;
+    if (!checking(c) || !epoch_keys_for(c, r, &K)) {
         rl_round_run(c, r);
         return;
     }
@@ -418,12 +497,12 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
     }
     int64_t slept;
     rl_epoch_node ep[REDLOCK_MAX_NODES];
-    prepare(c, r, 1, chk, ep, &slept);
+    prepare(c, r, 1, &K, chk, ep, &slept);
     chk->partner = r;
     r->check = chk;
     rl_round_run_checked(c, r, chk);
     r->check = NULL;
-    conclude(c, r, 1, chk, ep, slept);
+    conclude(c, r, 1, &K, chk, ep, slept);
     free(chk);
 }
 
@@ -431,13 +510,14 @@ void rl_epoch_run(redlock_client *c, rl_round *r)
  * if no node has one (conclude), so the nodes the batch did not wait for
  * are read too (mark's full read, every one waited for; rl_round_decided
  * does the same for one round). What they say joins chk's and ep's. */
-static void ask_the_others(redlock_client *c, const rl_round *r, rl_round *chk, rl_epoch_node *ep)
+static void ask_the_others(redlock_client *c, const rl_round *r, const epoch_keys *K, rl_round *chk,
+                           rl_epoch_node *ep)
 {
     rl_epoch_node ep2[REDLOCK_MAX_NODES];
     unsigned char unheard[REDLOCK_MAX_NODES] = { 0 };
     for (size_t i = 0; i < r->n; i++)
         unheard[i] = !ep[i].heard && r->skip[i] != 1;
-    mark(c, r, unheard, "c", 0, "", ep2);
+    mark(c, r, K, unheard, "c", 0, "", ep2);
     for (size_t i = 0; i < r->n; i++) {
         if (unheard[i] && ep2[i].heard) {
             ep[i] = ep2[i];
@@ -452,6 +532,15 @@ void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr)
         rl_round_run_many(c, rounds, nr);
         return;
     }
+    epoch_keys K;
+    if (c->epochs->slots) {
+        /* The rounds' keys span slots, each with its marker: one check
+         * each (acquire_many.c batches nothing on such a client). */
+        for (size_t q = 0; q < nr; q++)
+            rl_epoch_run(c, &rounds[q]);
+        return;
+    }
+    epoch_keys_for(c, &rounds[0], &K);
     rl_round *chk = malloc(sizeof *chk);
     if (!chk) {
         /* without the check no grant counts */
@@ -468,7 +557,7 @@ void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr)
     }
     int64_t slept;
     rl_epoch_node ep[REDLOCK_MAX_NODES];
-    prepare(c, rounds, nr, chk, ep, &slept);
+    prepare(c, rounds, nr, &K, chk, ep, &slept);
     rl_round_run_many(c, rounds, nr);
     /* The check goes behind the batches on each connection, so it reads
      * each node after its grants there; it asks the nodes that answered
@@ -489,7 +578,7 @@ void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr)
     for (size_t i = 0; i < rounds[0].n; i++)
         markerless |= ep[i].heard && !ep[i].marker;
     if (markerless && !rl_epoch_markers(ep, rounds[0].n, &young))
-        ask_the_others(c, &rounds[0], chk, ep);
-    conclude(c, rounds, nr, chk, ep, slept);
+        ask_the_others(c, &rounds[0], &K, chk, ep);
+    conclude(c, rounds, nr, &K, chk, ep, slept);
     free(chk);
 }

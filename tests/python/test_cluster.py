@@ -315,6 +315,70 @@ def test_wake_up_on_a_shard_other_than_the_seed(three_shards, name):
         assert any(e.type == EventType.WOKEN for e in rec), [e.type for e in rec]
 
 
+def test_a_wiped_shard_is_quarantined_for_its_slots_only(name):
+    # The quarantine on cluster nodes (c/src/epoch.c, docs/algorithm.md "Quarantine"): the marker
+    # is per slot, on the shard that owns it, read behind the grant on the same connection. A
+    # shard that lost its data (FLUSHALL here) in two of three clusters while A holds X: B is
+    # refused X, the two named as quarantined; a name on a shard that kept its data is granted by
+    # all three at once; without the quarantine, a third client gets X while A holds it. Clusters
+    # of its own: the wipe takes the markers of every slot of the shard with it.
+    made = []
+    try:
+        for kind in ("redis", "valkey", "redis"):
+            made.append(rcluster.RedisCluster(shards=2, kind=kind).__enter__())
+        urls = urls_of(made)
+        x = name + ":x"
+        k = 0
+        while True:
+            y = "%s:y%d" % (name, k)
+            if all(rc.master_for_key(y) != rc.master_for_key(x) for rc in made[:2]):
+                break
+            k += 1
+        with Redlock(urls, node_timeout=0.5) as a, Redlock(urls, node_timeout=0.5) as b, \
+                Redlock(urls, node_timeout=0.5, quarantine=False) as plain:
+            held = a.lock(x, ttl=3.0)
+            assert held.acquire(blocking=False), held.node_results
+            first = a.lock(y, ttl=3.0)   # y's slot gets its markers
+            assert first.acquire(blocking=False), first.node_results
+            first.release()
+            for rc in made[:2]:
+                assert rc.cmd(rc.master_for_key(x), "FLUSHALL") == "OK"
+            t0 = time.monotonic()
+            lock = b.lock(x, ttl=3.0)
+            assert lock.acquire(blocking=False) is False
+            outcomes = [r.outcome for r in lock.node_results]
+            assert outcomes[0] == outcomes[1] == redlock.NodeOutcome.QUARANTINED, lock.node_results
+            assert "lost its keys" in lock.node_results[0].message, lock.node_results
+            # The quarantine is on the shard itself: a client that saw no loss reads it too.
+            with Redlock(urls, node_timeout=0.5) as late:
+                again = late.lock(x, ttl=3.0)
+                assert again.acquire(blocking=False) is False
+                assert [r.outcome for r in again.node_results][:2] == [redlock.NodeOutcome.QUARANTINED] * 2, \
+                    again.node_results
+            # Another shard of the same clusters kept its data and votes.
+            other = b.lock(y, ttl=3.0)
+            assert other.acquire(blocking=False), other.node_results
+            assert all(r.ok for r in other.node_results if r.outcome != redlock.NodeOutcome.NOT_WAITED), \
+                other.node_results
+            other.release()
+            # Without the quarantine the wiped shards vote at once: two holders of x.
+            double = plain.lock(x, ttl=1.0)
+            assert double.acquire(blocking=False), double.node_results
+            assert held.validity > 0
+            double.release()
+            with pytest.raises(redlock.LockLost):   # its keys went with the wipe on two of three
+                held.release()
+            # The bound: the longest TTL the slot's markers record (3 s) and its drift.
+            wait_until(lambda: lock.acquire(blocking=False), "x granted again after the quarantine",
+                       timeout=10.0)
+            waited = time.monotonic() - t0
+            assert waited >= 2.5, waited
+            lock.release()
+    finally:
+        for rc in made:
+            rc.close()
+
+
 def test_an_announced_hostname_is_what_the_client_connects_to(name):
     # Members that announce a hostname (cluster-announce-hostname; managed TLS clusters do, and
     # their certificates name it) show it in CLUSTER NODES as ip:port@cport,hostname. The client

@@ -179,48 +179,69 @@ def failover_urls(made):
 @pytest.mark.parametrize("case", [
     "one-of-three",
     pytest.param("two-of-three", marks=long_only),
+    pytest.param("two-of-three-unmarked", marks=long_only),
     pytest.param("one-of-bare-majority", marks=long_only),
+    pytest.param("one-of-bare-majority-no-quarantine", marks=long_only),
 ])
 def test_cluster_failover_without_wait(make_run, case):
-    """- one-of-three: A holds on all three clusters; one of them fails over and forgets A's key.
+    """The slot's quarantine markers (c/src/epoch.c) are made and replicated first, as in a
+    deployment that has run for a while, except in "-unmarked".
+    - one-of-three: A holds on all three clusters; one of them fails over and forgets A's key.
       B gets that one node only and waits: no violation. This is the case docs/algorithm.md
       argues: a failover in one independent cluster is one forgetting node, and a lock granted
       by all three survives it.
-    - two-of-three: two clusters fail over within A's lease and both forget: B gets a majority
-      while A holds. The checker reports the overlap and the lost update: a majority of
+    - two-of-three: two clusters fail over within A's lease and both forget A's key, but the
+      promoted replicas have the slot's marker, so the quarantine cannot see the loss: B gets a
+      majority while A holds. The checker reports the overlap and the lost update: a majority of
       forgetting nodes, the limit of assumption 2.
+    - two-of-three-unmarked: the same, but the replicas also missed the marker (made at A's first
+      acquisition): the quarantine sees the loss and B waits for A. No violation.
     - one-of-bare-majority: A acquired while cluster 2 was down, so its majority is exactly
-      clusters 0 and 1; cluster 0 fails over and forgets; cluster 2 comes back. B gets {0, 2}
-      while A holds: one failover is enough when the lock had no node to spare."""
+      clusters 0 and 1; cluster 0 fails over and forgets; cluster 2 comes back empty. Without its
+      marker, cluster 2 is quarantined: B cannot make a majority while A holds. No violation.
+    - one-of-bare-majority-no-quarantine: the same with plain Redlock: B gets {0, 2} while A
+      holds: one failover is enough when the lock had no node to spare."""
     ttl = 10000
     made = clusters([(1, 1)] * 3)
     try:
         urls = failover_urls(made)
         run = make_run(urls, RESOURCE)
-        forget = {"one-of-three": [0], "two-of-three": [0, 1], "one-of-bare-majority": [0]}[case]
-        if case == "one-of-bare-majority":
+        forget = {"one-of-three": [0], "two-of-three": [0, 1], "two-of-three-unmarked": [0, 1],
+                  "one-of-bare-majority": [0], "one-of-bare-majority-no-quarantine": [0]}[case]
+        plain = case.endswith("-no-quarantine")
+        extra = ["--no-quarantine"] if plain else []
+        if not case.endswith("-unmarked"):
+            # The markers of the slot, on every master and, acknowledged, on its replica.
+            run.spawn(2, ttl=2000, hold=1, iterations=1, node_timeout=1000, duration=20, extra_args=extra)
+            run.wait(timeout=30, cids=[2])
+            for rc in made:
+                assert rc.cmd(0, "WAIT", 1, 5000) == 1, "the replica did not acknowledge the markers"
+        bare = case.startswith("one-of-bare-majority")
+        if bare:
             made[2].kill(0)                        # cluster 2 down: no master for the slot
             run.fault("kill", "node2", loses_keys=True)
         for k in forget:
             cut_replication(made[k])
-        run.spawn(0, ttl=ttl, hold=3000, margin=100, iterations=1, node_timeout=1000, duration=60)
+        run.spawn(0, ttl=ttl, hold=3000, margin=100, iterations=1, node_timeout=1000, duration=60,
+                  extra_args=extra)
         run.wait_event(0, "ACQ", timeout=10)
         run.wait_event(0, "CS", timeout=10)
         held = [rc.cmd(0, "EXISTS", RESOURCE) if rc.nodes.is_running(0) else 0 for rc in made]
         missed = [fail_over(run, made[k], k) for k in forget]
         # The promoted replicas do not have A's key: the grant's write was lost with the master.
         after = [made[k].cmd(1, "EXISTS", RESOURCE) for k in forget]
-        if case == "one-of-bare-majority":
+        if bare:
             made[2].nodes.restart(0)               # back, empty, as the master of its slots
             run.heal("restart", "node2")
             made[2].wait_ok()
-        run.spawn(1, ttl=ttl, hold=20, iterations=1, wait=3 * ttl, retry_delay=20, retry_jitter=50, duration=60)
+        run.spawn(1, ttl=ttl, hold=20, iterations=1, wait=3 * ttl, retry_delay=20, retry_jitter=50, duration=60,
+                  extra_args=extra)
         run.wait(timeout=3 * ttl / 1000 + 10)
         r = run.check()
         print(r.summary())
     finally:
         close_all(made)
-    expect_held = [1, 1, 0] if case == "one-of-bare-majority" else [1, 1, 1]
+    expect_held = [1, 1, 0] if bare else [1, 1, 1]
     assert held == expect_held, "A's grant is not on the clusters the construction needs: %s" % held
     assert all(m > 0 for m in missed), "a promoted replica saw the whole stream: %s" % missed
     assert after == [0] * len(forget), "a promoted replica has A's key: the write was not lost"
@@ -228,7 +249,7 @@ def test_cluster_failover_without_wait(make_run, case):
     b = [w for w in r.windows if w.client == 1]
     assert b, "client B never acquired"
     b = b[0]
-    if case == "one-of-three":
+    if case in ("one-of-three", "two-of-three-unmarked", "one-of-bare-majority"):
         assert_safe(r)
         assert b.t_acq >= a.end, "B acquired while A held"
     else:
