@@ -342,7 +342,8 @@ static int check_scripts(doctor *d, dnode *n)
 
 /* The quarantine (c/src/epoch.c, docs/algorithm.md "Quarantine"): a node out
  * of the vote says so, with why and for how long; its marker is noted for
- * the set check below. Not on a cluster member (no quarantine there). */
+ * the set check below. The node-wide marker only: a cluster member's are
+ * per slot (c/src/epoch.c), read by status for a key, not here. */
 static int check_quarantine(doctor *d, dnode *n)
 {
     char err[256], mkey[1100];

@@ -33,6 +33,13 @@ int rl_random_hex(char *out, size_t nbytes);
  * itself), or SIZE_MAX past the last. rl_route_redirect: 1 if rep, read on
  * connection j, is a MOVED or ASK redirect, with the connection to follow
  * it on in *to (made if new) and *ask set for ASK. */
+/* c/src/engine/slotmap.c and c/src/cluster.c: a key's cluster slot, and the
+ * tag of the quarantine's marker of a slot (c/src/epoch.c): on a set of nodes
+ * with a cluster node the marker is <prefix>{TAG}, one per slot, on every
+ * node. rl_cluster_slot_tag: the tag's length, or -1. */
+unsigned rl_keyslot(const char *key, size_t len);
+int rl_cluster_slot_tag(unsigned slot, char *out, size_t size);
+
 struct redlock_client;
 struct rl_node;
 struct rl_node *rl_nodeat(const struct redlock_client *cl, size_t j);

@@ -492,8 +492,16 @@ int cli_status(int argc, char **argv)
     memcpy(key + prefix_len, resource, rlen + 1);
 
     size_t n = common.n_urls;
+    int per_slot = 0;
+    for (size_t i = 0; i < n; i++) {
+        rl_endpoint ep;
+        char err[512];
+        if (cli_endpoint_parse(common.urls[i], &ep, err, sizeof err) == 0)
+            per_slot |= ep.cluster;
+        rl_endpoint_clear(&ep);
+    }
     for (size_t i = 0; i < n; i++)
-        status_probe(&common, common.urls[i], key, prefix_len + rlen, prefix_len, io.timeout_ms, &ns[i]);
+        status_probe(&common, common.urls[i], key, prefix_len + rlen, prefix_len, per_slot, io.timeout_ms, &ns[i]);
     verdict v;
     decide(ns, n, &v);
     sem_verdict sv;

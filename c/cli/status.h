@@ -51,8 +51,10 @@ typedef struct node_state {
 /* Reads what node `url` keeps of key (GET, PTTL; the read-write lock's,
  * the semaphore's and the waiters' keys) into *ns, within timeout_ms per
  * connection. A cluster node is read on the shard that owns key's slot,
- * found by following MOVED and ASK as the library does (engine/route.c). */
+ * found by following MOVED and ASK as the library does (engine/route.c).
+ * per_slot: the set has a cluster node, so the quarantine's marker is the
+ * key's slot's (c/src/epoch.c). */
 void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, size_t prefix_len,
-                  int64_t timeout_ms, node_state *ns);
+                  int per_slot, int64_t timeout_ms, node_state *ns);
 
 #endif

@@ -260,16 +260,24 @@ static redisContext *connect_seed(const cli_common *common, redlock_client *rout
 
 /* The quarantine's keys of the client's prefix (the first prefix_len bytes
  * of key; c/src/epoch.c): the marker, and whether the node is out of the
- * vote, why and for how long. Not on a cluster node (no quarantine there). */
-static void probe_quarantine(pconn *pc, const char *key, size_t prefix_len, node_state *ns)
+ * vote, why and for how long. On a set with a cluster node, the key's
+ * slot's marker, which lives on the shard that owns the key. */
+static void probe_quarantine(pconn *pc, const char *key, size_t key_len, size_t prefix_len, int per_slot,
+                             node_state *ns)
 {
-    char err[128];
+    char err[128], mkey[1100];
     redisReply *m = NULL, *q = NULL, *t = NULL;
-    if (pc->cluster)
-        return;
-    p_append(pc, "EXISTS %b" RL_KEY_EPOCH, key, prefix_len);
-    p_append(pc, "GET %b" RL_KEY_EPOCH RL_KEY_QUARANTINE, key, prefix_len);
-    p_append(pc, "PTTL %b" RL_KEY_EPOCH RL_KEY_QUARANTINE, key, prefix_len);
+    if (per_slot) {
+        char tag[32];
+        if (rl_cluster_slot_tag(rl_keyslot(key, key_len), tag, sizeof tag) < 0)
+            return;
+        snprintf(mkey, sizeof mkey, "%.*s{%s}", (int)prefix_len, key, tag);
+    } else {
+        snprintf(mkey, sizeof mkey, "%.*s" RL_KEY_EPOCH, (int)prefix_len, key);
+    }
+    p_append(pc, "EXISTS %s", mkey);
+    p_append(pc, "GET %s" RL_KEY_QUARANTINE, mkey);
+    p_append(pc, "PTTL %s" RL_KEY_QUARANTINE, mkey);
     if (!p_read(pc, &m, err, sizeof err) && !p_read(pc, &q, err, sizeof err) && !p_read(pc, &t, err, sizeof err) &&
         m->type == REDIS_REPLY_INTEGER && t->type == REDIS_REPLY_INTEGER) {
         ns->marker = m->integer == 1;
@@ -286,7 +294,7 @@ static void probe_quarantine(pconn *pc, const char *key, size_t prefix_len, node
 }
 
 void status_probe(const cli_common *common, const char *url, const char *key, size_t key_len, size_t prefix_len,
-                  int64_t timeout_ms, node_state *ns)
+                  int per_slot, int64_t timeout_ms, node_state *ns)
 {
     ns->marker = -1;
     rl_endpoint ep;
@@ -375,7 +383,7 @@ void status_probe(const cli_common *common, const char *url, const char *key, si
     if (ns->state != ST_ERROR)
         probe_rw(&pc, key, key_len, ns);
     if (ns->state != ST_ERROR)
-        probe_quarantine(&pc, key, prefix_len, ns);
+        probe_quarantine(&pc, key, key_len, prefix_len, per_slot, ns);
     if (pc.ctx)
         redisFree(pc.ctx);
     if (router)

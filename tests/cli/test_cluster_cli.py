@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -89,3 +90,36 @@ def test_doctor_members_of_one_cluster_are_severe(runner, clusters):
     r, doc = doctor(runner, ["redis://127.0.0.1:%d" % a.nodes.port(0), clusters[1].url(), clusters[2].url()])
     assert any(f["check"] == "cluster-mode" and f["severity"] == "severe" and f["node"] == 0
                for f in doc["findings"])
+
+
+def test_status_shows_a_quarantined_slot_on_cluster_nodes(runner):
+    # On cluster nodes the quarantine's marker is per slot, on the shard that owns it
+    # (c/src/epoch.c): a shard wiped in two of three clusters puts the key's slot out there, and
+    # status reads that slot's marker and reason. Clusters of its own: the wipe takes every marker
+    # of the shard.
+    made = []
+    try:
+        for kind in ("redis", "valkey", "redis"):
+            made.append(rcluster.RedisCluster(shards=1, kind=kind).__enter__())
+        urls = ",".join(rc.url() for rc in made)
+        res = "cli-cluster-quarantine"
+        r = runner.run("run", "--nodes", urls, "--ttl", "3s", res, "true")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(runner.run("status", "--json", res, "--nodes", urls).stdout)
+        assert [n["marker"] for n in doc["nodes"]] == [True] * 3, doc["nodes"]
+        assert all(n["quarantined_ms"] == 0 for n in doc["nodes"]), doc["nodes"]
+        time.sleep(1.2)   # older than a deployment still being marked (RL_EPOCH_YOUNG_MS)
+        for rc in made[:2]:
+            assert rc.cmd(0, "FLUSHALL") == "OK"
+        r = runner.run("run", "--nodes", urls, "--ttl", "1s", "--wait", "0", res, "true")
+        assert r.returncode != 0
+        assert "quarantined" in r.stderr and "lost its keys" in r.stderr, r.stderr
+        doc = json.loads(runner.run("status", "--json", res, "--nodes", urls).stdout)
+        by_index = {n["index"]: n for n in doc["nodes"]}
+        for i in (0, 1):
+            assert 0 < by_index[i]["quarantined_ms"] <= 3000 + 30 + 2 + 1, by_index[i]
+            assert "lost its keys" in by_index[i]["quarantine_reason"], by_index[i]
+        assert by_index[2]["quarantined_ms"] == 0, by_index[2]
+    finally:
+        for rc in made:
+            rc.close()
