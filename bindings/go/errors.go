@@ -61,6 +61,10 @@ var (
 	// ends within the at-risk margin. The lock is still held then (Unlock
 	// and Valid work as usual); stop the work guarded by the lock.
 	ErrAtRisk error = newSentinel(C.REDLOCK_EATRISK)
+	// ErrFenced: a store refused a fenced write because its token is
+	// older than the resource's fence (docs/fencing.md, "Protecting your
+	// store"): a later holder has written.
+	ErrFenced error = newSentinel(C.REDLOCK_EFENCED)
 
 	// ErrClosed is returned by every operation after Client.Close, and by
 	// a LockContext that Close interrupted.
@@ -83,7 +87,7 @@ var sentinels = map[int]error{}
 func init() {
 	for _, e := range []error{ErrInvalid, ErrNoMemory, ErrNotAcquired, ErrNoQuorum, ErrExpired,
 		ErrLost, ErrTimeout, ErrIO, ErrServer, ErrAuth, ErrTLS, ErrNotSupported, ErrCanceled,
-		ErrLimit, ErrState, ErrUnreachable, ErrPermission, ErrAtRisk} {
+		ErrLimit, ErrState, ErrUnreachable, ErrPermission, ErrAtRisk, ErrFenced} {
 		sentinels[e.(*codeError).code] = e
 	}
 }

@@ -39,7 +39,7 @@ typedef enum redlock_error_code {
     REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED, REDLOCK_ELOST, REDLOCK_ETIMEDOUT,
     REDLOCK_EIO, REDLOCK_ESERVER, REDLOCK_EAUTH, REDLOCK_ETLS,
     REDLOCK_ENOTSUP, REDLOCK_ECANCELED, REDLOCK_ELIMIT, REDLOCK_ESTATE,
-    REDLOCK_EUNREACHABLE, REDLOCK_EPERM, REDLOCK_EATRISK,
+    REDLOCK_EUNREACHABLE, REDLOCK_EPERM, REDLOCK_EATRISK, REDLOCK_EFENCED,
     ...
 } redlock_error_code;
 
@@ -222,6 +222,10 @@ void redlock_lock_cancel_reset(redlock_lock *lock);
 void redlock_lock_free(redlock_lock *lock);
 
 uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
+#define REDLOCK_FENCE_RETENTION_MS ...
+const char *redlock_fence_script(void);
+const char *redlock_fence_script_sha1(void);
+int redlock_fence_key(char *out, size_t size, const char *resource);
 
 typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
 #define REDLOCK_AUTO_EXTEND_MAX_HOLD_MS ...

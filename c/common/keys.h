@@ -24,6 +24,10 @@
  * stays out of the vote; value: when that ends, in the node's ms, and why). */
 #define RL_KEY_EPOCH      "{redlock:epoch}"
 #define RL_KEY_QUARANTINE ":q"
+/* On a store protected by fencing (c/src/fence.c), not on the lock nodes: a
+ * resource R's fence, {R}:fence (R:fence when R has a hash tag), holding the
+ * highest token a write to R carried. */
+#define RL_KEY_STORE_FENCE ":fence"
 /* The value K holds while readers hold a read-write lock: RL_RW_MARK alone
  * (shared by several readers, whose leases are in K:rd), or RL_RW_MARK ':'
  * the value of a lone reader. */

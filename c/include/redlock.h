@@ -56,10 +56,13 @@ typedef enum redlock_error_code {
                                  * connect timeout) for redlock_options.unreachable_ms */
     REDLOCK_EPERM        = -17, /* a node refused a command the lock needs: an ACL without it
                                  * (NOPERM), or the command disabled or renamed */
-    REDLOCK_EATRISK      = -18  /* not a failure and never returned: the code of the at-risk
+    REDLOCK_EATRISK      = -18, /* not a failure and never returned: the code of the at-risk
                                  * notice (redlock_lock_auto_extend): auto-extension has not
                                  * extended the lock and its validity ends within the
                                  * at-risk margin. The lock is still held */
+    REDLOCK_EFENCED      = -19  /* a store refused a write whose token is older than its
+                                 * fence: a later holder has written (redlock_fence_script;
+                                 * raised by the bindings' fenced writes, not by the library) */
 } redlock_error_code;
 
 /* Limits enforced on input; exceeding one gives REDLOCK_EINVAL. */
@@ -508,6 +511,35 @@ REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
  * increase: a storage service that remembers the highest token it has seen
  * can refuse the writes of a holder whose lease ran out. */
 REDLOCK_EXTERN uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
+
+/* ---- Fenced writes to a Redis/Valkey store (docs/fencing.md, "Protecting
+ * your store") ----
+ * The library does not talk to the store: a binding runs this script on the
+ * caller's own client to it (EVALSHA with redlock_fence_script_sha1, EVAL of
+ * redlock_fence_script on NOSCRIPT). KEYS[1] the resource's fence key
+ * (redlock_fence_key), KEYS[2] the data key (none for "advance"); ARGV[1]
+ * the token in decimal, ARGV[2] the fence's retention in ms
+ * (REDLOCK_FENCE_RETENTION_MS unless the caller knows better), ARGV[3] the
+ * operation: "set" VALUE [PX-ms], "del", "hset" FIELD VALUE [...], "rpush"
+ * VALUE [...], "incrby" N, or "advance" (raise the fence only; replies the
+ * fence it had, "0" for none). The write is applied only if the token is at
+ * least the fence's, compared as 64-bit integers, and the fence is raised
+ * to it, atomically; the reply is the command's. An older token gets the
+ * error reply "FENCED <token> <fence> ..." and nothing is written. The
+ * fence key lives for the longer of its time left and the retention, from
+ * each write. Static strings, any thread. */
+#define REDLOCK_FENCE_RETENTION_MS 604800000u   /* seven days */
+REDLOCK_EXTERN const char *redlock_fence_script(void);
+REDLOCK_EXTERN const char *redlock_fence_script_sha1(void);
+/* The fence key of resource (what the caller protects: a lock's resource, a
+ * table row's id): "{resource}:fence", or "resource:fence" when resource
+ * has a hash tag, so that on a cluster store it shares the slot of data
+ * keys named with the same tag ("{orders}:17"). Writes it and a NUL into
+ * out as snprintf does and returns the length it needs (without the NUL);
+ * REDLOCK_EINVAL for a NULL or empty resource, one longer than
+ * REDLOCK_MAX_RESOURCE_LEN, one with a '}' but no hash tag, or out NULL
+ * with size > 0. No network I/O. */
+REDLOCK_EXTERN int redlock_fence_key(char *out, size_t size, const char *resource);
 
 /* ---- Auto-extension ---- */
 /* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours

@@ -101,6 +101,7 @@ static const struct {
     { REDLOCK_EUNREACHABLE, "REDLOCK_EUNREACHABLE", "no quorum of nodes could be reached" },
     { REDLOCK_EPERM, "REDLOCK_EPERM", "a node refused a command the lock needs" },
     { REDLOCK_EATRISK, "REDLOCK_EATRISK", "the lock is at risk: not extended, and its validity ends soon" },
+    { REDLOCK_EFENCED, "REDLOCK_EFENCED", "the store refused a write: its token is older than the fence" },
 };
 
 const char *redlock_strerror(int code)

@@ -246,10 +246,10 @@ static void test_lock_args(void)
 
 static void test_strings(void)
 {
-    for (int code = 0; code >= REDLOCK_EUNREACHABLE; code--) {   /* the last code */
+    for (int code = 0; code >= REDLOCK_EFENCED; code--) {   /* the last code */
         CHECK(redlock_strerror(code) && strcmp(redlock_strerror(code), "unknown error") != 0);
         CHECK(strncmp(redlock_error_name(code), "REDLOCK_", 8) == 0);
-        for (int other = code - 1; other >= REDLOCK_EUNREACHABLE; other--)
+        for (int other = code - 1; other >= REDLOCK_EFENCED; other--)
             CHECK(strcmp(redlock_strerror(code), redlock_strerror(other)) != 0);
     }
     CHECK(strcmp(redlock_strerror(-9999), "unknown error") == 0);
@@ -259,8 +259,35 @@ static void test_strings(void)
     CHECK(strcmp(redlock_version(), v) == 0);
 }
 
+/* The store's fence (c/src/fence.c): the key's name, snprintf's contract,
+ * what is refused; the script itself runs on real servers in
+ * tests/python/test_fence.py. */
+static void test_fence_key(void)
+{
+    char k[64];
+    CHECK(redlock_fence_key(k, sizeof k, "orders") == 14 && strcmp(k, "{orders}:fence") == 0);
+    CHECK(redlock_fence_key(k, sizeof k, "{orders}:17") == 17 && strcmp(k, "{orders}:17:fence") == 0);
+    CHECK(redlock_fence_key(NULL, 0, "orders") == 14);                    /* the length it needs */
+    CHECK(redlock_fence_key(k, 5, "orders") == 14 && strcmp(k, "{ord") == 0);   /* cut, NUL-ended */
+    CHECK(redlock_fence_key(k, sizeof k, "") == REDLOCK_EINVAL);
+    CHECK(redlock_fence_key(k, sizeof k, NULL) == REDLOCK_EINVAL);
+    CHECK(redlock_fence_key(NULL, 8, "orders") == REDLOCK_EINVAL);
+    CHECK(redlock_fence_key(k, sizeof k, "a}b") == REDLOCK_EINVAL);          /* no tag: a '}' */
+    char big[REDLOCK_MAX_RESOURCE_LEN + 2];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK(redlock_fence_key(k, sizeof k, big) == REDLOCK_EINVAL);
+    big[REDLOCK_MAX_RESOURCE_LEN] = '\0';
+    CHECK(redlock_fence_key(NULL, 0, big) == REDLOCK_MAX_RESOURCE_LEN + 8);
+    const char *sha = redlock_fence_script_sha1();
+    CHECK(strlen(sha) == 40 && strspn(sha, "0123456789abcdef") == 40);
+    CHECK(strstr(redlock_fence_script(), "FENCED ") != NULL);
+    CHECK(strcmp(redlock_error_name(REDLOCK_EFENCED), "REDLOCK_EFENCED") == 0);
+}
+
 int main(void)
 {
+    run_test("fence_key", test_fence_key);
     run_test("urls", test_urls);
     run_test("client_args", test_client_args);
     run_test("lock_args", test_lock_args);

@@ -97,6 +97,7 @@ def test_every_block_runs_or_says_why(cluster5):
     # What the examples did, where a wrong example would show.
     assert processed == [1, 2, 3]                  # the auto-extension example's loop ran
     assert ns["storage"].highest >= 1              # the fencing example wrote with a token
+    assert int(ns["store"].get("ledger:entries")) >= 1   # ...and through the store's fence
     assert any(c[0] == "lock.acquire_seconds" for c in ns["metrics"].calls)  # the hook saw the asyncio example
     assert ran >= len(found) - 3, "most examples must run; mark only those that cannot"
 

@@ -35,6 +35,7 @@ ALL_CODES = {
     "REDLOCK_EUNREACHABLE": redlock.NodesUnreachable,
     "REDLOCK_EPERM": redlock.PermissionDenied,
     "REDLOCK_EATRISK": redlock.LockAtRisk,
+    "REDLOCK_EFENCED": redlock.FencedOut,
 }
 
 

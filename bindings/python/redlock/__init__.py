@@ -10,6 +10,7 @@ from ._errors import (
     AuthError,
     Cancelled,
     ExtensionLimit,
+    FencedOut,
     InvalidArgument,
     LockAtRisk,
     LockExpired,
@@ -31,6 +32,7 @@ from ._errors import (
 from ._rwlock import AsyncReadLock, AsyncWriteLock, ReadLock, RWLock, WriteLock
 from ._semaphore import AsyncSemaphore, Permit, Semaphore
 from ._multilock import MultiLock
+from ._fence import Fence, fence_key
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
 
@@ -50,4 +52,5 @@ __all__ = [
     "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
     "MultiLock",
+    "Fence", "fence_key", "FencedOut",
 ]

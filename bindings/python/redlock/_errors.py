@@ -134,12 +134,24 @@ class LockAtRisk(RedlockError):
     code = lib.REDLOCK_EATRISK
 
 
+class FencedOut(RedlockError):
+    """REDLOCK_EFENCED: the store refused a fenced write (Lock.fenced(), redlock.Fence):
+    ``token`` is older than ``fence``, the highest token the resource has seen, so a
+    later holder has written and this one must stop. Nothing was written."""
+    code = lib.REDLOCK_EFENCED
+
+    def __init__(self, message: str, *, token: int = 0, fence: int = 0, **kw) -> None:
+        super().__init__(message, **kw)
+        self.token = token
+        self.fence = fence
+
+
 _BY_CODE: Dict[int, Type[RedlockError]] = {
     cls.code: cls
     for cls in (InvalidArgument, RedlockMemoryError, LockNotAcquired, QuorumError, LockExpired,
                 LockLost, LockTimeout, RedlockIOError, ServerError, AuthError, TLSError,
                 NotSupported, Cancelled, ExtensionLimit, LockStateError, NodesUnreachable, PermissionDenied,
-                LockAtRisk)
+                LockAtRisk, FencedOut)
 }
 
 

@@ -17,6 +17,7 @@ from ._convert import (DEFAULT_TTL, _FAIR, _MAX_WAIT_MS, _NO_WAIT, _NODE_MSG_SIZ
                        _WAIT_DEFAULT, _WAIT_FOREVER, _WAIT_NONE, Name, Seconds, _callable, _count,
                        _cstr, _drift_factor, _flag, _max_hold_ms, _ms, _MAX_TTL_MS, _ttl_ms, _wait_mode)
 from ._errors import Cancelled, LockExpired, LockStateError, RedlockError, check, error
+from ._fence import RETENTION, Fence
 from ._redlock import ffi, lib
 
 if TYPE_CHECKING:
@@ -568,6 +569,18 @@ class Lock:
         finally:
             self._busy.release()
         return int(token) if token else None
+
+    def fenced(self, store: Any, *, resource: Optional[str] = None, retention: Any = None) -> Fence:
+        """Writes to a Redis/Valkey store (a redis-py client) fenced by this acquisition's token:
+        each is applied only while no later holder's token has reached the resource, else
+        FencedOut (see redlock.Fence). The resource defaults to the lock's name. Needs a held
+        lock of a client made with fencing=True (LockStateError otherwise)."""
+        token = self.token
+        if token is None:
+            raise LockStateError(f"{self._display!r}: no fencing token: the lock is not held, or its client "
+                                 "was made without fencing=True", resource=self._display)
+        return Fence(store, self._display if resource is None else resource, token,
+                     retention=RETENTION if retention is None else retention)
 
     @property
     def node_results(self) -> Tuple[NodeResult, ...]:
