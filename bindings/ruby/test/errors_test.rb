@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Bad input and refusing nodes: a specific error, in bounded time, never false.
+require_relative "test_helper"
+
+class ErrorsTest < RedlockTestCase
+  def setup
+    @c = Redlock::Client.new(nodes)
+  end
+
+  def assert_invalid(pattern = nil, &block)
+    err = assert_raises(Redlock::InvalidArgumentError, &block)
+    assert_match(pattern, err.message) if pattern
+    err
+  end
+
+  def test_bad_resources
+    err = assert_invalid(/resource/) { @c.lock("", 1_000) }
+    assert_equal "REDLOCK_EINVAL", err.code_name, "the C library's refusal"
+    err = assert_invalid { @c.lock("x" * 5_000, 1_000) }
+    assert_equal "REDLOCK_EINVAL", err.code_name
+    assert_invalid(/NUL/) { @c.lock("a\0b", 1_000) }
+    assert_invalid(/String/) { @c.lock(nil, 1_000) }
+    assert_invalid { @c.lock!("", 1_000) { flunk } }
+    assert_invalid { @c.locked?(42) }
+  end
+
+  def test_bad_ttls
+    assert_invalid(/positive/) { @c.lock(res, -1) }
+    assert_invalid(/positive/) { @c.lock(res, 0) }
+    assert_invalid(/day/) { @c.lock(res, 10**12) }
+    assert_invalid(/number/) { @c.lock(res, "1000") }
+    refute @c.locked?(res), "nothing was taken"
+  end
+
+  def test_bad_options
+    assert_invalid(/retry_count/) { Redlock::Client.new(nodes, retry_count: -1) }
+    assert_invalid(/redis_timeout/) { Redlock::Client.new(nodes, redis_timeout: 0) }
+    assert_raises(Redlock::NotSupportedError) { Redlock::Client.new(nodes, retry_delay: ->(n) { n * 10 }) }
+  end
+
+  def test_bad_urls
+    err = assert_invalid(/port/) { Redlock::Client.new(["redis://127.0.0.1:abc"]) }
+    assert_equal "REDLOCK_EINVAL", err.code_name
+    assert_invalid { Redlock::Client.new(["http://127.0.0.1:6379"]) }
+    assert_invalid { Redlock::Client.new([]) }
+    assert_invalid { Redlock::Client.new([nodes[0], nodes[0]]) }
+    assert_invalid(/server/) { Redlock::Client.new([42]) }
+  end
+
+  def test_unreachable_nodes_raise
+    dead = (1..3).map do |i|
+      s = TCPServer.new("127.0.0.1", 0) # a port that was just free: nothing listens after close
+      port = s.addr[1]
+      s.close
+      "redis://127.0.0.1:#{port}?i=#{i}".sub(/\?i=\d+/, "")
+    end
+    c = Redlock::Client.new(dead.uniq, retry_count: 2, retry_delay: 10)
+    t0 = monotonic
+    err = assert_raises(Redlock::LockAcquisitionError) { c.lock(res, 1_000) }
+    assert_operator monotonic - t0, :<, 10, "bounded"
+    assert_includes %w[REDLOCK_EUNREACHABLE REDLOCK_ENOQUORUM REDLOCK_EIO], err.code_name, err.message
+    assert_raises(Redlock::LockAcquisitionError) { c.lock!(res, 1_000) { flunk } }
+  end
+
+  # Nodes that want a password the client does not give: REDLOCK_EAUTH at once, never false.
+  def test_auth_refusal_is_not_contention
+    pw = "rb-refusal-pw"
+    3.times { |i| Harness.ctl("CMD", i, "CONFIG", "SET", "requirepass", pw) }
+    begin
+      c = Redlock::Client.new(nodes, retry_count: 50, retry_delay: 100)
+      t0 = monotonic
+      err = assert_raises(Redlock::AuthError) { c.lock(res, 5_000) }
+      assert_operator monotonic - t0, :<, 2.0, "a refusal is not retried for the whole wait"
+      assert_equal "REDLOCK_EAUTH", err.code_name
+      auth_nodes = err.nodes.select { |n| n[:code] == "REDLOCK_EAUTH" }
+      assert_operator auth_nodes.size, :>=, 1, err.nodes.inspect
+      assert_match(/auth|NOAUTH|password/i, err.message)
+      err = assert_raises(Redlock::AuthError) { c.lock!(res, 5_000) { flunk } }
+      assert_kind_of Redlock::LockError, err, "lock! callers rescuing LockError see it too"
+    ensure
+      3.times { |i| Harness.node_cmd(i, "CONFIG", "SET", "requirepass", "", password: pw) }
+    end
+    assert Redlock::Client.new(nodes).lock(res, 1_000), "the nodes take locks again"
+  end
+end
