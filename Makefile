@@ -166,13 +166,16 @@ test-java-integ: jar
 	tools/java-integ-test
 
 # The SWIG Ruby binding (bindings/ruby, docs/ruby.md): the extension built in its own build
-# directory (the C library and the extension only), then its minitest suite on 5 harness nodes.
+# directory (the C library and the extension only), its minitest suite on 5 harness nodes,
+# then the gem (self-contained extension) installed offline and run with the system's hiredis
+# hidden (tools/ruby-gem-test).
 RUBY_BUILD := $(BUILD)/ruby
 test-ruby: deps
 	cmake -S . -B $(RUBY_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_RUBY=ON \
 	  -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
-	cmake --build $(RUBY_BUILD) -j$(JOBS) --target redlockruby
+	cmake --build $(RUBY_BUILD) -j$(JOBS) --target redlockruby ruby-gem
 	cd $(RUBY_BUILD) && ctest -L ruby --output-on-failure
+	tools/ruby-gem-test $(RUBY_BUILD)/bindings/swig/ruby/libredlock-*.gem
 
 # The self-contained Python wheel (hiredis and OpenSSL inside, manylinux tag),
 # then installed in a fresh venv with the system's hiredis hidden.
