@@ -62,7 +62,9 @@ module Redlock
     # extend_only_if_locked: true, false if it is no longer held, else it is
     # taken again), auto_extend: true or a max hold in ms (keep extending it
     # until unlock), on_lost: a callable given (lock_info, error) on a Ruby
-    # thread when an auto-extended lock is lost.
+    # thread when an auto-extended lock is lost, limit: (and permits:, 1 by
+    # default) to take permits of a counting semaphore of limit permits
+    # instead of a mutex.
     #
     # With a block: yields the hash or false, unlocks after the block, and
     # returns whether the lock was taken.
@@ -175,7 +177,7 @@ module Redlock
     # ---- acquire, extend ----------------------------------------------------
 
     def acquire(resource, ttl, options, raise_on_contention:)
-      handle = native(resource) { @native.newLock(resource) }
+      handle = native(resource) { new_handle(resource, options) }
       begin
         handle.acquire(ttl, W::REDLOCK_WAIT_DEFAULT)
       rescue Native::Failure => e
@@ -192,6 +194,15 @@ module Redlock
         raise
       end
       register(handle, resource, options)
+    end
+
+    # A mutex, or with limit: a permit of a counting semaphore (permits: of
+    # limit: at once; docs/ruby.md).
+    def new_handle(resource, options)
+      return @native.newLock(resource) unless options.key?(:limit) || options.key?(:permits)
+
+      limit = non_negative(options.fetch(:limit) { raise InvalidArgumentError, "permits: needs limit:" }, :limit)
+      @native.newSemaphore(resource, limit, non_negative(options.fetch(:permits, 1), :permits))
     end
 
     def extend_lock(resource, ttl, lock_info, options)
