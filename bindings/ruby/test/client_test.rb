@@ -53,6 +53,24 @@ class ClientTest < RedlockTestCase
     @a.unlock(holder)
   end
 
+  def test_per_call_retries
+    holder = @a.lock(res, 10_000)
+    t0 = monotonic
+    assert_equal false, @a.lock(res, 10_000, retry_count: 0), "one attempt"
+    assert_operator monotonic - t0, :<, 0.15, "no 200 ms retry delay with retry_count: 0"
+    c = Redlock::Client.new(nodes, retry_count: 0)
+    t0 = monotonic
+    assert_equal false, c.lock(res, 10_000, retry_count: 3, retry_delay: 100, retry_jitter: 0)
+    assert_operator monotonic - t0, :>=, 0.29, "the call's 3 retries 100 ms apart"
+    assert_raises(Redlock::InvalidArgumentError) { c.lock(res, 10_000, retry_count: -2) }
+    @a.unlock(holder)
+  end
+
+  def test_lock_bang_needs_a_block
+    assert_raises(Redlock::InvalidArgumentError) { @a.lock!(res, 1_000) }
+    refute @a.locked?(res), "nothing taken"
+  end
+
   def test_lock_bang_raises_with_node_report
     info = @a.lock(res, 10_000)
     err = assert_raises(Redlock::LockError) { @b.lock!(res, 10_000) { flunk "must not run" } }
@@ -116,7 +134,8 @@ class ClientTest < RedlockTestCase
 
   def test_key_prefix_and_client_objects
     server = Struct.new(:id)
-    p = Redlock::Client.new(nodes.map { |u| server.new(u) }, key_prefix: "rbp:")
+    servers = nodes.each_with_index.map { |u, i| i.even? ? server.new(u) : { url: u } }
+    p = Redlock::Client.new(servers, key_prefix: "rbp:")
     info = p.lock(res, 5_000)
     assert info
     assert @a.locked?("rbp:#{res}"), "the key carries the prefix"

@@ -76,6 +76,7 @@ class ErrorsTest < RedlockTestCase
       assert_equal "REDLOCK_EAUTH", err.code_name
       auth_nodes = err.nodes.select { |n| n[:code] == "REDLOCK_EAUTH" }
       assert_operator auth_nodes.size, :>=, 1, err.nodes.inspect
+      assert_equal auth_nodes, err.errors & auth_nodes, "redlock-rb's #errors lists the failing nodes"
       assert_match(/auth|NOAUTH|password/i, err.message)
       err = assert_raises(Redlock::AuthError) { c.lock!(res, 5_000) { flunk } }
       assert_kind_of Redlock::LockError, err, "lock! callers rescuing LockError see it too"

@@ -89,9 +89,10 @@ module Redlock
 
     # Acquires (raising Redlock::LockError, with the per-node report in
     # #nodes, when not acquired), yields the lock info, unlocks after the
-    # block, and returns the block's value. Without a block, returns the lock
-    # info.
+    # block, and returns the block's value. As redlock-rb, it needs a block.
     def lock!(resource, ttl, options = {})
+      raise InvalidArgumentError, "No block passed" unless block_given?
+
       check_fork!
       resource = resource_arg(resource)
       ttl = ttl_arg(ttl)
@@ -100,8 +101,6 @@ module Redlock
              else
                acquire(resource, ttl, options, raise_on_contention: true)
              end
-      return info unless block_given?
-
       begin
         yield info
       ensure
@@ -176,10 +175,12 @@ module Redlock
 
     # ---- acquire, extend ----------------------------------------------------
 
-    def acquire(resource, ttl, options, raise_on_contention:)
+    # wait: REDLOCK_WAIT_DEFAULT for the retries, REDLOCK_WAIT_NONE for one attempt.
+    def acquire(resource, ttl, options, raise_on_contention:, wait: W::REDLOCK_WAIT_DEFAULT)
       handle = native(resource) { new_handle(resource, options) }
       begin
-        handle.acquire(ttl, W::REDLOCK_WAIT_DEFAULT)
+        per_call_retries(handle, options)
+        handle.acquire(ttl, wait)
       rescue Native::Failure => e
         nodes = node_report(handle)
         handle.close
@@ -194,6 +195,18 @@ module Redlock
         raise
       end
       register(handle, resource, options)
+    end
+
+    # redlock-rb's per-call retry_count:, retry_delay:, retry_jitter: become
+    # this lock's own C options.
+    def per_call_retries(handle, options)
+      return unless options.key?(:retry_count) || options.key?(:retry_delay) || options.key?(:retry_jitter)
+
+      lo = handle.getOptions
+      lo.retryCount = non_negative(options[:retry_count], :retry_count) if options.key?(:retry_count)
+      lo.retryDelayMs = retry_delay(options[:retry_delay]) if options.key?(:retry_delay)
+      lo.retryJitterMs = non_negative(options[:retry_jitter], :retry_jitter) if options.key?(:retry_jitter)
+      handle.setOptions(lo)
     end
 
     # A mutex, or with limit: a permit of a counting semaphore (permits: of
@@ -228,7 +241,8 @@ module Redlock
       end
       return false if options[:extend_only_if_locked]
 
-      acquire(resource, ttl, options, raise_on_contention: false)
+      # As redlock-rb: an extend: makes one attempt, which takes the lock anew if it is free.
+      acquire(resource, ttl, options, raise_on_contention: false, wait: W::REDLOCK_WAIT_NONE)
     end
 
     def register(handle, resource, options)
@@ -372,6 +386,7 @@ module Redlock
 
     def server_url(server)
       return server if server.is_a?(String)
+      return server_url(server[:url]) if server.is_a?(Hash) && server[:url] # redis-client's config hash
       return server.id if server.respond_to?(:id) && server.id.is_a?(String) && server.id.include?("://")
 
       raise InvalidArgumentError, "a server is a redis:// URL or a client whose #id is one, not #{server.class}"

@@ -27,7 +27,13 @@ module Redlock
 
   # Not acquired for a reason other than another owner: the nodes refused or
   # could not be reached. lock raises these (never returns false for them).
-  class LockAcquisitionError < LockError; end
+  class LockAcquisitionError < LockError
+    # redlock-rb's: what went wrong, one entry per node that failed (here the
+    # per-node report's entries that carry an error code).
+    def errors
+      nodes.select { |n| n[:code] }
+    end
+  end
   class AuthError < LockAcquisitionError; end          # REDLOCK_EAUTH: a node wants a password
   class PermissionError < LockAcquisitionError; end    # REDLOCK_EPERM: an ACL or a renamed command
   class TLSError < LockAcquisitionError; end           # REDLOCK_ETLS
