@@ -19,11 +19,24 @@
 
 static VALUE rl_rb_cFailure = Qnil;
 
+/* An interrupt (Thread#raise, Thread#kill, a signal's exception) that ended a
+ * blocking call, caught by rb_protect; the wrapper's argout typemap re-raises
+ * it with rb_jump_tag once the wrapper has freed what it holds. Per thread:
+ * set and consumed within one wrapped call. */
+static __thread int rl_rb_jump_state;
+
 /* Raises Redlock::Native::Failure for code with detail (freed first: the raise
- * does not return). */
+ * does not return), or the interrupt that cancelled the call. */
 static void rl_rb_raise(rl_status *st) {
     char buf[1024];
     VALUE exc;
+    int jump = rl_rb_jump_state;
+    if (jump) {
+        rl_rb_jump_state = 0;
+        free(st->detail);
+        st->detail = NULL;
+        rb_jump_tag(jump);
+    }
     snprintf(buf, sizeof buf, "%s: %s", redlock_error_name(st->code),
              st->detail && *st->detail ? st->detail : redlock_strerror(st->code));
     free(st->detail);
@@ -39,33 +52,56 @@ struct rl_rb_acquire {
     uint32_t ttl_ms;
     int64_t wait_ms;
     int rc;
+    int called;      /* the acquire ran */
+    int cancelled;   /* the unblocking function cancelled it */
 };
 
 static void *rl_rb_acquire_nogvl(void *p) {
     struct rl_rb_acquire *a = p;
+    a->called = 1;
     a->rc = redlock_lock_acquire(a->lock, a->ttl_ms, a->wait_ms);
     return NULL;
+}
+
+static VALUE rl_rb_check_ints(VALUE unused) {
+    (void)unused;
+    rb_thread_check_ints();
+    return Qnil;
 }
 
 /* Called by Ruby to interrupt the wait: the C cancel is thread- and
  * async-signal-safe; the acquire returns REDLOCK_ECANCELED after the round in
  * flight (or 0 if that round acquired the lock). */
 static void rl_rb_acquire_ubf(void *p) {
-    redlock_lock_cancel(((struct rl_rb_acquire *)p)->lock);
+    struct rl_rb_acquire *a = p;
+    a->cancelled = 1;
+    redlock_lock_cancel(a->lock);
 }
 
 static int rl_rb_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms) {
-    struct rl_rb_acquire a = { lock, ttl_ms, wait_ms, REDLOCK_ECANCELED };
+    struct rl_rb_acquire a = { lock, ttl_ms, wait_ms, REDLOCK_ECANCELED, 0, 0 };
     if (!lock)
         return redlock_lock_acquire(lock, ttl_ms, wait_ms);
-    /* No canceller can run now (the GVL is held): clear an earlier interrupt's cancel. */
-    redlock_lock_cancel_reset(lock);
-    /* The 2 variant checks no interrupt on the way out, so the wrapper frees what
-     * it holds and raises; a pending Thread#raise/kill follows at Ruby's next check.
-     * An interrupt pending before the call leaves rc REDLOCK_ECANCELED. */
-    rb_thread_call_without_gvl2(rl_rb_acquire_nogvl, &a, rl_rb_acquire_ubf, &a);
-    redlock_lock_cancel_reset(lock);
-    return a.rc;
+    for (;;) {
+        int state = 0;
+        a.called = a.cancelled = 0;
+        /* No canceller can run now (the GVL is held): clear an earlier interrupt's cancel. */
+        redlock_lock_cancel_reset(lock);
+        /* The 2 variant neither raises nor runs the acquire while an interrupt is
+         * pending, so nothing jumps over this frame or the wrapper's. */
+        rb_thread_call_without_gvl2(rl_rb_acquire_nogvl, &a, rl_rb_acquire_ubf, &a);
+        redlock_lock_cancel_reset(lock);
+        if (a.called && !(a.cancelled && a.rc == REDLOCK_ECANCELED))
+            return a.rc; /* done, or cancelled by Lock#cancel from elsewhere */
+        /* An interrupt: run it. Ruby's own (a finalizer, a timer, Thread#wakeup) raise
+         * nothing, and the acquire starts again; an exception (Thread#raise, #kill, a
+         * signal's) ends the call: the argout typemap re-raises it. */
+        rb_protect(rl_rb_check_ints, Qnil, &state);
+        if (state) {
+            rl_rb_jump_state = state;
+            return REDLOCK_ECANCELED;
+        }
+    }
 }
 /* Every acquire the wrapper code of redlock.i makes (Lock#acquire, Redlock#acquire,
  * #tryAcquire) goes through it: this block comes after redlock.h and before them. */
