@@ -66,6 +66,19 @@ class ThreadsTest < RedlockTestCase
     @holder.unlock(held)
   end
 
+  # Ruby's own interrupts (Thread#wakeup, finalizers, timers) raise nothing: the wait goes on.
+  def test_wakeup_does_not_end_the_wait
+    held = @holder.lock(res, 10_000)
+    waiting = Thread.new { @waiter.lock!(res, 5_000) { :got } }
+    10.times do
+      sleep 0.05
+      waiting.wakeup
+    end
+    assert waiting.alive?, "still waiting after 10 wakeups"
+    @holder.unlock(held)
+    assert_equal :got, waiting.value
+  end
+
   def test_lost_notification
     lost = Queue.new
     info = @holder.lock(res, 1_000, auto_extend: true, on_lost: ->(i, e) { lost << [i, e, Thread.current] })
@@ -92,5 +105,42 @@ class ThreadsTest < RedlockTestCase
     end
     assert done
     refute @holder.locked?(res), "released after the block, extension stopped"
+  end
+end
+
+# Threads sharing one client: locks unlocked, left to expire (and then forgotten by the client),
+# checked and extended concurrently; nothing crashes, and a lock the client says it holds is
+# never granted to another client.
+class SharedClientTest < RedlockTestCase
+  def test_threads_share_a_client
+    c = Redlock::Client.new(nodes, retry_count: 0)
+    other = Redlock::Client.new(nodes, retry_count: 0)
+    errors = Queue.new
+    checked = Queue.new
+    threads = Array.new(6) do |t|
+      Thread.new do
+        infos = []
+        40.times do |i|
+          info = c.lock(res("#{t}-#{i % 5}"), i.even? ? 30 : 5_000)
+          infos << info if info
+          infos.sample(2).each do |x|
+            next unless c.valid_lock?(x) && c.get_remaining_ttl_for_lock(x).to_i > 1_000
+
+            granted = other.lock(x[:resource], 1_000)
+            errors << RuntimeError.new("#{x[:resource]} granted twice") if granted
+            checked << 1
+          end
+          c.unlock(infos.shift) if infos.size > 3 && i % 3 == 0
+          last = infos.last
+          c.lock(last[:resource], 5_000, extend: last, extend_only_if_locked: true) if last && i % 4 == 0
+        end
+        infos.each { |x| c.unlock(x) }
+      rescue StandardError => e
+        errors << e
+      end
+    end
+    threads.each { |th| assert th.join(60), "a thread hung" }
+    assert errors.empty?, -> { e = errors.pop; "#{e.class}: #{e.message}\n#{e.backtrace&.first(5)&.join("\n")}" }
+    assert_operator checked.size, :>, 20, "the exclusion was checked"
   end
 end

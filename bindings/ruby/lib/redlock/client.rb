@@ -24,7 +24,9 @@ module Redlock
     private_constant :W
 
     # One held lock of this client, found again from its lock-info hash.
-    Held = Struct.new(:handle, :resource, :value, :mutex, :watch, :watcher)
+    # Every call on handle is made under mutex, after checking closed (a
+    # closed handle is freed memory).
+    Held = Struct.new(:handle, :resource, :value, :mutex, :watch, :watcher, :closed)
     private_constant :Held
 
     # servers: redis:// or rediss:// URLs, or client objects that answer #id
@@ -118,7 +120,10 @@ module Redlock
 
       stop_watcher(held)
       held.mutex.synchronize do
-        held.handle.close
+        next false if held.closed
+
+        held.closed = true
+        held.handle.close # frees the handle even when it raises
         true
       rescue Native::Failure => e
         next false if [W::REDLOCK_ELOST, W::REDLOCK_EEXPIRED, W::REDLOCK_ESTATE].include?(e.code)
@@ -134,7 +139,7 @@ module Redlock
       held = find_held(lock_info)
       return false unless held
 
-      held.mutex.synchronize { held.handle.isHeld }
+      held.mutex.synchronize { !held.closed && held.handle.isHeld }
     end
 
     # Whether some owner holds resource: its key has a TTL on a majority of
@@ -159,7 +164,7 @@ module Redlock
       held = find_held(lock_info)
       return nil unless held
 
-      ms = held.mutex.synchronize { held.handle.isHeld ? held.handle.validityMs : 0 }
+      ms = held.mutex.synchronize { !held.closed && held.handle.isHeld ? held.handle.validityMs : 0 }
       ms.positive? ? ms : nil
     end
 
@@ -184,14 +189,21 @@ module Redlock
       rescue Native::Failure => e
         nodes = node_report(handle)
         handle.close
-        contention = [W::REDLOCK_ENOTACQUIRED, W::REDLOCK_ETIMEDOUT].include?(e.code)
+        # Not acquired, nothing refused: other owners (or, as redlock-rb's
+        # validity < 0, a round too slow for the TTL). Everything else raises.
+        contention = [W::REDLOCK_ENOTACQUIRED, W::REDLOCK_ETIMEDOUT, W::REDLOCK_EEXPIRED].include?(e.code)
         return false if contention && !raise_on_contention
 
         err = Redlock.error_from(e, nodes: nodes, resource: resource)
         err = LockError.new(resource, e.message, code: e.code, nodes: nodes) if contention
         raise err
       rescue Exception
-        handle.close if handle.isHeld # an interrupt (Thread#raise) right after the acquire
+        # An interrupt (Thread#raise) as the acquire returned: release what it may hold.
+        begin
+          handle.close
+        rescue Native::Failure
+          nil
+        end
         raise
       end
       register(handle, resource, options)
@@ -227,15 +239,17 @@ module Redlock
       held = find_held(lock_info)
       if held
         extended = held.mutex.synchronize do
+          next false if held.closed
+
           held.handle.extend(ttl)
-          true
+          info_for(held)
         rescue Native::Failure => e
           next false if [W::REDLOCK_ELOST, W::REDLOCK_EEXPIRED, W::REDLOCK_ESTATE,
                          W::REDLOCK_ENOTACQUIRED].include?(e.code)
 
           raise Redlock.error_from(e, nodes: node_report(held.handle), resource: resource)
         end
-        return info_for(held) if extended
+        return extended if extended
 
         unlock(lock_info) # drops the handle of a lock that is no longer ours
       end
@@ -246,13 +260,19 @@ module Redlock
     end
 
     def register(handle, resource, options)
-      held = Held.new(handle, resource, SecureRandom.uuid, Mutex.new, nil, nil)
-      @held_mutex.synchronize do
-        prune
-        @held[held.value] = held
-      end
+      held = Held.new(handle, resource, SecureRandom.uuid, Mutex.new, nil, nil, false)
       info = info_for(held)
-      start_auto_extend(held, info, options) if options[:auto_extend]
+      begin
+        start_auto_extend(held, info, options) if options[:auto_extend]
+      rescue Exception # rubocop:disable Lint/RescueException
+        handle.close rescue nil # rubocop:disable Style/RescueModifier
+        raise
+      end
+      stale = @held_mutex.synchronize do
+        @held[held.value] = held
+        prune
+      end
+      stale.each { |h| h.mutex.synchronize { h.handle.close unless h.closed; h.closed = true } rescue nil }
       info
     end
 
@@ -268,7 +288,7 @@ module Redlock
       max_hold = options[:auto_extend] == true ? 0 : non_negative(options[:auto_extend], :auto_extend)
       on_lost = options[:on_lost]
       held.watch = W::LostWatch.new
-      held.mutex.synchronize { native(held.resource) { held.handle.autoExtendWatch(max_hold, held.watch) } }
+      native(held.resource) { held.handle.autoExtendWatch(max_hold, held.watch) } # not yet shared
       watch = held.watch
       held.watcher = Thread.new do
         Thread.current.name = "redlock-lost"
@@ -291,7 +311,7 @@ module Redlock
     def stop_watcher(held)
       return unless held.watcher
 
-      held.mutex.synchronize { held.handle.stopAutoExtend } # ends the watch: the thread returns
+      held.mutex.synchronize { held.handle.stopAutoExtend unless held.closed } # ends the watch: the thread returns
       held.watcher.join(5) unless held.watcher == Thread.current
     end
 
@@ -314,15 +334,14 @@ module Redlock
       end
     end
 
-    # Forgets locks whose validity ran out without an unlock (their handles
-    # are freed; nothing is sent). Under @held_mutex.
+    # Forgets locks whose validity ran out without an unlock, and returns them
+    # for the caller to free outside @held_mutex (nothing is sent). Locks under
+    # auto-extension stay until unlock, so lost? can tell of their loss.
+    # Under @held_mutex; is_held is safe while another thread uses the handle.
     def prune
-      @held.delete_if do |_, h|
-        next false if h.watch || h.handle.isHeld || h.mutex.locked?
-
-        h.handle.close rescue nil # rubocop:disable Style/RescueModifier
-        true
-      end
+      stale = @held.values.reject { |h| h.watch || h.closed || h.handle.isHeld }
+      stale.each { |h| @held.delete(h.value) }
+      stale
     end
 
     # ---- the per-node report -------------------------------------------------
