@@ -66,6 +66,34 @@ class ThreadsTest < RedlockTestCase
     @holder.unlock(held)
   end
 
+  # Ctrl-C: SIGINT to a process whose main thread waits in lock! ends the wait with Interrupt.
+  def test_sigint_ends_the_wait
+    held = @holder.lock(res, 10_000)
+    child = <<~RUBY
+      require "redlock"
+      w = Redlock::Client.new(ENV["REDLOCK_TEST_NODES"].split(","), retry_count: 200, retry_delay: 20, retry_jitter: 0)
+      $stdout.sync = true
+      puts "waiting"
+      begin
+        w.lock!(#{res.dump}, 5_000) { puts "acquired" }
+      rescue Interrupt
+        puts "interrupted"
+      end
+    RUBY
+    includes = $LOAD_PATH.grep(%r{bindings/ruby/lib|swig/ruby/ruby}).flat_map { |d| ["-I", d] }
+    IO.popen([RbConfig.ruby, *includes, "-e", child], "r") do |io|
+      assert_equal "waiting\n", io.gets
+      sleep 0.3
+      t0 = monotonic
+      Process.kill("INT", io.pid)
+      assert io.wait_readable(1.5), "the child answered within 1.5 s"
+      assert_equal "interrupted\n", io.gets
+      assert_operator monotonic - t0, :<, 1.0
+    end
+    assert @holder.valid_lock?(held)
+    @holder.unlock(held)
+  end
+
   # Ruby's own interrupts (Thread#wakeup, finalizers, timers) raise nothing: the wait goes on.
   def test_wakeup_does_not_end_the_wait
     held = @holder.lock(res, 10_000)
