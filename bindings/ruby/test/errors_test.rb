@@ -38,6 +38,14 @@ class ErrorsTest < RedlockTestCase
     assert_raises(Redlock::NotSupportedError) { Redlock::Client.new(nodes, retry_delay: ->(n) { n * 10 }) }
   end
 
+  def test_bad_lock_options
+    assert_invalid(/on_lost/) { @c.lock(res, 1_000, on_lost: -> {}) }
+    assert_invalid(/call/) { @c.lock(res, 1_000, auto_extend: true, on_lost: 42) }
+    assert_invalid(/auto_extend/) { @c.lock(res, 1_000, auto_extend: -5) }
+    assert_invalid(/Hash/) { @c.lock(res, 1_000, 7) }
+    refute @c.locked?(res), "nothing was taken"
+  end
+
   def test_bad_urls
     err = assert_invalid(/port/) { Redlock::Client.new(["redis://127.0.0.1:abc"]) }
     assert_equal "REDLOCK_EINVAL", err.code_name

@@ -74,6 +74,7 @@ module Redlock
       check_fork!
       resource = resource_arg(resource)
       ttl = ttl_arg(ttl)
+      check_lock_options(options)
       info = if options[:extend]
                extend_lock(resource, ttl, options[:extend], options)
              else
@@ -98,6 +99,7 @@ module Redlock
       check_fork!
       resource = resource_arg(resource)
       ttl = ttl_arg(ttl)
+      check_lock_options(options)
       info = if options[:extend]
                extend_lock(resource, ttl, options[:extend], options) or raise LockError.new(resource)
              else
@@ -296,7 +298,7 @@ module Redlock
         loop do
           code = watch.wait(1000)
           if code != 0
-            on_lost&.call(info, Redlock.error_from(FakeFailure.new(code, "#{Redlock.error_name(code)}: #{watch.message}"),
+            on_lost&.call(info, Redlock.error_from(LostNotice.new(code, "#{Redlock.error_name(code)}: #{watch.message}"),
                                                    resource: held.resource))
             break
           end
@@ -305,8 +307,8 @@ module Redlock
       end
     end
 
-    FakeFailure = Struct.new(:code, :message)
-    private_constant :FakeFailure
+    LostNotice = Struct.new(:code, :message)
+    private_constant :LostNotice
 
     def stop_watcher(held)
       return unless held.watcher
@@ -430,6 +432,17 @@ module Redlock
       raise InvalidArgumentError, "ttl #{ttl} ms is more than a day (#{W::REDLOCK_MAX_TTL_MS} ms)" if ttl > W::REDLOCK_MAX_TTL_MS
 
       ttl.ceil
+    end
+
+    # What can be refused before anything is taken.
+    def check_lock_options(options)
+      raise InvalidArgumentError, "options must be a Hash, not #{options.class}" unless options.is_a?(Hash)
+
+      on_lost = options[:on_lost]
+      return if on_lost.nil?
+      raise InvalidArgumentError, "on_lost: must respond to #call" unless on_lost.respond_to?(:call)
+      raise InvalidArgumentError, "on_lost: needs auto_extend: (only an auto-extended lock is watched)" unless
+        options[:auto_extend]
     end
 
     def non_negative(value, what)
