@@ -72,6 +72,26 @@ class ErrorsTest < RedlockTestCase
     assert_raises(Redlock::LockAcquisitionError) { c.lock!(res, 1_000) { flunk } }
   end
 
+  # Nodes that stop answering while locks are held: an extension cut short by the expiry and an
+  # unlock a majority cannot confirm are false, not errors, and bounded in time.
+  def test_paused_nodes_make_false_not_errors
+    c = Redlock::Client.new(nodes)
+    short = c.lock(res("short"), 300)
+    long = c.lock(res("long"), 10_000)
+    assert short && long
+    begin
+      3.times { |i| Harness.ctl("PAUSE", i) }
+      sleep 0.2
+      t0 = monotonic
+      assert_equal false, c.lock(res("short"), 5_000, extend: short, extend_only_if_locked: true)
+      assert_equal false, c.unlock(long), "a majority could not confirm the release"
+      assert_operator monotonic - t0, :<, 1.5
+      refute c.valid_lock?(long), "forgotten after unlock"
+    ensure
+      3.times { |i| Harness.ctl("RESUME", i) }
+    end
+  end
+
   # Nodes that want a password the client does not give: REDLOCK_EAUTH at once, never false.
   def test_auth_refusal_is_not_contention
     pw = "rb-refusal-pw"

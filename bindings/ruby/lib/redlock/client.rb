@@ -112,26 +112,18 @@ module Redlock
       end
     end
 
-    # Releases the lock of lock_info on every node. true when it was still
-    # ours on a majority, false when it was not (expired, lost, or already
-    # unlocked). A node that refuses (auth, ACL) raises.
+    # Releases the lock of lock_info on every node. true when a majority
+    # confirmed it was still ours; false when it was not (expired, lost,
+    # already unlocked) or a majority could not confirm (nodes down or slow:
+    # the lock then runs out by its TTL). A node that refuses the client
+    # (auth, ACL, TLS) raises. The handle is freed either way.
     def unlock(lock_info)
       check_fork!
       held = take_held(lock_info)
       return false unless held
 
       stop_watcher(held)
-      held.mutex.synchronize do
-        next false if held.closed
-
-        held.closed = true
-        held.handle.close # frees the handle even when it raises
-        true
-      rescue Native::Failure => e
-        next false if [W::REDLOCK_ELOST, W::REDLOCK_EEXPIRED, W::REDLOCK_ESTATE].include?(e.code)
-
-        raise Redlock.error_from(e, resource: held.resource)
-      end
+      close_held(held)
     end
 
     # Whether lock_info's lock is still held by this client: acquired, not
@@ -248,12 +240,23 @@ module Redlock
         rescue Native::Failure => e
           next false if [W::REDLOCK_ELOST, W::REDLOCK_EEXPIRED, W::REDLOCK_ESTATE,
                          W::REDLOCK_ENOTACQUIRED].include?(e.code)
+          # C bounds an extension's round by the validity left: nodes that did not
+          # answer before the lock ran out say it expired, not that they failed.
+          next false if [W::REDLOCK_ENOQUORUM, W::REDLOCK_ETIMEDOUT].include?(e.code) && !held.handle.isHeld
 
           raise Redlock.error_from(e, nodes: node_report(held.handle), resource: resource)
         end
         return extended if extended
 
-        unlock(lock_info) # drops the handle of a lock that is no longer ours
+        # The lock is no longer ours: free its handle (what the release says does not matter).
+        if (stale = take_held(lock_info))
+          stop_watcher(stale)
+          begin
+            close_held(stale)
+          rescue Error
+            nil
+          end
+        end
       end
       return false if options[:extend_only_if_locked]
 
@@ -309,6 +312,26 @@ module Redlock
 
     LostNotice = Struct.new(:code, :message)
     private_constant :LostNotice
+
+    # What an unlock round that went wrong means: not a refusal, so false.
+    UNCONFIRMED = [W::REDLOCK_ELOST, W::REDLOCK_EEXPIRED, W::REDLOCK_ESTATE, W::REDLOCK_ENOQUORUM,
+                   W::REDLOCK_ETIMEDOUT, W::REDLOCK_EIO, W::REDLOCK_EUNREACHABLE].freeze
+    private_constant :UNCONFIRMED
+
+    # Releases and frees held's handle, once: true, false (UNCONFIRMED), or raises a refusal.
+    def close_held(held)
+      held.mutex.synchronize do
+        next false if held.closed
+
+        held.closed = true
+        held.handle.close # frees the handle even when it raises
+        true
+      rescue Native::Failure => e
+        next false if UNCONFIRMED.include?(e.code)
+
+        raise Redlock.error_from(e, resource: held.resource)
+      end
+    end
 
     def stop_watcher(held)
       return unless held.watcher
