@@ -92,6 +92,24 @@ class ErrorsTest < RedlockTestCase
     end
   end
 
+  # No quorum: an exception when a majority of nodes failed, false (as redlock-rb) when fewer did.
+  def test_no_quorum_false_or_error_as_redlock_rb
+    c = Redlock::Client.new(nodes, retry_count: 0)
+    holder = Redlock::Client.new(nodes).lock(res("held"), 10_000)
+    Harness.ctl("CMD", 4, "DEL", res("held")) # free on node 4 only: 2 refuse, 1 grants, 2 paused
+    begin
+      [2, 3].each { |i| Harness.ctl("PAUSE", i) }
+      assert_equal false, c.lock(res("held"), 10_000), "2 of 5 nodes failing: not acquired, not an error"
+      Harness.ctl("PAUSE", 1)
+      err = assert_raises(Redlock::NoQuorumError) { c.lock(res("free"), 10_000) }
+      assert_equal "REDLOCK_ENOQUORUM", err.code_name
+      assert_equal 3, err.nodes.count { |n| n[:outcome] == :timeout }, err.nodes.inspect
+    ensure
+      [1, 2, 3].each { |i| Harness.ctl("RESUME", i) }
+    end
+    assert holder
+  end
+
   # Nodes that want a password the client does not give: REDLOCK_EAUTH at once, never false.
   def test_auth_refusal_is_not_contention
     pw = "rb-refusal-pw"

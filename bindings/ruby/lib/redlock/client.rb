@@ -184,8 +184,11 @@ module Redlock
         nodes = node_report(handle)
         handle.close
         # Not acquired, nothing refused: other owners (or, as redlock-rb's
-        # validity < 0, a round too slow for the TTL). Everything else raises.
-        contention = [W::REDLOCK_ENOTACQUIRED, W::REDLOCK_ETIMEDOUT, W::REDLOCK_EEXPIRED].include?(e.code)
+        # validity < 0, a round too slow for the TTL; or no quorum with fewer
+        # than a majority of nodes failing, where redlock-rb returns false
+        # too). Everything else raises.
+        contention = [W::REDLOCK_ENOTACQUIRED, W::REDLOCK_ETIMEDOUT, W::REDLOCK_EEXPIRED].include?(e.code) ||
+                     (e.code == W::REDLOCK_ENOQUORUM && failed_nodes(nodes) < @urls.size / 2 + 1)
         return false if contention && !raise_on_contention
 
         err = Redlock.error_from(e, nodes: nodes, resource: resource)
@@ -370,6 +373,10 @@ module Redlock
     end
 
     # ---- the per-node report -------------------------------------------------
+
+    def failed_nodes(nodes)
+      nodes.count { |n| %i[error timeout down].include?(n[:outcome]) }
+    end
 
     def node_report(handle)
       (0...@urls.size).map do |i|
