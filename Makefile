@@ -15,7 +15,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 
 .PHONY: all deps build demo test test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz \
         test-bench test-docs test-jar test-deb test-wheel test-go-module bench stress fuzz-long jar wheel clean \
-        test-java-integ test-cluster
+        test-java-integ test-cluster test-ruby
 
 all: build
 
@@ -58,7 +58,7 @@ nodes-stop:
 	@$(PYTHON) $(HARNESS) down --state-dir $(PLAYGROUND)
 
 test: build test-docs test-c test-asan test-tsan test-python test-go test-cli test-safety test-fuzz test-bench \
-      test-jar test-deb test-wheel test-go-module flake-hunt-short test-java-integ
+      test-jar test-deb test-wheel test-go-module flake-hunt-short test-java-integ test-ruby
 	@echo "all test suites passed"
 
 test-c: build
@@ -164,6 +164,18 @@ test-jar: jar
 # sample with two instances (docs/java-integrations.md).
 test-java-integ: jar
 	tools/java-integ-test
+
+# The SWIG Ruby binding (bindings/ruby, docs/ruby.md): the extension built in its own build
+# directory (the C library and the extension only), its minitest suite on 5 harness nodes,
+# then the gem (self-contained extension) installed offline and run with the system's hiredis
+# hidden (tools/ruby-gem-test).
+RUBY_BUILD := $(BUILD)/ruby
+test-ruby: deps
+	cmake -S . -B $(RUBY_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_RUBY=ON \
+	  -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
+	cmake --build $(RUBY_BUILD) -j$(JOBS) --target redlockruby ruby-gem
+	cd $(RUBY_BUILD) && ctest -L ruby --output-on-failure
+	tools/ruby-gem-test $(RUBY_BUILD)/bindings/swig/ruby/libredlock-*.gem
 
 # The self-contained Python wheel (hiredis and OpenSSL inside, manylinux tag),
 # then installed in a fresh venv with the system's hiredis hidden.

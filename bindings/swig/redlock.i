@@ -2,7 +2,8 @@
 /* redlock.i: the one SWIG interface over c/include/redlock.h: the classes
  * Redlock, Lock, Options and LockOptions that every SWIG language gets. What
  * a language adds (how it raises errors, its sequences and strings,
- * callbacks) is in its own file: java/redlock_java.i, tcl/redlock_tcl.i. */
+ * callbacks) is in its own file: java/redlock_java.i, tcl/redlock_tcl.i,
+ * ruby/redlock_ruby.i. */
 
 /* Java: package-private RedlockModule and RedlockModuleJNI classes, names that
  * cannot clash with Redlock on a case-insensitive file system (and that CMake's
@@ -139,6 +140,8 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
 %include "java/redlock_java.i"
 #elif defined(SWIGTCL)
 %include "tcl/redlock_tcl.i"
+#elif defined(SWIGRUBY)
+%include "ruby/redlock_ruby.i"
 #else
 /* Any other SWIG language: the portable exception.i mapping (a RuntimeError
  * whose text starts with the error name). Give it a file of its own, as Tcl
