@@ -33,6 +33,7 @@ from ._rwlock import AsyncReadLock, AsyncWriteLock, ReadLock, RWLock, WriteLock
 from ._semaphore import AsyncSemaphore, Permit, Semaphore
 from ._multilock import MultiLock
 from ._fence import Fence, fence_key
+from ._fence_sql import fenced_update, fenced_upsert
 from ._redlock import ffi as _ffi
 from ._redlock import lib as _lib
 
@@ -52,5 +53,5 @@ __all__ = [
     "RWLock", "ReadLock", "WriteLock", "AsyncReadLock", "AsyncWriteLock",
     "Semaphore", "AsyncSemaphore", "Permit",
     "MultiLock",
-    "Fence", "fence_key", "FencedOut",
+    "Fence", "fence_key", "FencedOut", "fenced_upsert", "fenced_update",
 ]
