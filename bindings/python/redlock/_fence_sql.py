@@ -19,8 +19,8 @@ def _ident(name: Any, what: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
 
-def _columns(cols: Mapping[str, Any], what: str) -> Tuple[Sequence[str], Sequence[Any]]:
-    if not isinstance(cols, Mapping) or not cols:
+def _columns(cols: Mapping[str, Any], what: str, empty: bool = False) -> Tuple[Sequence[str], Sequence[Any]]:
+    if not isinstance(cols, Mapping) or (not cols and not empty):
         raise InvalidArgument(f"{what} must be a non-empty mapping of column to value")
     return [_ident(c, what + " column") for c in cols], list(cols.values())
 
@@ -81,11 +81,13 @@ def fenced_update(cursor: Any, table: str, key: Mapping[str, Any], values: Mappi
         UPDATE t SET v = ..., fence = $token WHERE k = ... AND (fence IS NULL OR fence <= $token)
 
     FencedOut if a later holder's token is there; LookupError if there is no such row (a fenced
-    write does not make one: fenced_upsert does)."""
+    write does not make one: fenced_upsert does). Empty ``values`` only raise the fence, as a new
+    holder does before it reads the row, so that the previous holder's late write fails from
+    then on."""
     t = _check(token, fence_column, key, values)
     tbl, fence = _ident(table, "table"), _ident(fence_column, "fence_column")
     kcols, kvals = _columns(key, "key")
-    vcols, vvals = _columns(values, "values")
+    vcols, vvals = _columns(values, "values", empty=True)
     sets = ", ".join(f"{c} = {placeholder}" for c in (*vcols, fence))
     where = " AND ".join(f"{c} = {placeholder}" for c in kcols)
     cursor.execute(f"UPDATE {tbl} SET {sets} WHERE {where} AND ({fence} IS NULL OR {fence} <= {placeholder})",
