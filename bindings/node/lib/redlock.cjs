@@ -100,6 +100,7 @@ function toResources(resources) {
   for (const r of list) {
     if (typeof r !== 'string') throw invalid(`each resource must be a string, not ${describe(r)}`);
     if (r.length === 0) throw invalid('a resource name must not be empty');
+    if (r.includes('\0')) throw invalid(`a resource name must not contain a NUL character: ${describe(r)}`);
   }
   return [...list];
 }
@@ -107,7 +108,10 @@ function toResources(resources) {
 // A node URL from an ioredis or node-redis (v4) client's settings: the library opens its own
 // connections to the same server.
 function urlOfClient(c, tlsOpts) {
-  if (typeof c === 'string') return c;
+  if (typeof c === 'string') {
+    if (c.includes('\0')) throw invalid(`a node URL must not contain a NUL character: ${describe(c)}`);
+    return c;
+  }
   if (!c || typeof c !== 'object') throw invalid(`a client must be a node URL or a Redis client object, not ${describe(c)}`);
   if (c.isCluster || typeof c.nodes === 'function' && c.constructor && c.constructor.name === 'Cluster') {
     throw invalid('a Redis Cluster client cannot be a Redlock node here: give each node as a URL (docs/cluster.md)');
@@ -251,9 +255,13 @@ class Redlock extends EventEmitter {
       const node = this._urls[i];
       const o = OUTCOMES[outcome] || String(outcome);
       if (o === 'ok') votesFor.add(node);
-      else if (o === 'refused') votesAgainst.set(node, makeError(-3, message || 'held by another owner'));
       else if (o !== 'none' && o !== 'not-waited') {
-        votesAgainst.set(node, makeError(code || -8, message || o));
+        // node-redlock's votesAgainst: each node's error, a ResourceLockedError for a refusal
+        const e = o === 'refused' ? makeError(-3, `${node}: ${message || 'held by another owner'}`)
+          : makeError(code || -8, `${node}: ${message || o}`);
+        e.node = node;
+        e.outcome = o;
+        votesAgainst.set(node, e);
       }
       return { node, outcome: o, errno: code, code: code ? native.strerror(code)[0] : null, rttUs, message };
     });
