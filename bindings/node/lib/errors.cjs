@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The errors of the Node.js binding: one class per REDLOCK_E* code, all carrying the C code
 // (err.errno, negative, as in redlock.h), its name (err.code, e.g. "REDLOCK_ENOTACQUIRED"), C's
-// detail (err.detail: which nodes said what) and, for operations, `attempts` (the per-node report).
+// detail (err.detail: which nodes said what) and, for operations, the per-node report of the
+// last round: err.report, and err.attempts as node-redlock has it (an array of promises of it).
 // ExecutionError and ResourceLockedError are node-redlock's names: a failed acquire, release or
 // extension is an ExecutionError, and a lock held elsewhere a ResourceLockedError, which is an
 // ExecutionError too, so that node-redlock's `instanceof ExecutionError` checks keep working.
@@ -10,14 +11,15 @@
 const native = require('./native.cjs');
 
 class RedlockError extends Error {
-  constructor(message, { errno = 0, detail = '', resource, attempts = [] } = {}) {
+  constructor(message, { errno = 0, detail = '', resource, report = null } = {}) {
     super(message);
     this.name = new.target.name;
     this.errno = errno;
     this.code = errno ? native.strerror(errno)[0] : 'REDLOCK_ERROR';
     this.detail = detail;
     if (resource !== undefined) this.resource = resource;
-    this.attempts = attempts;
+    this.report = report;
+    this.attempts = report ? [Promise.resolve(report)] : [];
   }
 }
 
@@ -62,13 +64,13 @@ function sayOnce(text, detail) {
   return `${text}: ${detail}`;
 }
 
-function makeError(errno, detail = '', resource, attempts = []) {
+function makeError(errno, detail = '', resource, report = null) {
   const Cls = BY_CODE.get(errno) || ExecutionError;
   const text = native.strerror(errno)[1];
   let shown = resource;
   if (typeof shown === 'string' && shown.length > 80) shown = shown.slice(0, 60) + '...';
   const where = shown !== undefined ? `'${shown}': ` : '';
-  return new Cls(`${where}${sayOnce(text, detail)}`, { errno, detail, resource, attempts });
+  return new Cls(`${where}${sayOnce(text, detail)}`, { errno, detail, resource, report });
 }
 
 function invalid(message, resource) {

@@ -281,7 +281,7 @@ class Redlock extends EventEmitter {
   _fail(r, name) {
     const attempt = this._attempt(r.report);
     this._emitNodeErrors(attempt);
-    return makeError(r.rc, r.message, name, r.report.length ? [attempt] : []);
+    return makeError(r.rc, r.message, name, r.report.length ? attempt : null);
   }
 
   async acquire(resources, duration, settings) {
@@ -301,7 +301,7 @@ class Redlock extends EventEmitter {
     if (r.rc !== 0) throw this._fail(r, native.lockResource(h));
     const attempt = this._attempt(r.report);
     this._emitNodeErrors(attempt);
-    return new Lock(this, h, list, [attempt], r.token);
+    return new Lock(this, h, list, attempt, r.token);
   }
 
   async release(lock, settings) {
@@ -332,7 +332,7 @@ class Redlock extends EventEmitter {
     const signal = controller.signal;
     lock._autoExtend(s.automaticExtensionThreshold, (code, message, report) => {
       if (signal.aborted) return;
-      const err = makeError(code, message, lock._resource, [this._attempt(report)]);
+      const err = makeError(code, message, lock._resource, this._attempt(report));
       signal.error = err;
       controller.abort(err);
       this._emitError(err);
@@ -366,14 +366,23 @@ class Redlock extends EventEmitter {
 }
 
 class Lock {
-  constructor(redlock, h, resources, attempts, token) {
+  constructor(redlock, h, resources, report, token) {
     this._redlock = redlock;
     this._h = h;
     this._resource = native.lockResource(h);
     this.resources = resources;
-    this.attempts = attempts;
+    this._setReport(report);
     this._token = token;
     this._lostId = 0;
+  }
+
+  get redlock() { return this._redlock; }
+
+  // The per-node report of the lock's last round (acquire, extend or release), and node-redlock's
+  // attempts: promises of it (C keeps the last round's report only).
+  _setReport(report) {
+    this.report = report;
+    this.attempts = [Promise.resolve(report)];
   }
 
   // Not exposed by the C ABI (docs/node.md): the random value stays inside the library.
@@ -400,8 +409,8 @@ class Lock {
     const attempt = rl._attempt(r.report);
     if (r.rc !== 0) throw rl._fail(r, this._resource);
     rl._emitNodeErrors(attempt);
-    this.attempts = [attempt];
-    return { attempts: [attempt] };
+    this._setReport(attempt);
+    return { attempts: this.attempts, report: attempt };
   }
 
   async extend(duration) {
@@ -411,7 +420,7 @@ class Lock {
     if (r.rc !== 0) throw rl._fail(r, this._resource);
     const attempt = rl._attempt(r.report);
     rl._emitNodeErrors(attempt);
-    this.attempts = [attempt];
+    this._setReport(attempt);
     return this;
   }
 

@@ -94,7 +94,8 @@ test('ioredis and node-redis client objects give their servers', async () => {
   try {
     assert.deepEqual(rl.nodes, [`redis://${a.host}`, `redis://${b.host}`, urls[2]]);
     const lock = await rl.acquire(uniq('clients'), 2000);
-    assert.equal(lock.attempts[0].votesFor.size, 3);
+    assert.ok(lock.report.votesFor.size >= 2, "a quorum of the 3");
+    assert.deepEqual(lock.report.nodes.map((n) => n.node), rl.nodes);
     await lock.release();
   } finally {
     await rl.quit();
@@ -117,8 +118,8 @@ test('unreachable nodes: REDLOCK_EUNREACHABLE naming them, in bounded time, neve
     assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
     // one attempt: no quorum, with the per-node detail
     const one = await rejects(rl.acquire(uniq('down'), 1000, { retryCount: 0 }), QuorumError, 'REDLOCK_ENOQUORUM');
-    assert.ok(one.attempts[0].votesFor.size <= 2, 'never a quorum');
-    assert.deepEqual([...one.attempts[0].votesAgainst.keys()], rl.nodes.slice(0, 3));
+    assert.ok(one.report.votesFor.size <= 2, 'never a quorum');
+    assert.deepEqual([...one.report.votesAgainst.keys()], rl.nodes.slice(0, 3));
     // forever is bounded too while nothing can be reached
     await rejects(rl.acquire(uniq('down'), 1000, { retryCount: -1 }), UnreachableError, 'REDLOCK_EUNREACHABLE');
   } finally {
@@ -137,7 +138,7 @@ test('a node that asks for a password: an authentication error, not contention',
       assert.ok(!(err instanceof ResourceLockedError), 'not told as contention');
       assert.match(err.message, /NOAUTH|WRONGPASS|auth/i);
       assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
-      assert.ok(err.attempts[0].votesAgainst.size >= 3);
+      assert.ok(err.report.votesAgainst.size >= 3);
     } finally {
       await rl.quit();
     }
