@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Types of libredlock, node-redlock v5's shapes (docs/node.md says where they differ).
+// index.d.ts (require) and index.d.mts (import) are the same text: keep them so.
 import { EventEmitter } from 'node:events';
 
 export interface Settings {

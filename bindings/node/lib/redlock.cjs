@@ -186,7 +186,10 @@ class Redlock extends EventEmitter {
     if (settings.wake === true) flags |= OPT_WAKE;
     if (settings.wake === false) flags |= OPT_NO_WAKE;
     copts.flags = flags;
-    const urls = [...clients].map((c) => urlOfClient(c, copts));
+    const given = [...clients];
+    const urls = given.map((c) => urlOfClient(c, copts));
+    // node-redlock's quit() quits the clients it was given: so does this one's.
+    this._clientObjects = given.filter((c) => typeof c === 'object' && c !== null);
     const [rc, handle] = native.clientOpen(urls, copts, (...a) => this._dispatch(...a));
     if (rc !== 0) throw makeError(rc, handle);
     this._h = handle;
@@ -362,6 +365,7 @@ class Redlock extends EventEmitter {
     await Promise.all(waits);
     this._closed = true;
     native.clientClose(this._h);
+    await Promise.allSettled(this._clientObjects.map((c) => (typeof c.quit === 'function' ? c.quit() : undefined)));
   }
 }
 
