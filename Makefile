@@ -184,6 +184,8 @@ test-go-module: deps
 NODE_INTEROP := $(BUILD)-node/interop
 NODE_INTEROP_PKGS := redlock@5.0.0-beta.2 ioredis@5 typescript@5 @types/node@20
 test-node: deps
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
+	 { echo "test-node: the tests need Node.js >= 20 (node --test --test-concurrency); this is $$(node --version)"; exit 1; }
 	cmake -S . -B $(BUILD)-node -DREDLOCK_NODE=ON -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-node -j$(JOBS) --target redlock_node
 	@mkdir -p $(NODE_INTEROP)
