@@ -157,6 +157,8 @@ function urlOfClient(c, tlsOpts) {
   return `${scheme}://${auth}${h}:${port}${db ? `/${db}` : ''}`;
 }
 
+const busy = new Set();
+
 class Redlock extends EventEmitter {
   constructor(clients, settings = {}, scripts) {
     super();
@@ -190,7 +192,10 @@ class Redlock extends EventEmitter {
     const urls = given.map((c) => urlOfClient(c, copts));
     // node-redlock's quit() quits the clients it was given: so does this one's.
     this._clientObjects = given.filter((c) => typeof c === 'object' && c !== null);
-    const [rc, handle] = native.clientOpen(urls, copts, (...a) => this._dispatch(...a));
+    // The thread-safe function holds its callback strongly: through a WeakRef, so that a Redlock
+    // dropped without quit() can still be collected, and its finalizer close the client.
+    const self = new WeakRef(this);
+    const [rc, handle] = native.clientOpen(urls, copts, (...a) => { const rl = self.deref(); if (rl) rl._dispatch(...a); });
     if (rc !== 0) throw makeError(rc, handle);
     this._h = handle;
     this._urls = native.clientNodeUrls(handle);
@@ -203,9 +208,13 @@ class Redlock extends EventEmitter {
 
   get nodes() { return [...this._urls]; }
 
+  // While something waits or is auto-extended, the Redlock stays reachable (its pending
+  // promises live in it) and keeps the event loop alive; after, neither.
   _hold(delta) {
     const before = this._active;
     this._active += delta;
+    if (before === 0 && this._active > 0) busy.add(this);
+    else if (before > 0 && this._active === 0) busy.delete(this);
     if (this._closed) return;
     if (before === 0 && this._active > 0) native.clientRef(this._h, true);
     else if (before > 0 && this._active === 0) native.clientRef(this._h, false);

@@ -10,8 +10,8 @@ import Redlock, {
 import { nodeUrls, uniq, sleep, ctl } from './helpers.mjs';
 
 const urls = nodeUrls();
-const redlock = new Redlock(urls);
-const other = new Redlock(urls, { retryCount: 3, retryDelay: 40, retryJitter: 10 });
+const redlock = new Redlock(urls, { nodeTimeout: 500 });
+const other = new Redlock(urls, { nodeTimeout: 500, retryCount: 3, retryDelay: 40, retryJitter: 10 });
 after(async () => { await redlock.quit(); await other.quit(); });
 
 test('the package has both entry points, of the same classes', () => {
@@ -130,7 +130,7 @@ test('retryCount -1 waits until the holder releases', async () => {
 });
 
 test('the "error" event hears of a failing node, the lock still held by quorum', async () => {
-  const rl = new Redlock(urls);
+  const rl = new Redlock(urls, { nodeTimeout: 500 });
   const seen = [];
   rl.on('error', (e) => seen.push(e));
   await ctl('KILL', 4);
@@ -151,7 +151,7 @@ test('the "error" event hears of a failing node, the lock still held by quorum',
 });
 
 test('quit() cancels waiting acquires and refuses later calls', async () => {
-  const rl = new Redlock(urls);
+  const rl = new Redlock(urls, { nodeTimeout: 500 });
   const r = uniq('quit');
   const lock = await redlock.acquire(r, 10000);
   const p = rl.acquire(r, 1000, { retryCount: -1 }).then(() => null, (e) => e);

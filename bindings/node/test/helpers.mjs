@@ -19,6 +19,10 @@ export function nodeUrls() {
   return v.split(',');
 }
 
+// The tests' Redlocks take nodeTimeout: 500 (ms per node per round; the default is 50) where
+// they measure no timing: a machine busy with other builds can stall every node that long, and
+// a release that meets such a stall fails with no quorum, which is right, but not what is tested.
+
 export function uniq(name) {
   return `node-test:${name}:${randomBytes(6).toString('hex')}`;
 }

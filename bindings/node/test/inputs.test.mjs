@@ -10,7 +10,7 @@ import Redlock, {
 import { nodeUrls, uniq, ctl, nodeCmds } from './helpers.mjs';
 
 const urls = nodeUrls();
-const redlock = new Redlock(urls);
+const redlock = new Redlock(urls, { nodeTimeout: 500 });
 after(() => redlock.quit());
 
 async function rejects(p, Cls, code, re) {
@@ -131,7 +131,7 @@ test('a node that asks for a password: an authentication error, not contention',
   const victims = [0, 1, 2];
   await Promise.all(victims.map((i) => ctl('CMD', i, 'CONFIG', 'SET', 'requirepass', 'x')));
   try {
-    const rl = new Redlock(urls);
+    const rl = new Redlock(urls, { nodeTimeout: 500 });
     try {
       const t0 = Date.now();
       const err = await rejects(rl.acquire(uniq('auth'), 1000), AuthError, 'REDLOCK_EAUTH');

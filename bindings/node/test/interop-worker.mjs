@@ -21,8 +21,8 @@ const clients = urls.map((u) => new Redis(u, { lazyConnect: false, maxRetriesPer
 // One attempt per acquire, retried here: node-redlock keeps the keys a failed attempt set on a
 // minority while it retries (it cleans them only when it gives up), so that contenders that
 // retry inside acquire() can block each other until those keys expire. Each failed attempt
-// here is cleaned up before the next.
-const redlock = new Redlock(clients, { retryCount: 0 });
+// here is cleaned up before the next. nodeTimeout (libredlock only) allows for a loaded machine.
+const redlock = new Redlock(clients, { retryCount: 0, nodeTimeout: 500 });   // node-redlock ignores nodeTimeout
 redlock.on('error', () => {});
 const store = new Redis(urls[0]);
 const n = Number(countArg);

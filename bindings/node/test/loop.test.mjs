@@ -13,8 +13,8 @@ const urls = nodeUrls();
 const WAITERS = 60;
 
 test(`the loop ticks with small lag while ${WAITERS} acquisitions wait on locks held elsewhere`, async () => {
-  const holder = new Redlock(urls);
-  const waiters = new Redlock(urls, { retryCount: -1, retryDelay: 100, retryJitter: 50 });
+  const holder = new Redlock(urls, { nodeTimeout: 500 });
+  const waiters = new Redlock(urls, { nodeTimeout: 500, retryCount: -1, retryDelay: 100, retryJitter: 50 });
   try {
     const names = [...Array(WAITERS).keys()].map((i) => uniq(`loop${i}`));
     const held = await Promise.all(names.map((n) => holder.acquire(n, 30000)));
@@ -83,7 +83,7 @@ test('the process exits once nothing is held or waiting, quit() or not', async (
 
 test('a waiting acquire keeps the process alive until it has its lock', async () => {
   const r = uniq('alive');
-  const holder = new Redlock(urls);
+  const holder = new Redlock(urls, { nodeTimeout: 500 });
   try {
     await holder.acquire(r, 1500);   // left to expire: the child gets it after about 1.5 s
     const code = `

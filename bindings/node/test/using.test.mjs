@@ -7,8 +7,8 @@ import Redlock, { LockLostError, ResourceLockedError, ExecutionError } from '../
 import { nodeUrls, uniq, sleep, onAll } from './helpers.mjs';
 
 const urls = nodeUrls();
-const redlock = new Redlock(urls);
-const other = new Redlock(urls, { retryCount: 0 });
+const redlock = new Redlock(urls, { nodeTimeout: 500 });
+const other = new Redlock(urls, { nodeTimeout: 500, retryCount: 0 });
 after(async () => { await redlock.quit(); await other.quit(); });
 
 test('using() keeps the lock past its first duration, and releases it after', async () => {
