@@ -137,6 +137,8 @@ export class Redlock extends EventEmitter {
   readonly settings: Settings;
   /** The nodes' URLs, passwords masked. */
   readonly nodes: string[];
+  /** What the constructor was given: URLs or client objects (node-redlock's clients). */
+  readonly clients: Set<string | ClientLike>;
   constructor(clients: Iterable<string | ClientLike>, settings?: RedlockSettings, scripts?: unknown);
   acquire(resources: string | string[], duration: number, settings?: AcquireSettings): Promise<Lock>;
   release(lock: Lock, settings?: Partial<Settings>): Promise<ExecutionResult>;

@@ -192,6 +192,7 @@ class Redlock extends EventEmitter {
     const urls = given.map((c) => urlOfClient(c, copts));
     // node-redlock's quit() quits the clients it was given: so does this one's.
     this._clientObjects = given.filter((c) => typeof c === 'object' && c !== null);
+    this._given = given;
     // The thread-safe function holds its callback strongly: through a WeakRef, so that a Redlock
     // dropped without quit() can still be collected, and its finalizer close the client.
     const self = new WeakRef(this);
@@ -207,6 +208,9 @@ class Redlock extends EventEmitter {
   }
 
   get nodes() { return [...this._urls]; }
+
+  // node-redlock's clients: what was given (URLs or client objects), in order.
+  get clients() { return new Set(this._given); }
 
   // While something waits or is auto-extended, the Redlock stays reachable (its pending
   // promises live in it) and keeps the event loop alive; after, neither.

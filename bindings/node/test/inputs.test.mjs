@@ -93,6 +93,7 @@ test('ioredis and node-redis client objects give their servers', async () => {
   const rl = new Redlock([ioredisLike, nodeRedisLike, urls[2]]);
   try {
     assert.deepEqual(rl.nodes, [`redis://${a.host}`, `redis://${b.host}`, urls[2]]);
+    assert.deepEqual([...rl.clients], [ioredisLike, nodeRedisLike, urls[2]]);
     const lock = await rl.acquire(uniq('clients'), 2000);
     assert.ok(lock.report.votesFor.size >= 2, "a quorum of the 3");
     assert.deepEqual(lock.report.nodes.map((n) => n.node), rl.nodes);
