@@ -180,7 +180,7 @@ test-go-module: deps
 # The Node.js binding (docs/node.md): the addon built by CMake in $(BUILD)-node, then its
 # node --test suite on 5 nodes. node-redlock, ioredis and TypeScript, for the interop and type
 # tests only, are installed from the npm registry into $(BUILD)-node/interop (never committed).
-# About 20 s once built.
+# Under a minute once built on 2 cores, most of it tsc.
 NODE_INTEROP := $(BUILD)-node/interop
 NODE_INTEROP_PKGS := redlock@5.0.0-beta.2 ioredis@5 typescript@5 @types/node@20
 test-node: deps
