@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* redlock_node.c: the Node-API glue of the Node.js binding, in plain C.
+ *
+ * Every wait runs on the C library's own threads: acquires, releases and
+ * extensions through the *_async calls (the client's acquire thread), lost
+ * locks through redlock_lock_auto_extend (its auto-extend thread). Their
+ * callbacks copy what they need (code, message, the per-node report) into an
+ * item and hand it to the JS thread through the client's one thread-safe
+ * function, which calls lib/native.js's dispatcher. Nothing here blocks the
+ * JS thread on the network, and no libuv pool thread is used.
+ *
+ * Lifetimes. A client_state is shared by the JS client handle, every JS lock
+ * handle and the C client (through its on_event_userdata): an atomic count,
+ * freed at 0. The thread-safe function is released by on_event_userdata_free,
+ * which C calls once the client is destroyed (redlock_client_free and the
+ * free of its last lock): no callback can follow it, so no C thread can use
+ * a released thread-safe function. redlock_client_free may wait for replies
+ * the connections still owe, so quit() runs it on a short detached thread.
+ */
+#define _POSIX_C_SOURCE 200809L
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redlock.h"
+
+#define MSG_MAX 1024
+#define NODE_MSG_MAX 256
+
+typedef struct client_state {
+    atomic_int refs;
+    redlock_client *client;   /* NULL once closed by JS */
+    napi_threadsafe_function tsfn;
+    atomic_int tsfn_gone;     /* released, or finalized by Node at teardown */
+    int refed;                /* JS thread only */
+} client_state;
+
+typedef struct lock_box {
+    redlock_lock *lock;
+    client_state *st;
+} lock_box;
+
+typedef struct node_res {
+    int outcome, code;
+    int64_t rtt_us;
+    char msg[NODE_MSG_MAX];
+} node_res;
+
+enum { ITEM_DONE = 1, ITEM_LOST = 2 };
+
+typedef struct item {
+    int kind;
+    double id;
+    int rc;
+    int64_t validity_ms;
+    uint64_t token;
+    char *msg;
+    size_t n;
+    node_res *res;
+} item_t;
+
+typedef struct op_ctx {
+    client_state *st;
+    double id;
+} op_ctx;
+
+static void st_unref(client_state *st) {
+    if (atomic_fetch_sub(&st->refs, 1) == 1)
+        free(st);
+}
+
+/* ---- errors and small helpers ---- */
+
+static napi_value throw_type(napi_env env, const char *msg) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
+    return NULL;
+}
+
+static napi_value make_int(napi_env env, int64_t v) {
+    napi_value r;
+    napi_create_int64(env, v, &r);
+    return r;
+}
+
+static napi_value make_str(napi_env env, const char *s) {
+    napi_value r;
+    napi_create_string_utf8(env, s ? s : "", NAPI_AUTO_LENGTH, &r);
+    return r;
+}
+
+static napi_value make_undef(napi_env env) {
+    napi_value r;
+    napi_get_undefined(env, &r);
+    return r;
+}
+
+/* [rc, value] */
+static napi_value pair(napi_env env, int rc, napi_value v) {
+    napi_value a;
+    napi_create_array_with_length(env, 2, &a);
+    napi_set_element(env, a, 0, make_int(env, rc));
+    napi_set_element(env, a, 1, v ? v : make_undef(env));
+    return a;
+}
+
+/* A JS string argument as a malloc'd UTF-8 string; embedded NULs refused. */
+static char *get_str(napi_env env, napi_value v, const char *what) {
+    size_t len = 0;
+    char msg[128];
+    if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
+        snprintf(msg, sizeof msg, "%s must be a string", what);
+        throw_type(env, msg);
+        return NULL;
+    }
+    char *s = malloc(len + 1);
+    if (!s) {
+        napi_throw_error(env, "REDLOCK_ENOMEM", "out of memory");
+        return NULL;
+    }
+    napi_get_value_string_utf8(env, v, s, len + 1, &len);
+    s[len] = '\0';
+    if (strlen(s) != len) {
+        free(s);
+        snprintf(msg, sizeof msg, "%s must not contain a NUL character", what);
+        napi_throw_error(env, "REDLOCK_EINVAL", msg);
+        return NULL;
+    }
+    return s;
+}
+
+static int get_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+    size_t argc = want;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) {
+        throw_type(env, "too few arguments");
+        return -1;
+    }
+    return 0;
+}
+
+static client_state *get_client(napi_env env, napi_value v) {
+    client_state *st = NULL;
+    if (napi_get_value_external(env, v, (void **)&st) != napi_ok || !st) {
+        throw_type(env, "not a client handle");
+        return NULL;
+    }
+    return st;
+}
+
+static lock_box *get_lock(napi_env env, napi_value v) {
+    lock_box *b = NULL;
+    if (napi_get_value_external(env, v, (void **)&b) != napi_ok || !b || !b->lock) {
+        throw_type(env, "not a lock handle");
+        return NULL;
+    }
+    return b;
+}
+
+/* Integer option: undefined/null leaves *out alone. */
+static int opt_u32(napi_env env, napi_value obj, const char *name, uint32_t *out) {
+    bool has = false;
+    napi_value v;
+    napi_valuetype t;
+    if (napi_has_named_property(env, obj, name, &has) != napi_ok || !has)
+        return 0;
+    napi_get_named_property(env, obj, name, &v);
+    napi_typeof(env, v, &t);
+    if (t == napi_undefined || t == napi_null)
+        return 0;
+    double d;
+    if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d != d || d < 0 ||
+        d > 4294967295.0 || d != (double)(uint32_t)d) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "option %s must be an integer from 0 to 4294967295", name);
+        napi_throw_range_error(env, "REDLOCK_EINVAL", msg);
+        return -1;
+    }
+    *out = (uint32_t)d;
+    return 0;
+}
+
+static int opt_double(napi_env env, napi_value obj, const char *name, double *out) {
+    bool has = false;
+    napi_value v;
+    napi_valuetype t;
+    if (napi_has_named_property(env, obj, name, &has) != napi_ok || !has)
+        return 0;
+    napi_get_named_property(env, obj, name, &v);
+    napi_typeof(env, v, &t);
+    if (t == napi_undefined || t == napi_null)
+        return 0;
+    if (t != napi_number || napi_get_value_double(env, v, out) != napi_ok || *out != *out) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "option %s must be a number", name);
+        napi_throw_range_error(env, "REDLOCK_EINVAL", msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* String option: a malloc'd copy in *out (NULL when unset). */
+static int opt_str(napi_env env, napi_value obj, const char *name, char **out) {
+    bool has = false;
+    napi_value v;
+    napi_valuetype t;
+    *out = NULL;
+    if (napi_has_named_property(env, obj, name, &has) != napi_ok || !has)
+        return 0;
+    napi_get_named_property(env, obj, name, &v);
+    napi_typeof(env, v, &t);
+    if (t == napi_undefined || t == napi_null)
+        return 0;
+    *out = get_str(env, v, name);
+    return *out ? 0 : -1;
+}
+
+/* ---- the thread-safe function: C threads to the JS thread ---- */
+
+static void item_free(item_t *it) {
+    if (!it)
+        return;
+    free(it->msg);
+    free(it->res);
+    free(it);
+}
+
+static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
+    (void)context;
+    item_t *it = data;
+    if (env && js_cb && it) {
+        napi_value argv[7], global, report;
+        napi_create_array_with_length(env, it->n, &report);
+        for (size_t i = 0; i < it->n; i++) {
+            napi_value row;
+            napi_create_array_with_length(env, 4, &row);
+            napi_set_element(env, row, 0, make_int(env, it->res[i].outcome));
+            napi_set_element(env, row, 1, make_int(env, it->res[i].code));
+            napi_set_element(env, row, 2, make_int(env, it->res[i].rtt_us));
+            napi_set_element(env, row, 3, make_str(env, it->res[i].msg));
+            napi_set_element(env, report, (uint32_t)i, row);
+        }
+        argv[0] = make_int(env, it->kind);
+        napi_create_double(env, it->id, &argv[1]);
+        argv[2] = make_int(env, it->rc);
+        argv[3] = make_str(env, it->msg);
+        argv[4] = make_int(env, it->validity_ms);
+        argv[5] = report;
+        napi_create_bigint_uint64(env, it->token, &argv[6]);
+        napi_get_global(env, &global);
+        napi_call_function(env, global, js_cb, 7, argv, NULL);
+    }
+    item_free(it);
+}
+
+static void tsfn_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    client_state *st = data;
+    atomic_store(&st->tsfn_gone, 1);
+    st_unref(st); /* the thread-safe function's own reference */
+}
+
+static void post(client_state *st, item_t *it) {
+    if (atomic_load(&st->tsfn_gone) ||
+        napi_call_threadsafe_function(st->tsfn, it, napi_tsfn_nonblocking) != napi_ok)
+        item_free(it);
+}
+
+/* The per-node report of the lock's last round, copied (C threads). */
+static void fill_report(item_t *it, redlock_lock *lock, client_state *st) {
+    (void)st;
+    size_t n = 0;
+    while (n < REDLOCK_MAX_NODES && redlock_lock_node_result(lock, n, NULL, NULL, NULL, 0) >= 0)
+        n++;
+    it->res = n ? calloc(n, sizeof *it->res) : NULL;
+    if (!it->res)
+        return;
+    it->n = n;
+    for (size_t i = 0; i < n; i++) {
+        node_res *r = &it->res[i];
+        r->outcome = redlock_lock_node_result(lock, i, &r->code, &r->rtt_us, r->msg, sizeof r->msg);
+    }
+}
+
+static item_t *item_new(int kind, double id, int rc, const char *msg) {
+    item_t *it = calloc(1, sizeof *it);
+    if (!it)
+        return NULL;
+    it->kind = kind;
+    it->id = id;
+    it->rc = rc;
+    it->msg = strdup(msg ? msg : "");
+    return it;
+}
+
+/* done of every asynchronous call on a lock (acquire thread). */
+static void on_done(redlock_lock *lock, int rc, void *userdata) {
+    op_ctx *ctx = userdata;
+    item_t *it = item_new(ITEM_DONE, ctx->id, rc, rc ? redlock_lock_errmsg(lock) : "");
+    if (it) {
+        it->validity_ms = redlock_lock_validity_ms(lock);
+        it->token = redlock_lock_fencing_token(lock);
+        fill_report(it, lock, ctx->st);
+        post(ctx->st, it);
+    }
+    free(ctx);
+}
+
+/* on_lost of auto-extension (auto-extend thread). */
+static void on_lost(redlock_lock *lock, int code, const char *message, void *userdata) {
+    op_ctx *ctx = userdata;
+    item_t *it = item_new(ITEM_LOST, ctx->id, code, message);
+    if (it) {
+        it->validity_ms = redlock_lock_validity_ms(lock);
+        fill_report(it, lock, ctx->st);
+        post(ctx->st, it);
+    }
+}
+
+static void free_ctx(void *p) { free(p); }
+
+/* The client's metrics hook does nothing: it is set for its userdata_free,
+ * which says when the C client is gone (no callback can follow). */
+static void on_event(const redlock_event *ev, void *userdata) {
+    (void)ev;
+    (void)userdata;
+}
+
+static void on_client_destroyed(void *userdata) {
+    client_state *st = userdata;
+    if (!atomic_exchange(&st->tsfn_gone, 1))
+        napi_release_threadsafe_function(st->tsfn, napi_tsfn_release);
+    st_unref(st); /* the C client's reference */
+}
+
+static void *free_client_thread(void *p) {
+    redlock_client_free(p);
+    return NULL;
+}
+
+/* redlock_client_free may wait (bounded) for owed replies: not on the JS thread. */
+static void free_client_detached(redlock_client *c) {
+    pthread_t t;
+    pthread_attr_t a;
+    if (!c)
+        return;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &a, free_client_thread, c) != 0)
+        redlock_client_free(c); /* no thread to be had: bounded anyway */
+    pthread_attr_destroy(&a);
+}
+
+static void client_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    client_state *st = data;
+    redlock_client *c = st->client;
+    st->client = NULL;
+    free_client_detached(c); /* the safety net when quit() was never called */
+    st_unref(st);
+}
+
+/* clientOpen(urls[], opts, dispatch) -> [rc, client | message] */
+static napi_value client_open(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    uint32_t n = 0;
+    bool is_arr = false;
+    napi_is_array(env, argv[0], &is_arr);
+    if (!is_arr)
+        return throw_type(env, "urls must be an array");
+    napi_get_array_length(env, argv[0], &n);
+    if (n > REDLOCK_MAX_NODES)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "too many nodes: at most 64"));
+    char **urls = calloc(n ? n : 1, sizeof *urls);
+    char *strs[7] = {0};
+    napi_value result = NULL;
+    if (!urls)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value u;
+        napi_get_element(env, argv[0], i, &u);
+        if (!(urls[i] = get_str(env, u, "a node URL")))
+            goto out;
+    }
+    redlock_options o;
+    redlock_options_init(&o);
+    uint32_t insecure = 0;
+    if (opt_double(env, argv[1], "driftFactor", &o.drift_factor) ||
+        opt_u32(env, argv[1], "driftMinMs", &o.drift_min_ms) ||
+        opt_u32(env, argv[1], "nodeTimeoutMs", &o.node_timeout_ms) ||
+        opt_u32(env, argv[1], "connectTimeoutMs", &o.connect_timeout_ms) ||
+        opt_u32(env, argv[1], "unreachableMs", &o.unreachable_ms) ||
+        opt_u32(env, argv[1], "maxExtensions", &o.max_extensions) ||
+        opt_u32(env, argv[1], "maxHoldMs", &o.max_hold_ms) ||
+        opt_u32(env, argv[1], "flags", &o.flags) ||
+        opt_u32(env, argv[1], "tlsInsecureSkipVerify", &insecure) ||
+        opt_str(env, argv[1], "keyPrefix", &strs[0]) ||
+        opt_str(env, argv[1], "tlsCaFile", &strs[1]) ||
+        opt_str(env, argv[1], "tlsCaDir", &strs[2]) ||
+        opt_str(env, argv[1], "tlsCertFile", &strs[3]) ||
+        opt_str(env, argv[1], "tlsKeyFile", &strs[4]) ||
+        opt_str(env, argv[1], "tlsServerName", &strs[5]))
+        goto out;
+    o.tls_insecure_skip_verify = insecure;
+    o.key_prefix = strs[0];
+    o.tls_ca_file = strs[1];
+    o.tls_ca_dir = strs[2];
+    o.tls_cert_file = strs[3];
+    o.tls_key_file = strs[4];
+    o.tls_server_name = strs[5];
+
+    client_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        result = pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        goto out;
+    }
+    napi_value name;
+    napi_create_string_utf8(env, "redlock", NAPI_AUTO_LENGTH, &name);
+    if (napi_create_threadsafe_function(env, argv[2], NULL, name, 0, 1, st, tsfn_finalize, NULL, call_js,
+                                        &st->tsfn) != napi_ok) {
+        free(st);
+        result = pair(env, REDLOCK_ENOMEM, make_str(env, "cannot create a thread-safe function"));
+        goto out;
+    }
+    /* refs: the JS handle, the thread-safe function, the C client (once made) */
+    atomic_init(&st->refs, 2);
+    napi_unref_threadsafe_function(env, st->tsfn);
+    o.on_event = on_event;
+    o.on_event_userdata = st;
+    o.on_event_userdata_free = on_client_destroyed;
+    char err[MSG_MAX] = "";
+    int rc = redlock_client_open(&st->client, (const char *const *)urls, n, &o, err, sizeof err);
+    if (rc != 0) {
+        /* no C client: its userdata_free is not called */
+        atomic_store(&st->tsfn_gone, 1);
+        napi_release_threadsafe_function(st->tsfn, napi_tsfn_abort);
+        st_unref(st); /* the JS handle's, never made */
+        result = pair(env, rc, make_str(env, err));
+        goto out;
+    }
+    atomic_fetch_add(&st->refs, 1);
+    napi_value ext;
+    napi_create_external(env, st, client_finalize, NULL, &ext);
+    result = pair(env, 0, ext);
+out:
+    for (uint32_t i = 0; i < n; i++)
+        free(urls[i]);
+    free(urls);
+    for (int i = 0; i < 7; i++)
+        free(strs[i]);
+    return result;
+}
+
+/* clientClose(client): no waits on the JS thread; later calls are refused. */
+static napi_value client_close(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    if (st->client) {
+        if (st->refed) {
+            napi_unref_threadsafe_function(env, st->tsfn);
+            st->refed = 0;
+        }
+        redlock_client *c = st->client;
+        st->client = NULL;
+        free_client_detached(c);
+    }
+    return make_undef(env);
+}
+
+/* clientRef(client, on): keeps the event loop alive while something waits. */
+static napi_value client_ref(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    bool on = false;
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    napi_get_value_bool(env, argv[1], &on);
+    if (st->client && !atomic_load(&st->tsfn_gone) && (int)on != st->refed) {
+        if (on)
+            napi_ref_threadsafe_function(env, st->tsfn);
+        else
+            napi_unref_threadsafe_function(env, st->tsfn);
+        st->refed = on;
+    }
+    return make_undef(env);
+}
+
+static napi_value client_node_urls(napi_env env, napi_callback_info info) {
+    napi_value argv[1], a;
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    size_t n = st->client ? redlock_client_node_count(st->client) : 0;
+    napi_create_array_with_length(env, n, &a);
+    for (size_t i = 0; i < n; i++)
+        napi_set_element(env, a, (uint32_t)i, make_str(env, redlock_client_node_url(st->client, i)));
+    return a;
+}
+
+/* ---- locks ---- */
+
+static void lock_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    lock_box *b = data;
+    redlock_lock_free(b->lock); /* memory only; a held lock expires by its TTL */
+    st_unref(b->st);
+    free(b);
+}
+
+/* lockOpen(client, resources[]) -> [rc, lock | message] */
+static napi_value lock_open(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    if (!st->client)
+        return pair(env, REDLOCK_ESTATE, make_str(env, "the client is closed (quit() was called)"));
+    uint32_t n = 0;
+    napi_get_array_length(env, argv[1], &n);
+    if (n == 0)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "no resource given"));
+    if (n > REDLOCK_MAX_MULTI)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "too many resources: at most 64 in one lock"));
+    char *res[REDLOCK_MAX_MULTI] = {0};
+    napi_value result = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value v;
+        napi_get_element(env, argv[1], i, &v);
+        if (!(res[i] = get_str(env, v, "a resource")))
+            goto out;
+    }
+    char err[MSG_MAX] = "";
+    redlock_lock *lock = NULL;
+    int rc = n == 1 ? redlock_lock_open(&lock, st->client, res[0], err, sizeof err)
+                    : redlock_lock_open_multi(&lock, st->client, (const char *const *)res, n, err, sizeof err);
+    if (rc != 0) {
+        result = pair(env, rc, make_str(env, err));
+        goto out;
+    }
+    lock_box *b = calloc(1, sizeof *b);
+    if (!b) {
+        redlock_lock_free(lock);
+        result = pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        goto out;
+    }
+    b->lock = lock;
+    b->st = st;
+    atomic_fetch_add(&st->refs, 1);
+    napi_value ext;
+    napi_create_external(env, b, lock_finalize, NULL, &ext);
+    result = pair(env, 0, ext);
+out:
+    for (uint32_t i = 0; i < n; i++)
+        free(res[i]);
+    return result;
+}
+
+/* lockSetOptions(lock, {retryCount, retryDelayMs, retryJitterMs, waitMs, driftFactor, flags}) -> [rc, msg] */
+static napi_value lock_set_options(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    redlock_lock_options o;
+    redlock_lock_options_init(&o);
+    if (redlock_lock_get_options(b->lock, &o) != 0)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "cannot read the lock's options"));
+    if (opt_u32(env, argv[1], "retryCount", &o.retry_count) ||
+        opt_u32(env, argv[1], "retryDelayMs", &o.retry_delay_ms) ||
+        opt_u32(env, argv[1], "retryJitterMs", &o.retry_jitter_ms) ||
+        opt_u32(env, argv[1], "waitMs", &o.wait_ms) ||
+        opt_double(env, argv[1], "driftFactor", &o.drift_factor) ||
+        opt_u32(env, argv[1], "flags", &o.flags))
+        return NULL;
+    int rc = redlock_lock_set_options(b->lock, &o);
+    return pair(env, rc, make_str(env, rc ? redlock_lock_errmsg(b->lock) : ""));
+}
+
+static int get_i64(napi_env env, napi_value v, int64_t *out) {
+    return napi_get_value_int64(env, v, out) == napi_ok ? 0 : -1;
+}
+
+static op_ctx *ctx_new(lock_box *b, napi_env env, napi_value id) {
+    op_ctx *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    c->st = b->st;
+    napi_get_value_double(env, id, &c->id);
+    return c;
+}
+
+/* The result of starting an asynchronous call: 0 (done will come) or a code
+ * with the handle's message (done will not come). */
+static napi_value started(napi_env env, lock_box *b, op_ctx *c, int rc) {
+    if (rc != 0) {
+        free(c);
+        const char *m = redlock_lock_errmsg(b->lock);
+        if (rc == REDLOCK_ESTATE && (!m || !*m))
+            m = "another call on this lock is under way";
+        if (rc == REDLOCK_ENOTSUP && (!m || !*m))
+            m = "the client was inherited across fork(): make a new Redlock in this process";
+        return pair(env, rc, make_str(env, m));
+    }
+    return pair(env, 0, NULL);
+}
+
+/* lockAcquire(lock, id, ttl, wait) -> [rc, msg] */
+static napi_value lock_acquire(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    int64_t ttl, wait;
+    if (get_args(env, info, 4, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    if (get_i64(env, argv[2], &ttl) || get_i64(env, argv[3], &wait))
+        return throw_type(env, "ttl and wait must be numbers");
+    if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
+    op_ctx *c = ctx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return started(env, b, c, redlock_lock_acquire_async(b->lock, (uint32_t)ttl, wait, on_done, c));
+}
+
+static napi_value lock_release(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    op_ctx *c = ctx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return started(env, b, c, redlock_lock_release_async(b->lock, on_done, c));
+}
+
+static napi_value lock_extend(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    int64_t ttl;
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    if (get_i64(env, argv[2], &ttl))
+        return throw_type(env, "ttl must be a number");
+    if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
+    op_ctx *c = ctx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return started(env, b, c, redlock_lock_extend_async(b->lock, (uint32_t)ttl, on_done, c));
+}
+
+static napi_value lock_cancel(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    bool reset = false;
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    napi_get_value_bool(env, argv[1], &reset);
+    if (reset)
+        redlock_lock_cancel_reset(b->lock);
+    else
+        redlock_lock_cancel(b->lock);
+    return make_undef(env);
+}
+
+/* lockAutoExtend(lock, id, atRiskMs) -> [rc, msg]; lockAutoExtend(lock) stops it. */
+static napi_value lock_auto_extend(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    size_t argc = 3;
+    int64_t at_risk = 0;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc < 1)
+        return throw_type(env, "too few arguments");
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    if (argc == 1) {
+        int rc = redlock_lock_auto_extend_stop(b->lock);
+        return pair(env, rc, NULL);
+    }
+    if (argc < 3 || get_i64(env, argv[2], &at_risk) || at_risk < 0 || at_risk > REDLOCK_MAX_TTL_MS)
+        return throw_type(env, "atRiskMs must be a number of ms");
+    op_ctx *c = ctx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    int rc = redlock_lock_auto_extend(b->lock, 0, (uint32_t)at_risk, on_lost, c, free_ctx);
+    if (rc != 0) {
+        free(c);
+        return pair(env, rc, make_str(env, redlock_lock_errmsg(b->lock)));
+    }
+    return pair(env, 0, NULL);
+}
+
+static napi_value lock_validity(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    return b ? make_int(env, redlock_lock_validity_ms(b->lock)) : NULL;
+}
+
+static napi_value lock_is_held(napi_env env, napi_callback_info info) {
+    napi_value argv[1], r;
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    napi_get_boolean(env, redlock_lock_is_held(b->lock) == 1, &r);
+    return r;
+}
+
+static napi_value lock_resource(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    return b ? make_str(env, redlock_lock_resource(b->lock)) : NULL;
+}
+
+static napi_value str_error(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    int32_t code = 0;
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    napi_get_value_int32(env, argv[0], &code);
+    napi_value a;
+    napi_create_array_with_length(env, 2, &a);
+    napi_set_element(env, a, 0, make_str(env, redlock_error_name(code)));
+    napi_set_element(env, a, 1, make_str(env, redlock_strerror(code)));
+    return a;
+}
+
+static napi_value version(napi_env env, napi_callback_info info) {
+    (void)info;
+    return make_str(env, redlock_version());
+}
+
+#define FN(name, fn) { name, NULL, fn, NULL, NULL, NULL, napi_enumerable, NULL }
+
+static napi_value init(napi_env env, napi_value exports) {
+    napi_property_descriptor d[] = {
+        FN("clientOpen", client_open),     FN("clientClose", client_close),
+        FN("clientRef", client_ref),       FN("clientNodeUrls", client_node_urls),
+        FN("lockOpen", lock_open),         FN("lockSetOptions", lock_set_options),
+        FN("lockAcquire", lock_acquire),   FN("lockRelease", lock_release),
+        FN("lockExtend", lock_extend),     FN("lockCancel", lock_cancel),
+        FN("lockAutoExtend", lock_auto_extend), FN("lockValidity", lock_validity),
+        FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
+        FN("strerror", str_error),         FN("version", version),
+    };
+    napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
+    return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
