@@ -146,3 +146,17 @@ def test_lock_fenced_uses_the_locks_token(cluster5, name):
                 Fence(object(), name, 1)
     finally:
         store.close()
+
+
+def test_fence_cost_bench_smoke(cluster5, capsys, monkeypatch):
+    # bench/fence_cost.py --smoke (docs/performance.md): every row measures both writes.
+    import importlib.util
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("fence_cost", os.path.join(root, "bench", "fence_cost.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setenv("REDLOCK_TEST_NODES", ",".join(cluster5.urls[:2]))
+    assert bench.main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "PostgreSQL UPDATE" in out and out.count("x\n") == 3, out
