@@ -18,6 +18,7 @@
 #define CLI_EXIT_UNAVAIL   69   /* nodes unreachable, auth or server errors (run, status) */
 #define CLI_EXIT_CONFLICT  75   /* run: lock held elsewhere or --wait elapsed (-E changes it) */
 #define CLI_EXIT_LOST      76   /* run: lock lost while the command ran (--lost-exit-code) */
+#define CLI_EXIT_FENCED    77   /* fence: the store refused the write, a later holder's token is there */
 #define CLI_EXIT_NOEXEC    126  /* run: command found but not executable */
 #define CLI_EXIT_NOTFOUND  127  /* run: command not found */
 
@@ -150,6 +151,7 @@ int cli_status(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_completion(int argc, char **argv);
 int cli_elect(int argc, char **argv);   /* elect.c */
+int cli_fence(int argc, char **argv);   /* fence.c */
 
 /* Common long options shared by subcommands (values above 255). */
 enum {
