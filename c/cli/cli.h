@@ -152,6 +152,7 @@ int cli_doctor(int argc, char **argv);
 int cli_completion(int argc, char **argv);
 int cli_elect(int argc, char **argv);   /* elect.c */
 int cli_fence(int argc, char **argv);   /* fence.c */
+int cli_gc(int argc, char **argv);      /* gc.c */
 
 /* Common long options shared by subcommands (values above 255). */
 enum {

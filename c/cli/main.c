@@ -20,6 +20,7 @@ static void usage(FILE *f)
           "  elect -l NAME                        print NAME's leader and every change\n"
           "  doctor                               check that the nodes are safe for Redlock\n"
           "  fence RESOURCE OP [KEY [ARG...]]     write to a store through RESOURCE's fence\n"
+          "  gc                                   remove the fencing counters of unused resources\n"
           "  completion bash|zsh                  print a shell completion script\n"
           "\n"
           "nodes come from --nodes URL,URL,..., else $REDLOCK_NODES, else 'nodes = ...' in the\n"
@@ -58,9 +59,11 @@ int main(int argc, char **argv)
         return cli_doctor(argc - 1, argv + 1);
     if (!strcmp(cmd, "fence"))
         return cli_fence(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gc"))
+        return cli_gc(argc - 1, argv + 1);
     if (!strcmp(cmd, "completion"))
         return cli_completion(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return cli_usage(NULL, "unknown option '%s'", cmd);
-    return cli_usage(NULL, "unknown command '%s' (commands: run, status, elect, doctor, fence, completion)", cmd);
+    return cli_usage(NULL, "unknown command '%s' (commands: run, status, elect, doctor, fence, gc, completion)", cmd);
 }
