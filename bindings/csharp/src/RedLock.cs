@@ -106,24 +106,38 @@ namespace RedLockNet
         internal Task<IRedLock> AcquireAsync(CancellationToken? cancellationToken)
         {
             CancellationToken ct = cancellationToken ?? CancellationToken.None;
-            var tcs = new TaskCompletionSource<int>(TaskCreationOptions.RunContinuationsAsynchronously);
-            // The table holds this object (and so the handle) until done has run.
-            long token = NativeCallbacks.AddPending(rc => tcs.TrySetResult(rc));
+            // Completed on the binding's event thread, which only reads the outcome from
+            // the handle (no I/O); the caller's continuations run on the thread pool.
+            var result = new TaskCompletionSource<IRedLock>(TaskCreationOptions.RunContinuationsAsynchronously);
             CancellationTokenRegistration reg = default(CancellationTokenRegistration);
+            Action<int> done = rc =>
+            {
+                reg.Dispose();
+                try
+                {
+                    Finish(rc, ct);
+                    result.TrySetResult(this);
+                }
+                catch (OperationCanceledException)
+                {
+                    result.TrySetCanceled(ct);
+                }
+                catch (Exception e)
+                {
+                    result.TrySetException(e);
+                }
+            };
+            // The table holds this object (and so the handle) until done has run.
+            long token = NativeCallbacks.AddPending(done);
             if (ct.CanBeCanceled)
                 reg = ct.Register(() => native.cancel()); // sticky: a cancel before the start still counts
             int started = native.acquireAsync(ttlMs, waitMs, token);
             if (started != 0)
             {
                 NativeCallbacks.RemovePending(token);
-                tcs.TrySetResult(started);
+                done(started);
             }
-            return tcs.Task.ContinueWith(t =>
-            {
-                reg.Dispose();
-                Finish(t.Result, ct);
-                return (IRedLock)this;
-            }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            return result.Task;
         }
 
         /// <summary>Records the outcome, starts auto-extension when held, and raises what is not a status.</summary>

@@ -293,6 +293,7 @@ static class RedlockTests
         using (var f = Factory())
         {
             string r = Resource("cancel");
+            double worst = 0;
             using (var holder = f.CreateLock(r, TimeSpan.FromSeconds(30)))
             {
                 for (int round = 0; round < 5; round++)
@@ -322,9 +323,11 @@ static class RedlockTests
                               "ended by OperationCanceledException: " + t.Status);
                         double ms = (endedAt - Interlocked.Read(ref firedAt)) * 1000.0 / Stopwatch.Frequency;
                         Check(ms < 100, "ended within 100 ms of the cancel: " + ms.ToString("F1") + " ms");
+                        worst = Math.Max(worst, ms);
                     }
                 }
             }
+            Console.WriteLine("     cancel to end of wait: at most " + worst.ToString("F1") + " ms in 5 rounds");
             using (var l = f.CreateLock(r, TimeSpan.FromSeconds(5)))
                 Check(l.IsAcquired, "free after the holder and the cancelled waiters");
         }
