@@ -481,6 +481,18 @@ static class RedlockTests
             Check(l.ErrorMessage.Length > 0, "a message");
             Equal(3, l.InstanceSummary.Error, "three errors: " + l.InstanceSummary);
         }
+        // A wait by time ends once no quorum could be reached for the C library's 1 s, not at its end.
+        using (var f = RedLockFactory.Create(new[] { "redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3" }))
+        {
+            var sw = Stopwatch.StartNew();
+            using (var l = f.CreateLockAsync(Resource("unreachable"), TimeSpan.FromSeconds(5), TimeSpan.FromSeconds(20),
+                                             TimeSpan.FromMilliseconds(50)).Result)
+            {
+                Equal(RedLockStatus.NoQuorum, l.Status, "waiting: status");
+                Equal(RedLockErrorCodes.EUNREACHABLE, l.ErrorCode, "waiting: code " + l.ErrorMessage);
+                Check(sw.ElapsedMilliseconds < 5000, "ended well before its 20 s wait: " + sw.ElapsedMilliseconds + " ms");
+            }
+        }
     }
 
     static void DisposedTwice()
