@@ -7,8 +7,9 @@
 
 /* Java: package-private RedlockModule and RedlockModuleJNI classes, names that
  * cannot clash with Redlock on a case-insensitive file system (and that CMake's
- * UseSWIG expects). Other languages: the module "redlock". */
-#ifdef SWIGJAVA
+ * UseSWIG expects). C#: the same, RedlockModule and RedlockModulePINVOKE.
+ * Other languages: the module "redlock". */
+#if defined(SWIGJAVA) || defined(SWIGCSHARP)
 %module RedlockModule
 #else
 %module redlock
@@ -142,6 +143,8 @@ static void rl_flag_set(uint32_t *flags, uint32_t bit, bool on) {
 %include "tcl/redlock_tcl.i"
 #elif defined(SWIGRUBY)
 %include "ruby/redlock_ruby.i"
+#elif defined(SWIGCSHARP)
+%include "csharp/redlock_csharp.i"
 #else
 /* Any other SWIG language: the portable exception.i mapping (a RuntimeError
  * whose text starts with the error name). Give it a file of its own, as Tcl

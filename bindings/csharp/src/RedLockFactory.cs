@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// RedLock.net's factory (RedLockNet.SERedis.RedLockFactory) over the C
+// library's client: one connection per node, shared by every lock it makes.
+using System;
+using System.Collections.Generic;
+using System.Linq;
+using System.Threading;
+using System.Threading.Tasks;
+using RedLockNet.Native;
+using RedLockNet.SERedis.Configuration;
+
+namespace RedLockNet.SERedis
+{
+    /// <summary>What RedLock.net configures elsewhere, and what this library adds.</summary>
+    public sealed class RedLockFactoryOptions
+    {
+        /// <summary>Every acquisition mints a fencing token (IRedLock.FencingToken).</summary>
+        public bool Fencing { get; set; }
+        /// <summary>The prefix of the nodes' keys; null for the C library's default.</summary>
+        public string KeyPrefix { get; set; }
+        /// <summary>How long auto-extension may keep a lock in all; null for the C library's
+        /// default (one hour).</summary>
+        public TimeSpan? MaxHold { get; set; }
+        /// <summary>PEM file of the CAs that rediss:// nodes' certificates must chain to.</summary>
+        public string TlsCaFile { get; set; }
+        /// <summary>Accepts any server certificate: tests only.</summary>
+        public bool TlsInsecureSkipVerify { get; set; }
+    }
+
+    public sealed class RedLockFactory : IDistributedLockFactory, IDisposable
+    {
+        readonly Redlock client;
+        readonly RedLockFactoryOptions options;
+
+        RedLockFactory(string[] urls, RedLockFactoryOptions options)
+        {
+            this.options = options ?? new RedLockFactoryOptions();
+            using (var o = new Options())
+            {
+                if (this.options.Fencing)
+                    o.setFencing(true);
+                if (this.options.KeyPrefix != null)
+                    o.setKeyPrefix(this.options.KeyPrefix);
+                if (this.options.TlsCaFile != null)
+                    o.setTlsCaFile(this.options.TlsCaFile);
+                if (this.options.TlsInsecureSkipVerify)
+                    o.setTlsInsecureSkipVerify(true);
+                client = new Redlock(urls, (uint)urls.Length, o);
+            }
+        }
+
+        /// <summary>As RedLock.net's Create(endPoints): a malformed endpoint raises
+        /// RedLockArgumentException (REDLOCK_EINVAL) with the C library's reason.</summary>
+        public static RedLockFactory Create(IList<RedLockEndPoint> endPoints, RedLockFactoryOptions options = null)
+        {
+            if (endPoints == null)
+                throw new RedLockArgumentException("no endpoints");
+            return new RedLockFactory(endPoints.Select(e => e == null ? null : e.ToUrl()).ToArray(), options);
+        }
+
+        /// <summary>Nodes as URLs: redis://[user:password@]host[:port][/db], rediss://... (docs/c-api.md).</summary>
+        public static RedLockFactory Create(IEnumerable<string> urls, RedLockFactoryOptions options = null)
+        {
+            if (urls == null)
+                throw new RedLockArgumentException("no endpoints");
+            return new RedLockFactory(urls.ToArray(), options);
+        }
+
+        /// <summary>The nodes' URLs, passwords masked.</summary>
+        public IReadOnlyList<string> NodeUrls
+        {
+            get
+            {
+                var list = new List<string>();
+                uint n = client.nodeCount();
+                for (uint i = 0; i < n; i++)
+                    list.Add(client.nodeUrl(i));
+                return list;
+            }
+        }
+
+        /// <summary>One attempt, as RedLock.net's CreateLock(resource, expiry).</summary>
+        public IRedLock CreateLock(string resource, TimeSpan expiryTime)
+        {
+            var l = RedLock.Open(this, resource, expiryTime, null, null);
+            l.Acquire(null);
+            return l;
+        }
+
+        /// <summary>Retries every retryTime until waitTime has passed; cancellationToken ends the
+        /// wait (OperationCanceledException) after at most the round in flight.</summary>
+        public IRedLock CreateLock(string resource, TimeSpan expiryTime, TimeSpan waitTime, TimeSpan retryTime,
+                                   CancellationToken? cancellationToken = null)
+        {
+            var l = RedLock.Open(this, resource, expiryTime, waitTime, retryTime);
+            l.Acquire(cancellationToken);
+            return l;
+        }
+
+        public Task<IRedLock> CreateLockAsync(string resource, TimeSpan expiryTime)
+        {
+            return RedLock.Open(this, resource, expiryTime, null, null).AcquireAsync(null);
+        }
+
+        /// <summary>The C library's asynchronous acquire: no thread waits; the task completes
+        /// from the library's I/O thread (continuations run on the thread pool).</summary>
+        public Task<IRedLock> CreateLockAsync(string resource, TimeSpan expiryTime, TimeSpan waitTime,
+                                              TimeSpan retryTime, CancellationToken? cancellationToken = null)
+        {
+            return RedLock.Open(this, resource, expiryTime, waitTime, retryTime).AcquireAsync(cancellationToken);
+        }
+
+        internal Redlock Client { get { return client; } }
+        internal RedLockFactoryOptions Options { get { return options; } }
+
+        /// <summary>Frees the client; locks made by it stay usable until disposed.</summary>
+        public void Dispose()
+        {
+            client.Dispose();
+        }
+    }
+}
