@@ -111,6 +111,33 @@ export class LimitError extends ExecutionError {}
 export class StateError extends ExecutionError {}
 export class AbortError extends ExecutionError {}
 export class AtRiskError extends ExecutionError {}
+/** A store refused a fenced write: `token` is older than `fence`, a later holder has written. */
+export class FencedError extends ExecutionError {
+  readonly token: bigint;
+  readonly fence: bigint;
+}
+
+/** A Redis/Valkey client the fence runs its script on: ioredis or node-redis (v4+). */
+export type FenceStore =
+  | { evalsha(...args: any[]): Promise<unknown>; eval(...args: any[]): Promise<unknown> }
+  | { evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>; eval(...args: any[]): Promise<unknown> };
+
+/** Writes to one resource on a store, applied only while `token` is at least its fence (docs/fencing.md). */
+export class Fence {
+  constructor(store: FenceStore, resource: string, token: bigint | number, options?: { retentionMs?: number });
+  readonly key: string;
+  readonly resource: string;
+  readonly token: bigint;
+  /** Raise the fence to this token without writing; the fence it had (0n for none). */
+  advance(): Promise<bigint>;
+  set(key: string, value: string | number, options?: { px?: number }): Promise<boolean>;
+  del(key: string): Promise<number>;
+  hset(key: string, fields: Record<string, string | number>): Promise<number>;
+  rpush(key: string, ...values: Array<string | number>): Promise<number>;
+  incrby(key: string, n?: number): Promise<number>;
+}
+/** The store key of a resource's fence: {resource}:fence, or resource:fence with a hash tag. */
+export function fenceKey(resource: string): string;
 
 export class Lock {
   readonly redlock: Redlock;
@@ -129,6 +156,8 @@ export class Lock {
   readonly fencingToken: bigint;
   release(): Promise<ExecutionResult>;
   extend(duration: number): Promise<Lock>;
+  /** Writes to a store fenced by this acquisition's token (settings.fencing). */
+  fenced(store: FenceStore, options?: { resource?: string; retentionMs?: number }): Fence;
 }
 
 export type RedlockUsingCallback<T> = (signal: RedlockAbortSignal) => Promise<T>;

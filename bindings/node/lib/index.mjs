@@ -9,6 +9,6 @@ export const {
   Redlock, Lock, defaultSettings, RedlockError, ExecutionError, ResourceLockedError,
   LockTimeoutError, InvalidArgumentError, QuorumError, UnreachableError, LockExpiredError,
   LockLostError, AuthError, PermissionError, TLSError, ServerError, RedlockIOError, LimitError,
-  StateError, AbortError, AtRiskError,
+  StateError, AbortError, AtRiskError, Fence, FencedError, fenceKey,
 } = mod;
 export default mod.Redlock;

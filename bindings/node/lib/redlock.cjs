@@ -464,5 +464,18 @@ class Lock {
 }
 Lock._armed = new Set();
 
-module.exports = { Redlock, Lock, defaultSettings, ...errors };
+const fence = require('./fence.cjs');
+
+// Writes to a Redis/Valkey store (an ioredis or node-redis client) fenced by this acquisition's
+// token (settings.fencing): each applies only while no later holder's token has reached the
+// resource, else FencedError. The resource defaults to the lock's.
+Lock.prototype.fenced = function fenced(store, { resource, retentionMs } = {}) {
+  if (!this._token || !this.isHeld) {
+    throw errors.makeError(-15, 'no fencing token: the lock is not held, or its Redlock was made without '
+      + 'settings.fencing', this._resource);
+  }
+  return new fence.Fence(store, resource === undefined ? this._resource : resource, this._token, { retentionMs });
+};
+
+module.exports = { Redlock, Lock, defaultSettings, ...errors, ...fence };
 module.exports.default = Redlock;

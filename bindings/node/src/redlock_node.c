@@ -759,6 +759,31 @@ static napi_value str_error(napi_env env, napi_callback_info info) {
     return a;
 }
 
+/* The store's side of fencing (c/src/fence.c): [script, sha1, the resource's
+ * fence key, the default retention in ms]; a RangeError for a resource that
+ * cannot name one. */
+static napi_value fence_info(napi_env env, napi_callback_info info) {
+    napi_value argv[1];
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    char res[REDLOCK_MAX_RESOURCE_LEN + 2], key[REDLOCK_MAX_RESOURCE_LEN + 16];
+    size_t len = 0;
+    if (napi_get_value_string_utf8(env, argv[0], res, sizeof res, &len) != napi_ok)
+        return throw_type(env, "resource must be a string");
+    if (len != strlen(res) || redlock_fence_key(key, sizeof key, res) < 0) {
+        napi_throw_range_error(env, "REDLOCK_EINVAL", "the resource cannot name a fence: empty, longer than "
+                               "REDLOCK_MAX_RESOURCE_LEN bytes, a NUL, or a '}' without a hash tag");
+        return NULL;
+    }
+    napi_value a;
+    napi_create_array_with_length(env, 4, &a);
+    napi_set_element(env, a, 0, make_str(env, redlock_fence_script()));
+    napi_set_element(env, a, 1, make_str(env, redlock_fence_script_sha1()));
+    napi_set_element(env, a, 2, make_str(env, key));
+    napi_set_element(env, a, 3, make_int(env, REDLOCK_FENCE_RETENTION_MS));
+    return a;
+}
+
 static napi_value version(napi_env env, napi_callback_info info) {
     (void)info;
     return make_str(env, redlock_version());
@@ -776,6 +801,7 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockAutoExtend", lock_auto_extend), FN("lockValidity", lock_validity),
         FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
         FN("strerror", str_error),         FN("version", version),
+        FN("fenceInfo", fence_info),
     };
     napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
     return exports;
