@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Peer-benchmark driver for node-redlock (v5, over ioredis): runs one case
-// (cycle or contend) and prints one JSON line, with the same flags and fields
-// as bench/drivers/common.py. Workers are concurrent async loops.
+// Peer-benchmark driver for node-redlock (v5, over ioredis) and for this
+// project's Node.js package (--impl libredlock, the same API over the C core,
+// bindings/node): runs one case (cycle or contend) and prints one JSON line,
+// with the same flags and fields as bench/drivers/common.py. Workers are
+// concurrent async loops; the code below is the same for both, as a user
+// switching the import would have it.
 "use strict";
-const Redlock = require("redlock").default;
-const Redis = require("ioredis");
+const path = require("path");
 
 const NODE_TIMEOUT_MS = 50; // the C core's default per-node reply timeout
 const TTL_MS = 10000;
@@ -24,9 +26,18 @@ const now = () => Number(process.hrtime.bigint()) / 1000; // microseconds
 
 async function main() {
   const a = parseArgs();
-  const clients = a.urls.map((u) => new Redis(u, { commandTimeout: NODE_TIMEOUT_MS, connectTimeout: 200, maxRetriesPerRequest: 1 }));
-  // Cycle: one attempt. Contend: retry forever with the library's default delays.
-  const redlock = new Redlock(clients, { retryCount: a.case === "contend" ? -1 : 0 });
+  let clients, redlock;
+  if (a.impl === "libredlock") {
+    const Redlock = require(path.join(__dirname, "..", "..", "bindings", "node", "lib", "index.cjs"));
+    clients = [];
+    redlock = new Redlock(a.urls, { retryCount: a.case === "contend" ? -1 : 0 });
+  } else {
+    const Redlock = require("redlock").default;
+    const Redis = require("ioredis");
+    clients = a.urls.map((u) => new Redis(u, { commandTimeout: NODE_TIMEOUT_MS, connectTimeout: 200, maxRetriesPerRequest: 1 }));
+    // Cycle: one attempt. Contend: retry forever with the library's default delays.
+    redlock = new Redlock(clients, { retryCount: a.case === "contend" ? -1 : 0 });
+  }
   redlock.on("error", () => {}); // failures are counted from the rejected promises
   let errors = 0, firstError = null;
   const noteErr = (e) => { errors++; if (firstError === null) firstError = String(e && e.message || e); };
