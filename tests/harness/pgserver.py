@@ -163,7 +163,7 @@ def main(argv: list[str]) -> int:
             except KeyboardInterrupt:
                 proc.send_signal(signal.SIGINT)
                 return proc.wait()
-    except PostgresError as e:
+    except (PostgresError, OSError) as e:
         print("pgserver.py: %s" % e, file=sys.stderr)
         return 2
 
