@@ -38,7 +38,7 @@ func Example() {
 	}
 	defer m.Unlock()
 
-	f, err := fence.New(store, resource, m.Token())
+	f, err := fence.ForMutex(store, m)
 	if err != nil {
 		panic(err)
 	}

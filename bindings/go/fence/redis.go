@@ -101,6 +101,27 @@ func New(rdb redis.Scripter, resource string, token uint64, opts ...Option) (*Fe
 	return f, nil
 }
 
+// Holder is what ForMutex takes: a *redlock.Mutex (also a Writer, a
+// Reader, a MultiMutex's or a semaphore permit's Mutex).
+type Holder interface {
+	Name() string
+	Token() uint64
+}
+
+// ForMutex is New for the resource named as the lock m and the token of
+// its current acquisition. It fails with an error matching
+// redlock.ErrState when m has no token: not held, or its client was made
+// without redlock.WithFencing. The Fence keeps the token it was made
+// with; make a new one after each acquisition.
+func ForMutex(rdb redis.Scripter, m Holder, opts ...Option) (*Fence, error) {
+	token := m.Token()
+	if token == 0 {
+		return nil, fmt.Errorf("fence: %q: no fencing token: the lock is not held, or its client was made "+
+			"without WithFencing: %w", m.Name(), redlock.ErrState)
+	}
+	return New(rdb, m.Name(), token, opts...)
+}
+
 // Key is the store key holding the resource's fence (redlock.FenceKey).
 func (f *Fence) Key() string { return f.key }
 

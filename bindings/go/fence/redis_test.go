@@ -324,7 +324,13 @@ func TestWithALocksToken(t *testing.T) {
 	if t2 <= t1 {
 		t.Fatalf("tokens %d then %d do not increase", t1, t2)
 	}
-	f := newFence(t, store, r, t2)
+	f, err := fence.ForMutex(store, second)
+	if err != nil || f.Token() != t2 || f.Resource() != r {
+		t.Fatalf("ForMutex: %v, %v", f, err)
+	}
+	if _, err := fence.ForMutex(store, first); !errors.Is(err, redlock.ErrState) { // no longer held
+		t.Fatalf("ForMutex of a released lock: want ErrState, got %v", err)
+	}
 	if prev, err := f.Advance(ctx); err != nil || prev != t1 {
 		t.Fatalf("Advance = %d, %v; want %d", prev, err, t1)
 	}
