@@ -114,14 +114,15 @@ test-safety-targeted: build $(VENV)/bin/python
 	REDLOCK_SAFETY_TARGETED_SECONDS=60 REDLOCK_SAFETY_CLIENT=$(BUILD)/tests/safety/safety_client \
 	  $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/safety/test_targeted.py
 
-GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock
+GO_INTEG_MODULES := bindings/go/gocronlock bindings/go/otelredlock bindings/go/fence
 test-go: build
 	@if ! command -v go >/dev/null; then echo "SKIPPED Go tests: no go toolchain on this machine"; exit 1; fi
 	@# Go's build cache does not see edits to the C sources the bundled_*.c include: a digest
 	@# of c/ in CGO_CFLAGS makes a change of them rebuild the package (tools/gen-go-bundle).
 	cd bindings/go && export CGO_CFLAGS="-g -O2 $$(../../tools/gen-go-bundle --digest)" && \
 	  go vet ./... && go test -race -count=1 ./...
-	@# The integrations, Go modules of their own (docs/go.md, docs/observability.md).
+	@# The integrations, Go modules of their own (docs/go.md, docs/observability.md); the fence
+	@# module's tests start their own nodes and PostgreSQL (tests/harness/pgserver.py exec).
 	for m in $(GO_INTEG_MODULES); do (cd $$m && go vet ./... && go test -race -count=1 ./...) || exit 1; done
 
 test-fuzz: deps

@@ -8,12 +8,19 @@ and the server runs as that user (runuser).
 
     with PostgresServer() as pg:
         psycopg.connect(pg.dsn)
+
+From the command line, for tests in other languages: runs PROGRAM with REDLOCK_TEST_PG_DSN set to
+the server's URL (postgres://redlock@127.0.0.1:PORT/postgres?sslmode=disable) and exits with its
+status, the server stopped and removed:
+
+    python3 tests/harness/pgserver.py exec -- PROGRAM [ARGS...]
 """
 from __future__ import annotations
 
 import glob
 import os
 import shutil
+import sys
 import signal
 import socket
 import subprocess
@@ -57,6 +64,11 @@ class PostgresServer:
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
             os.chmod(self.dir, 0o700)
             self._as = ["runuser", "-u", "postgres", "--"]
+
+    @property
+    def url(self) -> str:
+        """The server as a URL, for drivers that take one (Go's pgx, node-postgres)."""
+        return "postgres://%s@127.0.0.1:%d/postgres?sslmode=disable" % (USER, self.port)
 
     @property
     def dsn(self) -> str:
@@ -132,3 +144,29 @@ class PostgresServer:
     def close(self) -> None:
         self._stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+ENV_DSN = "REDLOCK_TEST_PG_DSN"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[0] != "exec" or argv[1] != "--":
+        print("usage: pgserver.py exec -- PROGRAM [ARGS...]  (runs PROGRAM with $%s set)" % ENV_DSN,
+              file=sys.stderr)
+        return 2
+    try:
+        with PostgresServer() as pg:
+            env = dict(os.environ, **{ENV_DSN: pg.url})
+            proc = subprocess.Popen(argv[2:], env=env)
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                proc.send_signal(signal.SIGINT)
+                return proc.wait()
+    except (PostgresError, OSError) as e:
+        print("pgserver.py: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
