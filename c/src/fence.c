@@ -31,7 +31,8 @@ static const char fence_script[] =
     "local t, keep, op = ARGV[1], tonumber(ARGV[2]), ARGV[3] "
     "if not string.match(t, '^[1-9]%d*$') or #t > 20 or (#t == 20 and t > '18446744073709551615') then "
     "return redis.error_reply('ERR redlock fence: the token must be a decimal integer from 1 to 2^64-1, not ' .. t) end "
-    "if not keep or keep < 1 then return redis.error_reply('ERR redlock fence: retention must be >= 1 ms') end "
+    "if not keep or keep < 1 or keep > 1e15 then "
+    "return redis.error_reply('ERR redlock fence: retention must be 1 ms to 10^15 ms') end "
     "if KEYS[2] == KEYS[1] then return redis.error_reply('ERR redlock fence: the data key is the fence key') end "
     "local f = redis.call('get', KEYS[1]) "
     "if f and (#f > #t or (#f == #t and f > t)) then "
@@ -47,7 +48,7 @@ static const char fence_script[] =
     "elseif op ~= 'advance' then return redis.error_reply('ERR redlock fence: unknown operation ' .. op) end "
     "local left = f and redis.call('pttl', KEYS[1]) or -2 "
     "if left < keep then left = keep end "
-    "redis.call('set', KEYS[1], t, 'px', left) "
+    "redis.call('set', KEYS[1], t, 'px', string.format('%.0f', left)) "
     "if op == 'advance' then return f or '0' end "
     "return r";
 
