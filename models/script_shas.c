@@ -18,5 +18,12 @@ int main(void)
     printf("rl_script_sem_extend %s\n", rl_sha_sem_extend);
     printf("rl_script_sem_release %s\n", rl_sha_sem_release);
     printf("rl_script_sem_fence_commit %s\n", rl_sha_sem_fence_commit);
+    printf("rl_script_rw_acquire %s\n", rl_sha_rw_acquire);
+    printf("rl_script_rw_read %s\n", rl_sha_rw_read);
+    printf("rl_script_rw_extend %s\n", rl_sha_rw_extend);
+    printf("rl_script_rw_release %s\n", rl_sha_rw_release);
+    printf("rl_script_rw_give_up %s\n", rl_sha_rw_give_up);
+    printf("rl_script_multi_acquire %s\n", rl_sha_multi_acquire);
+    printf("rl_script_multi_release %s\n", rl_sha_multi_release);
     return 0;
 }
