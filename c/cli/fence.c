@@ -104,19 +104,19 @@ static int parse_token(const char *s, char *out, size_t size)
  * and whether more may follow in pairs (hset) or singly (rpush). */
 static int check_operands(const char *op, int n)
 {
-    struct { const char *name; int min, max, pairs; } ops[] = {
-        { "set", 2, 2, 0 }, { "del", 1, 1, 0 }, { "hset", 3, 1 << 20, 1 },
-        { "rpush", 2, 1 << 20, 0 }, { "incrby", 2, 2, 0 }, { "advance", 0, 0, 0 },
+    static const struct { const char *name, *takes; int min, max, pairs; } ops[] = {
+        { "set", "KEY VALUE", 2, 2, 0 },
+        { "del", "KEY", 1, 1, 0 },
+        { "hset", "KEY FIELD VALUE [FIELD VALUE...]", 3, 1 << 20, 1 },
+        { "rpush", "KEY VALUE [VALUE...]", 2, 1 << 20, 0 },
+        { "incrby", "KEY N", 2, 2, 0 },
+        { "advance", "no operands", 0, 0, 0 },
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (strcmp(op, ops[i].name))
             continue;
         if (n < ops[i].min || n > ops[i].max || (ops[i].pairs && (n - 1) % 2))
-            return cli_usage(CMD, "'%s' takes %s", op,
-                             !strcmp(op, "set") ? "KEY VALUE" : !strcmp(op, "del") ? "KEY"
-                             : !strcmp(op, "hset") ? "KEY FIELD VALUE [FIELD VALUE...]"
-                             : !strcmp(op, "rpush") ? "KEY VALUE [VALUE...]"
-                             : !strcmp(op, "incrby") ? "KEY N" : "no operands");
+            return cli_usage(CMD, "'%s' takes %s", op, ops[i].takes);
         return 0;
     }
     return cli_usage(CMD, "unknown operation '%s' (set, del, hset, rpush, incrby, advance)", op);

@@ -135,7 +135,7 @@ static int gc_node(const cli_common *common, const char *url, const char *prefix
         rl_endpoint_clear(&ep);
         return -1;
     }
-    char pattern[REDLOCK_MAX_PREFIX_LEN * 2 + 16], cursor[32] = "0", secs[24];
+    char pattern[REDLOCK_MAX_PREFIX_LEN * 2 + 16], cursor[32] = "0", bound_ms[24];
     size_t k = 0;
     for (const char *p = prefix; *p && k + 3 < sizeof pattern; p++) {   /* the prefix, glob-escaped */
         if (strchr("*?[]\\", *p))
@@ -143,10 +143,10 @@ static int gc_node(const cli_common *common, const char *url, const char *prefix
         pattern[k++] = *p;
     }
     snprintf(pattern + k, sizeof pattern - k, "*" RL_KEY_FENCING);
-    snprintf(secs, sizeof secs, "%lld", (long long)a->unused_ms);
+    snprintf(bound_ms, sizeof bound_ms, "%lld", (long long)a->unused_ms);
     do {
         redisReply *r = cli_command(ctx, err, sizeof err, "EVAL %s 0 %s %s " SCAN_COUNT " %s %s", gc_script, cursor,
-                                    pattern, secs, a->dry_run ? "1" : "0");
+                                    pattern, bound_ms, a->dry_run ? "1" : "0");
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[0]->type != REDIS_REPLY_STRING ||
             r->element[1]->type != REDIS_REPLY_INTEGER) {
             cli_err(CMD, "%s: %s", ep.display, r && r->type == REDIS_REPLY_ERROR ? r->str : err);
