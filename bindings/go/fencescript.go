@@ -61,3 +61,20 @@ func FenceKey(resource string) (string, error) {
 	C.redlock_fence_key(buf, C.size_t(n)+1, cs)
 	return C.GoStringN(buf, n), nil
 }
+
+// FenceRefusal reads a store's error reply msg as the fence script's
+// refusal, "FENCED <token> <fence> ...": ok is true, with the refused
+// write's token and the resource's fence, when it is one (the C library's
+// redlock_fence_refusal reads it, for every binding alike).
+func FenceRefusal(msg string) (token, fence uint64, ok bool) {
+	if len(msg) < 7 || msg[:7] != "FENCED " {
+		return 0, 0, false
+	}
+	cs := C.CString(msg)
+	defer C.free(unsafe.Pointer(cs))
+	var t, f C.uint64_t
+	if C.redlock_fence_refusal(cs, C.size_t(len(msg)), &t, &f) != 1 {
+		return 0, 0, false
+	}
+	return uint64(t), uint64(f), true
+}

@@ -226,6 +226,7 @@ uint64_t redlock_lock_fencing_token(const redlock_lock *lock);
 const char *redlock_fence_script(void);
 const char *redlock_fence_script_sha1(void);
 int redlock_fence_key(char *out, size_t size, const char *resource);
+int redlock_fence_refusal(const char *msg, size_t len, uint64_t *token, uint64_t *fence);
 
 typedef void (*redlock_lost_fn)(redlock_lock *lock, int code, const char *message, void *userdata);
 #define REDLOCK_AUTO_EXTEND_MAX_HOLD_MS ...

@@ -185,6 +185,48 @@ struct redlock_lock {};
 struct redlock_election {};
 
 /* ---------------------------------------------------------------------------
+ * Fenced writes to a store (docs/fencing.md, "Protecting your store"): each
+ * language's Fence runs the C library's script on the caller's own client, so
+ * the comparison, the key's name and the reading of a refusal are C's, not
+ * retyped per language. Static: Redlock.fenceScript() and so on (Java renames
+ * them to package-private ...Native methods).
+ * ------------------------------------------------------------------------- */
+%newobject redlock_client::rl_fenceKey;
+%extend redlock_client {
+  static const char *rl_fenceScript() {
+    return redlock_fence_script();
+  }
+
+  static const char *rl_fenceScriptSha1() {
+    return redlock_fence_script_sha1();
+  }
+
+  /* redlock_fence_key, malloc'd; EINVAL for a resource that cannot name a fence. */
+  static char *rl_fenceKey(rl_status *st, const char *resource) {
+    int n = redlock_fence_key(NULL, 0, resource);
+    char *key = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (n < 0)
+      rl_fail(st, REDLOCK_EINVAL, "the resource cannot name a fence: empty, too long, or a '}' without a hash tag");
+    else if (!key)
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+    else
+      redlock_fence_key(key, (size_t)n + 1, resource);
+    return key;
+  }
+
+  /* redlock_fence_refusal of a store's error message: its token (which 0)
+   * or its fence (which 1), the unsigned 64 bits in a signed integer (Java's
+   * long; Ruby and C# read it modulo 2^64); 0 when msg is not a refusal (a
+   * token is never 0). */
+  static int64_t rl_fenceRefusal(const char *msg, int which) {
+    uint64_t t[2];
+    if (!msg || !redlock_fence_refusal(msg, strlen(msg), &t[0], &t[1]))
+      return 0;
+    return (int64_t)t[which ? 1 : 0];
+  }
+}
+
+/* ---------------------------------------------------------------------------
  * The classes. Each method is one C call; retries, quorum and validity are
  * all decided in libredlock.
  * ------------------------------------------------------------------------- */

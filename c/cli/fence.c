@@ -231,6 +231,7 @@ int cli_fence(int argc, char **argv)
             av[n++] = px;
         for (size_t k = 0; k < n; k++)
             al[k] = strlen(av[k]);
+        uint64_t t, f;
         redisReply *r = redisCommandArgv(ctx, (int)n, av, al);
         if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
             rl_reply_free(r);
@@ -243,12 +244,9 @@ int cli_fence(int argc, char **argv)
         if (!r) {
             cli_io_error(ctx, err, sizeof err);
             cli_err(CMD, "the store %s: %s", ep.display ? ep.display : "?", err);
-        } else if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "FENCED ", 7)) {
-            /* "FENCED <token> <fence> why" */
-            const char *why = r->str + 7;
-            for (int sp = 0; sp < 2 && why; sp++)
-                why = strchr(why + 1, ' ');
-            cli_err(CMD, "refused (%s): %s", redlock_error_name(REDLOCK_EFENCED), why ? why + 1 : r->str);
+        } else if (r->type == REDIS_REPLY_ERROR && redlock_fence_refusal(r->str, r->len, &t, &f)) {
+            cli_err(CMD, "refused (%s): token %" PRIu64 " is older than %" PRIu64 ", the fence of '%s': "
+                    "a later holder has written", redlock_error_name(REDLOCK_EFENCED), t, f, resource);
             exit_code = CLI_EXIT_FENCED;
         } else if (r->type == REDIS_REPLY_ERROR) {
             cli_err(CMD, "the store %s answered: %.400s", ep.display ? ep.display : "?", r->str);

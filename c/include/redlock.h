@@ -540,6 +540,12 @@ REDLOCK_EXTERN const char *redlock_fence_script_sha1(void);
  * REDLOCK_MAX_RESOURCE_LEN, one with a '}' but no hash tag, or out NULL
  * with size > 0. No network I/O. */
 REDLOCK_EXTERN int redlock_fence_key(char *out, size_t size, const char *resource);
+/* Whether the store's error reply msg (len bytes, NUL not needed) is the
+ * script's refusal, "FENCED <token> <fence>" then the end or a space and
+ * its words: 1, with the two tokens (1 to 2^64 - 1) in *token and *fence
+ * (either may be NULL), for the binding to raise as REDLOCK_EFENCED; else
+ * 0, and *token and *fence are left alone. msg NULL is 0. No network I/O. */
+REDLOCK_EXTERN int redlock_fence_refusal(const char *msg, size_t len, uint64_t *token, uint64_t *fence);
 
 /* ---- Auto-extension ---- */
 /* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours

@@ -85,3 +85,38 @@ int redlock_fence_key(char *out, size_t size, const char *resource)
     int n = snprintf(out, size, tagged ? "%s" RL_KEY_STORE_FENCE : "{%s}" RL_KEY_STORE_FENCE, resource);
     return n < 0 ? REDLOCK_EINVAL : n;
 }
+
+/* One decimal token, 1 to 2^64 - 1, no sign, no leading zero: the digits
+ * from *p up to end or a space; advances *p past them. */
+static int fence_number(const char **p, const char *end, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    if (s == end || *s < '1' || *s > '9')
+        return 0;
+    for (; s < end && *s != ' '; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *p = s;
+    *out = v;
+    return 1;
+}
+
+int redlock_fence_refusal(const char *msg, size_t len, uint64_t *token, uint64_t *fence)
+{
+    /* "FENCED <token> <fence>", then the end or a space and the script's
+     * words: the error reply as every client hands it over. */
+    uint64_t t, f;
+    if (!msg || len < 7 || memcmp(msg, "FENCED ", 7))
+        return 0;
+    const char *p = msg + 7, *end = msg + len;
+    if (!fence_number(&p, end, &t) || p == end || *p++ != ' ' || !fence_number(&p, end, &f))
+        return 0;
+    if (token)
+        *token = t;
+    if (fence)
+        *fence = f;
+    return 1;
+}

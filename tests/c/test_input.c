@@ -285,9 +285,49 @@ static void test_fence_key(void)
     CHECK(strcmp(redlock_error_name(REDLOCK_EFENCED), "REDLOCK_EFENCED") == 0);
 }
 
+/* The script's refusal as a binding reads it (redlock_fence_refusal):
+ * both tokens as 64-bit integers, and nothing else taken for one. */
+static int refusal(const char *msg, uint64_t *t, uint64_t *f)
+{
+    return redlock_fence_refusal(msg, msg ? strlen(msg) : 0, t, f);
+}
+
+static void test_fence_refusal(void)
+{
+    uint64_t t = 1234, f = 5678;
+    CHECK(refusal("FENCED 5 7 token 5 is older than 7, the highest this resource has seen", &t, &f) == 1);
+    CHECK(t == 5 && f == 7);
+    CHECK(refusal("FENCED 9 10", &t, &f) == 1 && t == 9 && f == 10);      /* no words after */
+    /* above 2^53, where a double would round, and the largest token */
+    CHECK(refusal("FENCED 9007199254740993 18446744073709551615 x", &t, &f) == 1);
+    CHECK(t == 9007199254740993ull && f == UINT64_MAX);
+    CHECK(refusal("FENCED 3 4", NULL, NULL) == 1);
+    /* not a refusal: *t and *f untouched */
+    t = f = 42;
+    const char *no[] = {
+        NULL, "", "FENCED", "FENCED ", "FENCED 5", "FENCED 5 ", "FENCED  5 7", "FENCED 5  7",
+        "fenced 5 7", "ERR FENCED 5 7", "NOSCRIPT No matching script", "FENCED 0 7", "FENCED 5 0",
+        "FENCED 05 7", "FENCED -5 7", "FENCED +5 7", "FENCED 5 7x", "FENCED 5x 7", "FENCED 5,7",
+        "FENCED 5 18446744073709551616", "FENCED 99999999999999999999 7", "FENCED 5\t7",
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        if (refusal(no[i], &t, &f) != 0)
+            fprintf(stderr, "taken for a refusal: '%s'\n", no[i] ? no[i] : "(null)");
+        CHECK(refusal(no[i], &t, &f) == 0);
+    }
+    CHECK(t == 42 && f == 42);
+    /* len bounds it: no NUL needed, and none read past */
+    const char cut[] = { 'F', 'E', 'N', 'C', 'E', 'D', ' ', '1', '2', ' ', '3', '4', '5' };
+    CHECK(redlock_fence_refusal(cut, sizeof cut, &t, &f) == 1 && t == 12 && f == 345);
+    CHECK(redlock_fence_refusal(cut, 12, &t, &f) == 1 && t == 12 && f == 34);
+    CHECK(redlock_fence_refusal(cut, 10, &t, &f) == 0);
+    CHECK(redlock_fence_refusal("FENCED 5 7\0 x", 13, &t, &f) == 0);   /* a NUL inside len */
+}
+
 int main(void)
 {
     run_test("fence_key", test_fence_key);
+    run_test("fence_refusal", test_fence_refusal);
     run_test("urls", test_urls);
     run_test("client_args", test_client_args);
     run_test("lock_args", test_lock_args);

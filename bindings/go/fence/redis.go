@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -147,16 +146,13 @@ func (f *Fence) run(ctx context.Context, op, key string, args ...any) (any, erro
 	return r, err
 }
 
-// refusal parses "FENCED <token> <fence> ..." into a *StaleTokenError.
+// refusal makes a *StaleTokenError of the script's "FENCED <token> <fence>
+// ...", read by the C library (redlock.FenceRefusal); any other error is
+// returned as it is.
 func (f *Fence) refusal(err error) error {
 	msg := err.Error()
-	parts := strings.SplitN(msg, " ", 4)
-	if len(parts) < 3 {
-		return err
-	}
-	t, err1 := strconv.ParseUint(parts[1], 10, 64)
-	seen, err2 := strconv.ParseUint(parts[2], 10, 64)
-	if err1 != nil || err2 != nil {
+	t, seen, ok := redlock.FenceRefusal(msg)
+	if !ok {
 		return err
 	}
 	return &StaleTokenError{Resource: f.resource, Token: t, Fence: seen, Detail: msg}

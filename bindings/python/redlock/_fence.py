@@ -85,12 +85,13 @@ class Fence:
                 return self._store.eval(_SCRIPT, len(keys), *argv)
         except Exception as e:
             msg = str(e)
-            if not msg.startswith("FENCED "):
+            raw = msg.encode("utf-8", "replace")
+            tf = ffi.new("uint64_t[2]")
+            if not lib.redlock_fence_refusal(raw, len(raw), tf, tf + 1):
                 raise
-            parts = msg.split(" ", 3)
-            raise FencedOut(f"{self.resource!r}: {parts[3] if len(parts) > 3 else msg}",
-                            token=int(parts[1]), fence=int(parts[2]), detail=msg,
-                            resource=self.resource) from None
+            raise FencedOut(f"{self.resource!r}: token {tf[0]} is older than {tf[1]}, the highest this "
+                            f"resource has seen: a later holder has written",
+                            token=int(tf[0]), fence=int(tf[1]), detail=msg, resource=self.resource) from None
 
     def advance(self) -> int:
         """Raises the fence to this token without writing data, and returns the fence it had

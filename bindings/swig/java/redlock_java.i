@@ -221,6 +221,11 @@ RL_JAVA_NATIVE(redlock_client::rl_acquireManyMax, acquireManyMaxNative)
 RL_JAVA_NATIVE(redlock_client::rl_constant, constantNative)
 /* the multi-resource lock: its names cross as the node list does */
 RL_JAVA_NATIVE(redlock_client::rl_newMultiLock, newMultiLockNative)
+/* the store's side of fencing (Fence.java): the C library's script, key name and refusal */
+RL_JAVA_NATIVE(redlock_client::rl_fenceScript, fenceScriptNative)
+RL_JAVA_NATIVE(redlock_client::rl_fenceScriptSha1, fenceScriptSha1Native)
+RL_JAVA_NATIVE(redlock_client::rl_fenceKey, fenceKeyNative)
+RL_JAVA_NATIVE(redlock_client::rl_fenceRefusal, fenceRefusalNative)
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
 %javamethodmodifiers redlock_options::redlock_options "";
 RL_JAVA_NATIVE(redlock_options::rl_setFencing, setFencingNative)
@@ -304,6 +309,7 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
       { "REDLOCK_WAIT_FOREVER", REDLOCK_WAIT_FOREVER },
       { "REDLOCK_MAX_WAIT_MS", REDLOCK_MAX_WAIT_MS },
       { "REDLOCK_UNREACHABLE_NEVER", REDLOCK_UNREACHABLE_NEVER },
+      { "REDLOCK_FENCE_RETENTION_MS", REDLOCK_FENCE_RETENTION_MS },
     };
     for (size_t k = 0; name && k < sizeof known / sizeof known[0]; k++)
       if (strcmp(known[k].name, name) == 0)
