@@ -291,7 +291,7 @@ bench-rwlock: build
 	bench/run-rwlock --build-dir $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-node bindings/node/build $(BUILD)-csharp
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-node bindings/node/build bindings/node/csrc $(BUILD)-csharp
 
 # Observability (docs/observability.md): the Prometheus rules and scrape
 # configuration checked by promtool (Debian's prometheus package), and the
