@@ -6,7 +6,8 @@
 const Redlock = require('../lib/index.cjs');
 
 const { held, own } = JSON.parse(process.env.REDLOCK_FORK_TEST);
-const rl = new Redlock(process.env.REDLOCK_TEST_NODES.split(','), { nodeTimeout: 500, retryCount: 0 });
+// nodeTimeout 1000 and retries for its own lock: a loaded machine can stall a node that long.
+const rl = new Redlock(process.env.REDLOCK_TEST_NODES.split(','), { nodeTimeout: 1000, retryCount: 0 });
 (async () => {
   const out = { pid: process.pid };
   try {
@@ -15,7 +16,7 @@ const rl = new Redlock(process.env.REDLOCK_TEST_NODES.split(','), { nodeTimeout:
   } catch (e) {
     out.held = e.code;
   }
-  const l = await rl.acquire(own, 2000);
+  const l = await rl.acquire(own, 5000, { retryCount: 10 });
   out.own = l.report.nodes.filter((n) => n.outcome === 'ok').length;
   await l.release();
   await rl.quit();

@@ -29,13 +29,14 @@ function result(child, what) {
 }
 
 async function withParentBusy(start) {
-  const rl = new Redlock(urls, { nodeTimeout: 500, retryCount: -1, retryDelay: 50, retryJitter: 10 });
+  const rl = new Redlock(urls, { nodeTimeout: 1000, retryCount: -1, retryDelay: 50, retryJitter: 10 });
   try {
     const held = uniq('fork-held');
     const lock = await rl.acquire(held, 10000);
     const contended = uniq('fork-wait');
     const blocker = await rl.acquire(contended, 10000);
     const waiting = rl.acquire(contended, 5000);   // under way in C while the workers start
+    waiting.catch(() => {});   // awaited below; quit() cancels it when a check fails first
     const env = { ...process.env, REDLOCK_FORK_TEST: JSON.stringify({ held, own: uniq('fork-own') }) };
     const answers = await start(env);
     for (const a of answers) {
