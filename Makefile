@@ -190,8 +190,10 @@ test-wheel: wheel
 test-go-module: deps
 	tools/go-module-test
 
-# The Node.js binding (docs/node.md): the addon built by CMake in $(BUILD)-node, then its
-# node --test suite on 5 nodes. node-redlock, ioredis and TypeScript, for the interop and type
+# The Node.js binding (docs/node.md): the addon built by CMake in $(BUILD)-node, with hiredis
+# and OpenSSL linked in (what the npm package ships), then its node --test suite on 5 nodes,
+# then the packed tarball installed offline and run with the system's hiredis and OpenSSL hidden
+# (tools/node-pack-test; needs root for that, else SKIPPED). node-redlock, ioredis and TypeScript, for the interop and type
 # tests only, are installed from the npm registry into $(BUILD)-node/interop (never committed).
 # Under a minute once built on 2 cores, most of it tsc.
 NODE_INTEROP := $(BUILD)-node/interop
@@ -199,13 +201,15 @@ NODE_INTEROP_PKGS := redlock@5.0.0-beta.2 ioredis@5 typescript@5 @types/node@20
 test-node: deps
 	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
 	 { echo "test-node: the tests need Node.js >= 20 (node --test --test-concurrency); this is $$(node --version)"; exit 1; }
-	cmake -S . -B $(BUILD)-node -DREDLOCK_NODE=ON -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
+	cmake -S . -B $(BUILD)-node -DREDLOCK_NODE=ON -DREDLOCK_NODE_STATIC_DEPS=ON \
+	  -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-node -j$(JOBS) --target redlock_node
 	@mkdir -p $(NODE_INTEROP)
 	@[ -f $(NODE_INTEROP)/package.json ] || echo '{"private": true}' > $(NODE_INTEROP)/package.json
 	cd $(NODE_INTEROP) && npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error $(NODE_INTEROP_PKGS)
 	cd bindings/node && REDLOCK_NODE_INTEROP_DIR=$(abspath $(NODE_INTEROP)) \
 	  $(PYTHON) ../../$(HARNESS) exec --count 5 --kind mixed -- npm test
+	PYTHON=$(PYTHON) tools/node-pack-test
 
 # The Debian packages: built, linted, installed, their consumers run, purged.
 test-deb: deps
@@ -287,7 +291,7 @@ bench-rwlock: build
 	bench/run-rwlock --build-dir $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-node bindings/node/build $(BUILD)-csharp
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-node bindings/node/build bindings/node/csrc $(BUILD)-csharp
 
 # Observability (docs/observability.md): the Prometheus rules and scrape
 # configuration checked by promtool (Debian's prometheus package), and the
