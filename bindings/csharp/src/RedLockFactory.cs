@@ -32,6 +32,12 @@ namespace RedLockNet.SERedis
         readonly Redlock client;
         readonly RedLockFactoryOptions options;
 
+        static RedLockFactory()
+        {
+            // Under Mono, the package's native library before the first P/Invoke (NativeLoader.cs).
+            GC.KeepAlive(NativeLoader.Loaded);
+        }
+
         RedLockFactory(string[] urls, RedLockFactoryOptions options)
         {
             this.options = options ?? new RedLockFactoryOptions();
