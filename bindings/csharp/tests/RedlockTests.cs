@@ -288,25 +288,28 @@ static class RedlockTests
 
     // ---- cancel ----
 
+    // The "ends the wait within 100 ms": the median of 5 rounds must be under 100 ms;
+    // each round under 500 ms, a margin for a loaded machine that still fails a cancel that only
+    // acts at the next retry, 1 s later. The measured times are printed.
     static void AsyncCancelMidWait()
     {
         using (var f = Factory())
         {
             string r = Resource("cancel");
-            double worst = 0;
+            var times = new List<double>();
             using (var holder = f.CreateLock(r, TimeSpan.FromSeconds(30)))
             {
                 for (int round = 0; round < 5; round++)
                 {
                     using (var cts = new CancellationTokenSource())
                     {
-                        long firedAt = 0;
-                        var sw = Stopwatch.StartNew();
-                        cts.Token.Register(() => Interlocked.Exchange(ref firedAt, sw.ElapsedTicks));
                         var t = f.CreateLockAsync(r, TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20),
-                                                  TimeSpan.FromMilliseconds(250), cts.Token);
-                        Thread.Sleep(200 + 37 * round);
+                                                  TimeSpan.FromMilliseconds(1000), cts.Token);
+                        Thread.Sleep(200 + 137 * round);
                         Check(!t.IsCompleted, "still waiting before the cancel");
+                        // From before Cancel, which runs the token's callbacks (the binding's
+                        // cancel of the C wait among them), to the task's end.
+                        var sw = Stopwatch.StartNew();
                         cts.Cancel();
                         bool done;
                         try
@@ -317,17 +320,19 @@ static class RedlockTests
                         {
                             done = true;
                         }
-                        long endedAt = sw.ElapsedTicks;
+                        double ms = sw.Elapsed.TotalMilliseconds;
                         Check(done, "the wait ended");
                         Check(t.IsCanceled || (t.IsFaulted && t.Exception.InnerException is OperationCanceledException),
                               "ended by OperationCanceledException: " + t.Status);
-                        double ms = (endedAt - Interlocked.Read(ref firedAt)) * 1000.0 / Stopwatch.Frequency;
-                        Check(ms < 100, "ended within 100 ms of the cancel: " + ms.ToString("F1") + " ms");
-                        worst = Math.Max(worst, ms);
+                        Check(ms < 500, "ended before the next retry: " + ms.ToString("F1") + " ms after the cancel");
+                        times.Add(ms);
                     }
                 }
             }
-            Console.WriteLine("     cancel to end of wait: at most " + worst.ToString("F1") + " ms in 5 rounds");
+            times.Sort();
+            Console.WriteLine("     cancel to end of wait, 5 rounds: " +
+                              string.Join(", ", times.Select(x => x.ToString("F1"))) + " ms");
+            Check(times[2] < 100, "median under 100 ms: " + times[2].ToString("F1") + " ms");
             using (var l = f.CreateLock(r, TimeSpan.FromSeconds(5)))
                 Check(l.IsAcquired, "free after the holder and the cancelled waiters");
         }
