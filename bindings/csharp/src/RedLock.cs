@@ -12,6 +12,9 @@ using RedLockNet.SERedis;
 
 namespace RedLockNet
 {
+    /// <summary>What a RedLock's handle is: the mutex, or a side of the read-write lock of its name.</summary>
+    internal enum LockKind { Mutex, Read, Write }
+
     internal sealed class RedLock : IRedLock
     {
         const long WaitNone = 0;
@@ -46,7 +49,7 @@ namespace RedLockNet
 
         /// <summary>The handle, with the wait and retry interval; bad input raises here, before any I/O.</summary>
         internal static RedLock Open(RedLockFactory factory, string resource, TimeSpan expiry, TimeSpan? wait,
-                                     TimeSpan? retry)
+                                     TimeSpan? retry, LockKind kind = LockKind.Mutex)
         {
             double ttl = expiry.TotalMilliseconds;
             if (ttl < 1 || ttl > uint.MaxValue)
@@ -58,7 +61,10 @@ namespace RedLockNet
                     throw new RedLockArgumentException("wait time " + wait.Value + " is negative");
                 waitMs = (long)Math.Ceiling(wait.Value.TotalMilliseconds); // the C library refuses > 7 days
             }
-            Lock l = factory.Client.newLock(resource); // REDLOCK_EINVAL for a null or empty resource
+            // REDLOCK_EINVAL for a null or empty resource.
+            Lock l = kind == LockKind.Read ? factory.Client.newReadLock(resource)
+                   : kind == LockKind.Write ? factory.Client.newWriteLock(resource)
+                   : factory.Client.newLock(resource);
             try
             {
                 if (retry.HasValue && waitMs > 0)

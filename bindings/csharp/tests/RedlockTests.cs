@@ -3,7 +3,7 @@
 // runner on the project's machines). Run under the node harness:
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
-// any failed. Groups: basic async cancel autoextend lost errors auth (all by
+// any failed. Groups: basic async cancel rwlock autoextend lost errors auth (all by
 // default; auth last, since it sets a password on every node).
 using System;
 using System.Collections.Generic;
@@ -35,6 +35,7 @@ static class RedlockTests
             { "basic", new Action[] { SyncAcquireRelease, Contention, AsyncAcquireRelease, EndPointsAndUrls, NodeReport } },
             { "async", new Action[] { AsyncWaitsForRelease, AsyncConflicted } },
             { "cancel", new Action[] { AsyncCancelMidWait, AsyncCancelledBefore, SyncCancelMidWait } },
+            { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
             { "errors", new Action[] { BadResource, BadExpiry, MalformedUrl, UnreachableNodes, DisposedTwice } },
@@ -283,6 +284,60 @@ static class RedlockTests
                 // Waited together on the library's thread, not one after another.
                 Check(sw.ElapsedMilliseconds < 4000, "waited in parallel: " + sw.ElapsedMilliseconds + " ms");
             }
+        }
+    }
+
+    // ---- rwlock ----
+
+    static void ReadersShareWritersExclude()
+    {
+        using (var a = Factory())
+        using (var b = Factory())
+        {
+            string r = Resource("rw");
+            using (var r1 = a.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+            using (var r2 = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+            {
+                Check(r1.IsAcquired && r2.IsAcquired, "two readers at once");
+                using (var w = b.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, w.Status, "a writer while readers hold it");
+                r1.Dispose();
+                using (var w = a.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, w.Status, "a writer while one reader holds it");
+            }
+            using (var w = a.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+            {
+                Check(w.IsAcquired, "the writer once the readers are gone");
+                using (var rd = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, rd.Status, "no reader while a writer holds it");
+                using (var m = b.CreateLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, m.Status, "the writer excludes the mutex of its name");
+            }
+            using (var rd = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+                Check(rd.IsAcquired, "a reader after the writer");
+            Throws<RedLockArgumentException>(() => a.CreateReadLock("", TimeSpan.FromSeconds(1)), "empty resource");
+        }
+    }
+
+    static void WriterWaitsForReaders()
+    {
+        using (var a = Factory())
+        using (var b = Factory())
+        {
+            string r = Resource("rwwait");
+            var reader = a.CreateReadLock(r, TimeSpan.FromSeconds(10));
+            Check(reader.IsAcquired, "reader");
+            var sw = Stopwatch.StartNew();
+            var t = b.CreateWriteLockAsync(r, TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(10),
+                                           TimeSpan.FromMilliseconds(50));
+            Thread.Sleep(300);
+            Check(!t.IsCompleted, "the writer waits while the reader holds it");
+            reader.Dispose();
+            Check(t.Wait(5000), "the writer's wait ended");
+            using (var w = t.Result)
+                Check(w.IsAcquired, "the writer got it after the reader left, in " + sw.ElapsedMilliseconds + " ms");
+            using (var rd = a.CreateReadLockAsync(r, TimeSpan.FromSeconds(5), TimeSpan.Zero, TimeSpan.Zero).Result)
+                Check(rd.IsAcquired, "an asynchronous reader after the writer");
         }
     }
 
