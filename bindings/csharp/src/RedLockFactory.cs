@@ -156,6 +156,13 @@ namespace RedLockNet.SERedis
                           .AcquireAsync(cancellationToken);
         }
 
+        /// <summary>A campaigner or observer of the leader election called name (no network I/O
+        /// until a call): RedLockElection, docs/csharp.md.</summary>
+        public RedLockElection CreateElection(string name)
+        {
+            return new RedLockElection(client.newElection(name), name); // REDLOCK_EINVAL for a bad name
+        }
+
         IRedLock Sync(LockKind kind, string resource, TimeSpan expiry, TimeSpan? wait, TimeSpan? retry,
                       CancellationToken? cancellationToken)
         {

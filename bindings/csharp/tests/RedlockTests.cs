@@ -3,8 +3,8 @@
 // runner on the project's machines). Run under the node harness:
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
-// any failed. Groups: basic async cancel rwlock autoextend lost errors auth (all by
-// default; auth last, since it sets a password on every node).
+// any failed. Groups: basic async cancel rwlock election autoextend lost errors
+// auth (all by default; auth last, since it sets a password on every node).
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -36,6 +36,7 @@ static class RedlockTests
             { "async", new Action[] { AsyncWaitsForRelease, AsyncConflicted } },
             { "cancel", new Action[] { AsyncCancelMidWait, AsyncCancelledBefore, SyncCancelMidWait } },
             { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
+            { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
             { "errors", new Action[] { BadResource, BadExpiry, MalformedUrl, UnreachableNodes, DisposedTwice } },
@@ -338,6 +339,97 @@ static class RedlockTests
                 Check(w.IsAcquired, "the writer got it after the reader left, in " + sw.ElapsedMilliseconds + " ms");
             using (var rd = a.CreateReadLockAsync(r, TimeSpan.FromSeconds(5), TimeSpan.Zero, TimeSpan.Zero).Result)
                 Check(rd.IsAcquired, "an asynchronous reader after the writer");
+        }
+    }
+
+    // ---- election ----
+
+    static void CampaignProclaimResign()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("elect")))
+        using (var b = f.CreateElection(a.Name))
+        {
+            long t1 = a.Campaign("a", TimeSpan.FromSeconds(10));
+            Check(t1 > 0 && a.IsLeader && a.Term == t1, "a leads with term " + t1);
+            var l = b.Leader();
+            Check(l.Present && l.Value == "a" && l.Term == t1 && l.Revision == 1, "b reads a's leadership: " + l);
+            var e = Throws<RedLockException>(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.Zero),
+                                              "a second campaigner, one attempt");
+            Equal(RedLockErrorCodes.ENOTACQUIRED, e.Code, "its code");
+            a.Proclaim("a2");
+            l = b.Leader();
+            Check(l.Value == "a2" && l.Term == t1 && l.Revision == 2, "proclaimed: " + l);
+            var sw = Stopwatch.StartNew();
+            var waiting = Task.Run(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(10)));
+            Thread.Sleep(300);
+            Check(!waiting.IsCompleted, "b waits while a leads");
+            a.Resign();
+            Check(!a.IsLeader && a.Term == 0, "a resigned");
+            Check(waiting.Wait(5000), "b's campaign ended");
+            Check(waiting.Result > t1 && b.IsLeader, "b leads with a higher term: " + waiting.Result + " after " +
+                  sw.ElapsedMilliseconds + " ms");
+            b.Resign();
+            Check(!b.Leader().Present, "no leader after b resigned");
+            Throws<RedLockArgumentException>(() => f.CreateElection(""), "an empty name");
+        }
+    }
+
+    static void ObserveAndDispose()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("observe")))
+        {
+            var watch = f.CreateElection(a.Name);
+            RedLockLeader seen = watch.Leader();
+            Check(!seen.Present, "no leader yet");
+            Check(watch.Observe(seen, TimeSpan.FromMilliseconds(200)) == null, "no change in 200 ms: null");
+            var next = Task.Run(() => watch.Observe(seen, TimeSpan.FromSeconds(10)));
+            Thread.Sleep(200);
+            long term = a.Campaign("x", TimeSpan.FromSeconds(10));
+            Check(next.Wait(5000), "the observer saw a change");
+            Check(next.Result.Present && next.Result.Value == "x" && next.Result.Term == term,
+                  "the change is a's leadership: " + next.Result);
+            var blocked = Task.Run(() => watch.Observe(next.Result, TimeSpan.FromSeconds(30)));
+            Thread.Sleep(200);
+            Check(!blocked.IsCompleted, "the observer waits for the next change");
+            var sw = Stopwatch.StartNew();
+            watch.Dispose();
+            try
+            {
+                blocked.Wait(5000);
+                Check(false, "an observe ended by Dispose must throw");
+            }
+            catch (AggregateException ae) when (ae.InnerException is ObjectDisposedException)
+            {
+                Check(sw.ElapsedMilliseconds < 2000, "Dispose ended the wait in " + sw.ElapsedMilliseconds + " ms");
+            }
+            Check(!watch.IsLeader && watch.Term == 0, "a disposed election answers reads");
+            Throws<ObjectDisposedException>(() => watch.Leader(), "a call after Dispose");
+            Check(a.IsLeader, "the leader is not disturbed");
+        }
+    }
+
+    static void CampaignCancelled()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("campcancel")))
+        using (var b = f.CreateElection(a.Name))
+        using (var cts = new CancellationTokenSource())
+        {
+            a.Campaign("a", TimeSpan.FromSeconds(10));
+            cts.CancelAfter(300);
+            var sw = Stopwatch.StartNew();
+            Throws<OperationCanceledException>(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20),
+                                                                cts.Token), "a cancelled campaign");
+            Check(sw.ElapsedMilliseconds < 3000, "cancelled after " + sw.ElapsedMilliseconds + " ms");
+            Check(!b.IsLeader, "b does not lead");
+            a.Resign();
+            Check(b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(5)) > 0,
+                  "b campaigns again after the cancel");
+            b.Dispose();
+            var l = a.Leader();
+            Check(!l.Present, "Dispose resigned b's leadership: " + l);
         }
     }
 
