@@ -114,6 +114,14 @@ module Redlock
       end
     end
 
+    # A campaigner or observer of the leader election called name
+    # (Redlock::Election; no network I/O until a call).
+    def election(name)
+      check_fork!
+      name = resource_arg(name)
+      Election.new(native(name) { @native.newElection(name) }, name)
+    end
+
     # Releases the lock of lock_info on every node. true when a majority
     # confirmed it was still ours; false when it was not (expired, lost,
     # already unlocked) or a majority could not confirm (nodes down or slow:
