@@ -309,7 +309,7 @@ metrics-screenshot: deps $(VENV)/bin/python
 # The C# binding (bindings/csharp, docs/csharp.md): SWIG's P/Invoke layer and the
 # RedLock.net-shaped classes compiled with Mono's mcs in $(BUILD)-csharp, then the
 # test program on 5 fresh nodes per group (ctest label csharp; about 15 s), and
-# the .nupkg layout.
+# the .nupkg unzipped alone with the system's hiredis hidden (tools/csharp-nupkg-test).
 .PHONY: test-csharp
 test: test-csharp
 test-csharp: deps
@@ -317,3 +317,5 @@ test-csharp: deps
 	      -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-csharp -j$(JOBS)
 	cd $(BUILD)-csharp && ctest -j$(TEST_JOBS) -L csharp --output-on-failure
+	tools/csharp-nupkg-test $(BUILD)-csharp/bindings/swig/csharp/Redlock.Native.*.nupkg \
+	  $(BUILD)-csharp/bindings/swig/csharp/RedlockTests.exe

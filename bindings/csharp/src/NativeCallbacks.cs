@@ -27,6 +27,7 @@ namespace RedLockNet.Native
 
         static NativeCallbacks()
         {
+            GC.KeepAlive(NativeLoader.Loaded);
             // One thread for the process, whatever the number of waiters; a background
             // thread, so that it never keeps the process alive.
             var t = new Thread(Pump) { IsBackground = true, Name = "redlock events" };

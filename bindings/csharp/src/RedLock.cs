@@ -12,6 +12,9 @@ using RedLockNet.SERedis;
 
 namespace RedLockNet
 {
+    /// <summary>What a RedLock's handle is: the mutex, or a side of the read-write lock of its name.</summary>
+    internal enum LockKind { Mutex, Read, Write }
+
     internal sealed class RedLock : IRedLock
     {
         const long WaitNone = 0;
@@ -44,21 +47,36 @@ namespace RedLockNet
             LockId = resource + "#" + Interlocked.Increment(ref nextId).ToString() + "@" + Guid.NewGuid().ToString("N");
         }
 
-        /// <summary>The handle, with the wait and retry interval; bad input raises here, before any I/O.</summary>
-        internal static RedLock Open(RedLockFactory factory, string resource, TimeSpan expiry, TimeSpan? wait,
-                                     TimeSpan? retry)
+        /// <summary>An expiry in ms; out of 1 ms to uint's range raises (the C library refuses over a day).</summary>
+        internal static uint TtlMs(TimeSpan expiry)
         {
             double ttl = expiry.TotalMilliseconds;
             if (ttl < 1 || ttl > uint.MaxValue)
                 throw new RedLockArgumentException("expiry " + expiry + " is out of range (1 ms to 1 day)");
-            long waitMs = WaitNone;
-            if (wait.HasValue)
-            {
-                if (wait.Value < TimeSpan.Zero)
-                    throw new RedLockArgumentException("wait time " + wait.Value + " is negative");
-                waitMs = (long)Math.Ceiling(wait.Value.TotalMilliseconds); // the C library refuses > 7 days
-            }
-            Lock l = factory.Client.newLock(resource); // REDLOCK_EINVAL for a null or empty resource
+            return (uint)ttl;
+        }
+
+        /// <summary>A wait in ms (0: one attempt), ifNull without one; negative raises (the C
+        /// library refuses over 7 days).</summary>
+        internal static long WaitMs(TimeSpan? wait, long ifNull)
+        {
+            if (!wait.HasValue)
+                return ifNull;
+            if (wait.Value < TimeSpan.Zero)
+                throw new RedLockArgumentException("wait time " + wait.Value + " is negative");
+            return (long)Math.Ceiling(wait.Value.TotalMilliseconds);
+        }
+
+        /// <summary>The handle, with the wait and retry interval; bad input raises here, before any I/O.</summary>
+        internal static RedLock Open(RedLockFactory factory, string resource, TimeSpan expiry, TimeSpan? wait,
+                                     TimeSpan? retry, LockKind kind = LockKind.Mutex)
+        {
+            uint ttl = TtlMs(expiry);
+            long waitMs = WaitMs(wait, WaitNone);
+            // REDLOCK_EINVAL for a null or empty resource.
+            Lock l = kind == LockKind.Read ? factory.Client.newReadLock(resource)
+                   : kind == LockKind.Write ? factory.Client.newWriteLock(resource)
+                   : factory.Client.newLock(resource);
             try
             {
                 if (retry.HasValue && waitMs > 0)
@@ -75,7 +93,7 @@ namespace RedLockNet
                         l.setOptions(o);
                     }
                 }
-                return new RedLock(factory, l, resource, (uint)ttl, waitMs);
+                return new RedLock(factory, l, resource, ttl, waitMs);
             }
             catch
             {

@@ -32,6 +32,12 @@ namespace RedLockNet.SERedis
         readonly Redlock client;
         readonly RedLockFactoryOptions options;
 
+        static RedLockFactory()
+        {
+            // Under Mono, the package's native library before the first P/Invoke (NativeLoader.cs).
+            GC.KeepAlive(NativeLoader.Loaded);
+        }
+
         RedLockFactory(string[] urls, RedLockFactoryOptions options)
         {
             this.options = options ?? new RedLockFactoryOptions();
@@ -82,9 +88,7 @@ namespace RedLockNet.SERedis
         /// <summary>One attempt, as RedLock.net's CreateLock(resource, expiry).</summary>
         public IRedLock CreateLock(string resource, TimeSpan expiryTime)
         {
-            var l = RedLock.Open(this, resource, expiryTime, null, null);
-            l.Acquire(null);
-            return l;
+            return Sync(LockKind.Mutex, resource, expiryTime, null, null, null);
         }
 
         /// <summary>Retries every retryTime until waitTime has passed; cancellationToken ends the
@@ -92,9 +96,7 @@ namespace RedLockNet.SERedis
         public IRedLock CreateLock(string resource, TimeSpan expiryTime, TimeSpan waitTime, TimeSpan retryTime,
                                    CancellationToken? cancellationToken = null)
         {
-            var l = RedLock.Open(this, resource, expiryTime, waitTime, retryTime);
-            l.Acquire(cancellationToken);
-            return l;
+            return Sync(LockKind.Mutex, resource, expiryTime, waitTime, retryTime, cancellationToken);
         }
 
         public Task<IRedLock> CreateLockAsync(string resource, TimeSpan expiryTime)
@@ -108,6 +110,65 @@ namespace RedLockNet.SERedis
                                               TimeSpan retryTime, CancellationToken? cancellationToken = null)
         {
             return RedLock.Open(this, resource, expiryTime, waitTime, retryTime).AcquireAsync(cancellationToken);
+        }
+
+        // ---- the read-write lock (docs/csharp.md): its two sides are IRedLocks, with every
+        // property, auto-extension and Dispose of CreateLock's. Readers share the resource; a
+        // writer excludes readers, other writers and CreateLock's mutex of the same name.
+
+        /// <summary>The read side, one attempt.</summary>
+        public IRedLock CreateReadLock(string resource, TimeSpan expiryTime)
+        {
+            return Sync(LockKind.Read, resource, expiryTime, null, null, null);
+        }
+
+        /// <summary>The read side, retrying every retryTime until waitTime has passed.</summary>
+        public IRedLock CreateReadLock(string resource, TimeSpan expiryTime, TimeSpan waitTime, TimeSpan retryTime,
+                                       CancellationToken? cancellationToken = null)
+        {
+            return Sync(LockKind.Read, resource, expiryTime, waitTime, retryTime, cancellationToken);
+        }
+
+        public Task<IRedLock> CreateReadLockAsync(string resource, TimeSpan expiryTime, TimeSpan waitTime,
+                                                  TimeSpan retryTime, CancellationToken? cancellationToken = null)
+        {
+            return RedLock.Open(this, resource, expiryTime, waitTime, retryTime, LockKind.Read)
+                          .AcquireAsync(cancellationToken);
+        }
+
+        /// <summary>The write side, one attempt.</summary>
+        public IRedLock CreateWriteLock(string resource, TimeSpan expiryTime)
+        {
+            return Sync(LockKind.Write, resource, expiryTime, null, null, null);
+        }
+
+        /// <summary>The write side, retrying every retryTime until waitTime has passed.</summary>
+        public IRedLock CreateWriteLock(string resource, TimeSpan expiryTime, TimeSpan waitTime, TimeSpan retryTime,
+                                        CancellationToken? cancellationToken = null)
+        {
+            return Sync(LockKind.Write, resource, expiryTime, waitTime, retryTime, cancellationToken);
+        }
+
+        public Task<IRedLock> CreateWriteLockAsync(string resource, TimeSpan expiryTime, TimeSpan waitTime,
+                                                   TimeSpan retryTime, CancellationToken? cancellationToken = null)
+        {
+            return RedLock.Open(this, resource, expiryTime, waitTime, retryTime, LockKind.Write)
+                          .AcquireAsync(cancellationToken);
+        }
+
+        /// <summary>A campaigner or observer of the leader election called name (no network I/O
+        /// until a call): RedLockElection, docs/csharp.md.</summary>
+        public RedLockElection CreateElection(string name)
+        {
+            return new RedLockElection(client.newElection(name), name); // REDLOCK_EINVAL for a bad name
+        }
+
+        IRedLock Sync(LockKind kind, string resource, TimeSpan expiry, TimeSpan? wait, TimeSpan? retry,
+                      CancellationToken? cancellationToken)
+        {
+            var l = RedLock.Open(this, resource, expiry, wait, retry, kind);
+            l.Acquire(cancellationToken);
+            return l;
         }
 
         internal Redlock Client { get { return client; } }

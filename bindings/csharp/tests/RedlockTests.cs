@@ -3,8 +3,8 @@
 // runner on the project's machines). Run under the node harness:
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
-// any failed. Groups: basic async cancel autoextend lost errors auth (all by
-// default; auth last, since it sets a password on every node).
+// any failed. Groups: basic async cancel rwlock election autoextend lost errors
+// auth (all by default; auth last, since it sets a password on every node).
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -35,6 +35,8 @@ static class RedlockTests
             { "basic", new Action[] { SyncAcquireRelease, Contention, AsyncAcquireRelease, EndPointsAndUrls, NodeReport } },
             { "async", new Action[] { AsyncWaitsForRelease, AsyncConflicted } },
             { "cancel", new Action[] { AsyncCancelMidWait, AsyncCancelledBefore, SyncCancelMidWait } },
+            { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
+            { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
             { "errors", new Action[] { BadResource, BadExpiry, MalformedUrl, UnreachableNodes, DisposedTwice } },
@@ -286,27 +288,175 @@ static class RedlockTests
         }
     }
 
+    // ---- rwlock ----
+
+    static void ReadersShareWritersExclude()
+    {
+        using (var a = Factory())
+        using (var b = Factory())
+        {
+            string r = Resource("rw");
+            using (var r1 = a.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+            using (var r2 = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+            {
+                Check(r1.IsAcquired && r2.IsAcquired, "two readers at once");
+                using (var w = b.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, w.Status, "a writer while readers hold it");
+                r1.Dispose();
+                using (var w = a.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, w.Status, "a writer while one reader holds it");
+            }
+            using (var w = a.CreateWriteLock(r, TimeSpan.FromSeconds(10)))
+            {
+                Check(w.IsAcquired, "the writer once the readers are gone");
+                using (var rd = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, rd.Status, "no reader while a writer holds it");
+                using (var m = b.CreateLock(r, TimeSpan.FromSeconds(10)))
+                    Equal(RedLockStatus.Conflicted, m.Status, "the writer excludes the mutex of its name");
+            }
+            using (var rd = b.CreateReadLock(r, TimeSpan.FromSeconds(10)))
+                Check(rd.IsAcquired, "a reader after the writer");
+            Throws<RedLockArgumentException>(() => a.CreateReadLock("", TimeSpan.FromSeconds(1)), "empty resource");
+        }
+    }
+
+    static void WriterWaitsForReaders()
+    {
+        using (var a = Factory())
+        using (var b = Factory())
+        {
+            string r = Resource("rwwait");
+            var reader = a.CreateReadLock(r, TimeSpan.FromSeconds(10));
+            Check(reader.IsAcquired, "reader");
+            var sw = Stopwatch.StartNew();
+            var t = b.CreateWriteLockAsync(r, TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(10),
+                                           TimeSpan.FromMilliseconds(50));
+            Thread.Sleep(300);
+            Check(!t.IsCompleted, "the writer waits while the reader holds it");
+            reader.Dispose();
+            Check(t.Wait(5000), "the writer's wait ended");
+            using (var w = t.Result)
+                Check(w.IsAcquired, "the writer got it after the reader left, in " + sw.ElapsedMilliseconds + " ms");
+            using (var rd = a.CreateReadLockAsync(r, TimeSpan.FromSeconds(5), TimeSpan.Zero, TimeSpan.Zero).Result)
+                Check(rd.IsAcquired, "an asynchronous reader after the writer");
+        }
+    }
+
+    // ---- election ----
+
+    static void CampaignProclaimResign()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("elect")))
+        using (var b = f.CreateElection(a.Name))
+        {
+            long t1 = a.Campaign("a", TimeSpan.FromSeconds(10));
+            Check(t1 > 0 && a.IsLeader && a.Term == t1, "a leads with term " + t1);
+            var l = b.Leader();
+            Check(l.Present && l.Value == "a" && l.Term == t1 && l.Revision == 1, "b reads a's leadership: " + l);
+            var e = Throws<RedLockException>(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.Zero),
+                                              "a second campaigner, one attempt");
+            Equal(RedLockErrorCodes.ENOTACQUIRED, e.Code, "its code");
+            a.Proclaim("a2");
+            l = b.Leader();
+            Check(l.Value == "a2" && l.Term == t1 && l.Revision == 2, "proclaimed: " + l);
+            var sw = Stopwatch.StartNew();
+            var waiting = Task.Run(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(10)));
+            Thread.Sleep(300);
+            Check(!waiting.IsCompleted, "b waits while a leads");
+            a.Resign();
+            Check(!a.IsLeader && a.Term == 0, "a resigned");
+            Check(waiting.Wait(5000), "b's campaign ended");
+            Check(waiting.Result > t1 && b.IsLeader, "b leads with a higher term: " + waiting.Result + " after " +
+                  sw.ElapsedMilliseconds + " ms");
+            b.Resign();
+            Check(!b.Leader().Present, "no leader after b resigned");
+            Throws<RedLockArgumentException>(() => f.CreateElection(""), "an empty name");
+        }
+    }
+
+    static void ObserveAndDispose()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("observe")))
+        {
+            var watch = f.CreateElection(a.Name);
+            RedLockLeader seen = watch.Leader();
+            Check(!seen.Present, "no leader yet");
+            Check(watch.Observe(seen, TimeSpan.FromMilliseconds(200)) == null, "no change in 200 ms: null");
+            var next = Task.Run(() => watch.Observe(seen, TimeSpan.FromSeconds(10)));
+            Thread.Sleep(200);
+            long term = a.Campaign("x", TimeSpan.FromSeconds(10));
+            Check(next.Wait(5000), "the observer saw a change");
+            Check(next.Result.Present && next.Result.Value == "x" && next.Result.Term == term,
+                  "the change is a's leadership: " + next.Result);
+            var blocked = Task.Run(() => watch.Observe(next.Result, TimeSpan.FromSeconds(30)));
+            Thread.Sleep(200);
+            Check(!blocked.IsCompleted, "the observer waits for the next change");
+            var sw = Stopwatch.StartNew();
+            watch.Dispose();
+            try
+            {
+                blocked.Wait(5000);
+                Check(false, "an observe ended by Dispose must throw");
+            }
+            catch (AggregateException ae) when (ae.InnerException is ObjectDisposedException)
+            {
+                Check(sw.ElapsedMilliseconds < 2000, "Dispose ended the wait in " + sw.ElapsedMilliseconds + " ms");
+            }
+            Check(!watch.IsLeader && watch.Term == 0, "a disposed election answers reads");
+            Throws<ObjectDisposedException>(() => watch.Leader(), "a call after Dispose");
+            Check(a.IsLeader, "the leader is not disturbed");
+        }
+    }
+
+    static void CampaignCancelled()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("campcancel")))
+        using (var b = f.CreateElection(a.Name))
+        using (var cts = new CancellationTokenSource())
+        {
+            a.Campaign("a", TimeSpan.FromSeconds(10));
+            cts.CancelAfter(300);
+            var sw = Stopwatch.StartNew();
+            Throws<OperationCanceledException>(() => b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20),
+                                                                cts.Token), "a cancelled campaign");
+            Check(sw.ElapsedMilliseconds < 3000, "cancelled after " + sw.ElapsedMilliseconds + " ms");
+            Check(!b.IsLeader, "b does not lead");
+            a.Resign();
+            Check(b.Campaign("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(5)) > 0,
+                  "b campaigns again after the cancel");
+            b.Dispose();
+            var l = a.Leader();
+            Check(!l.Present, "Dispose resigned b's leadership: " + l);
+        }
+    }
+
     // ---- cancel ----
 
+    // The "ends the wait within 100 ms": the median of 5 rounds must be under 100 ms;
+    // each round under 500 ms, a margin for a loaded machine that still fails a cancel that only
+    // acts at the next retry, 1 s later. The measured times are printed.
     static void AsyncCancelMidWait()
     {
         using (var f = Factory())
         {
             string r = Resource("cancel");
-            double worst = 0;
+            var times = new List<double>();
             using (var holder = f.CreateLock(r, TimeSpan.FromSeconds(30)))
             {
                 for (int round = 0; round < 5; round++)
                 {
                     using (var cts = new CancellationTokenSource())
                     {
-                        long firedAt = 0;
-                        var sw = Stopwatch.StartNew();
-                        cts.Token.Register(() => Interlocked.Exchange(ref firedAt, sw.ElapsedTicks));
                         var t = f.CreateLockAsync(r, TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20),
-                                                  TimeSpan.FromMilliseconds(250), cts.Token);
-                        Thread.Sleep(200 + 37 * round);
+                                                  TimeSpan.FromMilliseconds(1000), cts.Token);
+                        Thread.Sleep(200 + 137 * round);
                         Check(!t.IsCompleted, "still waiting before the cancel");
+                        // From before Cancel, which runs the token's callbacks (the binding's
+                        // cancel of the C wait among them), to the task's end.
+                        var sw = Stopwatch.StartNew();
                         cts.Cancel();
                         bool done;
                         try
@@ -317,17 +467,19 @@ static class RedlockTests
                         {
                             done = true;
                         }
-                        long endedAt = sw.ElapsedTicks;
+                        double ms = sw.Elapsed.TotalMilliseconds;
                         Check(done, "the wait ended");
                         Check(t.IsCanceled || (t.IsFaulted && t.Exception.InnerException is OperationCanceledException),
                               "ended by OperationCanceledException: " + t.Status);
-                        double ms = (endedAt - Interlocked.Read(ref firedAt)) * 1000.0 / Stopwatch.Frequency;
-                        Check(ms < 100, "ended within 100 ms of the cancel: " + ms.ToString("F1") + " ms");
-                        worst = Math.Max(worst, ms);
+                        Check(ms < 500, "ended before the next retry: " + ms.ToString("F1") + " ms after the cancel");
+                        times.Add(ms);
                     }
                 }
             }
-            Console.WriteLine("     cancel to end of wait: at most " + worst.ToString("F1") + " ms in 5 rounds");
+            times.Sort();
+            Console.WriteLine("     cancel to end of wait, 5 rounds: " +
+                              string.Join(", ", times.Select(x => x.ToString("F1"))) + " ms");
+            Check(times[2] < 100, "median under 100 ms: " + times[2].ToString("F1") + " ms");
             using (var l = f.CreateLock(r, TimeSpan.FromSeconds(5)))
                 Check(l.IsAcquired, "free after the holder and the cancelled waiters");
         }

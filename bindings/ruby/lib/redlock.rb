@@ -4,3 +4,4 @@
 require "redlock/version"
 require "redlock/errors"
 require "redlock/client"
+require "redlock/election"

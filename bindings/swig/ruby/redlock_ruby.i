@@ -6,8 +6,9 @@
  *     whose message is "REDLOCK_ENAME: detail"; the Ruby layer maps it onto its
  *     exception classes;
  *   - node and resource lists from Ruby Arrays of Strings;
- *   - every blocking acquire runs without the GVL, so other Ruby threads run,
- *     and an interrupt (Thread#kill, Thread#raise, Ctrl-C) cancels its wait;
+ *   - every blocking acquire, campaign and observe runs without the GVL, so
+ *     other Ruby threads run, and an interrupt (Thread#kill, Thread#raise,
+ *     Ctrl-C) cancels its wait;
  *   - LostWatch: a lost-lock notice from the C auto-extend thread, waited for
  *     by a Ruby thread without the GVL (the C thread never calls into Ruby). */
 
@@ -46,20 +47,26 @@ static void rl_rb_raise(rl_status *st) {
     rb_exc_raise(exc);
 }
 
-/* ---- Acquire without the GVL ---------------------------------------------- */
-struct rl_rb_acquire {
-    redlock_lock *lock;
-    uint32_t ttl_ms;
-    int64_t wait_ms;
+/* ---- Blocking calls without the GVL -------------------------------------- */
+/* One blocking call of the C library (an acquire, a campaign, an observe) run
+ * without the GVL, with Ruby's interrupts cancelling it through the handle's
+ * cancel (thread- and async-signal-safe; the call returns REDLOCK_ECANCELED
+ * after the round in flight, or its result if that round decided). */
+struct rl_rb_blocking {
+    int (*call)(void *args);       /* the C call, on args */
+    void *args;
+    void (*cancel)(void *handle);  /* the handle's cancel and cancel_reset */
+    void (*cancel_reset)(void *handle);
+    void *handle;
     int rc;
-    int called;      /* the acquire ran */
+    int called;      /* the call ran */
     int cancelled;   /* the unblocking function cancelled it */
 };
 
-static void *rl_rb_acquire_nogvl(void *p) {
-    struct rl_rb_acquire *a = p;
-    a->called = 1;
-    a->rc = redlock_lock_acquire(a->lock, a->ttl_ms, a->wait_ms);
+static void *rl_rb_blocking_nogvl(void *p) {
+    struct rl_rb_blocking *b = p;
+    b->called = 1;
+    b->rc = b->call(b->args);
     return NULL;
 }
 
@@ -69,32 +76,28 @@ static VALUE rl_rb_check_ints(VALUE unused) {
     return Qnil;
 }
 
-/* Called by Ruby to interrupt the wait: the C cancel is thread- and
- * async-signal-safe; the acquire returns REDLOCK_ECANCELED after the round in
- * flight (or 0 if that round acquired the lock). */
-static void rl_rb_acquire_ubf(void *p) {
-    struct rl_rb_acquire *a = p;
-    a->cancelled = 1;
-    redlock_lock_cancel(a->lock);
+/* Called by Ruby to interrupt the wait. */
+static void rl_rb_blocking_ubf(void *p) {
+    struct rl_rb_blocking *b = p;
+    b->cancelled = 1;
+    b->cancel(b->handle);
 }
 
-static int rl_rb_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms) {
-    struct rl_rb_acquire a = { lock, ttl_ms, wait_ms, REDLOCK_ECANCELED, 0, 0 };
-    if (!lock)
-        return redlock_lock_acquire(lock, ttl_ms, wait_ms);
+static int rl_rb_blocking_run(struct rl_rb_blocking *b) {
     for (;;) {
         int state = 0;
-        a.called = a.cancelled = 0;
+        b->called = b->cancelled = 0;
+        b->rc = REDLOCK_ECANCELED;
         /* No canceller can run now (the GVL is held): clear an earlier interrupt's cancel. */
-        redlock_lock_cancel_reset(lock);
-        /* The 2 variant neither raises nor runs the acquire while an interrupt is
+        b->cancel_reset(b->handle);
+        /* The 2 variant neither raises nor runs the call while an interrupt is
          * pending, so nothing jumps over this frame or the wrapper's. */
-        rb_thread_call_without_gvl2(rl_rb_acquire_nogvl, &a, rl_rb_acquire_ubf, &a);
-        redlock_lock_cancel_reset(lock);
-        if (a.called && !(a.cancelled && a.rc == REDLOCK_ECANCELED))
-            return a.rc; /* done, or cancelled by Lock#cancel from elsewhere */
+        rb_thread_call_without_gvl2(rl_rb_blocking_nogvl, b, rl_rb_blocking_ubf, b);
+        b->cancel_reset(b->handle);
+        if (b->called && !(b->cancelled && b->rc == REDLOCK_ECANCELED))
+            return b->rc; /* done, or cancelled by a cancel from elsewhere */
         /* An interrupt: run it. Ruby's own (a finalizer, a timer, Thread#wakeup) raise
-         * nothing, and the acquire starts again; an exception (Thread#raise, #kill, a
+         * nothing, and the call starts again; an exception (Thread#raise, #kill, a
          * signal's) ends the call: the argout typemap re-raises it. */
         rb_protect(rl_rb_check_ints, Qnil, &state);
         if (state) {
@@ -103,9 +106,59 @@ static int rl_rb_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_
         }
     }
 }
+
+struct rl_rb_acquire_args { redlock_lock *lock; uint32_t ttl_ms; int64_t wait_ms; };
+static int rl_rb_acquire_call(void *p) {
+    struct rl_rb_acquire_args *a = p;
+    return redlock_lock_acquire(a->lock, a->ttl_ms, a->wait_ms);
+}
+static void rl_rb_lock_cancel(void *h) { redlock_lock_cancel(h); }
+static void rl_rb_lock_cancel_reset(void *h) { redlock_lock_cancel_reset(h); }
+
+static int rl_rb_lock_acquire(redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms) {
+    struct rl_rb_acquire_args a = { lock, ttl_ms, wait_ms };
+    struct rl_rb_blocking b = { rl_rb_acquire_call, &a, rl_rb_lock_cancel, rl_rb_lock_cancel_reset, lock, 0, 0, 0 };
+    if (!lock)
+        return redlock_lock_acquire(lock, ttl_ms, wait_ms);
+    return rl_rb_blocking_run(&b);
+}
+
+struct rl_rb_campaign_args { redlock_election *e; const char *value; uint32_t ttl_ms; int64_t wait_ms; };
+static int rl_rb_campaign_call(void *p) {
+    struct rl_rb_campaign_args *a = p;
+    return redlock_election_campaign(a->e, a->value, a->ttl_ms, a->wait_ms);
+}
+struct rl_rb_observe_args { redlock_election *e; redlock_leader *w; int64_t wait_ms; };
+static int rl_rb_observe_call(void *p) {
+    struct rl_rb_observe_args *a = p;
+    return redlock_election_observe(a->e, a->w, a->wait_ms);
+}
+static void rl_rb_election_cancel(void *h) { redlock_election_cancel(h); }
+static void rl_rb_election_cancel_reset(void *h) { redlock_election_cancel_reset(h); }
+
+static int rl_rb_election_campaign(redlock_election *e, const char *value, uint32_t ttl_ms, int64_t wait_ms) {
+    struct rl_rb_campaign_args a = { e, value, ttl_ms, wait_ms };
+    struct rl_rb_blocking b = { rl_rb_campaign_call, &a, rl_rb_election_cancel, rl_rb_election_cancel_reset, e,
+                                0, 0, 0 };
+    if (!e)
+        return redlock_election_campaign(e, value, ttl_ms, wait_ms);
+    return rl_rb_blocking_run(&b);
+}
+
+static int rl_rb_election_observe(redlock_election *e, redlock_leader *w, int64_t wait_ms) {
+    struct rl_rb_observe_args a = { e, w, wait_ms };
+    struct rl_rb_blocking b = { rl_rb_observe_call, &a, rl_rb_election_cancel, rl_rb_election_cancel_reset, e,
+                                0, 0, 0 };
+    if (!e)
+        return redlock_election_observe(e, w, wait_ms);
+    return rl_rb_blocking_run(&b);
+}
 /* Every acquire the wrapper code of redlock.i makes (Lock#acquire, Redlock#acquire,
- * #tryAcquire) goes through it: this block comes after redlock.h and before them. */
+ * #tryAcquire), and every campaign and observe of Election, goes through them: this
+ * block comes after redlock.h and before them. */
 #define redlock_lock_acquire(lock, ttl_ms, wait_ms) rl_rb_lock_acquire((lock), (ttl_ms), (wait_ms))
+#define redlock_election_campaign(e, value, ttl_ms, wait_ms) rl_rb_election_campaign((e), (value), (ttl_ms), (wait_ms))
+#define redlock_election_observe(e, w, wait_ms) rl_rb_election_observe((e), (w), (wait_ms))
 
 /* ---- Lost-lock notices ------------------------------------------------------ */
 typedef struct rl_lost_watch {

@@ -66,7 +66,9 @@ module Redlock
     # until unlock), on_lost: a callable given (lock_info, error) on a Ruby
     # thread when an auto-extended lock is lost, limit: (and permits:, 1 by
     # default) to take permits of a counting semaphore of limit permits
-    # instead of a mutex.
+    # instead of a mutex, mode: :read or :write for a side of the read-write
+    # lock of that name (readers share it; a writer excludes readers, other
+    # writers and the mutex of the same name; docs/ruby.md).
     #
     # With a block: yields the hash or false, unlocks after the block, and
     # returns whether the lock was taken.
@@ -110,6 +112,14 @@ module Redlock
       ensure
         unlock(info)
       end
+    end
+
+    # A campaigner or observer of the leader election called name
+    # (Redlock::Election; no network I/O until a call).
+    def election(name)
+      check_fork!
+      name = resource_arg(name)
+      Election.new(native(name) { @native.newElection(name) }, name)
     end
 
     # Releases the lock of lock_info on every node. true when a majority
@@ -218,9 +228,13 @@ module Redlock
       handle.setOptions(lo)
     end
 
-    # A mutex, or with limit: a permit of a counting semaphore (permits: of
-    # limit: at once; docs/ruby.md).
+    # A mutex, a side of a read-write lock (mode:), or with limit: a permit of
+    # a counting semaphore (permits: of limit: at once; docs/ruby.md).
     def new_handle(resource, options)
+      case options[:mode]
+      when :read then return @native.newReadLock(resource)
+      when :write then return @native.newWriteLock(resource)
+      end
       return @native.newLock(resource) unless options.key?(:limit) || options.key?(:permits)
 
       limit = non_negative(options.fetch(:limit) { raise InvalidArgumentError, "permits: needs limit:" }, :limit)
@@ -468,6 +482,14 @@ module Redlock
     def check_lock_options(options)
       raise InvalidArgumentError, "options must be a Hash, not #{options.class}" unless options.is_a?(Hash)
 
+      if options.key?(:mode)
+        unless %i[read write].include?(options[:mode])
+          raise InvalidArgumentError, "mode: must be :read or :write, not #{options[:mode].inspect}"
+        end
+        if options.key?(:limit) || options.key?(:permits)
+          raise InvalidArgumentError, "mode: and limit: do not combine (a read-write lock or a semaphore)"
+        end
+      end
       on_lost = options[:on_lost]
       return if on_lost.nil?
       raise InvalidArgumentError, "on_lost: must respond to #call" unless on_lost.respond_to?(:call)
