@@ -10,7 +10,8 @@ namespace RedLockNet
     {
         public const int EINVAL = -1, ENOMEM = -2, ENOTACQUIRED = -3, ENOQUORUM = -4, EEXPIRED = -5,
             ELOST = -6, ETIMEDOUT = -7, EIO = -8, ESERVER = -9, EAUTH = -10, ETLS = -11, ENOTSUP = -12,
-            ECANCELED = -13, ELIMIT = -14, ESTATE = -15, EUNREACHABLE = -16, EPERM = -17, EATRISK = -18;
+            ECANCELED = -13, ELIMIT = -14, ESTATE = -15, EUNREACHABLE = -16, EPERM = -17, EATRISK = -18,
+            EFENCED = -19;
 
         /// <summary>"REDLOCK_EAUTH" for EAUTH, and so on (the C library's redlock_error_name).</summary>
         public static string Name(int code)
@@ -35,6 +36,7 @@ namespace RedLockNet
                 case EUNREACHABLE: return "REDLOCK_EUNREACHABLE";
                 case EPERM: return "REDLOCK_EPERM";
                 case EATRISK: return "REDLOCK_EATRISK";
+                case EFENCED: return "REDLOCK_EFENCED";
                 default: return "REDLOCK_E(" + code + ")";
             }
         }
@@ -48,7 +50,12 @@ namespace RedLockNet
         public string Detail { get; }
 
         public RedLockException(int code, string detail)
-            : base(Format(code, detail))
+            : this(code, detail, null)
+        {
+        }
+
+        public RedLockException(int code, string detail, Exception inner)
+            : base(Format(code, detail), inner)
         {
             Code = code;
             CodeName = SafeName(code);

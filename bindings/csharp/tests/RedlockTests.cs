@@ -4,7 +4,8 @@
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
 // any failed. Groups: basic async cancel rwlock election autoextend lost errors
-// auth (all by default; auth last, since it sets a password on every node).
+// fence auth (all by default; auth last, since it sets a password on every node).
+// The fence group's tests are in FenceTests.cs.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -15,7 +16,7 @@ using RedLockNet;
 using RedLockNet.SERedis;
 using RedLockNet.SERedis.Configuration;
 
-static class RedlockTests
+static partial class RedlockTests
 {
     static string[] urls;
     static int failures;
@@ -40,6 +41,8 @@ static class RedlockTests
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
             { "errors", new Action[] { BadResource, BadExpiry, MalformedUrl, UnreachableNodes, DisposedTwice } },
+            { "fence", new Action[] { FenceKeyNames, FenceTokens, FenceOperations, FenceNoScriptAndLostFence,
+                                      FenceWithLock, FenceDocsExample } },
             { "auth", new Action[] { AuthRefused } },
         };
         var order = args.Length > 0 ? args : groups.Keys.ToArray();
