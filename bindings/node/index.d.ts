@@ -69,6 +69,44 @@ export interface ExecutionResult {
   readonly report: ExecutionStats;
 }
 
+/** An event of the metrics hook (redlock.on('metrics', ...)): C's redlock_event. */
+export interface RedlockEvent {
+  readonly type: 'acquired' | 'acquire-failed' | 'extended' | 'extend-failed' | 'lost' | 'released' |
+    'release-failed' | 'node-error' | 'woken' | 'listener' | 'acquire-done' | 'watch-behind' | 'at-risk';
+  /** The failure's code name, e.g. "REDLOCK_ENOTACQUIRED"; null for none. */
+  readonly code: string | null;
+  /** The failure's C code (negative), 0 for none. */
+  readonly errno: number;
+  readonly resource: string;
+  /** The detail; "" when none. */
+  readonly message: string;
+  /** acquired / acquire-failed: 1 for a call's first attempt; acquire-done: the attempts made. */
+  readonly attempt: number;
+  /** true when the C library's auto-extend thread did it. */
+  readonly automatic: boolean;
+  readonly nodesOk: number;
+  readonly quorum: number;
+  readonly nodeCount: number;
+  /** The round's duration (acquired: the attempt's; acquire-done: the whole call's), µs. */
+  readonly elapsedUs: number;
+  /** acquired / extended / at-risk: the validity then left, ms. */
+  readonly validityMs: number;
+  /** acquired with fencing: the token; else 0n. */
+  readonly fencingToken: bigint;
+  /** node-error, woken, listener: the node's URL; else null. */
+  readonly node: string | null;
+  /** node-error: what the node did; else null. */
+  readonly nodeOutcome: NodeResult['outcome'] | null;
+  /** node-error: from the round's start to the failure, µs; else null. */
+  readonly nodeRttUs: number | null;
+  /** listener: the node's wake-up listener's new state; else null. */
+  readonly listenerState: 'off' | 'connecting' | 'ready' | 'down' | 'refused' | null;
+  /** released / release-failed / lost: how long the lock was held, µs. */
+  readonly heldUs: number;
+  /** A round's events: each node's round trip in µs, -1 for no reply; else null. */
+  readonly nodeRttsUs: number[] | null;
+}
+
 export interface RedlockAbortSignal extends AbortSignal {
   error?: Error;
 }
@@ -314,6 +352,8 @@ export class Redlock extends EventEmitter {
   election(name: string, settings?: ElectionSettings): Election;
   quit(): Promise<void>;
   on(event: 'error', listener: (error: RedlockError) => void): this;
+  /** The metrics hook: every attempt, extension, release, loss and node failure of this Redlock's locks. */
+  on(event: 'metrics', listener: (event: RedlockEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 

@@ -13,6 +13,11 @@ const errors = require('./errors.cjs');
 const { makeError, invalid } = errors;
 
 const OUTCOMES = ['none', 'ok', 'refused', 'error', 'timeout', 'down', 'not-waited', 'quarantined'];
+// The metrics hook's event types (redlock_event_type, from 1) and listener states.
+const EVENT_TYPES = [null, 'acquired', 'acquire-failed', 'extended', 'extend-failed', 'lost', 'released',
+  'release-failed', 'node-error', 'woken', 'listener', 'acquire-done', 'watch-behind', 'at-risk'];
+const LISTENER_STATES = ['off', 'connecting', 'ready', 'down', 'refused'];
+const EVENT_NODE = new Set(['node-error', 'woken', 'listener']);
 const OPT_FENCING = 0x2;
 const OPT_NO_WAKE = 0x4;
 const OPT_WAKE = 0x10;
@@ -225,6 +230,13 @@ class Redlock extends EventEmitter {
     this._leaders = new Set();   // Elections of this Redlock that lead (resigned by quit())
     this._closed = false;
     this._closing = false;
+    // The metrics hook: C copies its events for JS only while a 'metrics' listener is there.
+    this.on('newListener', (name) => {
+      if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, true);
+    });
+    this.on('removeListener', (name) => {
+      if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, false);
+    });
   }
 
   get nodes() { return [...this._urls]; }
@@ -254,7 +266,38 @@ class Redlock extends EventEmitter {
     } else if (kind === 2) {
       const fn = this._lost.get(id);
       if (fn) fn(rc, message, report, token);
+    } else if (kind === 3 && this.listenerCount('metrics') > 0) {
+      this.emit('metrics', this._event(rc, message, token, leader));
     }
+  }
+
+  // A metrics event from the addon's copy of a redlock_event.
+  _event(code, message, token, e) {
+    const [type, , resource, attempt, automatic, nodesOk, quorum, nodeCount, elapsedUs, validityMs, node,
+      nodeOutcome, nodeRttUs, listenerState, heldUs, rtts] = e;
+    const name = EVENT_TYPES[type] || String(type);
+    const perNode = EVENT_NODE.has(name);
+    return {
+      type: name,
+      code: code ? native.strerror(code)[0] : null,
+      errno: code,
+      resource,
+      message,
+      attempt,
+      automatic: automatic !== 0,
+      nodesOk,
+      quorum,
+      nodeCount,
+      elapsedUs,
+      validityMs,
+      fencingToken: token,
+      node: perNode ? this._urls[node] : null,
+      nodeOutcome: name === 'node-error' ? (OUTCOMES[nodeOutcome] || String(nodeOutcome)) : null,
+      nodeRttUs: name === 'node-error' ? nodeRttUs : null,
+      listenerState: name === 'listener' ? (LISTENER_STATES[listenerState] || String(listenerState)) : null,
+      heldUs,
+      nodeRttsUs: rtts,
+    };
   }
 
   // One asynchronous call on a C handle: start(id) begins it in C; resolves with its outcome.
@@ -421,6 +464,7 @@ class Redlock extends EventEmitter {
     }));
     await Promise.all([...waits, ...resigns]);
     this._closed = true;
+    native.clientEvents(this._h, false);
     native.clientClose(this._h);
     await Promise.allSettled(this._clientObjects.map((c) => (typeof c.quit === 'function' ? c.quit() : undefined)));
   }

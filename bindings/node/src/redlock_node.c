@@ -38,6 +38,7 @@ typedef struct client_state {
     redlock_client *client;   /* NULL once closed by JS */
     napi_threadsafe_function tsfn;
     atomic_int tsfn_gone;     /* released, or finalized by Node at teardown */
+    atomic_int events_on;     /* the metrics hook's events go to JS: a listener is there */
     int refed;                /* JS thread only */
 } client_state;
 
@@ -62,7 +63,18 @@ typedef struct node_res {
     char msg[NODE_MSG_MAX];
 } node_res;
 
-enum { ITEM_DONE = 1, ITEM_LOST = 2 };
+enum { ITEM_DONE = 1, ITEM_LOST = 2, ITEM_EVENT = 3 };
+
+/* A copy of a redlock_event (the metrics hook), for JS. */
+typedef struct event_copy {
+    int type, code, automatic, nodes_ok, quorum, node_outcome, listener_state;
+    uint32_t attempt;
+    size_t n_nodes, node;
+    int64_t elapsed_us, validity_ms, node_rtt_us, held_us;
+    uint64_t fencing_token;
+    char *resource;
+    int64_t *rtts;            /* n_nodes of them, or NULL */
+} event_copy;
 
 typedef struct item {
     int kind;
@@ -77,6 +89,7 @@ typedef struct item {
     int present;
     uint64_t revision;
     char *value;
+    event_copy *ev;           /* ITEM_EVENT */
 } item_t;
 
 typedef struct op_ctx {
@@ -242,6 +255,11 @@ static void item_free(item_t *it) {
     free(it->msg);
     free(it->res);
     free(it->value);
+    if (it->ev) {
+        free(it->ev->resource);
+        free(it->ev->rtts);
+        free(it->ev);
+    }
     free(it);
 }
 
@@ -267,7 +285,27 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
         argv[4] = make_int(env, it->validity_ms);
         argv[5] = report;
         napi_create_bigint_uint64(env, it->token, &argv[6]);
-        if (it->has_leader) {
+        if (it->ev) {
+            /* [type, code, resource, attempt, automatic, nodesOk, quorum, nNodes, elapsedUs,
+             *  validityMs, node, nodeOutcome, nodeRttUs, listenerState, heldUs, rtts|null];
+             * the fencing token is the token, the message the message */
+            const event_copy *e = it->ev;
+            napi_value rtts;
+            napi_create_array_with_length(env, 16, &argv[7]);
+            int64_t nums[] = { e->type, e->code, 0, e->attempt, e->automatic, e->nodes_ok, e->quorum,
+                               (int64_t)e->n_nodes, e->elapsed_us, e->validity_ms, (int64_t)e->node,
+                               e->node_outcome, e->node_rtt_us, e->listener_state, e->held_us };
+            for (uint32_t k = 0; k < 15; k++)
+                napi_set_element(env, argv[7], k, k == 2 ? make_str(env, e->resource) : make_int(env, nums[k]));
+            if (e->rtts) {
+                napi_create_array_with_length(env, e->n_nodes, &rtts);
+                for (size_t k = 0; k < e->n_nodes; k++)
+                    napi_set_element(env, rtts, (uint32_t)k, make_int(env, e->rtts[k]));
+            } else {
+                napi_get_null(env, &rtts);
+            }
+            napi_set_element(env, argv[7], 15, rtts);
+        } else if (it->has_leader) {
             /* [present, revision, value]; the term is the token */
             napi_value rev;
             napi_create_array_with_length(env, 3, &argv[7]);
@@ -351,11 +389,40 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
 
 static void free_ctx(void *p) { free(p); }
 
-/* The client's metrics hook does nothing: it is set for its userdata_free,
- * which says when the C client is gone (no callback can follow). */
+/* The client's metrics hook: while JS listens (clientEvents), each event is
+ * copied and posted to the JS thread, never waited for. It is set in any
+ * case for its userdata_free, which says when the C client is gone (no
+ * callback can follow). */
 static void on_event(const redlock_event *ev, void *userdata) {
-    (void)ev;
-    (void)userdata;
+    client_state *st = userdata;
+    if (!atomic_load(&st->events_on) || atomic_load(&st->tsfn_gone))
+        return;
+    item_t *it = item_new(ITEM_EVENT, 0, ev->code, ev->message);
+    event_copy *e = it ? calloc(1, sizeof *e) : NULL;
+    if (!e) {
+        item_free(it);
+        return;
+    }
+    it->ev = e;
+    e->type = ev->type;
+    e->code = ev->code;
+    e->automatic = ev->automatic;
+    e->nodes_ok = ev->nodes_ok;
+    e->quorum = ev->quorum;
+    e->node_outcome = ev->node_outcome;
+    e->listener_state = ev->listener_state;
+    e->attempt = ev->attempt;
+    e->n_nodes = ev->n_nodes;
+    e->node = ev->node;
+    e->elapsed_us = ev->elapsed_us;
+    e->validity_ms = ev->validity_ms;
+    e->node_rtt_us = ev->node_rtt_us;
+    e->held_us = ev->held_us;
+    it->token = ev->fencing_token;
+    e->resource = strdup(ev->resource ? ev->resource : "");
+    if (ev->node_rtts_us && ev->n_nodes && (e->rtts = malloc(ev->n_nodes * sizeof *e->rtts)))
+        memcpy(e->rtts, ev->node_rtts_us, ev->n_nodes * sizeof *e->rtts);
+    post(st, it);
 }
 
 static void on_client_destroyed(void *userdata) {
@@ -523,6 +590,20 @@ static napi_value client_ref(napi_env env, napi_callback_info info) {
             napi_unref_threadsafe_function(env, st->tsfn);
         st->refed = on;
     }
+    return make_undef(env);
+}
+
+/* clientEvents(client, on): the metrics hook's events to JS, or not. */
+static napi_value client_events(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    bool on = false;
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    napi_get_value_bool(env, argv[1], &on);
+    atomic_store(&st->events_on, on ? 1 : 0);
     return make_undef(env);
 }
 
@@ -1112,6 +1193,7 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
         FN("strerror", str_error),         FN("version", version),
         FN("fenceInfo", fence_info),
+        FN("clientEvents", client_events),
         FN("lockOpenSemaphore", lock_open_semaphore), FN("lockOpenRw", lock_open_rw),
         FN("lockDowngrade", lock_downgrade),
         FN("electionOpen", election_open), FN("electionCampaign", election_campaign),

@@ -14,6 +14,12 @@ const redlock = new Redlock(['redis://127.0.0.1:6379'], {
   automaticExtensionThreshold: 500,
 });
 
+redlock.on('metrics', (event) => {
+  if (event.type === 'node-error') console.log(event.node, event.nodeOutcome, event.nodeRttUs);
+  const held: number = event.heldUs;
+  void held;
+});
+
 redlock.on('error', (error) => {
   if (error instanceof ResourceLockedError) return;
   console.error(error.code, error.errno, error.message);

@@ -67,11 +67,13 @@ test('the loop ticks while semaphore, read-write and election waits are under wa
     clearInterval(iv);
     lags.sort((a, b) => a - b);
     const p99 = lags[Math.floor(lags.length * 0.99)];
-    assert.ok(lags.length > 150, `only ${lags.length} ticks in over a second`);
-    assert.ok(p99 < 30, `loop lag p99 ${p99.toFixed(1)} ms`);
+    // Margins for a loaded 2-core machine: a wait on the JS thread would block it for whole
+    // rounds and retry delays (50 to 150 ms here), 80 times over.
+    assert.ok(lags.length > 100, `only ${lags.length} ticks in over a second`);
+    assert.ok(p99 < 50, `loop lag p99 ${p99.toFixed(1)} ms`);
     assert.deepEqual(outcomes, Array(3 * K).fill('AbortError'));
     assert.deepEqual(seen, Array(K).fill(1), 'each observer saw the state, then ended on the abort');
-    assert.ok(took < 500, `${4 * K} waits ended ${took} ms after one abort`);
+    assert.ok(took < 1000, `${4 * K} waits ended ${took} ms after one abort`);
     await Promise.all([...held.map((l) => l.release()), ...leaders.map((l) => l.resign())]);
   } finally {
     await holder.quit();
