@@ -182,6 +182,18 @@ function urlOfClient(c, tlsOpts) {
 
 const busy = new Set();
 
+// The emitter's own listeners, called with this = the Redlock. Module functions, not arrows in
+// the constructor: an arrow there that used `this` would put it in the constructor's closure
+// context, which the dispatcher handed to the thread-safe function shares, and the Redlock could
+// never be collected (test/gc.test.mjs).
+function metricsListenerAdded(name) {
+  if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, true);
+}
+
+function metricsListenerRemoved(name) {
+  if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, false);
+}
+
 class Redlock extends EventEmitter {
   constructor(clients, settings = {}, scripts) {
     super();
@@ -231,12 +243,8 @@ class Redlock extends EventEmitter {
     this._closed = false;
     this._closing = false;
     // The metrics hook: C copies its events for JS only while a 'metrics' listener is there.
-    this.on('newListener', (name) => {
-      if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, true);
-    });
-    this.on('removeListener', (name) => {
-      if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, false);
-    });
+    this.on('newListener', metricsListenerAdded);
+    this.on('removeListener', metricsListenerRemoved);
   }
 
   get nodes() { return [...this._urls]; }
