@@ -69,6 +69,44 @@ export interface ExecutionResult {
   readonly report: ExecutionStats;
 }
 
+/** An event of the metrics hook (redlock.on('metrics', ...)): C's redlock_event. */
+export interface RedlockEvent {
+  readonly type: 'acquired' | 'acquire-failed' | 'extended' | 'extend-failed' | 'lost' | 'released' |
+    'release-failed' | 'node-error' | 'woken' | 'listener' | 'acquire-done' | 'watch-behind' | 'at-risk';
+  /** The failure's code name, e.g. "REDLOCK_ENOTACQUIRED"; null for none. */
+  readonly code: string | null;
+  /** The failure's C code (negative), 0 for none. */
+  readonly errno: number;
+  readonly resource: string;
+  /** The detail; "" when none. */
+  readonly message: string;
+  /** acquired / acquire-failed: 1 for a call's first attempt; acquire-done: the attempts made. */
+  readonly attempt: number;
+  /** true when the C library's auto-extend thread did it. */
+  readonly automatic: boolean;
+  readonly nodesOk: number;
+  readonly quorum: number;
+  readonly nodeCount: number;
+  /** The round's duration (acquired: the attempt's; acquire-done: the whole call's), µs. */
+  readonly elapsedUs: number;
+  /** acquired / extended / at-risk: the validity then left, ms. */
+  readonly validityMs: number;
+  /** acquired with fencing: the token; else 0n. */
+  readonly fencingToken: bigint;
+  /** node-error, woken, listener: the node's URL; else null. */
+  readonly node: string | null;
+  /** node-error: what the node did; else null. */
+  readonly nodeOutcome: NodeResult['outcome'] | null;
+  /** node-error: from the round's start to the failure, µs; else null. */
+  readonly nodeRttUs: number | null;
+  /** listener: the node's wake-up listener's new state; else null. */
+  readonly listenerState: 'off' | 'connecting' | 'ready' | 'down' | 'refused' | null;
+  /** released / release-failed / lost: how long the lock was held, µs. */
+  readonly heldUs: number;
+  /** A round's events: each node's round trip in µs, -1 for no reply; else null. */
+  readonly nodeRttsUs: number[] | null;
+}
+
 export interface RedlockAbortSignal extends AbortSignal {
   error?: Error;
 }
@@ -162,6 +200,138 @@ export class Lock {
 
 export type RedlockUsingCallback<T> = (signal: RedlockAbortSignal) => Promise<T>;
 
+export interface SemaphoreAcquireSettings extends AcquireSettings {
+  /** Permits taken at once, all or none: 1 to the semaphore's limit. Default 1. */
+  readonly permits?: number;
+}
+
+/** One acquisition of a semaphore: `permits` of its `limit`, released together. */
+export class Permit extends Lock {
+  readonly semaphore: Semaphore;
+  readonly permits: number;
+  readonly limit: number;
+}
+
+/** A counting semaphore: at most `limit` permits of `name` held at once, across processes. */
+export class Semaphore {
+  readonly redlock: Redlock;
+  readonly name: string;
+  /** 1 to 1000; every user of the name must give the same one. */
+  readonly limit: number;
+  readonly settings: Settings;
+  acquire(duration: number, settings?: SemaphoreAcquireSettings): Promise<Permit>;
+  using<T>(duration: number, settings: SemaphoreAcquireSettings, routine: RedlockUsingCallback<T>): Promise<T>;
+  using<T>(duration: number, routine: RedlockUsingCallback<T>): Promise<T>;
+}
+
+/** The read side of a read-write lock: shared with other readers, never with a writer. */
+export class ReadLock extends Lock {
+  readonly mode: 'read';
+}
+
+/** The write side of a read-write lock: held alone. */
+export class WriteLock extends Lock {
+  /** 'read' once downgrade() has made it a read lock. */
+  readonly mode: 'read' | 'write';
+  /** Makes the held write lock a read lock in one round, with no writer in between. */
+  downgrade(): Promise<WriteLock>;
+}
+
+/** The read-write lock on one name: many readers together, or one writer (writers preferred). */
+export class RWLock {
+  readonly redlock: Redlock;
+  readonly name: string;
+  readonly settings: Settings;
+  acquireRead(duration: number, settings?: AcquireSettings): Promise<ReadLock>;
+  acquireWrite(duration: number, settings?: AcquireSettings): Promise<WriteLock>;
+  usingRead<T>(duration: number, settings: AcquireSettings, routine: RedlockUsingCallback<T>): Promise<T>;
+  usingRead<T>(duration: number, routine: RedlockUsingCallback<T>): Promise<T>;
+  usingWrite<T>(duration: number, settings: AcquireSettings, routine: RedlockUsingCallback<T>): Promise<T>;
+  usingWrite<T>(duration: number, routine: RedlockUsingCallback<T>): Promise<T>;
+}
+
+/** What a read of an election found. */
+export interface Leader {
+  /** true: a leader holds the election on a majority. */
+  readonly present: boolean;
+  /** The leader's term (its fencing token); with no leader, the last term a majority recorded (0n: never any). */
+  readonly term: bigint;
+  /** 1 when elected; 0 with no leader. */
+  readonly revision: number;
+  /** The leader's value; null with no leader. */
+  readonly value: string | null;
+}
+
+export interface ElectionSettings {
+  /** The leadership's TTL in ms, extended every third of it while leading. Default 10000. */
+  readonly duration?: number;
+}
+
+export interface CampaignSettings {
+  /** Cancels the wait: the campaign rejects with an AbortError. */
+  readonly signal?: AbortSignal;
+  /** Ms to wait for the leadership, then LockTimeoutError. Default: no limit. */
+  readonly timeout?: number;
+  /** This campaign's TTL in ms; the Election's duration by default. */
+  readonly duration?: number;
+}
+
+export interface ObserveSettings {
+  /** Ends the iteration (cleanly: the loop just ends). */
+  readonly signal?: AbortSignal;
+  /** true (default): the first item is the state now; false: the first change after it. */
+  readonly current?: boolean;
+  /** Ms one wait for a change may last; the iteration then ends, with timedOut true. Default: no limit. */
+  readonly timeout?: number;
+}
+
+/** This process's leadership of one term. */
+export class Leadership {
+  readonly election: Election;
+  /** The term: a fencing token, strictly increasing from one leader to the next. */
+  readonly term: bigint;
+  /** The per-node report of the campaign's last round. */
+  readonly report: ExecutionStats;
+  /** Aborted, with signal.error, when the leadership is lost; not by resign(). */
+  readonly signal: RedlockAbortSignal;
+  readonly isLeader: boolean;
+  readonly validityMs: number;
+  /** Gives the leadership up at once; the next campaigner is woken. */
+  resign(): Promise<void>;
+}
+
+/** An election's changes, in term order: `for await (const leader of election.observe())`. */
+export class Observer implements AsyncIterable<Leader> {
+  readonly election: Election;
+  readonly closed: boolean;
+  /** true when the iteration ended because a wait ran past its timeout. */
+  readonly timedOut: boolean;
+  next(): Promise<IteratorResult<Leader, undefined>>;
+  /** Ends the iteration (what break does). */
+  return(): Promise<IteratorResult<Leader, undefined>>;
+  /** Ends the iteration; a next() waiting resolves done. */
+  close(): void;
+  [Symbol.asyncIterator](): Observer;
+}
+
+/** One campaigner of the election `name`, and a source of observers. */
+export class Election {
+  readonly redlock: Redlock;
+  readonly name: string;
+  /** The leadership's TTL in ms. */
+  readonly duration: number;
+  /** The leadership this Election holds, or null. */
+  readonly leadership: Leadership | null;
+  readonly isLeader: boolean;
+  /** Waits until this process leads, then writes `value` (at most 1024 bytes) with the new term. */
+  campaign(value: string, settings?: CampaignSettings): Promise<Leadership>;
+  /** Resigns the leadership held, if any. */
+  resign(): Promise<void>;
+  observe(settings?: ObserveSettings): Observer;
+  /** The leader as a majority reports it now (one read). */
+  leader(): Promise<Leader>;
+}
+
 export class Redlock extends EventEmitter {
   readonly settings: Settings;
   /** The nodes' URLs, passwords masked. */
@@ -174,8 +344,16 @@ export class Redlock extends EventEmitter {
   extend(existing: Lock, duration: number, settings?: Partial<Settings>): Promise<Lock>;
   using<T>(resources: string | string[], duration: number, settings: AcquireSettings, routine: RedlockUsingCallback<T>): Promise<T>;
   using<T>(resources: string | string[], duration: number, routine: RedlockUsingCallback<T>): Promise<T>;
+  /** A counting semaphore of `limit` permits on `name`; settings are its acquires' defaults. */
+  semaphore(name: string, limit: number, settings?: Partial<Settings>): Semaphore;
+  /** The read-write lock on `name`; settings are its acquires' defaults. */
+  rwlock(name: string, settings?: Partial<Settings>): RWLock;
+  /** Leader election on `name`. */
+  election(name: string, settings?: ElectionSettings): Election;
   quit(): Promise<void>;
   on(event: 'error', listener: (error: RedlockError) => void): this;
+  /** The metrics hook: every attempt, extension, release, loss and node failure of this Redlock's locks. */
+  on(event: 'metrics', listener: (event: RedlockEvent) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 

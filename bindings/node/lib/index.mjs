@@ -6,7 +6,8 @@ const require = createRequire(import.meta.url);
 const mod = require('./redlock.cjs');
 
 export const {
-  Redlock, Lock, defaultSettings, RedlockError, ExecutionError, ResourceLockedError,
+  Redlock, Lock, Semaphore, Permit, RWLock, ReadLock, WriteLock, Election, Leadership, Observer,
+  defaultSettings, RedlockError, ExecutionError, ResourceLockedError,
   LockTimeoutError, InvalidArgumentError, QuorumError, UnreachableError, LockExpiredError,
   LockLostError, AuthError, PermissionError, TLSError, ServerError, RedlockIOError, LimitError,
   StateError, AbortError, AtRiskError, Fence, FencedError, fenceKey,

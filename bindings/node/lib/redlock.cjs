@@ -13,6 +13,11 @@ const errors = require('./errors.cjs');
 const { makeError, invalid } = errors;
 
 const OUTCOMES = ['none', 'ok', 'refused', 'error', 'timeout', 'down', 'not-waited', 'quarantined'];
+// The metrics hook's event types (redlock_event_type, from 1) and listener states.
+const EVENT_TYPES = [null, 'acquired', 'acquire-failed', 'extended', 'extend-failed', 'lost', 'released',
+  'release-failed', 'node-error', 'woken', 'listener', 'acquire-done', 'watch-behind', 'at-risk'];
+const LISTENER_STATES = ['off', 'connecting', 'ready', 'down', 'refused'];
+const EVENT_NODE = new Set(['node-error', 'woken', 'listener']);
 const OPT_FENCING = 0x2;
 const OPT_NO_WAKE = 0x4;
 const OPT_WAKE = 0x10;
@@ -105,6 +110,24 @@ function toResources(resources) {
   return [...list];
 }
 
+// A semaphore's, read-write lock's or election's name: one resource.
+function toName(name, what) {
+  if (typeof name !== 'string') throw invalid(`the ${what} must be a string, not ${describe(name)}`);
+  if (name.length === 0) throw invalid(`the ${what} must not be empty`);
+  if (name.includes('\0')) throw invalid(`the ${what} must not contain a NUL character: ${describe(name)}`);
+  return name;
+}
+
+// using()'s optional settings before the routine.
+function routineOf(what, settingsOrRoutine, maybeRoutine) {
+  let settings;
+  let routine;
+  if (typeof settingsOrRoutine === 'function') routine = settingsOrRoutine;
+  else { settings = settingsOrRoutine; routine = maybeRoutine; }
+  if (typeof routine !== 'function') throw invalid(`${what} needs a routine (an async function), not ${describe(routine)}`);
+  return [settings, routine];
+}
+
 // A node URL from an ioredis or node-redis (v4) client's settings: the library opens its own
 // connections to the same server.
 function urlOfClient(c, tlsOpts) {
@@ -159,6 +182,18 @@ function urlOfClient(c, tlsOpts) {
 
 const busy = new Set();
 
+// The emitter's own listeners, called with this = the Redlock. Module functions, not arrows in
+// the constructor: an arrow there that used `this` would put it in the constructor's closure
+// context, which the dispatcher handed to the thread-safe function shares, and the Redlock could
+// never be collected (test/gc.test.mjs).
+function metricsListenerAdded(name) {
+  if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, true);
+}
+
+function metricsListenerRemoved(name) {
+  if (name === 'metrics' && this.listenerCount('metrics') === 0 && !this._closed) native.clientEvents(this._h, false);
+}
+
 class Redlock extends EventEmitter {
   constructor(clients, settings = {}, scripts) {
     super();
@@ -204,7 +239,12 @@ class Redlock extends EventEmitter {
     this._pending = new Map();   // id -> { resolve, h, acquire }
     this._lost = new Map();      // id -> fn
     this._active = 0;            // waits under way + locks under auto-extension
+    this._leaders = new Set();   // Elections of this Redlock that lead (resigned by quit())
     this._closed = false;
+    this._closing = false;
+    // The metrics hook: C copies its events for JS only while a 'metrics' listener is there.
+    this.on('newListener', metricsListenerAdded);
+    this.on('removeListener', metricsListenerRemoved);
   }
 
   get nodes() { return [...this._urls]; }
@@ -224,21 +264,54 @@ class Redlock extends EventEmitter {
     else if (before > 0 && this._active === 0) native.clientRef(this._h, false);
   }
 
-  _dispatch(kind, id, rc, message, validity, report, token) {
+  _dispatch(kind, id, rc, message, validity, report, token, leader) {
     if (kind === 1) {
       const p = this._pending.get(id);
       if (!p) return;
       this._pending.delete(id);
       this._hold(-1);
-      p.resolve({ rc, message, validity, report, token });
+      p.resolve({ rc, message, validity, report, token, leader });
     } else if (kind === 2) {
       const fn = this._lost.get(id);
-      if (fn) fn(rc, message, report);
+      if (fn) fn(rc, message, report, token);
+    } else if (kind === 3 && this.listenerCount('metrics') > 0) {
+      this.emit('metrics', this._event(rc, message, token, leader));
     }
   }
 
-  // One asynchronous call on a lock handle: start(id) begins it in C; resolves with its outcome.
-  _op(h, start, signal, acquire = false) {
+  // A metrics event from the addon's copy of a redlock_event.
+  _event(code, message, token, e) {
+    const [type, , resource, attempt, automatic, nodesOk, quorum, nodeCount, elapsedUs, validityMs, node,
+      nodeOutcome, nodeRttUs, listenerState, heldUs, rtts] = e;
+    const name = EVENT_TYPES[type] || String(type);
+    const perNode = EVENT_NODE.has(name);
+    return {
+      type: name,
+      code: code ? native.strerror(code)[0] : null,
+      errno: code,
+      resource,
+      message,
+      attempt,
+      automatic: automatic !== 0,
+      nodesOk,
+      quorum,
+      nodeCount,
+      elapsedUs,
+      validityMs,
+      fencingToken: token,
+      node: perNode ? this._urls[node] : null,
+      nodeOutcome: name === 'node-error' ? (OUTCOMES[nodeOutcome] || String(nodeOutcome)) : null,
+      nodeRttUs: name === 'node-error' ? nodeRttUs : null,
+      listenerState: name === 'listener' ? (LISTENER_STATES[listenerState] || String(listenerState)) : null,
+      heldUs,
+      nodeRttsUs: rtts,
+    };
+  }
+
+  // One asynchronous call on a C handle: start(id) begins it in C; resolves with its outcome.
+  // cancel, for a wait (an acquire, a campaign, an observe): called on the signal's abort and
+  // by quit(); C then ends the wait with REDLOCK_ECANCELED after at most the round in flight.
+  _op(start, signal, cancel) {
     if (this._closed) return Promise.resolve({ rc: -15, message: 'the Redlock was closed by quit()', report: [] });
     const id = ++this._seq;
     return new Promise((resolve) => {
@@ -247,7 +320,7 @@ class Redlock extends EventEmitter {
         if (onAbort) signal.removeEventListener('abort', onAbort);
         resolve(r);
       };
-      this._pending.set(id, { resolve: done, h, acquire });
+      this._pending.set(id, { resolve: done, cancel });
       this._hold(1);
       const [rc, message] = start(id);
       if (rc !== 0) {
@@ -256,8 +329,8 @@ class Redlock extends EventEmitter {
         done({ rc, message, report: [] });
         return;
       }
-      if (signal) {
-        onAbort = () => native.lockCancel(h, false);
+      if (signal && cancel) {
+        onAbort = cancel;
         signal.addEventListener('abort', onAbort, { once: true });
       }
     });
@@ -304,20 +377,28 @@ class Redlock extends EventEmitter {
     const list = toResources(resources);
     checkDuration(duration);
     const s = mergeSettings(this.settings, settings);
+    return this._take(() => native.lockOpen(this._h, list), list.join(','), duration, s,
+      (h, attempt, token) => new Lock(this, h, list, attempt, token));
+  }
+
+  // An acquire of a new C handle of any kind (mutex, semaphore permit, read or write side):
+  // open() makes it, make(h, attempt, token) the JS lock once held.
+  async _take(open, display, duration, s, make) {
     if (this._closed) throw makeError(-15, 'the Redlock was closed by quit()');
     const signal = s.signal || undefined;
     if (signal && signal.aborted) {
-      throw makeError(-13, 'the signal was aborted before the acquire', list.join(','));
+      throw makeError(-13, 'the signal was aborted before the acquire', display);
     }
-    const [rc, h] = native.lockOpen(this._h, list);
-    if (rc !== 0) throw makeError(rc, h, list.join(','));
+    const [rc, h] = open();
+    if (rc !== 0) throw makeError(rc, h, display);
     const [orc, omsg] = native.lockSetOptions(h, lockOptions(s));
-    if (orc !== 0) throw makeError(orc, omsg, list.join(','));
-    const r = await this._op(h, (id) => native.lockAcquire(h, id, duration, waitOf(s)), signal, true);
+    if (orc !== 0) throw makeError(orc, omsg, display);
+    const r = await this._op((id) => native.lockAcquire(h, id, duration, waitOf(s)), signal,
+      () => native.lockCancel(h, false));
     if (r.rc !== 0) throw this._fail(r, native.lockResource(h));
     const attempt = this._attempt(r.report);
     this._emitNodeErrors(attempt);
-    return new Lock(this, h, list, attempt, r.token);
+    return make(h, attempt, r.token);
   }
 
   async release(lock, settings) {
@@ -333,17 +414,19 @@ class Redlock extends EventEmitter {
   }
 
   async using(resources, duration, settingsOrRoutine, maybeRoutine) {
-    let settings;
-    let routine;
-    if (typeof settingsOrRoutine === 'function') routine = settingsOrRoutine;
-    else { settings = settingsOrRoutine; routine = maybeRoutine; }
-    if (typeof routine !== 'function') throw invalid(`using() needs a routine (an async function), not ${describe(routine)}`);
+    const [settings, routine] = routineOf('using()', settingsOrRoutine, maybeRoutine);
     checkDuration(duration);
     const s = mergeSettings(this.settings, settings);
+    return this._using(() => this.acquire(resources, duration, settings), duration, s, routine);
+  }
+
+  // using() for a lock of any kind: take() acquires it; it is auto-extended while routine runs,
+  // the signal tells of its loss, and it is released after.
+  async _using(take, duration, s, routine) {
     if (s.automaticExtensionThreshold > duration - 100) {
       throw invalid('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.');
     }
-    const lock = await this.acquire(resources, duration, settings);
+    const lock = await take();
     const controller = new AbortController();
     const signal = controller.signal;
     lock._autoExtend(s.automaticExtensionThreshold, (code, message, report) => {
@@ -367,16 +450,29 @@ class Redlock extends EventEmitter {
     }
   }
 
+  // A counting semaphore of `limit` permits on `name` (docs/node.md, "Semaphore").
+  semaphore(name, limit, settings) { return new Semaphore(this, name, limit, settings); }
+
+  // The read-write lock on `name` (docs/node.md, "Read-write lock").
+  rwlock(name, settings) { return new RWLock(this, name, settings); }
+
+  // Leader election on `name` (docs/node.md, "Leader election").
+  election(name, settings) { return new Election(this, name, settings); }
+
   async quit() {
     if (this._closed) return;
-    for (const p of this._pending.values()) if (p.acquire) native.lockCancel(p.h, false);
+    this._closing = true;
+    for (const p of this._pending.values()) if (p.cancel) p.cancel();
     for (const lock of Lock._armed) if (lock._redlock === this) lock._stopAutoExtend();
+    // A leadership is auto-extended by C until resigned: hand it over now (one round each).
+    const resigns = [...this._leaders].map((e) => e._resignCurrent().catch(() => {}));
     const waits = [...this._pending.values()].map((p) => new Promise((res) => {
       const prev = p.resolve;
       p.resolve = (r) => { prev(r); res(); };
     }));
-    await Promise.all(waits);
+    await Promise.all([...waits, ...resigns]);
     this._closed = true;
+    native.clientEvents(this._h, false);
     native.clientClose(this._h);
     await Promise.allSettled(this._clientObjects.map((c) => (typeof c.quit === 'function' ? c.quit() : undefined)));
   }
@@ -422,7 +518,7 @@ class Lock {
   async release() {
     const rl = this._redlock;
     this._stopAutoExtend();
-    const r = await rl._op(this._h, (id) => native.lockRelease(this._h, id));
+    const r = await rl._op((id) => native.lockRelease(this._h, id));
     const attempt = rl._attempt(r.report);
     if (r.rc !== 0) throw rl._fail(r, this._resource);
     rl._emitNodeErrors(attempt);
@@ -433,7 +529,7 @@ class Lock {
   async extend(duration) {
     checkDuration(duration);
     const rl = this._redlock;
-    const r = await rl._op(this._h, (id) => native.lockExtend(this._h, id, duration));
+    const r = await rl._op((id) => native.lockExtend(this._h, id, duration));
     if (r.rc !== 0) throw rl._fail(r, this._resource);
     const attempt = rl._attempt(r.report);
     rl._emitNodeErrors(attempt);
@@ -464,6 +560,131 @@ class Lock {
 }
 Lock._armed = new Set();
 
+const MAX_SEM_LIMIT = 1000;
+
+// One acquisition of a semaphore: `permits` of its `limit` permits, taken and given back
+// together. A Lock in every other way (release, extend, isHeld, fencingToken, report).
+class Permit extends Lock {
+  constructor(redlock, h, resources, report, token, semaphore, permits) {
+    super(redlock, h, resources, report, token);
+    this.semaphore = semaphore;
+    this.permits = permits;
+  }
+
+  get limit() { return this.semaphore.limit; }
+}
+
+// A counting semaphore: at most `limit` permits of `name` held at once, across every process
+// that uses the name with the same limit (another limit is refused, naming both).
+class Semaphore {
+  constructor(redlock, name, limit, settings) {
+    this.redlock = redlock;
+    this.name = toName(name, 'semaphore name');
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEM_LIMIT) {
+      throw invalid(`the semaphore's limit must be an integer from 1 to ${MAX_SEM_LIMIT}, not ${describe(limit)}`, name);
+    }
+    this.limit = limit;
+    this.settings = mergeSettings(redlock.settings, settings);
+  }
+
+  _permits(s) {
+    const n = s.permits === undefined ? 1 : s.permits;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > this.limit) {
+      throw invalid(`permits must be an integer from 1 to the limit, ${this.limit}, not ${describe(n)}`, this.name);
+    }
+    return n;
+  }
+
+  // Takes settings.permits (1) of the permits for `duration` ms, all or none; waits as acquire()
+  // does (retryCount, retryDelay, retryJitter, signal). Resolves to a Permit.
+  async acquire(duration, settings) {
+    checkDuration(duration);
+    const s = mergeSettings(this.settings, settings);
+    const n = this._permits(s);
+    const rl = this.redlock;
+    return rl._take(() => native.lockOpenSemaphore(rl._h, this.name, this.limit, n), this.name, duration, s,
+      (h, attempt, token) => new Permit(rl, h, [this.name], attempt, token, this, n));
+  }
+
+  async using(duration, settingsOrRoutine, maybeRoutine) {
+    const [settings, routine] = routineOf('using()', settingsOrRoutine, maybeRoutine);
+    checkDuration(duration);
+    const s = mergeSettings(this.settings, settings);
+    this._permits(s);
+    return this.redlock._using(() => this.acquire(duration, settings), duration, s, routine);
+  }
+}
+
+// The read side of a read-write lock: held by many readers at once, never with a writer.
+class ReadLock extends Lock {
+  get mode() { return 'read'; }
+}
+
+// The write side: held alone, excluding readers, other writers and mutex locks of the name.
+class WriteLock extends Lock {
+  constructor(...args) {
+    super(...args);
+    this._downgraded = false;
+  }
+
+  // 'read' once downgrade() has made it a read lock.
+  get mode() { return this._downgraded ? 'read' : 'write'; }
+
+  // Turns the held write lock into a read lock in one round, with no writer in between, for
+  // the duration of its acquisition. On failure it is not held and its keys are released.
+  async downgrade() {
+    const rl = this._redlock;
+    if (this._downgraded) throw makeError(-15, 'already downgraded to a read lock', this._resource);
+    const r = await rl._op((id) => native.lockDowngrade(this._h, id));
+    if (r.rc !== 0) throw rl._fail(r, this._resource);
+    this._downgraded = true;
+    const attempt = rl._attempt(r.report);
+    rl._emitNodeErrors(attempt);
+    this._setReport(attempt);
+    return this;
+  }
+}
+
+// The read-write lock on one name: many readers together, or one writer. Writers are
+// preferred: once a waiting writer is refused because of readers, new readers wait for it.
+class RWLock {
+  constructor(redlock, name, settings) {
+    this.redlock = redlock;
+    this.name = toName(name, 'read-write lock name');
+    this.settings = mergeSettings(redlock.settings, settings);
+  }
+
+  _acquire(write, duration, settings) {
+    checkDuration(duration);
+    const s = mergeSettings(this.settings, settings);
+    const rl = this.redlock;
+    const Cls = write ? WriteLock : ReadLock;
+    return rl._take(() => native.lockOpenRw(rl._h, this.name, write), this.name, duration, s,
+      (h, attempt, token) => new Cls(rl, h, [this.name], attempt, token));
+  }
+
+  async acquireRead(duration, settings) { return this._acquire(false, duration, settings); }
+
+  async acquireWrite(duration, settings) { return this._acquire(true, duration, settings); }
+
+  _using(write, duration, settingsOrRoutine, maybeRoutine) {
+    const [settings, routine] = routineOf(write ? 'usingWrite()' : 'usingRead()', settingsOrRoutine, maybeRoutine);
+    checkDuration(duration);
+    const s = mergeSettings(this.settings, settings);
+    return this.redlock._using(() => this._acquire(write, duration, settings), duration, s, routine);
+  }
+
+  async usingRead(duration, settingsOrRoutine, maybeRoutine) {
+    return this._using(false, duration, settingsOrRoutine, maybeRoutine);
+  }
+
+  async usingWrite(duration, settingsOrRoutine, maybeRoutine) {
+    return this._using(true, duration, settingsOrRoutine, maybeRoutine);
+  }
+}
+
+const { Election, Leadership, Observer } = require('./election.cjs');
+
 const fence = require('./fence.cjs');
 
 // Writes to a Redis/Valkey store (an ioredis or node-redis client) fenced by this acquisition's
@@ -477,5 +698,8 @@ Lock.prototype.fenced = function fenced(store, { resource, retentionMs } = {}) {
   return new fence.Fence(store, resource === undefined ? this._resource : resource, this._token, { retentionMs });
 };
 
-module.exports = { Redlock, Lock, defaultSettings, ...errors, ...fence };
+module.exports = {
+  Redlock, Lock, Semaphore, Permit, RWLock, ReadLock, WriteLock, Election, Leadership, Observer,
+  defaultSettings, ...errors, ...fence,
+};
 module.exports.default = Redlock;

@@ -38,6 +38,7 @@ typedef struct client_state {
     redlock_client *client;   /* NULL once closed by JS */
     napi_threadsafe_function tsfn;
     atomic_int tsfn_gone;     /* released, or finalized by Node at teardown */
+    atomic_int events_on;     /* the metrics hook's events go to JS: a listener is there */
     int refed;                /* JS thread only */
 } client_state;
 
@@ -46,13 +47,34 @@ typedef struct lock_box {
     client_state *st;
 } lock_box;
 
+/* An election handle: a campaigner, or one observer's own (C allows one
+ * observe per handle at a time). last is the observer's state, written by
+ * C's acquire thread before its done; lost_id names the JS side of a loss. */
+typedef struct election_box {
+    redlock_election *e;
+    client_state *st;
+    double lost_id;
+    redlock_leader last;
+} election_box;
+
 typedef struct node_res {
     int outcome, code;
     int64_t rtt_us;
     char msg[NODE_MSG_MAX];
 } node_res;
 
-enum { ITEM_DONE = 1, ITEM_LOST = 2 };
+enum { ITEM_DONE = 1, ITEM_LOST = 2, ITEM_EVENT = 3 };
+
+/* A copy of a redlock_event (the metrics hook), for JS. */
+typedef struct event_copy {
+    int type, code, automatic, nodes_ok, quorum, node_outcome, listener_state;
+    uint32_t attempt;
+    size_t n_nodes, node;
+    int64_t elapsed_us, validity_ms, node_rtt_us, held_us;
+    uint64_t fencing_token;
+    char *resource;
+    int64_t *rtts;            /* n_nodes of them, or NULL */
+} event_copy;
 
 typedef struct item {
     int kind;
@@ -63,11 +85,17 @@ typedef struct item {
     char *msg;
     size_t n;
     node_res *res;
+    int has_leader;           /* an observe's done: the state read */
+    int present;
+    uint64_t revision;
+    char *value;
+    event_copy *ev;           /* ITEM_EVENT */
 } item_t;
 
 typedef struct op_ctx {
     client_state *st;
     double id;
+    election_box *eb;         /* an observe's: where its state is */
 } op_ctx;
 
 static void st_unref(client_state *st) {
@@ -226,6 +254,12 @@ static void item_free(item_t *it) {
         return;
     free(it->msg);
     free(it->res);
+    free(it->value);
+    if (it->ev) {
+        free(it->ev->resource);
+        free(it->ev->rtts);
+        free(it->ev);
+    }
     free(it);
 }
 
@@ -233,7 +267,7 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     (void)context;
     item_t *it = data;
     if (env && js_cb && it) {
-        napi_value argv[7], global, report;
+        napi_value argv[8], global, report;
         napi_create_array_with_length(env, it->n, &report);
         for (size_t i = 0; i < it->n; i++) {
             napi_value row;
@@ -251,8 +285,40 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
         argv[4] = make_int(env, it->validity_ms);
         argv[5] = report;
         napi_create_bigint_uint64(env, it->token, &argv[6]);
+        if (it->ev) {
+            /* [type, code, resource, attempt, automatic, nodesOk, quorum, nNodes, elapsedUs,
+             *  validityMs, node, nodeOutcome, nodeRttUs, listenerState, heldUs, rtts|null];
+             * the fencing token is the token, the message the message */
+            const event_copy *e = it->ev;
+            napi_value rtts;
+            napi_create_array_with_length(env, 16, &argv[7]);
+            int64_t nums[] = { e->type, e->code, 0, e->attempt, e->automatic, e->nodes_ok, e->quorum,
+                               (int64_t)e->n_nodes, e->elapsed_us, e->validity_ms, (int64_t)e->node,
+                               e->node_outcome, e->node_rtt_us, e->listener_state, e->held_us };
+            for (uint32_t k = 0; k < 15; k++)
+                napi_set_element(env, argv[7], k, k == 2 ? make_str(env, e->resource) : make_int(env, nums[k]));
+            if (e->rtts) {
+                napi_create_array_with_length(env, e->n_nodes, &rtts);
+                for (size_t k = 0; k < e->n_nodes; k++)
+                    napi_set_element(env, rtts, (uint32_t)k, make_int(env, e->rtts[k]));
+            } else {
+                napi_get_null(env, &rtts);
+            }
+            napi_set_element(env, argv[7], 15, rtts);
+        } else if (it->has_leader) {
+            /* [present, revision, value]; the term is the token */
+            napi_value rev;
+            napi_create_array_with_length(env, 3, &argv[7]);
+            napi_get_boolean(env, it->present, &rev);
+            napi_set_element(env, argv[7], 0, rev);
+            napi_create_double(env, (double)it->revision, &rev);
+            napi_set_element(env, argv[7], 1, rev);
+            napi_set_element(env, argv[7], 2, make_str(env, it->value));
+        } else {
+            argv[7] = make_undef(env);
+        }
         napi_get_global(env, &global);
-        napi_call_function(env, global, js_cb, 7, argv, NULL);
+        napi_call_function(env, global, js_cb, 8, argv, NULL);
     }
     item_free(it);
 }
@@ -272,8 +338,7 @@ static void post(client_state *st, item_t *it) {
 }
 
 /* The per-node report of the lock's last round, copied (C threads). */
-static void fill_report(item_t *it, redlock_lock *lock, client_state *st) {
-    (void)st;
+static void fill_report(item_t *it, const redlock_lock *lock) {
     size_t n = 0;
     while (n < REDLOCK_MAX_NODES && redlock_lock_node_result(lock, n, NULL, NULL, NULL, 0) >= 0)
         n++;
@@ -305,7 +370,7 @@ static void on_done(redlock_lock *lock, int rc, void *userdata) {
     if (it) {
         it->validity_ms = redlock_lock_validity_ms(lock);
         it->token = redlock_lock_fencing_token(lock);
-        fill_report(it, lock, ctx->st);
+        fill_report(it, lock);
         post(ctx->st, it);
     }
     free(ctx);
@@ -317,18 +382,47 @@ static void on_lost(redlock_lock *lock, int code, const char *message, void *use
     item_t *it = item_new(ITEM_LOST, ctx->id, code, message);
     if (it) {
         it->validity_ms = redlock_lock_validity_ms(lock);
-        fill_report(it, lock, ctx->st);
+        fill_report(it, lock);
         post(ctx->st, it);
     }
 }
 
 static void free_ctx(void *p) { free(p); }
 
-/* The client's metrics hook does nothing: it is set for its userdata_free,
- * which says when the C client is gone (no callback can follow). */
+/* The client's metrics hook: while JS listens (clientEvents), each event is
+ * copied and posted to the JS thread, never waited for. It is set in any
+ * case for its userdata_free, which says when the C client is gone (no
+ * callback can follow). */
 static void on_event(const redlock_event *ev, void *userdata) {
-    (void)ev;
-    (void)userdata;
+    client_state *st = userdata;
+    if (!atomic_load(&st->events_on) || atomic_load(&st->tsfn_gone))
+        return;
+    item_t *it = item_new(ITEM_EVENT, 0, ev->code, ev->message);
+    event_copy *e = it ? calloc(1, sizeof *e) : NULL;
+    if (!e) {
+        item_free(it);
+        return;
+    }
+    it->ev = e;
+    e->type = ev->type;
+    e->code = ev->code;
+    e->automatic = ev->automatic;
+    e->nodes_ok = ev->nodes_ok;
+    e->quorum = ev->quorum;
+    e->node_outcome = ev->node_outcome;
+    e->listener_state = ev->listener_state;
+    e->attempt = ev->attempt;
+    e->n_nodes = ev->n_nodes;
+    e->node = ev->node;
+    e->elapsed_us = ev->elapsed_us;
+    e->validity_ms = ev->validity_ms;
+    e->node_rtt_us = ev->node_rtt_us;
+    e->held_us = ev->held_us;
+    it->token = ev->fencing_token;
+    e->resource = strdup(ev->resource ? ev->resource : "");
+    if (ev->node_rtts_us && ev->n_nodes && (e->rtts = malloc(ev->n_nodes * sizeof *e->rtts)))
+        memcpy(e->rtts, ev->node_rtts_us, ev->n_nodes * sizeof *e->rtts);
+    post(st, it);
 }
 
 static void on_client_destroyed(void *userdata) {
@@ -499,6 +593,20 @@ static napi_value client_ref(napi_env env, napi_callback_info info) {
     return make_undef(env);
 }
 
+/* clientEvents(client, on): the metrics hook's events to JS, or not. */
+static napi_value client_events(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    bool on = false;
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    napi_get_value_bool(env, argv[1], &on);
+    atomic_store(&st->events_on, on ? 1 : 0);
+    return make_undef(env);
+}
+
 static napi_value client_node_urls(napi_env env, napi_callback_info info) {
     napi_value argv[1], a;
     if (get_args(env, info, 1, argv))
@@ -522,6 +630,21 @@ static void lock_finalize(napi_env env, void *data, void *hint) {
     redlock_lock_free(b->lock); /* memory only; a held lock expires by its TTL */
     st_unref(b->st);
     free(b);
+}
+
+/* A new C lock handle as a JS external: [0, handle], or [REDLOCK_ENOMEM, message]. */
+static napi_value lock_handle(napi_env env, client_state *st, redlock_lock *lock) {
+    lock_box *b = calloc(1, sizeof *b);
+    if (!b) {
+        redlock_lock_free(lock);
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    }
+    b->lock = lock;
+    b->st = st;
+    atomic_fetch_add(&st->refs, 1);
+    napi_value ext;
+    napi_create_external(env, b, lock_finalize, NULL, &ext);
+    return pair(env, 0, ext);
 }
 
 /* lockOpen(client, resources[]) -> [rc, lock | message] */
@@ -556,22 +679,60 @@ static napi_value lock_open(napi_env env, napi_callback_info info) {
         result = pair(env, rc, make_str(env, err));
         goto out;
     }
-    lock_box *b = calloc(1, sizeof *b);
-    if (!b) {
-        redlock_lock_free(lock);
-        result = pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
-        goto out;
-    }
-    b->lock = lock;
-    b->st = st;
-    atomic_fetch_add(&st->refs, 1);
-    napi_value ext;
-    napi_create_external(env, b, lock_finalize, NULL, &ext);
-    result = pair(env, 0, ext);
+    result = lock_handle(env, st, lock);
 out:
     for (uint32_t i = 0; i < n; i++)
         free(res[i]);
     return result;
+}
+
+/* lockOpenSemaphore(client, resource, limit, permits) -> [rc, lock | message]:
+ * a handle taking `permits` of the semaphore's `limit` at once. */
+static napi_value lock_open_semaphore(napi_env env, napi_callback_info info) {
+    napi_value argv[4];
+    uint32_t limit = 0, permits = 0;
+    if (get_args(env, info, 4, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    if (napi_get_value_uint32(env, argv[2], &limit) != napi_ok ||
+        napi_get_value_uint32(env, argv[3], &permits) != napi_ok)
+        return throw_type(env, "limit and permits must be numbers");
+    if (!st->client)
+        return pair(env, REDLOCK_ESTATE, make_str(env, "the client is closed (quit() was called)"));
+    char *res = get_str(env, argv[1], "a semaphore name");
+    if (!res)
+        return NULL;
+    char err[MSG_MAX] = "";
+    redlock_lock *lock = NULL;
+    int rc = redlock_lock_open_semaphore(&lock, st->client, res, limit, permits, err, sizeof err);
+    free(res);
+    return rc ? pair(env, rc, make_str(env, err)) : lock_handle(env, st, lock);
+}
+
+/* lockOpenRw(client, resource, write) -> [rc, lock | message]: one side of
+ * the read-write lock on resource. */
+static napi_value lock_open_rw(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    bool write = false;
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    napi_get_value_bool(env, argv[2], &write);
+    if (!st->client)
+        return pair(env, REDLOCK_ESTATE, make_str(env, "the client is closed (quit() was called)"));
+    char *res = get_str(env, argv[1], "a resource");
+    if (!res)
+        return NULL;
+    char err[MSG_MAX] = "";
+    redlock_lock *lock = NULL;
+    int rc = write ? redlock_lock_open_write(&lock, st->client, res, err, sizeof err)
+                   : redlock_lock_open_read(&lock, st->client, res, err, sizeof err);
+    free(res);
+    return rc ? pair(env, rc, make_str(env, err)) : lock_handle(env, st, lock);
 }
 
 /* lockSetOptions(lock, {retryCount, retryDelayMs, retryJitterMs, waitMs, driftFactor, flags}) -> [rc, msg] */
@@ -606,6 +767,7 @@ static op_ctx *ctx_new(lock_box *b, napi_env env, napi_value id) {
     if (!c)
         return NULL;
     c->st = b->st;
+    c->eb = NULL;
     napi_get_value_double(env, id, &c->id);
     return c;
 }
@@ -673,6 +835,20 @@ static napi_value lock_extend(napi_env env, napi_callback_info info) {
     if (!c)
         return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
     return started(env, b, c, redlock_lock_extend_async(b->lock, (uint32_t)ttl, on_done, c));
+}
+
+/* lockDowngrade(lock, id) -> [rc, msg]: a held write lock becomes a read lock. */
+static napi_value lock_downgrade(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    lock_box *b = get_lock(env, argv[0]);
+    if (!b)
+        return NULL;
+    op_ctx *c = ctx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return started(env, b, c, redlock_lock_downgrade_async(b->lock, on_done, c));
 }
 
 static napi_value lock_cancel(napi_env env, napi_callback_info info) {
@@ -746,6 +922,221 @@ static napi_value lock_resource(napi_env env, napi_callback_info info) {
     return b ? make_str(env, redlock_lock_resource(b->lock)) : NULL;
 }
 
+/* ---- elections ---- */
+
+static election_box *get_election(napi_env env, napi_value v) {
+    election_box *b = NULL;
+    if (napi_get_value_external(env, v, (void **)&b) != napi_ok || !b || !b->e) {
+        throw_type(env, "not an election handle");
+        return NULL;
+    }
+    return b;
+}
+
+static void election_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    election_box *b = data;
+    /* memory only: a leadership is left to expire, and no loss is told after it */
+    redlock_election_free(b->e);
+    st_unref(b->st);
+    free(b);
+}
+
+/* A leadership lost (the auto-extend thread). It concerns the election's
+ * leadership at the time: a new campaign's acquire ends the auto-extension
+ * of the last one, after a running on_lost, so a loss is always posted
+ * before the done of the campaign after it. */
+static void on_election_lost(redlock_lock *lock, int code, const char *message, void *userdata) {
+    election_box *b = userdata;
+    item_t *it = item_new(ITEM_LOST, b->lost_id, code, message);
+    if (it) {
+        it->validity_ms = redlock_lock_validity_ms(lock);
+        fill_report(it, lock);
+        post(b->st, it);
+    }
+}
+
+/* done of a campaign or a resign (acquire thread): the term as the token. */
+static void on_elected(redlock_election *e, int rc, void *userdata) {
+    op_ctx *ctx = userdata;
+    item_t *it = item_new(ITEM_DONE, ctx->id, rc, rc ? redlock_election_errmsg(e) : "");
+    if (it) {
+        const redlock_lock *l = redlock_election_lock(e);
+        it->validity_ms = redlock_lock_validity_ms(l);
+        it->token = redlock_election_term(e);
+        fill_report(it, l);
+        post(ctx->st, it);
+    }
+    free(ctx);
+}
+
+/* done of an observe (acquire thread): the state in the box, written before. */
+static void on_observed(redlock_election *e, int rc, void *userdata) {
+    op_ctx *ctx = userdata;
+    item_t *it = item_new(ITEM_DONE, ctx->id, rc, rc ? redlock_election_errmsg(e) : "");
+    if (it) {
+        const redlock_leader *l = &ctx->eb->last;
+        it->has_leader = 1;
+        it->present = l->present;
+        it->token = l->term;
+        it->revision = l->revision;
+        it->value = strdup(l->present ? l->value : "");
+        post(ctx->st, it);
+    }
+    free(ctx);
+}
+
+/* electionOpen(client, name, lostId) -> [rc, election | message] */
+static napi_value election_open(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    client_state *st = get_client(env, argv[0]);
+    if (!st)
+        return NULL;
+    if (!st->client)
+        return pair(env, REDLOCK_ESTATE, make_str(env, "the client is closed (quit() was called)"));
+    char *name = get_str(env, argv[1], "an election name");
+    if (!name)
+        return NULL;
+    char err[MSG_MAX] = "";
+    redlock_election *e = NULL;
+    int rc = redlock_election_open(&e, st->client, name, err, sizeof err);
+    free(name);
+    if (rc)
+        return pair(env, rc, make_str(env, err));
+    election_box *b = calloc(1, sizeof *b);
+    if (!b) {
+        redlock_election_free(e);
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    }
+    b->e = e;
+    b->st = st;
+    b->last.version = REDLOCK_LEADER_VERSION;
+    napi_get_value_double(env, argv[2], &b->lost_id);
+    redlock_election_on_lost(e, on_election_lost, b);
+    atomic_fetch_add(&st->refs, 1);
+    napi_value ext;
+    napi_create_external(env, b, election_finalize, NULL, &ext);
+    return pair(env, 0, ext);
+}
+
+static op_ctx *ectx_new(election_box *b, napi_env env, napi_value id) {
+    op_ctx *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    c->st = b->st;
+    c->eb = b;
+    napi_get_value_double(env, id, &c->id);
+    return c;
+}
+
+static napi_value e_started(napi_env env, election_box *b, op_ctx *c, int rc) {
+    if (rc != 0) {
+        free(c);
+        const char *m = redlock_election_errmsg(b->e);
+        if (rc == REDLOCK_ESTATE && (!m || !*m))
+            m = "another call on this election is under way";
+        if (rc == REDLOCK_ENOTSUP && (!m || !*m))
+            m = "the client was inherited across fork(): make a new Redlock in this process";
+        return pair(env, rc, make_str(env, m));
+    }
+    return pair(env, 0, NULL);
+}
+
+/* electionCampaign(e, id, value, ttl, wait) -> [rc, msg] */
+static napi_value election_campaign(napi_env env, napi_callback_info info) {
+    napi_value argv[5];
+    int64_t ttl, wait;
+    if (get_args(env, info, 5, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    if (get_i64(env, argv[3], &ttl) || get_i64(env, argv[4], &wait))
+        return throw_type(env, "ttl and wait must be numbers");
+    if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
+        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
+    char *value = get_str(env, argv[2], "the value");
+    if (!value)
+        return NULL;
+    op_ctx *c = ectx_new(b, env, argv[1]);
+    if (!c) {
+        free(value);
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    }
+    /* C copies the value */
+    napi_value r = e_started(env, b, c, redlock_election_campaign_async(b->e, value, (uint32_t)ttl, wait, on_elected, c));
+    free(value);
+    return r;
+}
+
+/* electionResign(e, id) -> [rc, msg] */
+static napi_value election_resign(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    op_ctx *c = ectx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return e_started(env, b, c, redlock_election_resign_async(b->e, on_elected, c));
+}
+
+/* electionObserve(e, id, wait) -> [rc, msg]: the first state later than the
+ * handle's last (zeroed when opened), into it. */
+static napi_value election_observe(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    int64_t wait;
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    if (get_i64(env, argv[2], &wait))
+        return throw_type(env, "wait must be a number");
+    op_ctx *c = ectx_new(b, env, argv[1]);
+    if (!c)
+        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+    return e_started(env, b, c, redlock_election_observe_async(b->e, &b->last, wait, on_observed, c));
+}
+
+static napi_value election_cancel(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    bool reset = false;
+    if (get_args(env, info, 2, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    napi_get_value_bool(env, argv[1], &reset);
+    if (reset)
+        redlock_election_cancel_reset(b->e);
+    else
+        redlock_election_cancel(b->e);
+    return make_undef(env);
+}
+
+/* electionState(e) -> [isLeader, term, validityMs] */
+static napi_value election_state(napi_env env, napi_callback_info info) {
+    napi_value argv[1], a, v;
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    napi_create_array_with_length(env, 3, &a);
+    napi_get_boolean(env, redlock_election_is_leader(b->e) == 1, &v);
+    napi_set_element(env, a, 0, v);
+    napi_create_bigint_uint64(env, redlock_election_term(b->e), &v);
+    napi_set_element(env, a, 1, v);
+    napi_set_element(env, a, 2, make_int(env, redlock_lock_validity_ms(redlock_election_lock(b->e))));
+    return a;
+}
+
 static napi_value str_error(napi_env env, napi_callback_info info) {
     napi_value argv[1];
     int32_t code = 0;
@@ -802,6 +1193,12 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
         FN("strerror", str_error),         FN("version", version),
         FN("fenceInfo", fence_info),
+        FN("clientEvents", client_events),
+        FN("lockOpenSemaphore", lock_open_semaphore), FN("lockOpenRw", lock_open_rw),
+        FN("lockDowngrade", lock_downgrade),
+        FN("electionOpen", election_open), FN("electionCampaign", election_campaign),
+        FN("electionResign", election_resign), FN("electionObserve", election_observe),
+        FN("electionCancel", election_cancel), FN("electionState", election_state),
     };
     napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
     return exports;
