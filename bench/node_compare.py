@@ -5,7 +5,9 @@ nodes (docs/performance.md, docs/node.md): bench/node/driver.js with --impl libr
 node-redlock, the same code apart from the import, alternating ROUNDS times per case:
   cycle   one worker, uncontended acquire + release of a new name each time (p50, p99, ops/s);
   contend 16 async workers on one name (acquisitions/s, hand-over p50/p99).
-Prints each round and the medians, and the ratios ours/node-redlock.
+Prints each round and the medians, and the ratios ours/node-redlock; "cpu" is the Node process's
+CPU (user + system, every thread) per cycle or acquisition, which on a shared machine moves less
+than the throughput.
 
     python3 tests/harness/nodes.py exec --count 5 --kind mixed -- python3 bench/node_compare.py \\
         --node-modules build-node/interop/node_modules [--rounds 5] [--iterations 3000] [--smoke]
@@ -65,19 +67,23 @@ def main(argv=None):
                 if row["errors"]:
                     print("  %s %s: %d errors, first: %s" % (impl, case, row["errors"], row["first_error"]))
                 res.setdefault((case, impl), []).append(row)
-                print("round %d %-8s %-13s %8.0f ops/s  p50 %7.0f us  p99 %7.0f us" % (
-                    r, case, impl, row["ops_per_s"], row["p50_us"] or 0, row["p99_us"] or 0))
-    print("\n%-8s %-13s %10s %10s %10s" % ("case", "impl", "ops/s", "p50 us", "p99 us"))
+                print("round %d %-8s %-13s %8.0f ops/s  p50 %7.0f us  p99 %7.0f us  cpu %5.0f us/op" % (
+                    r, case, impl, row["ops_per_s"], row["p50_us"] or 0, row["p99_us"] or 0,
+                    row.get("cpu_us_per_op") or 0))
+    print("\n%-8s %-13s %10s %10s %10s %10s" % ("case", "impl", "ops/s", "p50 us", "p99 us", "cpu us/op"))
     med = {}
     for (case, impl), rows in sorted(res.items()):
-        m = {k: statistics.median([x[k] or 0 for x in rows]) for k in ("ops_per_s", "p50_us", "p99_us")}
+        m = {k: statistics.median([x.get(k) or 0 for x in rows])
+             for k in ("ops_per_s", "p50_us", "p99_us", "cpu_us_per_op")}
         med[(case, impl)] = m
-        print("%-8s %-13s %10.0f %10.0f %10.0f" % (case, impl, m["ops_per_s"], m["p50_us"], m["p99_us"]))
+        print("%-8s %-13s %10.0f %10.0f %10.0f %10.0f" % (case, impl, m["ops_per_s"], m["p50_us"], m["p99_us"],
+                                                         m["cpu_us_per_op"]))
     for case in ("cycle", "contend"):
         o, p = med[(case, "libredlock")], med[(case, "node-redlock")]
-        print("%s: libredlock/node-redlock throughput %.2fx, p50 %.2fx, p99 %.2fx" % (
+        print("%s: libredlock/node-redlock throughput %.2fx, p50 %.2fx, p99 %.2fx, cpu per op %.2fx" % (
             case, o["ops_per_s"] / p["ops_per_s"], o["p50_us"] / p["p50_us"] if p["p50_us"] else 0,
-            o["p99_us"] / p["p99_us"] if p["p99_us"] else 0))
+            o["p99_us"] / p["p99_us"] if p["p99_us"] else 0,
+            o["cpu_us_per_op"] / p["cpu_us_per_op"] if p["cpu_us_per_op"] else 0))
     return med
 
 

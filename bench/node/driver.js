@@ -23,6 +23,9 @@ function parseArgs() {
 }
 
 const now = () => Number(process.hrtime.bigint()) / 1000; // microseconds
+// The process's CPU (every thread: the event loop's and a library's own) from the timed part's
+// start: cpu_us_per_op in the output.
+let cpu0 = null;
 
 async function main() {
   const a = parseArgs();
@@ -49,6 +52,7 @@ async function main() {
         try { await (await redlock.acquire([`${a.prefix}:warm:${w}:${i}`], TTL_MS)).release(); } catch (e) {}
     errors = 0; firstError = null;
     const per = Math.max(1, Math.floor(a.iterations / a.workers));
+    cpu0 = process.cpuUsage();
     const start = now(), stopAt = start + a.seconds * 1e6;
     await Promise.all(Array.from({ length: a.workers }, async (_, w) => {
       for (let i = 0; i < per; i++) {
@@ -63,6 +67,7 @@ async function main() {
   } else {
     perWorker = new Array(a.workers).fill(0);
     let lastRelease = null;
+    cpu0 = process.cpuUsage();
     const start = now(), end = start + a.seconds * 1e6;
     await Promise.all(Array.from({ length: a.workers }, async (_, w) => {
       while (now() < end) {
@@ -83,9 +88,11 @@ function finish(a, lat, errors, seconds, firstError, perWorker, clients) {
   lat.sort((x, y) => x - y);
   const pct = (q) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(q * lat.length))] : null);
   const ops = perWorker ? perWorker.reduce((x, y) => x + y, 0) : lat.length;
+  const cpu = process.cpuUsage(cpu0);
   console.log(JSON.stringify({
     impl: a.impl, case: a.case, nodes: a.urls.length, workers: a.workers, ops, errors, seconds,
     ops_per_s: ops / seconds, p50_us: pct(0.5), p99_us: pct(0.99), first_error: firstError, per_worker: perWorker,
+    cpu_us_per_op: ops ? (cpu.user + cpu.system) / ops : null,
   }));
   clients.forEach((c) => c.disconnect());
   process.exit(0);

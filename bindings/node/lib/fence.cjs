@@ -80,10 +80,12 @@ class Fence {
       }
     } catch (e) {
       const m = String(e && e.message);
-      if (!m.startsWith('FENCED ')) throw e;
-      const [, t, f, ...why] = m.split(' ');
-      throw new FencedError(`'${this.resource}': ${why.join(' ')}`,
-        { token: BigInt(t), fence: BigInt(f), resource: this.resource, detail: m });
+      // The script's refusal, "FENCED <token> <fence> [why]", read by the C library's parser.
+      const tf = native.fenceRefusal(m);
+      if (tf === null) throw e;
+      const why = m.split(' ').slice(3).join(' ');
+      throw new FencedError(`'${this.resource}': ${why}`,
+        { token: tf[0], fence: tf[1], resource: this.resource, detail: m });
     }
   }
 

@@ -1175,6 +1175,36 @@ static napi_value fence_info(napi_env env, napi_callback_info info) {
     return a;
 }
 
+/* fenceRefusal(message) -> [token, fence] (BigInts) when the store's error
+ * message is the fence script's refusal, else null: the C library's parser
+ * (redlock_fence_refusal), so every binding reads it alike. */
+static napi_value fence_refusal(napi_env env, napi_callback_info info) {
+    napi_value argv[1], a, v;
+    size_t len = 0;
+    uint64_t token = 0, fence = 0;
+    if (get_args(env, info, 1, argv))
+        return NULL;
+    if (napi_get_value_string_utf8(env, argv[0], NULL, 0, &len) != napi_ok)
+        return throw_type(env, "the message must be a string");
+    char buf[256], *msg = len < sizeof buf ? buf : malloc(len + 1);
+    if (!msg)
+        return throw_type(env, "out of memory");
+    napi_get_value_string_utf8(env, argv[0], msg, len + 1, &len);
+    int is = redlock_fence_refusal(msg, len, &token, &fence);
+    if (msg != buf)
+        free(msg);
+    if (is != 1) {
+        napi_get_null(env, &a);
+        return a;
+    }
+    napi_create_array_with_length(env, 2, &a);
+    napi_create_bigint_uint64(env, token, &v);
+    napi_set_element(env, a, 0, v);
+    napi_create_bigint_uint64(env, fence, &v);
+    napi_set_element(env, a, 1, v);
+    return a;
+}
+
 static napi_value version(napi_env env, napi_callback_info info) {
     (void)info;
     return make_str(env, redlock_version());
@@ -1192,7 +1222,7 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockAutoExtend", lock_auto_extend), FN("lockValidity", lock_validity),
         FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
         FN("strerror", str_error),         FN("version", version),
-        FN("fenceInfo", fence_info),
+        FN("fenceInfo", fence_info),       FN("fenceRefusal", fence_refusal),
         FN("clientEvents", client_events),
         FN("lockOpenSemaphore", lock_open_semaphore), FN("lockOpenRw", lock_open_rw),
         FN("lockDowngrade", lock_downgrade),
