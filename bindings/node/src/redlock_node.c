@@ -762,29 +762,43 @@ static int get_i64(napi_env env, napi_value v, int64_t *out) {
     return napi_get_value_int64(env, v, out) == napi_ok ? 0 : -1;
 }
 
-static op_ctx *ctx_new(lock_box *b, napi_env env, napi_value id) {
+/* The context of one asynchronous call of a lock (eb NULL) or an election. */
+static op_ctx *op_new(client_state *st, election_box *eb, napi_env env, napi_value id) {
     op_ctx *c = malloc(sizeof *c);
     if (!c)
         return NULL;
-    c->st = b->st;
-    c->eb = NULL;
+    c->st = st;
+    c->eb = eb;
     napi_get_value_double(env, id, &c->id);
     return c;
 }
 
-/* The result of starting an asynchronous call: 0 (done will come) or a code
- * with the handle's message (done will not come). */
-static napi_value started(napi_env env, lock_box *b, op_ctx *c, int rc) {
-    if (rc != 0) {
-        free(c);
-        const char *m = redlock_lock_errmsg(b->lock);
-        if (rc == REDLOCK_ESTATE && (!m || !*m))
-            m = "another call on this lock is under way";
-        if (rc == REDLOCK_ENOTSUP && (!m || !*m))
-            m = "the client was inherited across fork(): make a new Redlock in this process";
-        return pair(env, rc, make_str(env, m));
+static napi_value oom(napi_env env) {
+    return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+}
+
+static napi_value bad_duration(napi_env env) {
+    return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
+}
+
+/* The result of starting an asynchronous call on a `what` whose message is
+ * m: 0 (done will come) or the code with the message (done will not come). */
+static napi_value begun(napi_env env, op_ctx *c, int rc, const char *m, const char *what) {
+    if (rc == 0)
+        return pair(env, 0, NULL);
+    free(c);
+    char buf[64];
+    if (rc == REDLOCK_ESTATE && (!m || !*m)) {
+        snprintf(buf, sizeof buf, "another call on this %s is under way", what);
+        m = buf;
     }
-    return pair(env, 0, NULL);
+    if (rc == REDLOCK_ENOTSUP && (!m || !*m))
+        m = "the client was inherited across fork(): make a new Redlock in this process";
+    return pair(env, rc, make_str(env, m));
+}
+
+static napi_value started(napi_env env, lock_box *b, op_ctx *c, int rc) {
+    return begun(env, c, rc, rc ? redlock_lock_errmsg(b->lock) : NULL, "lock");
 }
 
 /* lockAcquire(lock, id, ttl, wait) -> [rc, msg] */
@@ -799,10 +813,10 @@ static napi_value lock_acquire(napi_env env, napi_callback_info info) {
     if (get_i64(env, argv[2], &ttl) || get_i64(env, argv[3], &wait))
         return throw_type(env, "ttl and wait must be numbers");
     if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
-        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
-    op_ctx *c = ctx_new(b, env, argv[1]);
+        return bad_duration(env);
+    op_ctx *c = op_new(b->st, NULL, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return started(env, b, c, redlock_lock_acquire_async(b->lock, (uint32_t)ttl, wait, on_done, c));
 }
 
@@ -813,9 +827,9 @@ static napi_value lock_release(napi_env env, napi_callback_info info) {
     lock_box *b = get_lock(env, argv[0]);
     if (!b)
         return NULL;
-    op_ctx *c = ctx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, NULL, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return started(env, b, c, redlock_lock_release_async(b->lock, on_done, c));
 }
 
@@ -830,10 +844,10 @@ static napi_value lock_extend(napi_env env, napi_callback_info info) {
     if (get_i64(env, argv[2], &ttl))
         return throw_type(env, "ttl must be a number");
     if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
-        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
-    op_ctx *c = ctx_new(b, env, argv[1]);
+        return bad_duration(env);
+    op_ctx *c = op_new(b->st, NULL, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return started(env, b, c, redlock_lock_extend_async(b->lock, (uint32_t)ttl, on_done, c));
 }
 
@@ -845,9 +859,9 @@ static napi_value lock_downgrade(napi_env env, napi_callback_info info) {
     lock_box *b = get_lock(env, argv[0]);
     if (!b)
         return NULL;
-    op_ctx *c = ctx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, NULL, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return started(env, b, c, redlock_lock_downgrade_async(b->lock, on_done, c));
 }
 
@@ -884,9 +898,9 @@ static napi_value lock_auto_extend(napi_env env, napi_callback_info info) {
     }
     if (argc < 3 || get_i64(env, argv[2], &at_risk) || at_risk < 0 || at_risk > REDLOCK_MAX_TTL_MS)
         return throw_type(env, "atRiskMs must be a number of ms");
-    op_ctx *c = ctx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, NULL, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     int rc = redlock_lock_auto_extend(b->lock, 0, (uint32_t)at_risk, on_lost, c, free_ctx);
     if (rc != 0) {
         free(c);
@@ -1009,7 +1023,7 @@ static napi_value election_open(napi_env env, napi_callback_info info) {
     election_box *b = calloc(1, sizeof *b);
     if (!b) {
         redlock_election_free(e);
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     }
     b->e = e;
     b->st = st;
@@ -1022,27 +1036,8 @@ static napi_value election_open(napi_env env, napi_callback_info info) {
     return pair(env, 0, ext);
 }
 
-static op_ctx *ectx_new(election_box *b, napi_env env, napi_value id) {
-    op_ctx *c = malloc(sizeof *c);
-    if (!c)
-        return NULL;
-    c->st = b->st;
-    c->eb = b;
-    napi_get_value_double(env, id, &c->id);
-    return c;
-}
-
 static napi_value e_started(napi_env env, election_box *b, op_ctx *c, int rc) {
-    if (rc != 0) {
-        free(c);
-        const char *m = redlock_election_errmsg(b->e);
-        if (rc == REDLOCK_ESTATE && (!m || !*m))
-            m = "another call on this election is under way";
-        if (rc == REDLOCK_ENOTSUP && (!m || !*m))
-            m = "the client was inherited across fork(): make a new Redlock in this process";
-        return pair(env, rc, make_str(env, m));
-    }
-    return pair(env, 0, NULL);
+    return begun(env, c, rc, rc ? redlock_election_errmsg(b->e) : NULL, "election");
 }
 
 /* electionCampaign(e, id, value, ttl, wait) -> [rc, msg] */
@@ -1057,14 +1052,14 @@ static napi_value election_campaign(napi_env env, napi_callback_info info) {
     if (get_i64(env, argv[3], &ttl) || get_i64(env, argv[4], &wait))
         return throw_type(env, "ttl and wait must be numbers");
     if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
-        return pair(env, REDLOCK_EINVAL, make_str(env, "the duration must be 1 to 86400000 ms"));
+        return bad_duration(env);
     char *value = get_str(env, argv[2], "the value");
     if (!value)
         return NULL;
-    op_ctx *c = ectx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, b, env, argv[1]);
     if (!c) {
         free(value);
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     }
     /* C copies the value */
     napi_value r = e_started(env, b, c, redlock_election_campaign_async(b->e, value, (uint32_t)ttl, wait, on_elected, c));
@@ -1080,9 +1075,9 @@ static napi_value election_resign(napi_env env, napi_callback_info info) {
     election_box *b = get_election(env, argv[0]);
     if (!b)
         return NULL;
-    op_ctx *c = ectx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, b, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return e_started(env, b, c, redlock_election_resign_async(b->e, on_elected, c));
 }
 
@@ -1098,9 +1093,9 @@ static napi_value election_observe(napi_env env, napi_callback_info info) {
         return NULL;
     if (get_i64(env, argv[2], &wait))
         return throw_type(env, "wait must be a number");
-    op_ctx *c = ectx_new(b, env, argv[1]);
+    op_ctx *c = op_new(b->st, b, env, argv[1]);
     if (!c)
-        return pair(env, REDLOCK_ENOMEM, make_str(env, "out of memory"));
+        return oom(env);
     return e_started(env, b, c, redlock_election_observe_async(b->e, &b->last, wait, on_observed, c));
 }
 
