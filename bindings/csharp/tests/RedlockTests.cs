@@ -3,9 +3,9 @@
 // runner on the project's machines). Run under the node harness:
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
-// any failed. Groups: basic async cancel rwlock election autoextend lost errors
-// fence auth (all by default; auth last, since it sets a password on every node).
-// The fence group's tests are in FenceTests.cs.
+// any failed. Groups: basic async cancel rwlock semaphore election autoextend lost
+// errors fence auth (all by default; auth last, since it sets a password on every
+// node). The fence and semaphore groups' tests are in FenceTests.cs and SemaphoreTests.cs.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -37,6 +37,8 @@ static partial class RedlockTests
             { "async", new Action[] { AsyncWaitsForRelease, AsyncConflicted } },
             { "cancel", new Action[] { AsyncCancelMidWait, AsyncCancelledBefore, SyncCancelMidWait } },
             { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
+            { "semaphore", new Action[] { SemaphoreBoundsHolders, SemaphorePermits, SemaphoreAsyncCancel,
+                                          SemaphoreDisposeFreesSlot, SemaphoreBadInput } },
             { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
