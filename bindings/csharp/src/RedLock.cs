@@ -12,8 +12,9 @@ using RedLockNet.SERedis;
 
 namespace RedLockNet
 {
-    /// <summary>What a RedLock's handle is: the mutex, or a side of the read-write lock of its name.</summary>
-    internal enum LockKind { Mutex, Read, Write }
+    /// <summary>What a RedLock's handle is: the mutex, a side of the read-write lock of its name,
+    /// or permits of the counting semaphore of its name.</summary>
+    internal enum LockKind { Mutex, Read, Write, Semaphore }
 
     internal sealed class RedLock : IRedLock
     {
@@ -69,13 +70,18 @@ namespace RedLockNet
 
         /// <summary>The handle, with the wait and retry interval; bad input raises here, before any I/O.</summary>
         internal static RedLock Open(RedLockFactory factory, string resource, TimeSpan expiry, TimeSpan? wait,
-                                     TimeSpan? retry, LockKind kind = LockKind.Mutex)
+                                     TimeSpan? retry, LockKind kind = LockKind.Mutex, int limit = 0, int permits = 0)
         {
             uint ttl = TtlMs(expiry);
             long waitMs = WaitMs(wait, WaitNone);
-            // REDLOCK_EINVAL for a null or empty resource.
+            if (kind == LockKind.Semaphore && (limit < 0 || permits < 0))
+                throw new RedLockArgumentException("the semaphore's limit (" + limit + ") and permits (" + permits +
+                                                   ") must not be negative");
+            // REDLOCK_EINVAL for a null or empty resource, and for a semaphore's limit of 0 or
+            // permits out of 1 to the limit, with the C library's reason.
             Lock l = kind == LockKind.Read ? factory.Client.newReadLock(resource)
                    : kind == LockKind.Write ? factory.Client.newWriteLock(resource)
+                   : kind == LockKind.Semaphore ? factory.Client.newSemaphore(resource, (uint)limit, (uint)permits)
                    : factory.Client.newLock(resource);
             try
             {

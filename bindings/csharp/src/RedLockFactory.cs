@@ -156,6 +156,39 @@ namespace RedLockNet.SERedis
                           .AcquireAsync(cancellationToken);
         }
 
+        // ---- the counting semaphore (docs/csharp.md): at most limit permits of a name are held
+        // at once; each IRedLock takes permits of them (all or none), with every property,
+        // auto-extension and Dispose of CreateLock's. Every user of a name passes the same limit.
+
+        /// <summary>permits of the semaphore's limit, one attempt.</summary>
+        public IRedLock CreateSemaphore(string resource, int limit, TimeSpan expiryTime, int permits = 1)
+        {
+            return Sync(LockKind.Semaphore, resource, expiryTime, null, null, null, limit, permits);
+        }
+
+        /// <summary>permits of the semaphore's limit, retrying every retryTime until waitTime has passed.</summary>
+        public IRedLock CreateSemaphore(string resource, int limit, TimeSpan expiryTime, TimeSpan waitTime,
+                                        TimeSpan retryTime, CancellationToken? cancellationToken = null,
+                                        int permits = 1)
+        {
+            return Sync(LockKind.Semaphore, resource, expiryTime, waitTime, retryTime, cancellationToken, limit,
+                        permits);
+        }
+
+        public Task<IRedLock> CreateSemaphoreAsync(string resource, int limit, TimeSpan expiryTime, int permits = 1)
+        {
+            return RedLock.Open(this, resource, expiryTime, null, null, LockKind.Semaphore, limit, permits)
+                          .AcquireAsync(null);
+        }
+
+        public Task<IRedLock> CreateSemaphoreAsync(string resource, int limit, TimeSpan expiryTime,
+                                                   TimeSpan waitTime, TimeSpan retryTime,
+                                                   CancellationToken? cancellationToken = null, int permits = 1)
+        {
+            return RedLock.Open(this, resource, expiryTime, waitTime, retryTime, LockKind.Semaphore, limit, permits)
+                          .AcquireAsync(cancellationToken);
+        }
+
         /// <summary>A campaigner or observer of the leader election called name (no network I/O
         /// until a call): RedLockElection, docs/csharp.md.</summary>
         public RedLockElection CreateElection(string name)
@@ -164,9 +197,9 @@ namespace RedLockNet.SERedis
         }
 
         IRedLock Sync(LockKind kind, string resource, TimeSpan expiry, TimeSpan? wait, TimeSpan? retry,
-                      CancellationToken? cancellationToken)
+                      CancellationToken? cancellationToken, int limit = 0, int permits = 0)
         {
-            var l = RedLock.Open(this, resource, expiry, wait, retry, kind);
+            var l = RedLock.Open(this, resource, expiry, wait, retry, kind, limit, permits);
             l.Acquire(cancellationToken);
             return l;
         }

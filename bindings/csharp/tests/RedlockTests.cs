@@ -3,9 +3,9 @@
 // runner on the project's machines). Run under the node harness:
 //   nodes.py exec --count 5 --kind mixed -- mono RedlockTests.exe [GROUP...]
 // Each test prints "ok" or "FAIL" with the reason; the exit status is 1 if
-// any failed. Groups: basic async cancel rwlock election autoextend lost errors
-// fence auth (all by default; auth last, since it sets a password on every node).
-// The fence group's tests are in FenceTests.cs.
+// any failed. Groups: basic async cancel rwlock semaphore election autoextend lost
+// errors fence auth (all by default; auth last, since it sets a password on every
+// node). The fence and semaphore groups' tests are in FenceTests.cs and SemaphoreTests.cs.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -37,6 +37,8 @@ static partial class RedlockTests
             { "async", new Action[] { AsyncWaitsForRelease, AsyncConflicted } },
             { "cancel", new Action[] { AsyncCancelMidWait, AsyncCancelledBefore, SyncCancelMidWait } },
             { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
+            { "semaphore", new Action[] { SemaphoreBoundsHolders, SemaphorePermits, SemaphoreAsyncCancel,
+                                          SemaphoreDisposeFreesSlot, SemaphoreBadInput } },
             { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
@@ -455,27 +457,7 @@ static partial class RedlockTests
                     {
                         var t = f.CreateLockAsync(r, TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20),
                                                   TimeSpan.FromMilliseconds(1000), cts.Token);
-                        Thread.Sleep(200 + 137 * round);
-                        Check(!t.IsCompleted, "still waiting before the cancel");
-                        // From before Cancel, which runs the token's callbacks (the binding's
-                        // cancel of the C wait among them), to the task's end.
-                        var sw = Stopwatch.StartNew();
-                        cts.Cancel();
-                        bool done;
-                        try
-                        {
-                            done = t.Wait(2000);
-                        }
-                        catch (AggregateException ae) when (ae.InnerException is OperationCanceledException)
-                        {
-                            done = true;
-                        }
-                        double ms = sw.Elapsed.TotalMilliseconds;
-                        Check(done, "the wait ended");
-                        Check(t.IsCanceled || (t.IsFaulted && t.Exception.InnerException is OperationCanceledException),
-                              "ended by OperationCanceledException: " + t.Status);
-                        Check(ms < 500, "ended before the next retry: " + ms.ToString("F1") + " ms after the cancel");
-                        times.Add(ms);
+                        times.Add(CancelMidWait(t, cts, 200 + 137 * round));
                     }
                 }
             }
@@ -486,6 +468,33 @@ static partial class RedlockTests
             using (var l = f.CreateLock(r, TimeSpan.FromSeconds(5)))
                 Check(l.IsAcquired, "free after the holder and the cancelled waiters");
         }
+    }
+
+    /// <summary>Cancels cts after sleepMs of t's wait; checks that the wait ended by
+    /// OperationCanceledException before the next retry, and returns the ms from the cancel to its end.</summary>
+    static double CancelMidWait(Task<IRedLock> t, CancellationTokenSource cts, int sleepMs)
+    {
+        Thread.Sleep(sleepMs);
+        Check(!t.IsCompleted, "still waiting before the cancel");
+        // From before Cancel, which runs the token's callbacks (the binding's cancel of the C
+        // wait among them), to the task's end.
+        var sw = Stopwatch.StartNew();
+        cts.Cancel();
+        bool done;
+        try
+        {
+            done = t.Wait(2000);
+        }
+        catch (AggregateException ae) when (ae.InnerException is OperationCanceledException)
+        {
+            done = true;
+        }
+        double ms = sw.Elapsed.TotalMilliseconds;
+        Check(done, "the wait ended");
+        Check(t.IsCanceled || (t.IsFaulted && t.Exception.InnerException is OperationCanceledException),
+              "ended by OperationCanceledException: " + t.Status);
+        Check(ms < 500, "ended before the next retry: " + ms.ToString("F1") + " ms after the cancel");
+        return ms;
     }
 
     static void AsyncCancelledBefore()
