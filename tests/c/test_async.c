@@ -776,7 +776,9 @@ static void test_downgrade_async(void)
     CHECK(wait_box(&b2, 5000) == 1 && atomic_load(&b2.rc) == REDLOCK_EINVAL);
     CHECK_LOCK_RC(r, redlock_lock_release(r), 0);
     CHECK_LOCK_RC(w, redlock_lock_release(w), 0);
-    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, REDLOCK_WAIT_NONE), 0);
+    /* A release returns at its quorum: a node's own release may still be on
+     * its way, and another client's writer may find the key there first. */
+    CHECK_LOCK_RC(w2, redlock_lock_acquire(w2, 10000, 2000), 0);
     CHECK_LOCK_RC(w2, redlock_lock_release(w2), 0);
     redlock_lock_free(w);
     redlock_lock_free(r);
@@ -936,9 +938,12 @@ int main(void)
     run_test("release_extend_paused", test_release_extend_paused);   /* before a node restarts */
     run_test("campaign", test_campaign);
     run_test("fork", test_fork);
-    run_test("minority_faults", test_minority_faults);
     run_test("observe", test_observe);
     run_test("release_extend_async", test_release_extend_async);
     run_test("downgrade_async", test_downgrade_async);
+    /* Last: it restarts a node without persistence, which is then out of
+     * the vote (the quarantine) for the longest TTL its markers record, and
+     * a test after it would have two voting nodes of three. */
+    run_test("minority_faults", test_minority_faults);
     return finish_tests();
 }
