@@ -69,8 +69,10 @@ static void read_hint(const rl_round *r, wait_hint *h)
     for (size_t i = 0; i < r->n; i++) {
         h->yes += r->out[i] == RL_YES;
         /* A node that failed (timed out, down, an error) may be where the
-         * holder's release, or its expiry, goes unseen. */
-        h->trouble += r->out[i] != RL_YES && r->out[i] != RL_NO && r->out[i] != RL_UNSENT;
+         * holder's release, or its expiry, goes unseen. One out of the vote
+         * (quarantined) answers, and the others' refusals tell the rest. */
+        h->trouble += r->out[i] != RL_YES && r->out[i] != RL_NO && r->out[i] != RL_UNSENT &&
+                      r->out[i] != RL_ERR_QUARANTINE;
         if (r->out[i] != RL_NO)
             continue;
         h->marked += r->marked[i];

@@ -360,7 +360,7 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const epoch
             jumped[i] = 1;
             njumped++;
         }
-        if (!ep[i].marker || (st->pttl > 0 && ep[i].pttl > st->pttl))
+        if (!ep[i].marker || (st->pttl > 0 && ep[i].pttl > 0 && rl_epoch_remade(st->pttl, ep[i].pttl)))
             st->recorded_ms = 0;   /* a new marker: what the old one recorded went with it */
         if (ep[i].max_ttl_ms > st->recorded_ms)
             st->recorded_ms = ep[i].max_ttl_ms;

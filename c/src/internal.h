@@ -628,6 +628,18 @@ void rl_epoch_run_many(redlock_client *c, rl_round *rounds, size_t nr);
 #define RL_EPOCH_YOUNG_MS_STR "1000"
 _Static_assert(RL_EPOCH_YOUNG_MS == 1000 && RL_EPOCH_BASE_MS == 10000000000000LL &&
                RL_EPOCH_BORN_MS == 9000000000000LL, "the _STR forms must say the same");
+/* Whether a marker read with PTTL cur after one read with PTTL prev (both
+ * > 0) was made again in between rather than the same one aged: its PTTL
+ * rose (a quarantine, or a new marker), or a marker that had been above
+ * the born value (put out of the vote, or past one) reads in the born band
+ * now. Such a marker was wiped and made anew by another client between our
+ * two readings (a FLUSHALL or a restart of every node, a new deployment);
+ * only a clock jump of 31 years could take the same marker there, so its
+ * fall is no clock reading. */
+static inline int rl_epoch_remade(int64_t prev, int64_t cur)
+{
+    return cur > prev || (prev > RL_EPOCH_BORN_MS && cur <= RL_EPOCH_BORN_MS);
+}
 /* What a check's replies (heard ones) say (decide.c): 1 if some node has
  * its marker, with *young when every marker heard is young. */
 int rl_epoch_markers(const rl_epoch_node *ep, size_t n, int *young);

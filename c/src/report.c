@@ -211,7 +211,12 @@ void rl_record_round_shared(redlock_lock *lock, const rl_round *r, const rl_outc
         }
         if (!common && p)
             p += strlen(p) + 1;
-        if (rep->code)
+        /* A node out of the vote answered: the queue on the others is
+         * whole and their messages wake our waiters. Counted as trouble it
+         * would keep this client from waking anyone (release_locked) for
+         * the whole quarantine, while other clients' waiters, who never
+         * saw it, sleep on for a wake-up that does not come. */
+        if (rep->code && rep->outcome != REDLOCK_NODE_QUARANTINED)
             atomic_store(&c->trouble_us, rl_now_us());
     }
     rl_msgs_unref(lock->report_msgs);

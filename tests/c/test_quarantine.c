@@ -9,6 +9,8 @@
  * clock-step shim under the servers). */
 #include "testutil.h"
 
+#include <pthread.h>
+
 #define MARKER "{redlock:epoch}"
 #define QKEY "{redlock:epoch}:q"
 
@@ -380,6 +382,122 @@ static void test_plain_check(void)
     all_nodes("FLUSHALL");
 }
 
+/* A client that read node 2's marker in the quarantine band (above the
+ * base), then every node wiped and marked anew by another client (a new
+ * deployment): the new marker's PTTL, some 10^12 ms below what it read, is
+ * a marker made again, not a clock that jumped 31 years forward. Before
+ * this was told apart, c put node 2 out again with "clock jumped
+ * 1000000025450 ms forward", and every client that had seen a quarantine
+ * did so after each FLUSHALL of a test suite. */
+static void test_remade_marker_no_jump(void)
+{
+    redlock_client *c = client_with(0);
+    settle_markers(c);
+    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
+    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
+        redlock_lock *l;
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("gone"), 1000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    /* c's next checks read node 2's marker at the base plus the quarantine */
+    for (int k = 0; k < 3; k++) {
+        redlock_lock *l;
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("seen"), 1000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    all_nodes("FLUSHALL");
+    redlock_client *d = client_with(0);   /* finds no marker anywhere: marks a new deployment */
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(&l, d, uniq("new"), 1000), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+    redlock_lock_free(l);
+    for (int i = 0; i < 3; i++)
+        CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the new markers"));
+    for (int k = 0; k < 3; k++) {
+        CHECK_RC(redlock_try_acquire(&l, c, uniq("after"), 1000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    char out[300] = "";
+    for (int i = 0; i < 3; i++) {
+        CHECK(ctl(out, sizeof out, "cmd %d GET %s", i, QKEY) == 0);
+        if (strstr(out, "jumped"))
+            fprintf(stderr, "node %d: %s\n", i, out);
+        CHECK(strstr(out, "jumped") == NULL);
+        CHECK(exists_on(i, QKEY) == 0);
+    }
+    redlock_client_free(d);
+    redlock_client_free(c);
+    all_nodes("FLUSHALL");
+}
+
+struct release_later {
+    redlock_lock *lock;
+    int after_ms;
+    double at_ms;
+};
+
+static void *release_later(void *arg)
+{
+    struct release_later *r = arg;
+    msleep(r->after_ms);
+    r->at_ms = now_ms();
+    CHECK_LOCK_RC(r->lock, redlock_lock_release(r->lock), 0);
+    return NULL;
+}
+
+/* Node 2 out of the vote. Client a, whose grant from node 2 told it so,
+ * holds X; client b waits for X with wake-up and has seen only refusals,
+ * node 2's among them (the case of the Node.js election test that waited
+ * 3 s for a hand-over). a's release wakes b at once: a node out of the vote
+ * is no failing node, and a client that counted it as one woke nobody for
+ * the whole quarantine while the other clients' waiters slept on to their
+ * fallback (the holder's expiry, at most 5 s). */
+static void test_quarantine_still_wakes(void)
+{
+    /* b does not check the nodes: on 3 nodes a client that does learns of
+     * node 2 from its first round, while on 5 a round decided without
+     * node 2's reply leaves it as unaware as b is here */
+    redlock_client *a = client_with(REDLOCK_OPT_WAKE),
+                   *b = client_with(REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_QUARANTINE);
+    redlock_lock *l;
+    settle_markers(a);
+    CHECK_RC(redlock_try_acquire(&l, a, uniq("long-ttl"), 10000), 0);   /* a quarantine of ~10 s */
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+    redlock_lock_free(l);
+    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
+    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
+        CHECK_RC(redlock_try_acquire(&l, a, uniq("found"), 1000), 0);
+        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+        redlock_lock_free(l);
+    }
+    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    const char *x = uniq("wake-x");
+    redlock_lock *held, *waiter;
+    CHECK_RC(redlock_try_acquire(&held, a, x, 10000), 0);
+    CHECK(redlock_lock_node_result(held, 2, NULL, NULL, NULL, 0) == REDLOCK_NODE_QUARANTINED);
+    /* b's wait: refused everywhere, registered, asleep for a wake-up by the
+     * time a releases (1.5 s: its listeners are up) */
+    struct release_later rel = { held, 1500, 0 };
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, release_later, &rel) == 0);
+    CHECK_RC(redlock_lock_new(&waiter, b, x), 0);
+    CHECK_LOCK_RC(waiter, redlock_lock_acquire(waiter, 10000, 8000), 0);
+    double got = now_ms();
+    pthread_join(t, NULL);
+    fprintf(stderr, "quarantine_still_wakes: acquired %.0f ms after the release\n", got - rel.at_ms);
+    CHECK(got - rel.at_ms < 1000);
+    CHECK_LOCK_RC(waiter, redlock_lock_release(waiter), 0);
+    redlock_lock_free(waiter);
+    redlock_lock_free(held);
+    redlock_client_free(b);
+    redlock_client_free(a);
+    all_nodes("FLUSHALL");
+}
+
 int main(void)
 {
     load_nodes();
@@ -395,5 +513,7 @@ int main(void)
     run_test("plain_check", test_plain_check);
     run_test("many", test_many);
     run_test("quarantine_ttl_option", test_quarantine_ttl_option);
+    run_test("remade_marker_no_jump", test_remade_marker_no_jump);
+    run_test("quarantine_still_wakes", test_quarantine_still_wakes);
     return finish_tests();
 }

@@ -683,11 +683,11 @@ static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
         e->q_ms = 2 * (int64_t)REDLOCK_MAX_TTL_MS;   /* longer than any quarantine this library sets */
     e->reply_us = rl_now_us();
     e->jump_ms = 0;
-    if (e->prev_pttl > 0 && e->pttl > 0 && e->pttl <= e->prev_pttl) {
+    if (e->prev_pttl > 0 && e->pttl > 0 && !rl_epoch_remade(e->prev_pttl, e->pttl)) {
         /* Between the two readings at most span passed: a PTTL that fell
          * further, beyond the drift allowed and PTTL's rounding to the ms,
-         * means a clock that jumped forward. (A PTTL that rose was set
-         * again in between: a quarantine, or a new marker; no reading.) */
+         * means a clock that jumped forward. (A marker set again in
+         * between, rl_epoch_remade, gives no reading.) */
         int64_t fell = e->prev_pttl - e->pttl;
         int64_t span = e->reply_us + e->slept_us - e->prev_lo_us,
                 moved = (fell > INT64_MAX / 2000 ? INT64_MAX / 2000 : fell) * 1000;
