@@ -33,7 +33,10 @@ test('one leader among several campaigners; each resign hands over to exactly on
   let terms = [];
   for (let round = 0; round < N; round++) {
     const t0 = Date.now();
-    while (won.size < round + 1 && Date.now() - t0 < 3000) await sleep(10);
+    // A resign wakes the next campaigner at once; a client that saw a node fail within 3 s
+    // wakes nobody, and the waiter then asks by its fallback, within 5 s (docs/algorithm.md,
+    // "When the queue is not trusted"): the hand-over's speed is test_wake's, not this test's.
+    while (won.size < round + 1 && Date.now() - t0 < 6000) await sleep(10);
     await sleep(150);   // time for a second leader, were there one
     assert.equal(won.size, round + 1, `round ${round}: ${won.size} campaigns have won`);
     const leaders = elections.filter((e) => e.isLeader);
