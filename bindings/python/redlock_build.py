@@ -274,6 +274,7 @@ int redlock_election_campaign_async(redlock_election *e, const char *value, uint
 int redlock_election_proclaim(redlock_election *e, const char *value);
 int redlock_election_resign(redlock_election *e);
 int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata);
+int redlock_election_proclaim_async(redlock_election *e, const char *value, redlock_campaigned_fn done, void *userdata);
 int redlock_election_leader(redlock_election *e, redlock_leader *out);
 int redlock_election_observe(redlock_election *e, redlock_leader *last, int64_t wait_ms);
 typedef void (*redlock_observed_fn)(redlock_election *e, int rc, void *userdata);

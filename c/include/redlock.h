@@ -737,6 +737,16 @@ REDLOCK_EXTERN int redlock_election_campaign_async(redlock_election *e, const ch
  * election is no longer ours, or a failure code (the value may then be on a
  * minority: proclaim again). */
 REDLOCK_EXTERN int redlock_election_proclaim(redlock_election *e, const char *value);
+/* redlock_election_proclaim without blocking, as redlock_election_resign_async
+ * is to redlock_election_resign: value is copied, the round runs on the
+ * client's acquire thread, and done(e, rc, userdata) is called there once
+ * with what the proclaim would have returned. 0 once queued, or at once,
+ * without calling done: REDLOCK_EINVAL (NULL e or done, a NULL or too long
+ * value), REDLOCK_ESTATE (a campaign, resign or proclaim of e under way),
+ * REDLOCK_ENOTSUP, REDLOCK_ENOMEM. One round, not cancelled;
+ * redlock_election_free waits for done. */
+REDLOCK_EXTERN int redlock_election_proclaim_async(redlock_election *e, const char *value,
+                                                   redlock_campaigned_fn done, void *userdata);
 /* Gives leadership up: releases the lock, which wakes the next campaigner,
  * and clears the record. 0, REDLOCK_ESTATE when not leading, or
  * redlock_lock_release's code (REDLOCK_ELOST: it had already been lost). */
@@ -744,8 +754,8 @@ REDLOCK_EXTERN int redlock_election_resign(redlock_election *e);
 /* redlock_election_resign without blocking: run on the client's acquire
  * thread, which then calls done(e, rc, userdata) once with what the resign
  * would have returned. 0 once queued, or at once, without calling done:
- * REDLOCK_EINVAL (NULL e or done), REDLOCK_ESTATE (a campaign or a resign
- * of e under way), REDLOCK_ENOTSUP, REDLOCK_ENOMEM. One round, not
+ * REDLOCK_EINVAL (NULL e or done), REDLOCK_ESTATE (a campaign, resign or
+ * proclaim of e under way), REDLOCK_ENOTSUP, REDLOCK_ENOMEM. One round, not
  * cancelled; redlock_election_free waits for done. */
 REDLOCK_EXTERN int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata);
 /* Reads the leader from the nodes: reported only if a majority agree on

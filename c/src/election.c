@@ -375,47 +375,67 @@ int redlock_election_resign(redlock_election *e)
     return rc;
 }
 
-/* An asynchronous resign: one step on the client's acquire thread. */
-typedef struct resign_run {
+/* An asynchronous resign or proclaim: one step, the blocking call, on the
+ * client's acquire thread. */
+typedef struct step_run {
     rl_acq a;                  /* first: the queue frees it */
     redlock_election *e;
     redlock_campaigned_fn done;
     void *userdata;
-} resign_run;
+    int proclaim;
+    char value[];              /* proclaim's, copied */
+} step_run;
 
-static int resign_step(rl_acq *a)
+static int step_once(rl_acq *a)
 {
-    resign_run *r = (resign_run *)a;
-    a->rc = redlock_election_resign(r->e);
+    step_run *r = (step_run *)a;
+    a->rc = r->proclaim ? redlock_election_proclaim(r->e, r->value) : redlock_election_resign(r->e);
     return 0;
 }
 
-static void resign_report(rl_acq *a)
+static void step_report(rl_acq *a)
 {
-    resign_run *r = (resign_run *)a;
+    step_run *r = (step_run *)a;
     r->done(r->e, a->rc, r->userdata);
 }
 
-int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata)
+/* Queues resign (value NULL) or proclaim (value) of e: 0, or the code. */
+static int start_step(redlock_election *e, const char *value, redlock_campaigned_fn done, void *userdata)
 {
-    int rc = lock_call_check(e, done != NULL, "redlock_election_resign_async");
-    if (rc)
-        return rc;
-    resign_run *r = calloc(1, sizeof *r);
+    size_t len = value ? strlen(value) + 1 : 0;
+    step_run *r = calloc(1, sizeof *r + len);
     if (!r)
         return fail(e, REDLOCK_ENOMEM, "out of memory");
-    r->a.step = resign_step;
-    r->a.report = resign_report;
+    r->a.step = step_once;
+    r->a.report = step_report;
     r->e = e;
     r->done = done;
     r->userdata = userdata;
+    r->proclaim = value != NULL;
+    if (value)
+        memcpy(r->value, value, len);
     const char *why;
-    rc = rl_async_start(e->lock, &r->a, &why);
+    int rc = rl_async_start(e->lock, &r->a, &why);
     if (rc) {
         free(r);
         return fail(e, rc, "%s", why);
     }
     return 0;
+}
+
+int redlock_election_resign_async(redlock_election *e, redlock_campaigned_fn done, void *userdata)
+{
+    int rc = lock_call_check(e, done != NULL, "redlock_election_resign_async");
+    return rc ? rc : start_step(e, NULL, done, userdata);
+}
+
+int redlock_election_proclaim_async(redlock_election *e, const char *value, redlock_campaigned_fn done,
+                                    void *userdata)
+{
+    int rc = lock_call_check(e, done != NULL, "redlock_election_proclaim_async");
+    if (!rc)
+        rc = value_problem(e, value);
+    return rc ? rc : start_step(e, value, done, userdata);
 }
 
 /* The state a majority agrees on, from the nodes that answered a read:

@@ -534,6 +534,29 @@ static void test_campaign(void)
     msleep(100);
     redlock_election_free(e1);
     CHECK(atomic_load(&f.fired) == 1 && atomic_load(&f.rc) == REDLOCK_ECANCELED);
+    /* Proclaimed without blocking: the value is copied (the caller's buffer
+     * is overwritten at once), the record says it under the same term with
+     * the next revision. */
+    cbox p, p2;
+    memset(&p, 0, sizeof p);
+    memset(&p2, 0, sizeof p2);
+    char value[32] = "three";
+    CHECK_RC(redlock_election_proclaim_async(NULL, value, on_campaigned, &p), REDLOCK_EINVAL);
+    CHECK_RC(redlock_election_proclaim_async(e2, value, NULL, &p), REDLOCK_EINVAL);
+    CHECK_RC(redlock_election_proclaim_async(e2, NULL, on_campaigned, &p), REDLOCK_EINVAL);
+    char big[REDLOCK_ELECTION_MAX_VALUE + 2];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_RC(redlock_election_proclaim_async(e2, big, on_campaigned, &p), REDLOCK_EINVAL);
+    CHECK(strstr(redlock_election_errmsg(e2), "over the limit") != NULL);
+    CHECK_RC(redlock_election_proclaim_async(e2, value, on_campaigned, &p), 0);
+    strcpy(value, "overwritten");
+    CHECK(EVENTUALLY(atomic_load(&p.fired) == 1, 5000, "the proclaim's done"));
+    CHECK(atomic_load(&p.rc) == 0 && atomic_load(&p.leading) == 1);
+    memset(&ld, 0, sizeof ld);
+    ld.version = REDLOCK_LEADER_VERSION;
+    CHECK_RC(redlock_election_leader(e2, &ld), 0);
+    CHECK(ld.present && strcmp(ld.value, "three") == 0 && ld.term == redlock_election_term(e2) && ld.revision == 2);
     /* Resigned without blocking: done says so, on the acquire thread, and
      * the record no longer names a leader. */
     cbox r, r2;
@@ -553,6 +576,11 @@ static void test_campaign(void)
     CHECK_RC(redlock_election_resign_async(e2, on_campaigned, &r2), 0);
     CHECK(EVENTUALLY(atomic_load(&r2.fired) == 1, 5000, "the second resign's done"));
     CHECK(atomic_load(&r2.rc) == REDLOCK_ESTATE);
+    /* Nor a proclaim: what redlock_election_proclaim says, nothing written. */
+    CHECK_RC(redlock_election_proclaim_async(e2, "late", on_campaigned, &p2), 0);
+    CHECK(EVENTUALLY(atomic_load(&p2.fired) == 1, 5000, "the late proclaim's done"));
+    CHECK(atomic_load(&p2.rc) == REDLOCK_ESTATE);
+    CHECK(strstr(redlock_election_errmsg(e2), "not the leader") != NULL);
     redlock_election_free(e2);
     redlock_client_free(c);
 }

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from redlock import LockLost, LockNotAcquired, LockStateError, LockTimeout
+from redlock import InvalidArgument, LockLost, LockNotAcquired, LockStateError, LockTimeout
 
 
 def run(coro):
@@ -292,7 +292,8 @@ class _RefusingExecutor(concurrent.futures.ThreadPoolExecutor):
 def test_downgrade_resign_observe_and_min_hold_take_no_executor(client, other, name):
     """The single-round calls of asyncio's shapes run on C's acquire thread, as acquires and
     releases do: a write lock's downgrade (redlock_lock_downgrade_async), a leadership's resign
-    at `async with` exit (redlock_election_resign_async), an observer's first read
+    at `async with` exit (redlock_election_resign_async), a proclaim
+    (redlock_election_proclaim_async), an observer's first read
     (redlock_election_observe_async, one read) and synchronized's min_hold extension. A default
     executor that refuses work sees none of them, and each did what it says."""
     refusing = _RefusingExecutor()
@@ -314,8 +315,19 @@ def test_downgrade_resign_observe_and_min_hold_take_no_executor(client, other, n
             async with election.observe(timeout=0) as changes:
                 now = [state async for state in changes]
             assert now[0].present and now[0].value == "me" and now[0].term == term
+            await election.proclaim_async("me, again")   # redlock_election_proclaim_async
+            seen = other.election(f"{name}:e").leader()
+            assert (seen.value, seen.term, seen.revision) == ("me, again", term, 2)
         assert not election.is_leader
         assert not other.election(f"{name}:e").leader().present   # resigned on the nodes
+        lead = await election.campaign_async("again")
+        await lead.proclaim_async("and again")
+        with pytest.raises(InvalidArgument):
+            await lead.proclaim_async("x" * 1025)
+        assert other.election(f"{name}:e").leader().value == "and again"
+        lead.resign()
+        with pytest.raises(LockStateError):
+            await election.proclaim_async("late")
 
         @client.synchronized(f"{name}:s", blocking=False, min_hold=5.0)
         async def job():

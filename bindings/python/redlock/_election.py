@@ -56,6 +56,10 @@ class Leadership:
     def proclaim(self, value: Any) -> None:
         self._election.proclaim(value)
 
+    async def proclaim_async(self, value: Any) -> None:
+        """proclaim() without blocking the event loop (Election.proclaim_async)."""
+        await self._election.proclaim_async(value)
+
     def resign(self) -> None:
         if self._election.term == self.term:
             self._election.resign()
@@ -470,7 +474,8 @@ class Election:
                 lib.redlock_election_cancel_reset(self._ptr)
             if pending.future.result() == 0:   # won as it was cancelled: hand over
                 try:
-                    await self._resign_c()
+                    await self._step_c(lambda key: lib.redlock_election_resign_async(
+                        self._ptr, lib._redlock_py_on_election_done, key))
                 except BaseException:
                     pass
             raise
@@ -492,17 +497,28 @@ class Election:
         self._not_campaigning()
         self._check(lib.redlock_election_resign(self._ptr))
 
+    async def proclaim_async(self, value: Any) -> None:
+        """proclaim() without a thread of its own: the round runs on the client's acquire thread
+        (redlock_election_proclaim_async). A cancelled task still waits for it (one round)."""
+        self._not_campaigning()
+        raw = self._value(value)
+        self._check(await self._step_c(lambda key: lib.redlock_election_proclaim_async(
+            self._ptr, raw, lib._redlock_py_on_election_done, key)))
+
     async def resign_async(self) -> None:
         """resign() without a thread of its own: the round runs on the client's acquire thread
         (redlock_election_resign_async). A cancelled task still waits for it (one round)."""
         self._not_campaigning()
-        self._check(await self._resign_c())
+        self._check(await self._step_c(lambda key: lib.redlock_election_resign_async(
+            self._ptr, lib._redlock_py_on_election_done, key)))
 
-    async def _resign_c(self) -> int:
+    async def _step_c(self, start: Any) -> int:
+        """Runs start(key), a call of C that ends in _redlock_py_on_election_done, and waits for
+        its code."""
         loop = asyncio.get_running_loop()
         pending = PendingAcquire(loop, loop.create_future())
         key = begin_acquire(pending, self)
-        rc = lib.redlock_election_resign_async(self._ptr, lib._redlock_py_on_election_done, ffi.cast("void *", key))
+        rc = start(ffi.cast("void *", key))
         if rc:
             forget_acquire(key)
             return int(rc)
