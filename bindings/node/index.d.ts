@@ -19,6 +19,10 @@ export interface Settings {
 export interface AcquireSettings extends Partial<Settings> {
   /** Cancels a waiting acquire (the promise rejects with an AbortError). */
   readonly signal?: AbortSignal;
+  /** This acquire's waits: true woken by the release, false polling only (default: the Redlock's). */
+  readonly wake?: boolean;
+  /** Fair mode for this acquire: the lock goes to the waiter that has waited longest (implies wake). */
+  readonly fair?: boolean;
 }
 
 export interface RedlockSettings extends Partial<Settings> {
@@ -32,6 +36,8 @@ export interface RedlockSettings extends Partial<Settings> {
   readonly fencing?: boolean;
   /** true: waiters are woken by the holder's release instead of polling; false: poll only. */
   readonly wake?: boolean;
+  /** Fair mode for every lock: a free lock goes to the waiter that has waited longest (implies wake). */
+  readonly fair?: boolean;
   /** TLS files for rediss:// nodes (the library reads files, not in-memory PEM). */
   readonly tls?: {
     readonly caFile?: string;
@@ -296,6 +302,8 @@ export class Leadership {
   readonly signal: RedlockAbortSignal;
   readonly isLeader: boolean;
   readonly validityMs: number;
+  /** The leader's new value (at most 1024 bytes), same term, next revision; observers see it. */
+  proclaim(value: string): Promise<void>;
   /** Gives the leadership up at once; the next campaigner is woken. */
   resign(): Promise<void>;
 }

@@ -26,6 +26,14 @@ function describe(v) {
   return Array.isArray(v) ? 'an array' : `a ${typeof v}`;
 }
 
+// A campaign's or a proclaim's value: a string of at most MAX_VALUE bytes, without NUL.
+function checkValue(value, name) {
+  if (typeof value !== 'string') throw invalid(`the value must be a string, not ${describe(value)}`, name);
+  if (value.includes('\0')) throw invalid('the value must not contain a NUL character', name);
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_VALUE) throw invalid(`the value is ${bytes} bytes, over the limit of ${MAX_VALUE}`, name);
+}
+
 function checkMs(what, v, min, max) {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
     throw invalid(`${what} must be an integer number of milliseconds from ${min} to ${max}, not ${describe(v)}`);
@@ -74,6 +82,17 @@ class Leadership {
   }
 
   get validityMs() { return this.isLeader ? Math.max(0, native.electionState(this.election._h)[2]) : 0; }
+
+  // The leader's new value, same term, next revision (redlock_election_proclaim): observers
+  // see it. StateError once this leadership has ended; LockLostError when the nodes say the
+  // election is no longer ours. A value written on too few nodes may be proclaimed again.
+  async proclaim(value) {
+    checkValue(value, this.election.name);
+    if (this._ended) {
+      throw makeError(-15, `the leadership of term ${this.term} has already ended`, this.election.name);
+    }
+    return this.election._proclaim(this, value);
+  }
 
   // Gives the leadership up at once: the next campaigner is woken.
   async resign() {
@@ -216,10 +235,7 @@ class Election {
   // it; none by default), duration (the leadership's TTL, ms; the Election's by default).
   async campaign(value, settings) {
     const s = checkSettings(settings, 'the campaign\'s settings');
-    if (typeof value !== 'string') throw invalid(`the value must be a string, not ${describe(value)}`, this.name);
-    if (value.includes('\0')) throw invalid('the value must not contain a NUL character', this.name);
-    const bytes = Buffer.byteLength(value, 'utf8');
-    if (bytes > MAX_VALUE) throw invalid(`the value is ${bytes} bytes, over the limit of ${MAX_VALUE}`, this.name);
+    checkValue(value, this.name);
     const duration = s.duration === undefined ? this.duration : s.duration;
     checkMs('the duration', duration, 1, MAX_TTL_MS);
     if (s.timeout !== undefined) checkMs('the setting timeout', s.timeout, 1, MAX_WAIT_MS);
@@ -286,6 +302,15 @@ class Election {
     const r = await rl._op((id) => native.electionResign(this._h, id));
     if (r.rc === -15 && rl._closed) throw makeError(-15, r.message, this.name);
     this._end(l);
+    const attempt = r.report && r.report.length ? rl._attempt(r.report) : null;
+    if (r.rc !== 0) throw makeError(r.rc, r.message, this.name, attempt);
+    if (attempt) rl._emitNodeErrors(attempt);
+  }
+
+  async _proclaim(l, value) {
+    const rl = this.redlock;
+    if (this._leadership !== l) throw makeError(-15, `the leadership of term ${l.term} has already ended`, this.name);
+    const r = await rl._op((id) => native.electionProclaim(this._h, id, value));
     const attempt = r.report && r.report.length ? rl._attempt(r.report) : null;
     if (r.rc !== 0) throw makeError(r.rc, r.message, this.name, attempt);
     if (attempt) rl._emitNodeErrors(attempt);

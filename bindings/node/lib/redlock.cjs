@@ -21,6 +21,7 @@ const EVENT_NODE = new Set(['node-error', 'woken', 'listener']);
 const OPT_FENCING = 0x2;
 const OPT_NO_WAKE = 0x4;
 const OPT_WAKE = 0x10;
+const OPT_FAIR = 0x8;
 const WAIT_NONE = 0;
 const WAIT_DEFAULT = -1;
 const WAIT_FOREVER = -2;
@@ -63,6 +64,12 @@ function checkSettings(s) {
   checkInt('retryDelay', s.retryDelay, 0, MAX_TTL_MS);
   checkInt('retryJitter', s.retryJitter, 0, MAX_TTL_MS);
   checkInt('automaticExtensionThreshold', s.automaticExtensionThreshold, 0, MAX_TTL_MS);
+  for (const k of ['wake', 'fair']) {
+    if (s[k] !== undefined && typeof s[k] !== 'boolean') throw invalid(`the setting ${k} must be a boolean, not ${describe(s[k])}`);
+  }
+  if (s.fair === true && s.wake === false) {
+    throw invalid('the settings fair: true and wake: false contradict each other (fair mode wakes the waiters)');
+  }
   if (s.signal !== undefined && s.signal !== null &&
       (typeof s.signal !== 'object' || typeof s.signal.addEventListener !== 'function')) {
     throw invalid(`the setting signal must be an AbortSignal, not ${describe(s.signal)}`);
@@ -89,6 +96,10 @@ function lockOptions(s) {
     waitMs: 0,
   };
   if (s.retryCount > 0) o.retryCount = s.retryCount;
+  // wake and fair, when set (for the Redlock or for this acquire): the lock's own flags
+  if (s.wake !== undefined || s.fair !== undefined) {
+    o.flags = (s.fair ? OPT_FAIR : 0) | (s.wake === true ? OPT_WAKE : 0) | (s.wake === false ? OPT_NO_WAKE : 0);
+  }
   return o;
 }
 
@@ -222,6 +233,7 @@ class Redlock extends EventEmitter {
     if (settings.fencing) flags |= OPT_FENCING;
     if (settings.wake === true) flags |= OPT_WAKE;
     if (settings.wake === false) flags |= OPT_NO_WAKE;
+    if (settings.fair === true) flags |= OPT_FAIR;
     copts.flags = flags;
     const given = [...clients];
     const urls = given.map((c) => urlOfClient(c, copts));

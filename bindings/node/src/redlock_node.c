@@ -971,7 +971,7 @@ static void on_election_lost(redlock_lock *lock, int code, const char *message, 
     }
 }
 
-/* done of a campaign or a resign (acquire thread): the term as the token. */
+/* done of a campaign, a resign or a proclaim (acquire thread): the term as the token. */
 static void on_elected(redlock_election *e, int rc, void *userdata) {
     op_ctx *ctx = userdata;
     item_t *it = item_new(ITEM_DONE, ctx->id, rc, rc ? redlock_election_errmsg(e) : "");
@@ -1079,6 +1079,28 @@ static napi_value election_resign(napi_env env, napi_callback_info info) {
     if (!c)
         return oom(env);
     return e_started(env, b, c, redlock_election_resign_async(b->e, on_elected, c));
+}
+
+/* electionProclaim(e, id, value) -> [rc, msg] */
+static napi_value election_proclaim(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    if (get_args(env, info, 3, argv))
+        return NULL;
+    election_box *b = get_election(env, argv[0]);
+    if (!b)
+        return NULL;
+    char *value = get_str(env, argv[2], "the value");
+    if (!value)
+        return NULL;
+    op_ctx *c = op_new(b->st, b, env, argv[1]);
+    if (!c) {
+        free(value);
+        return oom(env);
+    }
+    /* C copies the value */
+    napi_value r = e_started(env, b, c, redlock_election_proclaim_async(b->e, value, on_elected, c));
+    free(value);
+    return r;
 }
 
 /* electionObserve(e, id, wait) -> [rc, msg]: the first state later than the
@@ -1222,7 +1244,7 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockOpenSemaphore", lock_open_semaphore), FN("lockOpenRw", lock_open_rw),
         FN("lockDowngrade", lock_downgrade),
         FN("electionOpen", election_open), FN("electionCampaign", election_campaign),
-        FN("electionResign", election_resign), FN("electionObserve", election_observe),
+        FN("electionResign", election_resign), FN("electionProclaim", election_proclaim), FN("electionObserve", election_observe),
         FN("electionCancel", election_cancel), FN("electionState", election_state),
     };
     napi_define_properties(env, exports, sizeof d / sizeof d[0], d);

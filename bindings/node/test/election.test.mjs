@@ -103,6 +103,41 @@ test('an observer sees each change in term order, as an async iterator', async (
   assert.deepEqual(seen[seen.length - 1], { present: false, term: lb.term, revision: 0, value: null });
 });
 
+test('proclaim: a new value in the same term, seen by readers and observers', async () => {
+  const name = uniq('proclaim');
+  const e = redlock.election(name);
+  const obs = other.election(name).observe({ current: false });
+  const seen = [];
+  const loop = (async () => {
+    for await (const leader of obs) {
+      seen.push(leader);
+      if (leader.present && leader.revision === 3) break;
+    }
+  })();
+  await sleep(200);
+  const l = await e.campaign('first');
+  await l.proclaim('second');
+  assert.deepEqual(await other.election(name).leader(), { present: true, term: l.term, revision: 2, value: 'second' });
+  await l.proclaim('');   // an empty value is a value
+  assert.deepEqual(await e.leader(), { present: true, term: l.term, revision: 3, value: '' });
+  await loop;
+  const shown = seen.map((x) => `${x.value}@${x.term}.${x.revision}`).join(' ');
+  assert.ok(seen.every((x) => x.present && x.term === l.term), shown);
+  for (let k = 1; k < seen.length; k++) assert.ok(seen[k].revision > seen[k - 1].revision, shown);
+  assert.equal(seen[seen.length - 1].value, '', shown);
+  // bad values, while leading: refused before any I/O, the record unchanged
+  await rejects(l.proclaim(5), InvalidArgumentError, 'REDLOCK_EINVAL', /value must be a string/);
+  await rejects(l.proclaim('a\0b'), InvalidArgumentError, 'REDLOCK_EINVAL', /NUL/);
+  await rejects(l.proclaim('x'.repeat(1025)), InvalidArgumentError, 'REDLOCK_EINVAL', /1025 bytes, over the limit of 1024/);
+  assert.equal((await e.leader()).revision, 3);
+  await l.resign();
+  // after the term: a StateError, nothing written
+  await rejects(l.proclaim('late'), StateError, 'REDLOCK_ESTATE', /already ended/);
+  const after = await e.leader();
+  assert.equal(after.present, false);
+  assert.equal(after.term, l.term);
+});
+
 test('current: false waits for the first change; timeout ends the iteration', async () => {
   const name = uniq('quiet');
   const e = redlock.election(name);

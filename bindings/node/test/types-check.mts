@@ -79,6 +79,7 @@ export async function primitives(ac: AbortController): Promise<bigint> {
   const leadership: Leadership = await election.campaign('me', { signal: ac.signal, timeout: 1000 });
   leadership.signal.addEventListener('abort', () => console.log(leadership.signal.error));
   const term: bigint = leadership.term;
+  await leadership.proclaim('still me');
   if (leadership.isLeader && election.leadership === leadership) await leadership.resign();
   const now: Leader = await election.leader();
   const obs: Observer = election.observe({ signal: ac.signal, current: false, timeout: 5000 });
