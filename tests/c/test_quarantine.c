@@ -54,6 +54,26 @@ static void restart(int i)
     CHECK(ctl(NULL, 0, "restart %d", i) == 0);
 }
 
+/* A lock of c taken and given back under a new name, ttl_ms long. */
+static void cycle(redlock_client *c, const char *base, uint32_t ttl_ms)
+{
+    redlock_lock *l;
+    CHECK_RC(redlock_try_acquire(&l, c, uniq(base), ttl_ms), 0);
+    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
+    redlock_lock_free(l);
+}
+
+/* Node 2 FLUSHALL'd, and found out by c: a round waits for the checks of
+ * the nodes that granted it, so the first round that hears node 2 puts it
+ * out. */
+static void flush_and_find_out(redlock_client *c, uint32_t ttl_ms)
+{
+    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
+    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++)
+        cycle(c, "flushed", ttl_ms);
+    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+}
+
 static void test_new_deployment(void)
 {
     /* every node new (restarted, FLUSHALL'd): no marker anywhere, a majority heard */
@@ -160,16 +180,7 @@ static void test_flushall(void)
 {
     redlock_client *c = client_with(0);
     settle_markers(c);
-    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
-    /* A round waits for the checks of the nodes that granted it: node 2 is
-     * found out by the first round that hears it. */
-    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
-        redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(&l, c, uniq("flushed"), 10000), 0);
-        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-        redlock_lock_free(l);
-    }
-    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    flush_and_find_out(c, 10000);
     char out[300];
     CHECK(ctl(out, sizeof out, "cmd 2 GET %s", QKEY) == 0 && strstr(out, "lost its keys") != NULL);
     redlock_client_free(c);
@@ -393,34 +404,17 @@ static void test_remade_marker_no_jump(void)
 {
     redlock_client *c = client_with(0);
     settle_markers(c);
-    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
-    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
-        redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(&l, c, uniq("gone"), 1000), 0);
-        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-        redlock_lock_free(l);
-    }
-    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    flush_and_find_out(c, 1000);
     /* c's next checks read node 2's marker at the base plus the quarantine */
-    for (int k = 0; k < 3; k++) {
-        redlock_lock *l;
-        CHECK_RC(redlock_try_acquire(&l, c, uniq("seen"), 1000), 0);
-        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-        redlock_lock_free(l);
-    }
+    for (int k = 0; k < 3; k++)
+        cycle(c, "seen", 1000);
     all_nodes("FLUSHALL");
     redlock_client *d = client_with(0);   /* finds no marker anywhere: marks a new deployment */
-    redlock_lock *l;
-    CHECK_RC(redlock_try_acquire(&l, d, uniq("new"), 1000), 0);
-    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-    redlock_lock_free(l);
+    cycle(d, "new", 1000);
     for (int i = 0; i < 3; i++)
         CHECK(EVENTUALLY(exists_on(i, MARKER) == 1, 5000, "the new markers"));
-    for (int k = 0; k < 3; k++) {
-        CHECK_RC(redlock_try_acquire(&l, c, uniq("after"), 1000), 0);
-        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-        redlock_lock_free(l);
-    }
+    for (int k = 0; k < 3; k++)
+        cycle(c, "after", 1000);
     char out[300] = "";
     for (int i = 0; i < 3; i++) {
         CHECK(ctl(out, sizeof out, "cmd %d GET %s", i, QKEY) == 0);
@@ -463,18 +457,9 @@ static void test_quarantine_still_wakes(void)
      * node 2's reply leaves it as unaware as b is here */
     redlock_client *a = client_with(REDLOCK_OPT_WAKE),
                    *b = client_with(REDLOCK_OPT_WAKE | REDLOCK_OPT_NO_QUARANTINE);
-    redlock_lock *l;
     settle_markers(a);
-    CHECK_RC(redlock_try_acquire(&l, a, uniq("long-ttl"), 10000), 0);   /* a quarantine of ~10 s */
-    CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-    redlock_lock_free(l);
-    CHECK(ctl(NULL, 0, "cmd 2 FLUSHALL") == 0);
-    for (int k = 0; k < 50 && exists_on(2, QKEY) == 0; k++) {
-        CHECK_RC(redlock_try_acquire(&l, a, uniq("found"), 1000), 0);
-        CHECK_LOCK_RC(l, redlock_lock_release(l), 0);
-        redlock_lock_free(l);
-    }
-    CHECK(EVENTUALLY(exists_on(2, QKEY) == 1, 5000, "node 2 quarantined"));
+    cycle(a, "long-ttl", 10000);   /* recorded: a quarantine of ~10 s */
+    flush_and_find_out(a, 1000);
     const char *x = uniq("wake-x");
     redlock_lock *held, *waiter;
     CHECK_RC(redlock_try_acquire(&held, a, x, 10000), 0);

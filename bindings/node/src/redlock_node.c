@@ -1040,18 +1040,19 @@ static napi_value e_started(napi_env env, election_box *b, op_ctx *c, int rc) {
     return begun(env, c, rc, rc ? redlock_election_errmsg(b->e) : NULL, "election");
 }
 
-/* electionCampaign(e, id, value, ttl, wait) -> [rc, msg] */
-static napi_value election_campaign(napi_env env, napi_callback_info info) {
+/* electionCampaign(e, id, value, ttl, wait) and electionProclaim(e, id,
+ * value) -> [rc, msg]. C copies the value. */
+static napi_value election_with_value(napi_env env, napi_callback_info info, int campaign) {
     napi_value argv[5];
-    int64_t ttl, wait;
-    if (get_args(env, info, 5, argv))
+    int64_t ttl = 0, wait = 0;
+    if (get_args(env, info, campaign ? 5 : 3, argv))
         return NULL;
     election_box *b = get_election(env, argv[0]);
     if (!b)
         return NULL;
-    if (get_i64(env, argv[3], &ttl) || get_i64(env, argv[4], &wait))
+    if (campaign && (get_i64(env, argv[3], &ttl) || get_i64(env, argv[4], &wait)))
         return throw_type(env, "ttl and wait must be numbers");
-    if (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS)
+    if (campaign && (ttl < 1 || ttl > REDLOCK_MAX_TTL_MS))
         return bad_duration(env);
     char *value = get_str(env, argv[2], "the value");
     if (!value)
@@ -1061,10 +1062,18 @@ static napi_value election_campaign(napi_env env, napi_callback_info info) {
         free(value);
         return oom(env);
     }
-    /* C copies the value */
-    napi_value r = e_started(env, b, c, redlock_election_campaign_async(b->e, value, (uint32_t)ttl, wait, on_elected, c));
+    int rc = campaign ? redlock_election_campaign_async(b->e, value, (uint32_t)ttl, wait, on_elected, c)
+                      : redlock_election_proclaim_async(b->e, value, on_elected, c);
     free(value);
-    return r;
+    return e_started(env, b, c, rc);
+}
+
+static napi_value election_campaign(napi_env env, napi_callback_info info) {
+    return election_with_value(env, info, 1);
+}
+
+static napi_value election_proclaim(napi_env env, napi_callback_info info) {
+    return election_with_value(env, info, 0);
 }
 
 /* electionResign(e, id) -> [rc, msg] */
@@ -1079,28 +1088,6 @@ static napi_value election_resign(napi_env env, napi_callback_info info) {
     if (!c)
         return oom(env);
     return e_started(env, b, c, redlock_election_resign_async(b->e, on_elected, c));
-}
-
-/* electionProclaim(e, id, value) -> [rc, msg] */
-static napi_value election_proclaim(napi_env env, napi_callback_info info) {
-    napi_value argv[3];
-    if (get_args(env, info, 3, argv))
-        return NULL;
-    election_box *b = get_election(env, argv[0]);
-    if (!b)
-        return NULL;
-    char *value = get_str(env, argv[2], "the value");
-    if (!value)
-        return NULL;
-    op_ctx *c = op_new(b->st, b, env, argv[1]);
-    if (!c) {
-        free(value);
-        return oom(env);
-    }
-    /* C copies the value */
-    napi_value r = e_started(env, b, c, redlock_election_proclaim_async(b->e, value, on_elected, c));
-    free(value);
-    return r;
 }
 
 /* electionObserve(e, id, wait) -> [rc, msg]: the first state later than the
