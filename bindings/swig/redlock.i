@@ -389,6 +389,11 @@ struct redlock_election {};
     return redlock_lock_is_held($self) != 0;
   }
 
+  /* Extensions of the current acquisition, automatic ones included. */
+  int64_t rl_extensions() {
+    return (int64_t)redlock_lock_extensions($self);
+  }
+
   const char *rl_resource() {
     return redlock_lock_resource($self);
   }

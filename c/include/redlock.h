@@ -622,6 +622,12 @@ REDLOCK_EXTERN int redlock_lock_node_result(const redlock_lock *lock, size_t i, 
 REDLOCK_EXTERN int64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* 1 if the lock is held by this handle and its validity has not run out. */
 REDLOCK_EXTERN int redlock_lock_is_held(const redlock_lock *lock);
+/* How many times the current (or last) acquisition was extended: 0 after
+ * each acquire, one more for each extension that succeeded, by
+ * redlock_lock_extend or by auto-extension (a write lock's downgrade counts
+ * as one). The count max_extensions bounds. Any thread, as
+ * redlock_lock_validity_ms; 0 for NULL. */
+REDLOCK_EXTERN uint32_t redlock_lock_extensions(const redlock_lock *lock);
 /* Borrowed strings, valid until the lock is freed. */
 REDLOCK_EXTERN const char *redlock_lock_resource(const redlock_lock *lock);
 /* The detail of the last failed call on this lock (which nodes said what),

@@ -61,7 +61,7 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
         atomic_store(&lock->state, LOCK_HELD);
         lock->acquired_us = r->start_us;
         lock->ttl_ms = ttl_ms;
-        lock->n_ext = 0;
+        atomic_store(&lock->n_ext, 0);
         rl_lock_ok(lock);
         rl_emit_out(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, r, out, 0, 1, now - r->start_us);
         rl_emit_acquire_done(lock, 0, call_us);

@@ -159,7 +159,7 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
         atomic_store(&lock->state, LOCK_HELD);
         lock->acquired_us = r.start_us;
         lock->ttl_ms = ttl_ms;
-        lock->n_ext = 0;
+        atomic_store(&lock->n_ext, 0);
         rl_lock_ok(lock);
         rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
         if (member[0] && t.yes + t.unsent < (int)r.n)

@@ -108,8 +108,9 @@ int rl_extend_check(redlock_lock *lock, uint32_t ttl_ms, int64_t now, char *m, s
                (long long)((now - valid_until) / 1000));
         return REDLOCK_EEXPIRED;
     }
-    if (c->opts.max_extensions && lock->n_ext >= c->opts.max_extensions) {
-        rl_fmt(m, msize, "lock '%s' was extended %u times, the limit (max_extensions)", lock->resource, lock->n_ext);
+    uint32_t n_ext = atomic_load(&lock->n_ext);
+    if (c->opts.max_extensions && n_ext >= c->opts.max_extensions) {
+        rl_fmt(m, msize, "lock '%s' was extended %u times, the limit (max_extensions)", lock->resource, n_ext);
         return REDLOCK_ELIMIT;
     }
     if (c->opts.max_hold_ms &&
@@ -146,7 +147,7 @@ int rl_extend_end(redlock_lock *lock, const rl_round *r, uint32_t ttl_ms, int64_
     int code = rl_decide_extend(r->out, r->n, c->quorum, r->decided_us, valid_until);
     if (code == 0) {
         atomic_store(&lock->valid_until_us, r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
-        lock->n_ext++;
+        atomic_fetch_add(&lock->n_ext, 1);
         rl_emit(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, r, automatic, 0, r->decided_us - r->start_us);
         return 0;
     }
@@ -239,6 +240,11 @@ int64_t redlock_lock_validity_ms(const redlock_lock *lock)
     int64_t left = atomic_load(&lock->valid_until_us) - rl_now_us();
     /* Round toward minus infinity so that 0 never hides an expired lock. */
     return left >= 0 ? left / 1000 : -((-left + 999) / 1000);
+}
+
+uint32_t redlock_lock_extensions(const redlock_lock *lock)
+{
+    return lock ? atomic_load(&lock->n_ext) : 0;
 }
 
 int redlock_lock_is_held(const redlock_lock *lock)

@@ -72,7 +72,7 @@ static int conclude(redlock_lock *lock, const rl_round *r, size_t k, uint32_t tt
     int code = rl_decide_extend(out, r->n, c->quorum, decided, valid_until);
     if (code == 0) {
         atomic_store(&lock->valid_until_us, r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms));
-        lock->n_ext++;
+        atomic_fetch_add(&lock->n_ext, 1);
         rl_emit_out(lock, REDLOCK_EVENT_EXTENDED, 0, NULL, r, out, automatic, 0, decided - r->start_us);
         return 0;
     }

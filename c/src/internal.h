@@ -452,7 +452,7 @@ struct redlock_lock {
     uint32_t ttl_ms;          /* of the current acquisition */
     uint32_t attempts;        /* the current acquire call's attempts so far (events only) */
     redlock_lock_options pol; /* retries and drift: the client's unless set */
-    uint32_t n_ext;
+    _Atomic uint32_t n_ext;   /* extensions of the current acquisition (redlock_lock_extensions) */
     int errcode;
     char *errmsg;             /* the last failure's detail: NULL ("") until the first
                                * failure (rl_errbuf), then kept with the handle */

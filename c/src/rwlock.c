@@ -193,7 +193,7 @@ static int downgrade_locked(redlock_lock *lock)
     if (code == 0) {
         lock->kind = &rl_kind_read;
         atomic_store(&lock->valid_until_us, r.start_us + (int64_t)lock->ttl_ms * 1000 - rl_drift_us(lock, lock->ttl_ms));
-        lock->n_ext++;
+        atomic_fetch_add(&lock->n_ext, 1);
         return rl_lock_ok(lock);
     }
     rl_tally t = rl_tally_of(r.out, r.n);

@@ -99,6 +99,7 @@ static void test_keeps_alive(void)
         CHECK(redlock_lock_is_held(l));
     }
     CHECK(atomic_load(&n_auto_ext) - before >= 4);
+    CHECK(redlock_lock_extensions(l) >= 4);   /* the automatic ones, counted on the handle */
     CHECK(atomic_load(&b.fired) == 0);
     CHECK_LOCK_RC(l, redlock_lock_release(l), 0);   /* stops auto-extension too */
     int after = atomic_load(&n_auto_ext);

@@ -158,7 +158,10 @@ static void test_extend(void)
     redlock_lock *l;
     char cmd[160];
     CHECK_RC(redlock_try_acquire(&l, c, res, 1000), 0);
+    CHECK(redlock_lock_extensions(l) == 0);
     CHECK_LOCK_RC(l, redlock_lock_extend(l, 20000), 0);
+    CHECK(redlock_lock_extensions(l) == 1);
+    CHECK(redlock_lock_extensions(NULL) == 0);
     CHECK(redlock_lock_validity_ms(l) > 1000);
     snprintf(cmd, sizeof cmd, "PTTL %s", res);
     CHECK(node_int(granted_node(l), cmd) > 10000);   /* a node that confirmed the extension */
@@ -168,8 +171,10 @@ static void test_extend(void)
 
     /* after expiry: fails, and does not re-create the keys */
     CHECK_RC(redlock_try_acquire(&l, c, res, 150), 0);
+    CHECK(redlock_lock_extensions(l) == 0);   /* counted per acquisition */
     msleep(400);
     CHECK_LOCK_RC(l, redlock_lock_extend(l, 20000), REDLOCK_EEXPIRED);
+    CHECK(redlock_lock_extensions(l) == 0);   /* a failed extension is not one */
     snprintf(cmd, sizeof cmd, "EXISTS %s", res);
     for (size_t i = 0; i < N; i++)
         CHECK(node_int((int)i, cmd) == 0);

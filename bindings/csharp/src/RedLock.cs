@@ -283,7 +283,18 @@ namespace RedLockNet
         }
 
         public RedLockInstanceSummary InstanceSummary { get { return summary; } }
-        public int ExtendCount { get { return 0; } }
+        /// <summary>How many times this acquisition was extended, by the auto-extension or
+        /// by hand (redlock_lock_extensions); 0 once disposed.</summary>
+        public int ExtendCount
+        {
+            get
+            {
+                lock (gate)
+                {
+                    return disposed ? 0 : (int)Math.Min(native.extensions(), int.MaxValue);
+                }
+            }
+        }
         public long FencingToken { get { return fencingToken; } }
         public int ErrorCode { get { return errorCode; } }
         public string ErrorMessage { get { return errorMessage; } }

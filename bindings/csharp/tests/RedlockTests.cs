@@ -537,13 +537,19 @@ static partial class RedlockTests
             using (var l = f.CreateLock(r, TimeSpan.FromMilliseconds(1000)))
             {
                 Check(l.IsAcquired, "acquired");
+                Equal(0, l.ExtendCount, "no extension yet");
                 Thread.Sleep(2600);
                 Check(l.IsAcquired, "still held well past its 1 s expiry");
+                // every ~333 ms for 2.6 s: at least 4, however late the thread ran
+                Check(l.ExtendCount >= 4, "extensions counted: " + l.ExtendCount);
                 using (var other = g.CreateLock(r, TimeSpan.FromSeconds(5)))
                     Equal(RedLockStatus.Conflicted, other.Status, "another owner is refused");
             }
             using (var after = g.CreateLock(r, TimeSpan.FromSeconds(5)))
+            {
                 Check(after.IsAcquired, "free after Dispose");
+                Equal(0, after.ExtendCount, "counted per acquisition");
+            }
         }
     }
 

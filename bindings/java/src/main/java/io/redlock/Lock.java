@@ -267,6 +267,14 @@ public final class Lock extends LockNative implements AutoCloseable {
     return isHeldNative();
   }
 
+  /**
+   * How many times the current (or last) acquisition was extended, by {@link #extend} or by the
+   * auto-extension: 0 after each acquire.
+   */
+  public synchronized long extensions() {
+    return extensionsNative();
+  }
+
   /** The resource name this lock is for. */
   public synchronized String resource() {
     return resourceNative();

@@ -250,9 +250,11 @@ public final class RedlockTest {
       String value = (String) get(0, "basic");
       check(value != null && !value.isEmpty(), "random value stored");
 
+      checkEq(0L, lock.extensions(), "no extension yet");
       lock.extend(30_000);
       v = lock.validityMs();
       check(v > 29_000 && v <= 30_000, "validity after extend: " + v);
+      checkEq(1L, lock.extensions(), "one extension");
 
       lock.release();
       check(!lock.isHeld(), "not held after release");
