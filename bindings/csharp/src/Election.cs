@@ -7,6 +7,7 @@
 // OperationCanceledException.
 using System;
 using System.Threading;
+using System.Threading.Tasks;
 
 namespace RedLockNet
 {
@@ -85,6 +86,53 @@ namespace RedLockNet
             long waitMs = RedLock.WaitMs(wait, WaitForever);
             Call(cancellationToken, () => { native.campaign(value, ttl, waitMs); return 0; });
             return Term;
+        }
+
+        /// <summary>Campaign without a thread that waits: the C library's acquire thread waits
+        /// (redlock_election_campaign_async), and the task completes with the term once this
+        /// process leads. The same outcomes as Campaign's, as the task's: RedLockException when
+        /// not leading, OperationCanceledException when cancellationToken fires (within a round),
+        /// ObjectDisposedException when disposed meanwhile. One campaign at a time.</summary>
+        public Task<long> CampaignAsync(string value, TimeSpan expiry, TimeSpan? wait = null,
+                                        CancellationToken cancellationToken = default(CancellationToken))
+        {
+            uint ttl = RedLock.TtlMs(expiry);
+            long waitMs = RedLock.WaitMs(wait, WaitForever);
+            Enter(true);
+            CancellationToken ct = cancellationToken;
+            var result = new TaskCompletionSource<long>(TaskCreationOptions.RunContinuationsAsynchronously);
+            var reg = new CancellationTokenRegistration[1];
+            Action<int> done = rc =>
+            {
+                reg[0].Dispose();
+                try
+                {
+                    if (rc == 0)
+                        result.TrySetResult(native.term());
+                    else if (rc == RedLockErrorCodes.ECANCELED && Closing)
+                        result.TrySetException(new ObjectDisposedException("RedLockElection", "disposed while waiting"));
+                    else if (rc == RedLockErrorCodes.ECANCELED && ct.IsCancellationRequested)
+                        result.TrySetCanceled(ct);
+                    else
+                        result.TrySetException(RedLockException.FromNative(rc, native.errmsg()));
+                }
+                finally
+                {
+                    if (ct.IsCancellationRequested && !Closing)
+                        native.cancelReset();   // sticky in C: cleared for the next call
+                    Leave();
+                }
+            };
+            long token = Native.NativeCallbacks.AddPending(done);
+            if (ct.CanBeCanceled)
+                reg[0] = ct.Register(() => native.cancel());   // a cancel before the start still counts
+            int started = native.campaignAsync(value, ttl, waitMs, token);
+            if (started != 0)
+            {
+                Native.NativeCallbacks.RemovePending(token);
+                done(started);
+            }
+            return result.Task;   // completed on the binding's event thread; continuations run elsewhere
         }
 
         /// <summary>The leader changes its value (same term, next revision).</summary>

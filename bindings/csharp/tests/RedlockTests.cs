@@ -39,7 +39,7 @@ static partial class RedlockTests
             { "rwlock", new Action[] { ReadersShareWritersExclude, WriterWaitsForReaders } },
             { "semaphore", new Action[] { SemaphoreBoundsHolders, SemaphorePermits, SemaphoreAsyncCancel,
                                           SemaphoreDisposeFreesSlot, SemaphoreBadInput } },
-            { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled } },
+            { "election", new Action[] { CampaignProclaimResign, ObserveAndDispose, CampaignCancelled, CampaignAsync } },
             { "autoextend", new Action[] { AutoExtendKeepsLock, Fencing } },
             { "lost", new Action[] { LostAfterFlushAll } },
             { "errors", new Action[] { BadResource, BadExpiry, MalformedUrl, UnreachableNodes, DisposedTwice } },
@@ -435,6 +435,46 @@ static partial class RedlockTests
             b.Dispose();
             var l = a.Leader();
             Check(!l.Present, "Dispose resigned b's leadership: " + l);
+        }
+    }
+
+    // CampaignAsync: no thread waits; the task completes with the term on the resign of the
+    // leader, is cancelled by its token, ends with ObjectDisposedException on Dispose, and a
+    // bad value fails the task with RedLockArgumentException.
+    static void CampaignAsync()
+    {
+        using (var f = Factory())
+        using (var a = f.CreateElection(Resource("campasync")))
+        using (var b = f.CreateElection(a.Name))
+        using (var c = f.CreateElection(a.Name))
+        {
+            long ta = a.CampaignAsync("a", TimeSpan.FromSeconds(10)).Result;
+            Check(ta > 0 && a.IsLeader, "a leads, term " + ta);
+            Task<long> tb = b.CampaignAsync("b", TimeSpan.FromSeconds(10), TimeSpan.FromSeconds(20));
+            Thread.Sleep(300);
+            Check(!tb.IsCompleted, "b waits while a leads");
+            a.Resign();
+            Check(tb.Wait(10000), "b leads after a resigned");
+            Check(tb.Result > ta && b.IsLeader, "b's term " + tb.Result + " after " + ta);
+            Equal("b", b.Leader().Value, "b's value on record");
+
+            using (var cts = new CancellationTokenSource())
+            {
+                Task<long> tc = c.CampaignAsync("c", TimeSpan.FromSeconds(10), null, cts.Token);
+                Thread.Sleep(200);
+                var sw = Stopwatch.StartNew();
+                cts.Cancel();
+                Throws<OperationCanceledException>(() => tc.Wait(10000), "a cancelled async campaign");
+                Check(sw.ElapsedMilliseconds < 1000, "cancelled after " + sw.ElapsedMilliseconds + " ms");
+                Check(tc.IsCanceled, "the task is cancelled");
+            }
+            Task<long> td = c.CampaignAsync("c", TimeSpan.FromSeconds(10));
+            Thread.Sleep(200);
+            c.Dispose();
+            Throws<ObjectDisposedException>(() => td.Wait(10000), "disposed while campaigning");
+            Throws<RedLockArgumentException>(() => a.CampaignAsync(new string('x', 1025), TimeSpan.FromSeconds(10)).Wait(10000),
+                                             "a value over 1024 bytes");
+            b.Resign();
         }
     }
 

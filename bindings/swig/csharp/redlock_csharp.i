@@ -191,6 +191,11 @@ static void rl_cs_on_lost(redlock_lock *lock, int code, const char *message, voi
 static void rl_cs_on_free(void *userdata) {
     rl_cs_push(RL_CS_FREE, (long long)(intptr_t)userdata, 0, NULL);
 }
+
+static void rl_cs_on_elected(redlock_election *e, int rc, void *userdata) {
+    (void)e;
+    rl_cs_push(RL_CS_DONE, (long long)(intptr_t)userdata, rc, NULL);
+}
 %}
 
 %extend redlock_lock {
@@ -212,6 +217,19 @@ static void rl_cs_on_free(void *userdata) {
   /* The detail of the last failure ("" if none). */
   const char *rl_errmsg() {
     return redlock_lock_errmsg($self);
+  }
+}
+
+%extend redlock_election {
+  /* redlock_election_campaign_async, completed as rl_acquireAsync is: 0
+   * when under way, or the code it returned at once. */
+  int rl_campaignAsync(const char *value, uint32_t ttlMs, int64_t waitMs, long long token) {
+    return redlock_election_campaign_async($self, value, ttlMs, waitMs, rl_cs_on_elected, (void *)(intptr_t)token);
+  }
+
+  /* The detail of the last failure ("" if none). */
+  const char *rl_errmsg() {
+    return redlock_election_errmsg($self);
   }
 }
 
