@@ -99,8 +99,8 @@ namespace RedLockNet
         bool IsAcquired { get; }
         RedLockStatus Status { get; }
         RedLockInstanceSummary InstanceSummary { get; }
-        /// <summary>Always 0: the C library extends in the background and does not count
-        /// its extensions for the caller.</summary>
+        /// <summary>How many times this acquisition was extended, the auto-extension's
+        /// extensions included (the C library's redlock_lock_extensions).</summary>
         int ExtendCount { get; }
 
         /// <summary>The fencing token of this acquisition (RedLockFactoryOptions.Fencing), else 0.</summary>
