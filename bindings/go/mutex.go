@@ -238,6 +238,11 @@ func (m *Mutex) Until() time.Time {
 // docs/fencing.md). It never waits for a call in progress.
 func (m *Mutex) Token() uint64 { return m.h.token() }
 
+// Extensions is how many times the current (or last) acquisition was
+// extended, by Extend or by the client's auto-extension: 0 after each Lock.
+// It never waits for a call in progress.
+func (m *Mutex) Extensions() uint32 { return m.h.extensions() }
+
 // Extend pushes the expiry of the held lock out to the mutex's expiry from
 // now, on a majority of nodes and within the current validity. It returns
 // true on success; on failure false and an *Error (ErrExpired, ErrLost,
@@ -393,6 +398,12 @@ func (h *handle) read(f func(p *C.redlock_lock)) {
 func (h *handle) validityMs() (ms int64) {
 	h.read(func(p *C.redlock_lock) { ms = int64(C.redlock_lock_validity_ms(p)) })
 	return ms
+}
+
+// extensions is C's count of the handle's lock's extensions, or 0.
+func (h *handle) extensions() (n uint32) {
+	h.read(func(p *C.redlock_lock) { n = uint32(C.redlock_lock_extensions(p)) })
+	return n
 }
 
 // token is C's fencing token of the handle's lock, or 0.

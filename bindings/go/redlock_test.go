@@ -378,6 +378,9 @@ func TestMaxHold(t *testing.T) {
 	if err := m.Lock(); err != nil {
 		t.Fatal(err)
 	}
+	if n := m.Extensions(); n != 0 {
+		t.Fatalf("Extensions after Lock = %d, want 0", n)
+	}
 	if ok, err := m.Extend(); !ok { // 1s from now is within 1.5s of the start
 		t.Fatal(err)
 	}
@@ -387,6 +390,9 @@ func TestMaxHold(t *testing.T) {
 		t.Fatal("Extend went past WithMaxHold")
 	}
 	mustIs(t, err, redlock.ErrLimit)
+	if n := m.Extensions(); n != 1 {
+		t.Fatalf("Extensions after one Extend and one refused = %d, want 1", n)
+	}
 	m.Unlock()
 }
 

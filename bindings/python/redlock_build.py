@@ -240,6 +240,7 @@ int redlock_lock_node_result(const redlock_lock *lock, size_t i, int *code_out,
                              int64_t *rtt_us_out, char *msgbuf, size_t msgbuf_size);
 
 int64_t redlock_lock_validity_ms(const redlock_lock *lock);
+uint32_t redlock_lock_extensions(const redlock_lock *lock);
 int redlock_lock_is_held(const redlock_lock *lock);
 const char *redlock_lock_resource(const redlock_lock *lock);
 const char *redlock_lock_errmsg(const redlock_lock *lock);

@@ -94,11 +94,15 @@ def test_ttl_accepts_ints_floats_and_timedeltas(client, name):
 def test_extend_moves_the_validity(client, cluster5, name):
     with client.lock(name, ttl=1.0) as lock:
         assert lock.validity <= 1.0
+        assert lock.extensions == 0
         lock.extend(30.0)
         assert 25.0 < lock.validity <= 30.0
         assert 25000 < cluster5.cmd(0, "PTTL", name) <= 30000
         lock.extend()  # the TTL it was made with
         assert lock.validity <= 1.0
+        assert lock.extensions == 2
+    with client.lock(name, ttl=1.0) as lock:
+        assert lock.extensions == 0   # counted per acquisition
 
 
 def test_extension_limit(make_client, cluster5, name):
@@ -108,6 +112,7 @@ def test_extension_limit(make_client, cluster5, name):
         with pytest.raises(ExtensionLimit) as info:
             lock.extend(5.0)
         assert "max_extensions" in str(info.value)
+        assert lock.extensions == 1   # the count max_extensions bounds
 
 
 def test_reentering_a_held_lock_raises_instead_of_deadlocking(client, name):

@@ -626,6 +626,19 @@ class Lock:
         return ms / 1000.0 if ms > 0 else 0.0
 
     @property
+    def extensions(self) -> int:
+        """How many times the current (or last) acquisition was extended, by extend() or by
+        auto-extension (redlock_lock_extensions); 0 after each acquire, and in a forked child
+        for its parent's lock."""
+        if self._foreign:
+            return 0
+        self._enter()
+        try:
+            return int(lib.redlock_lock_extensions(self._ptr))
+        finally:
+            self._busy.release()
+
+    @property
     def held(self) -> bool:
         """True while this Lock holds the lock and its validity has not run
         out; False in a forked child for its parent's lock."""
