@@ -25,5 +25,6 @@ int main(void)
     printf("rl_script_rw_give_up %s\n", rl_sha_rw_give_up);
     printf("rl_script_multi_acquire %s\n", rl_sha_multi_acquire);
     printf("rl_script_multi_release %s\n", rl_sha_multi_release);
+    printf("rl_script_elect %s\n", rl_sha_elect);
     return 0;
 }
