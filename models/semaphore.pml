@@ -18,7 +18,13 @@
  * either way, where the library draws at random). A holder releases
  * (rl_script_sem_release: delete the slot where it still holds the value).
  * Time, fast node clocks, lost and delayed requests, lost replies and a
- * paused node are as in mutex.pml.
+ * paused node are as in mutex.pml. The start states are taken up to the
+ * renaming of nodes, clients and (L = 2) slots (init).
+ *
+ * Scope (models/check, docs/testing.md "Models"): C = 3, L = 2 without
+ * faults; C = 2, L = 1 (one slot: the rules' mutex) with 2 delayed
+ * requests, 1 lost request or reply, or 1 node pause. C = 3, L = 2 with a
+ * fault did not finish within 4 minutes (over 30 million states).
  *
  * Property (assertion): at most L clients hold a permit inside their
  * validity at once.
@@ -26,7 +32,9 @@
  * The assumption removed, an expected counterexample (models/check):
  *   -DCOUNTER  each node counts its holders (an INCR up to L, a sorted set
  *              of holders in redis-semaphore's RedlockSemaphore) instead of
- *              keeping slots: three clients hold a semaphore of L = 2. */
+ *              keeping slots: three clients hold a semaphore of L = 2
+ *              (C = 3 and 2 delayed requests; the short form without time
+ *              and with one round, -DTMAX=0 -DSROUNDS=1). */
 
 #define N 3
 #ifndef C
@@ -128,9 +136,12 @@ inline exec(k, op, v, id, slot) {
        fi
 #endif
     fi;
+    printf("MSC: node %d: %e from client %d (value %d): %d\n", x_i, op, x_c, v, x_yes);
+    /* A reply counts if it answers the client's current round; no client
+     * reads a release's reply, so none is recorded (nor lost). */
     if
-    :: id == opn[x_c] -> rep[k] = x_yes; fmask[k] = x_m
-    :: id == opn[x_c] && losses < LOSSES -> losses++    /* the reply is lost */
+    :: op == ACQ && id == opn[x_c] -> rep[k] = x_yes; fmask[k] = x_m
+    :: op == ACQ && id == opn[x_c] && losses < LOSSES -> losses++    /* the reply is lost */
     :: else
     fi;
     x_i = 0; x_c = 0; x_yes = 0; x_m = 0
@@ -204,7 +215,8 @@ inline send(c, op, v, slot, mask) {
            if
            :: NOW(c * N + i) -> exec(c * N + i, op, v, opn[c], slot)
            :: !NOW(c * N + i) -> q[c * N + i] ! op, v, opn[c], slot
-           :: NOW(c * N + i) && delays < DELAYS -> delays++; q[c * N + i] ! op, v, opn[c], slot
+           :: NOW(c * N + i) && delays < DELAYS -> delays++; q[c * N + i] ! op, v, opn[c], slot;
+              printf("MSC: client %d's %e to node %d delayed\n", c, op, i)
            :: losses < LOSSES -> losses++
            fi
         :: else
@@ -219,10 +231,9 @@ inline send(c, op, v, slot, mask) {
 #define FREE(c, i, s) ((rep[(c) * N + (i)] == 1 && slot == (s)) || (rep[(c) * N + (i)] == 2 && ((fmask[(c) * N + (i)] >> (s)) & 1)))
 #define CNT(c, s) (FREE(c, 0, s) + FREE(c, 1, s) + FREE(c, 2, s))
 
-proctype Client(byte c) {
-    byte r, i, yes, refused, t0, v, slot, pick, best;
+proctype Client(byte c; byte slot) {    /* slot: the proposal */
+    byte r, i, yes, refused, t0, v, pick, best;
     byte x_i, x_c, x_yes, x_m, x_n, x_d;
-    select (slot : 0 .. L - 1);    /* the proposal */
     for (r : 0 .. SROUNDS - 1) {
         v = c * SROUNDS + r + 1;
         atomic { t0 = now; send(c, ACQ, v, slot, 0) };
@@ -235,7 +246,12 @@ proctype Client(byte c) {
             refused = (rep[c * N] == 2) | ((rep[c * N + 1] == 2) << 1) | ((rep[c * N + 2] == 2) << 2);
             if
             :: yes >= Q && t0 + TTL - DRIFT > now ->
-               held[c] = 1; vuntil[c] = t0 + TTL - DRIFT; sem_check(); goto hold
+               held[c] = 1; vuntil[c] = t0 + TTL - DRIFT;
+               printf("MSC: client %d holds at tick %d until %d\n", c, now, vuntil[c]);
+               sem_check();
+               for (i : 0 .. N - 1) { rep[c * N + i] = 0; fmask[c * N + i] = 0 }
+               i = 0; yes = 0; refused = 0; t0 = 0;
+               goto hold
             :: else
             fi;
             /* choose: a slot free on a quorum, one with the most such nodes */
@@ -255,9 +271,12 @@ proctype Client(byte c) {
             :: else
             fi;
             send(c, RELEASE, v, slot, refused);     /* the clean-up of the round lost */
+            /* what the next round no longer needs is forgotten (fewer states) */
+            for (i : 0 .. N - 1) { rep[c * N + i] = 0; fmask[c * N + i] = 0 }
+            i = 0; yes = 0; refused = 0; t0 = 0;
             if
-            :: best < Q -> goto done
-            :: else -> slot = pick
+            :: best < Q -> best = 0; pick = 0; goto done
+            :: else -> slot = pick; best = 0; pick = 0
             fi
         }
     }
@@ -266,14 +285,27 @@ hold:
     /* the permit is used for a while (time passes), then released */
     atomic { held[c] = 0; vuntil[c] = 0; send(c, RELEASE, v, slot, 0) };
 done:
-    running--
+    atomic { running--; r = 0; v = 0; slot = 0 }
 }
 
+/* The model is symmetric in its nodes (each client asks all of them at
+ * once; delays, losses and pauses may strike any), in its clients (they
+ * differ only in their values) and, at L = 2, in its slots (a proposal is
+ * free, choose breaks ties either way). So the start states are taken up to
+ * renaming (fewer states, the same behaviours up to renaming): the first k
+ * nodes run fast, any k; at L = 2 every client but the last proposes slot
+ * 0 and the last either slot (all proposals alike, or one apart). */
 init {
-    byte k;
+    byte k, x_k;
     atomic {
-        for (k : 0 .. N - 1) { if :: fast[k] = 0 :: fast[k] = DRIFT fi }
-        for (k : 0 .. C - 1) { run Client(k) }
-        k = 0
+        select (k : 0 .. N);
+        for (x_k : 0 .. N - 1) { if :: x_k < k -> fast[x_k] = DRIFT :: else -> fast[x_k] = 0 fi }
+#if L == 2
+        for (x_k : 0 .. C - 2) { run Client(x_k, 0) }
+        if :: run Client(C - 1, 0) :: run Client(C - 1, 1) fi;
+#else
+        for (x_k : 0 .. C - 1) { select (k : 0 .. L - 1); run Client(x_k, k) }
+#endif
+        k = 0; x_k = 0
     }
 }
