@@ -14,6 +14,7 @@ int main(void)
     printf("rl_script_release %s\n", rl_sha_release);
     printf("rl_script_extend %s\n", rl_sha_extend);
     printf("rl_script_fence_commit %s\n", rl_sha_fence_commit);
+    printf("rl_script_leave %s\n", rl_sha_leave);
     printf("rl_script_sem_acquire %s\n", rl_sha_sem_acquire);
     printf("rl_script_sem_extend %s\n", rl_sha_sem_extend);
     printf("rl_script_sem_release %s\n", rl_sha_sem_release);
