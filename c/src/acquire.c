@@ -278,12 +278,17 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_wait
                      *calm > 0, renew, registered, h);
     if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
         rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
-    /* A plain refusal says nothing of the holder: one that came in just
-     * now with a TTL like ours, whose release wakes the queue, is the
-     * likely case; the script's next attempt learns the truth by then. */
+    /* A plain refusal says nothing of the holder. It may be one that came
+     * in just now, whose release will wake us; but a refusal can also come
+     * from a node the release that woke us has not reached yet, and a
+     * holder that came straight back may lose its round and clean up
+     * without waking anyone, leaving the lock free while this release is
+     * spent (models/wake.pml, wake-only-spent). So ask again soon, with
+     * the script, which tells the holder's real TTL and whether its
+     * release wakes us: a few ms, not the TTL. */
     if (s->woken_plain && rc == REDLOCK_ENOTACQUIRED && h->yes == 0 && h->trouble == 0) {
         h->marked = h->no;
-        h->hint_ms = ttl_ms;
+        h->hint_ms = 1;
     }
     if (s->join && rc == REDLOCK_ENOTACQUIRED)
         lock->contended = 1;
