@@ -67,9 +67,6 @@ function checkSettings(s) {
   for (const k of ['wake', 'fair']) {
     if (s[k] !== undefined && typeof s[k] !== 'boolean') throw invalid(`the setting ${k} must be a boolean, not ${describe(s[k])}`);
   }
-  if (s.fair === true && s.wake === false) {
-    throw invalid('the settings fair: true and wake: false contradict each other (fair mode wakes the waiters)');
-  }
   if (s.signal !== undefined && s.signal !== null &&
       (typeof s.signal !== 'object' || typeof s.signal.addEventListener !== 'function')) {
     throw invalid(`the setting signal must be an AbortSignal, not ${describe(s.signal)}`);
@@ -96,10 +93,9 @@ function lockOptions(s) {
     waitMs: 0,
   };
   if (s.retryCount > 0) o.retryCount = s.retryCount;
-  // wake and fair, when set (for the Redlock or for this acquire): the lock's own flags
-  if (s.wake !== undefined || s.fair !== undefined) {
-    o.flags = (s.fair ? OPT_FAIR : 0) | (s.wake === true ? OPT_WAKE : 0) | (s.wake === false ? OPT_NO_WAKE : 0);
-  }
+  // wake and fair, when set (for the Redlock or for this acquire): the lock's own, by C's rule
+  if (s.wake !== undefined) o.wake = s.wake ? 1 : 0;
+  if (s.fair !== undefined) o.fair = s.fair ? 1 : 0;
   return o;
 }
 

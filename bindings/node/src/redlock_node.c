@@ -735,7 +735,9 @@ static napi_value lock_open_rw(napi_env env, napi_callback_info info) {
     return rc ? pair(env, rc, make_str(env, err)) : lock_handle(env, st, lock);
 }
 
-/* lockSetOptions(lock, {retryCount, retryDelayMs, retryJitterMs, waitMs, driftFactor, flags}) -> [rc, msg] */
+/* lockSetOptions(lock, {retryCount, retryDelayMs, retryJitterMs, waitMs, driftFactor, wake, fair})
+ * -> [rc, msg]. wake and fair (0 or 1) change only those bits of the lock's
+ * flags, by C's rule (redlock_flags_set_wake: fair mode implies wake-up). */
 static napi_value lock_set_options(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     if (get_args(env, info, 2, argv))
@@ -744,6 +746,7 @@ static napi_value lock_set_options(napi_env env, napi_callback_info info) {
     if (!b)
         return NULL;
     redlock_lock_options o;
+    uint32_t wake = UINT32_MAX, fair = UINT32_MAX;   /* not given */
     redlock_lock_options_init(&o);
     if (redlock_lock_get_options(b->lock, &o) != 0)
         return pair(env, REDLOCK_EINVAL, make_str(env, "cannot read the lock's options"));
@@ -752,8 +755,12 @@ static napi_value lock_set_options(napi_env env, napi_callback_info info) {
         opt_u32(env, argv[1], "retryJitterMs", &o.retry_jitter_ms) ||
         opt_u32(env, argv[1], "waitMs", &o.wait_ms) ||
         opt_double(env, argv[1], "driftFactor", &o.drift_factor) ||
-        opt_u32(env, argv[1], "flags", &o.flags))
+        opt_u32(env, argv[1], "wake", &wake) || opt_u32(env, argv[1], "fair", &fair))
         return NULL;
+    if (fair != UINT32_MAX)
+        o.flags = fair ? (o.flags | REDLOCK_OPT_FAIR) : (o.flags & ~REDLOCK_OPT_FAIR);
+    if (wake != UINT32_MAX)
+        o.flags = redlock_flags_set_wake(o.flags, wake != 0);
     int rc = redlock_lock_set_options(b->lock, &o);
     return pair(env, rc, make_str(env, rc ? redlock_lock_errmsg(b->lock) : ""));
 }
