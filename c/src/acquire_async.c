@@ -5,7 +5,8 @@
  * calls under way in a queue (its state: async.c) and runs their steps
  * (acquire.c's rl_acq_*), each under its lock's mutex: an attempt when one
  * is due, a nap's end when its time comes or its lock's eventfd (a
- * wake-up, a listener change, a cancel) is written. Waiting costs a queue
+ * wake-up, a listener change, a cancel) is written, watched from its first
+ * nap on. Waiting costs a queue
  * entry, not a thread. The thread calls each acquire's done callback, and
  * stops with the client. */
 #include <signal.h>
@@ -46,9 +47,8 @@ static int acquire_step(rl_acq *a)
 static int finish(rl_async *A, rl_acq *a)
 {
     redlock_lock *lock = a->lock;
-    int fd = atomic_load(&lock->wake_fd);
-    if (fd >= 0)
-        epoll_ctl(A->epfd, EPOLL_CTL_DEL, fd, NULL);
+    if (a->watch > 0)
+        epoll_ctl(A->epfd, EPOLL_CTL_DEL, atomic_load(&lock->wake_fd), NULL);
     pthread_mutex_lock(&A->mu);
     lock->async_acq = NULL;          /* the callback may start another */
     A->calling = lock;
@@ -63,6 +63,24 @@ static int finish(rl_async *A, rl_acq *a)
     if (orphan)
         rl_async_free(A);
     return orphan;
+}
+
+/* A call that naps for the first time: its lock's eventfd (made now if
+ * need be) is watched from here on, so that a cancel or a wake-up ends the
+ * nap. Calls that never nap (a release, an extension, an acquire granted at
+ * its first attempt) cost no eventfd and no epoll_ctl. Without one (the fd
+ * limit, epoll's watch limit) the call's flags are looked at every
+ * BLIND_US instead, as a blocking nap does without its eventfd. */
+#define BLIND_US 10000
+
+static void watch(rl_async *A, rl_acq *a)
+{
+    int fd = rl_lock_wake_fd(a->lock);
+    struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
+    a->watch = fd >= 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) == 0 ? 1 : -1;
+    /* A cancel that came before the eventfd was made set only its flag. */
+    if (atomic_load(&a->lock->cancel))
+        a->poked = 1;
 }
 
 /* Until stopped: the queue's due and woken acquires take a step each, in
@@ -83,14 +101,17 @@ static void *async_main(void *arg)
         rl_acq *ready = NULL, **tail = &ready;
         for (rl_acq **p = &A->head; *p;) {
             rl_acq *a = *p;
-            if (a->gone || a->poked || a->nap_until_us <= now) {
+            int64_t due = a->nap_until_us;
+            if (a->watch < 0 && a->blind_at_us < due)
+                due = a->blind_at_us;
+            if (a->gone || a->poked || due <= now) {
                 *p = a->next;
                 a->next = NULL;
                 *tail = a;
                 tail = &a->next;
             } else {
-                if (a->nap_until_us < next)
-                    next = a->nap_until_us;
+                if (due < next)
+                    next = due;
                 p = &a->next;
             }
         }
@@ -102,6 +123,10 @@ static void *async_main(void *arg)
             if (a->gone) {
                 free(a);            /* its lock was freed from this thread */
             } else if (a->step(a)) {
+                if (!a->watch)
+                    watch(A, a);
+                if (a->watch < 0)
+                    a->blind_at_us = rl_now_us() + BLIND_US;
                 pthread_mutex_lock(&A->mu);
                 a->next = A->head;
                 A->head = a;
@@ -152,7 +177,7 @@ static int start_thread(rl_async *A)
     if (rc != 0)
         goto fail;
     A->started = 1;
-    atomic_store(&A->pid, getpid());
+    atomic_store(&A->pid, rl_pid());
     return 0;
 fail:
     if (A->epfd >= 0)
@@ -170,23 +195,12 @@ int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why)
         *why = "the client's acquire thread runs in the parent process: make a new client after fork";
         return REDLOCK_ENOTSUP;
     }
-    int fd = rl_lock_wake_fd(lock);
     pthread_mutex_lock(&A->mu);
     int rc = start_thread(A);
     *why = "cannot start the client's acquire thread";
-    if (rc == 0 && fd < 0) {
-        rc = REDLOCK_ENOMEM;
-        *why = "cannot make the lock's eventfd (file descriptor limit?)";
-    }
-    /* Watched once a is whole: the thread may read it from the moment it
-     * is (the eventfd may be readable already: a wake-up nobody read). */
     a->lock = lock;
-    a->nap_until_us = 0;            /* its first step is due at once */
-    struct epoll_event e = { .events = EPOLLIN, .data.ptr = a };
-    if (rc == 0 && epoll_ctl(A->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
-        rc = REDLOCK_ENOMEM;
-        *why = "cannot watch the lock's eventfd";
-    }
+    a->nap_until_us = 0;            /* its first step is due at once; its eventfd
+                                     * is watched once it naps (watch) */
     if (rc == 0) {
         lock->async_acq = a;
         atomic_store_explicit(&lock->async_used, 1, memory_order_release);

@@ -45,7 +45,7 @@ void rl_async_kick(rl_async *A)
 static int forked(rl_async *A)
 {
     pid_t pid = atomic_load(&A->pid);
-    return pid != 0 && pid != getpid();
+    return pid != 0 && pid != rl_pid();
 }
 
 void rl_async_destroy(rl_async *A)
@@ -112,9 +112,8 @@ void rl_async_forget(redlock_lock *lock)
         /* From a callback on the acquire thread (another lock's done, or
          * the on_event hook): the thread is not stepping this acquire, so
          * it is dropped without its callback. */
-        int fd = atomic_load(&lock->wake_fd);
-        if (fd >= 0)
-            epoll_ctl(A->epfd, EPOLL_CTL_DEL, fd, NULL);
+        if (a->watch > 0)
+            epoll_ctl(A->epfd, EPOLL_CTL_DEL, atomic_load(&lock->wake_fd), NULL);
         if (a->begun && a->s.join)
             rl_wake_leave(lock->client, &a->s.w);   /* off the listeners' list; its
                                                      * registration's lease runs out */

@@ -29,6 +29,7 @@
 
 /* ---- util.c ---- */
 int64_t rl_now_us(void);                          /* CLOCK_MONOTONIC */
+pid_t rl_pid(void);                                /* rl_pid(), without a system call (util.c) */
 int rl_random_bytes(void *buf, size_t len);       /* getrandom(2); 0 or -1 */
 int rl_random_hex(char *out, size_t nbytes);      /* out gets 2*nbytes hex + NUL */
 uint32_t rl_random_below(uint32_t bound);         /* uniform in [0, bound) */
@@ -876,6 +877,9 @@ typedef struct rl_acq {
     redlock_acquired_fn done;
     void *userdata;
     int poked;                 /* the lock's eventfd was written during the nap */
+    int watch;                 /* its eventfd: 0 not watched yet (no nap so far), 1 watched,
+                                * -1 none (fd or watch limit): flags read every 10 ms */
+    int64_t blind_at_us;       /* watch -1: when the flags are read next */
     int gone;                  /* its lock was freed from the acquire thread (async mutex) */
     struct rl_acq *next;
 } rl_acq;
@@ -894,7 +898,7 @@ int rl_acq_end(rl_acq *a);
 /* The lock's eventfd (cancels and wake-ups write it), made on first need; -1 if none can be. */
 int rl_lock_wake_fd(redlock_lock *lock);
 /* acquire_async.c: queues a (step and report set) on lock's client's
- * thread, started if need be, with lock's eventfd watched for it. 0, or a
+ * thread, started if need be; lock's eventfd is watched from a's first nap. 0, or a
  * code with why (a is not queued). */
 int rl_async_start(redlock_lock *lock, rl_acq *a, const char **why);
 

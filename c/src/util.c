@@ -2,11 +2,14 @@
 /* util.c: clocks, kernel randomness, script digests, error strings and the
  * small formatting helpers the rest of the library uses. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -17,6 +20,30 @@ int64_t rl_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* getpid() is a system call each time (glibc caches nothing), and the
+ * library asks on every call whether it runs in a forked child. The answer
+ * is kept here and renewed in the child of every fork() (pthread_atfork's
+ * child handler runs there before fork returns, with one thread). */
+static atomic_int pid_now;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_renew(void)
+{
+    atomic_store(&pid_now, (int)getpid());
+}
+
+static void pid_init(void)
+{
+    pid_renew();
+    pthread_atfork(NULL, NULL, pid_renew);
+}
+
+pid_t rl_pid(void)
+{
+    pthread_once(&pid_once, pid_init);
+    return (pid_t)atomic_load_explicit(&pid_now, memory_order_relaxed);
 }
 
 int rl_random_bytes(void *buf, size_t len)

@@ -43,7 +43,7 @@ void rl_watch_destroy(rl_watch *w)
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
     /* In a forked child the thread does not exist: nothing to join. */
-    if (started && w->pid == getpid()) {
+    if (started && w->pid == rl_pid()) {
         /* No lock is left (each holds a reference), so the thread is idle. */
         if (pthread_equal(pthread_self(), w->thread))
             pthread_detach(w->thread);  /* freed from its own callback: documented as not allowed */
@@ -490,8 +490,8 @@ static int watch_add(redlock_lock *l, uint32_t max_hold_ms, uint32_t at_risk_ms,
             return REDLOCK_ENOMEM;
         }
         w->started = 1;
-        w->pid = getpid();
-    } else if (w->pid != getpid()) {
+        w->pid = rl_pid();
+    } else if (w->pid != rl_pid()) {
         pthread_mutex_unlock(&w->mu);
         errno = ECHILD;
         return REDLOCK_ENOTSUP;   /* a client inherited across fork: make a new one */
@@ -547,7 +547,7 @@ int rl_watch_remove(redlock_lock *l)
     int was = l->ae.on;
     if (was)
         unlink_lock(w, l);
-    if (w->started && w->pid == getpid() && !pthread_equal(pthread_self(), w->thread)) {
+    if (w->started && w->pid == rl_pid() && !pthread_equal(pthread_self(), w->thread)) {
         while (l->ae.busy)
             pthread_cond_wait(&w->idle, &w->mu);
     }

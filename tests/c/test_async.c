@@ -9,7 +9,9 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -949,6 +951,80 @@ static void test_release_extend_paused(void)
     redlock_client_free(c);
 }
 
+static int fds_now(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;   /* opendir's own */
+}
+
+/* A call that never naps costs no file descriptor: the lock's eventfd is
+ * made and watched at its first nap. With none to be had (the fd limit),
+ * a napping acquire still starts, and its cancel is seen within the 10 ms
+ * the acquire thread then looks at its flags. */
+static void test_no_eventfd(void)
+{
+    redlock_client *c = client_flags(0);
+    redlock_lock *h, *l;
+    box b = { 0 }, b2 = { 0 }, b3 = { 0 };
+    CHECK_RC(redlock_lock_new(&h, c, uniq("nofd")), 0);
+    CHECK_RC(redlock_lock_new(&l, c, redlock_lock_resource(h)), 0);
+    /* Connections made and the acquire thread started. */
+    CHECK_RC(redlock_lock_acquire_async(h, 20000, REDLOCK_WAIT_NONE, on_done, &b), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK_RC(redlock_lock_release_async(h, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 10000) == 1);
+    /* A new handle's acquire and release, each asynchronous. */
+    redlock_lock *k;
+    CHECK_RC(redlock_lock_new(&k, c, uniq("nofd2")), 0);
+    int before = fds_now();
+    memset(&b, 0, sizeof b);
+    memset(&b2, 0, sizeof b2);
+    CHECK_RC(redlock_lock_acquire_async(k, 20000, REDLOCK_WAIT_NONE, on_done, &b), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    CHECK_RC(redlock_lock_release_async(k, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 10000) == 1);
+    CHECK(atomic_load(&b2.rc) == 0);
+    CHECK(fds_now() == before);   /* k is alive: no eventfd was made for it */
+    redlock_lock_free(k);
+    memset(&b, 0, sizeof b);
+    memset(&b2, 0, sizeof b2);
+    CHECK_RC(redlock_lock_acquire_async(h, 20000, REDLOCK_WAIT_NONE, on_done, &b), 0);
+    CHECK(wait_box(&b, 10000) == 1);
+    CHECK(atomic_load(&b.rc) == 0);
+    /* Now no descriptor can be made at all. */
+    struct rlimit old, low;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+    low = old;
+    low.rlim_cur = 0;
+    for (int fd = 0; fd < 4096; fd++)
+        if (fcntl(fd, F_GETFD) != -1)
+            low.rlim_cur = (rlim_t)fd + 1;
+    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    CHECK_RC(redlock_lock_acquire_async(l, 5000, REDLOCK_WAIT_FOREVER, on_done, &b3), 0);
+    msleep(300);
+    CHECK(atomic_load(&b3.fired) == 0);   /* napping, h holds it */
+    double t0 = now_ms();
+    redlock_lock_cancel(l);
+    CHECK(wait_box(&b3, 2000) == 1);
+    CHECK(atomic_load(&b3.rc) == REDLOCK_ECANCELED);
+    CHECK(now_ms() - t0 < 500);           /* not the nap's end (up to 5 s) */
+    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+    CHECK_RC(redlock_lock_release_async(h, on_done, &b2), 0);
+    CHECK(wait_box(&b2, 10000) == 1);
+    CHECK(atomic_load(&b2.rc) == 0);
+    redlock_lock_free(l);
+    redlock_lock_free(h);
+    redlock_client_free(c);
+}
+
 int main(void)
 {
     load_nodes();
@@ -969,6 +1045,7 @@ int main(void)
     run_test("observe", test_observe);
     run_test("release_extend_async", test_release_extend_async);
     run_test("downgrade_async", test_downgrade_async);
+    run_test("no_eventfd", test_no_eventfd);
     /* Last: it restarts a node without persistence, which is then out of
      * the vote (the quarantine) for the longest TTL its markers record, and
      * a test after it would have two voting nodes of three. */

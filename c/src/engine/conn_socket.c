@@ -51,7 +51,7 @@ int rl_conn_socket(redlock_client *cl, size_t i, rl_conn *c, int64_t now, char *
         c->guard.max_buffered = 4 * 1024 * 1024;
     }
     rl_reply_harden(c->ctx, &c->guard);
-    c->pid = getpid();
+    c->pid = rl_pid();
     c->gen++;
     c->opened_us = now;
     c->last_reply_us = 0;

@@ -51,7 +51,7 @@ void rl_conn_backoff(rl_node *node, int64_t now, const char *why, int unreachabl
  * a command the server has already run. */
 static void close_socket(rl_conn *c)
 {
-    if (c->ctx && c->ctx->fd >= 0 && c->state == RL_CONN_READY && c->pid == getpid()) {
+    if (c->ctx && c->ctx->fd >= 0 && c->state == RL_CONN_READY && c->pid == rl_pid()) {
         char sink[4096];
         while (recv(c->ctx->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
         }
@@ -112,7 +112,7 @@ void rl_conn_free(redlock_client *cl, size_t i)
     rl_conn *c = rl_nodeat(cl, i)->conn;
     if (!c)
         return;
-    if (c->pid != getpid())
+    if (c->pid != rl_pid())
         forget(c);
     else
         rl_conn_transition(cl, i, RL_CONN_CLOSED, RL_ERR_IO, "client closed");

@@ -66,7 +66,7 @@ int rl_io_init(redlock_client *cl)
     }
     pthread_mutex_init(&io->mu, NULL);
     cond_init(&io->helper_cv);
-    io->pid = getpid();
+    io->pid = rl_pid();
     cl->io = io;
     return 0;
 }
@@ -78,7 +78,7 @@ static void after_fork(redlock_client *cl)
 {
     rl_io *io = cl->io;
     pthread_mutex_lock(&fork_mu);
-    if (io->pid != getpid()) {
+    if (io->pid != rl_pid()) {
         pthread_mutex_init(&io->mu, NULL);
         cond_init(&io->helper_cv);
         io->leader = io->polling = io->followers = 0;
@@ -113,14 +113,14 @@ static void after_fork(redlock_client *cl)
             close(io->wake_fd);
             io->wake_fd = fd;
         }
-        io->pid = getpid();
+        io->pid = rl_pid();
     }
     pthread_mutex_unlock(&fork_mu);
 }
 
 void rl_io_enter(redlock_client *cl)
 {
-    if (cl->io->pid != getpid())
+    if (cl->io->pid != rl_pid())
         after_fork(cl);
     pthread_mutex_lock(&cl->io->mu);
 }
@@ -515,7 +515,7 @@ static void stop_helper(redlock_client *cl)
         (void)w;
     }
     pthread_mutex_unlock(&io->mu);
-    if (started && io->pid == getpid()) {
+    if (started && io->pid == rl_pid()) {
         pthread_join(io->thread, NULL);
         helper_stack_free(io);
     }
@@ -534,7 +534,7 @@ void rl_io_settle(redlock_client *cl, int64_t deadline_us)
 {
     if (!cl->io)
         return;
-    if (cl->io->pid != getpid())
+    if (cl->io->pid != rl_pid())
         after_fork(cl);
     stop_helper(cl);
     rl_io *io = cl->io;
@@ -566,7 +566,7 @@ void rl_io_destroy(redlock_client *cl)
     rl_io *io = cl->io;
     if (!io)
         return;
-    if (io->pid != getpid())
+    if (io->pid != rl_pid())
         after_fork(cl);
     stop_helper(cl);
     for (size_t i = 0; i < cl->n; i++) {
