@@ -101,6 +101,13 @@ rename $lock2 ""
 delete_Options $options
 delete_Redlock $client
 
+# The SQL statements of a fenced write, from the C library (redlock_fence_sql).
+check {[Redlock_fenceSql $REDLOCK_FENCE_SQL_READ $REDLOCK_SQL_QMARK my.table {id} {} fence 5] eq
+       {SELECT "fence" FROM "my"."table" WHERE "id" = ?}} "fenceSql: the fence read"
+set rc [catch {Redlock_fenceSql $REDLOCK_FENCE_SQL_UPDATE $REDLOCK_SQL_QMARK t {id} {id} fence 5} msg]
+check {$rc == 1 && [lrange $::errorCode 0 1] eq {REDLOCK REDLOCK_EINVAL} && [string match {*"id" is named twice*} $msg]} \
+    "fenceSql: a clash refused with C's reason: $msg"
+
 # The block above is the docs' example, word for word.
 proc block {text start end} {
     set i [string first $start $text]
