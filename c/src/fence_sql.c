@@ -87,6 +87,26 @@ static void mark_again(sqlbuf *b, unsigned n)
     }
 }
 
+/* Writes fmt, where %I is the next argument as an identifier and %s as it
+ * is; everything else is copied. */
+static void tpl(sqlbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] == '%' && (p[1] == 'I' || p[1] == 's')) {
+            const char *arg = va_arg(ap, const char *);
+            if (*++p == 'I')
+                ident(b, arg);
+            else
+                puts_(b, arg);
+        } else {
+            put(b, p, 1);
+        }
+    }
+    va_end(ap);
+}
+
 static void cols(sqlbuf *b, const char *const *names, size_t n, const char *sep, const char *after, int marks)
 {
     for (size_t i = 0; i < n; i++) {
@@ -200,17 +220,11 @@ int redlock_fence_sql(char *out, size_t size, int statement, int placeholder, co
     if (statement == REDLOCK_FENCE_SQL_UPSERT) {
         /* INSERT INTO t (k, v, fence) VALUES (.., .., ..) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v,
          * fence = EXCLUDED.fence WHERE t.fence IS NULL OR t.fence <= EXCLUDED.fence */
-        puts_(&b, "INSERT INTO ");
-        ident(&b, table);
-        puts_(&b, " (");
+        tpl(&b, "INSERT INTO %I (", table);
         cols(&b, key_columns, n_key, ", ", "", 0);
-        for (size_t i = 0; i < n_values; i++) {
-            puts_(&b, ", ");
-            ident(&b, value_columns[i]);
-        }
-        puts_(&b, ", ");
-        ident(&b, fence_column);
-        puts_(&b, ") VALUES (");
+        for (size_t i = 0; i < n_values; i++)
+            tpl(&b, ", %I", value_columns[i]);
+        tpl(&b, ", %I) VALUES (", fence_column);
         for (size_t i = 0; i < n_key + n_values + 1; i++) {
             if (i)
                 puts_(&b, ", ");
@@ -221,50 +235,25 @@ int redlock_fence_sql(char *out, size_t size, int statement, int placeholder, co
         puts_(&b, ") DO UPDATE SET ");
         for (size_t i = 0; i < n_values + 1; i++) {
             const char *c = i < n_values ? value_columns[i] : fence_column;
-            if (i)
-                puts_(&b, ", ");
-            ident(&b, c);
-            puts_(&b, " = EXCLUDED.");
-            ident(&b, c);
+            tpl(&b, "%s%I = EXCLUDED.%I", i ? ", " : "", c, c);
         }
-        puts_(&b, " WHERE ");
-        ident(&b, table);
-        puts_(&b, ".");
-        ident(&b, fence_column);
-        puts_(&b, " IS NULL OR ");
-        ident(&b, table);
-        puts_(&b, ".");
-        ident(&b, fence_column);
-        puts_(&b, " <= EXCLUDED.");
-        ident(&b, fence_column);
+        tpl(&b, " WHERE %I.%I IS NULL OR %I.%I <= EXCLUDED.%I", table, fence_column, table, fence_column,
+            fence_column);
     } else if (statement == REDLOCK_FENCE_SQL_UPDATE) {
         /* UPDATE t SET v = .., fence = $T WHERE k = .. AND (fence IS NULL OR fence <= $T) */
-        puts_(&b, "UPDATE ");
-        ident(&b, table);
-        puts_(&b, " SET ");
+        tpl(&b, "UPDATE %I SET ", table);
         cols(&b, value_columns, n_values, ", ", " = ", 1);
-        if (n_values)
-            puts_(&b, ", ");
-        ident(&b, fence_column);
-        puts_(&b, " = ");
+        tpl(&b, "%s%I = ", n_values ? ", " : "", fence_column);
         unsigned tok = mark(&b);
         puts_(&b, " WHERE ");
         cols(&b, key_columns, n_key, " AND ", " = ", 1);
-        puts_(&b, " AND (");
-        ident(&b, fence_column);
-        puts_(&b, " IS NULL OR ");
-        ident(&b, fence_column);
-        puts_(&b, " <= ");
+        tpl(&b, " AND (%I IS NULL OR %I <= ", fence_column, fence_column);
         mark_again(&b, tok);
         puts_(&b, ")");
     } else {
         /* SELECT fence FROM t WHERE k = ..: after a write that changed no row, the fence that
          * refused it, or no row at all. */
-        puts_(&b, "SELECT ");
-        ident(&b, fence_column);
-        puts_(&b, " FROM ");
-        ident(&b, table);
-        puts_(&b, " WHERE ");
+        tpl(&b, "SELECT %I FROM %I WHERE ", fence_column, table);
         cols(&b, key_columns, n_key, " AND ", " = ", 1);
     }
     return (int)b.len;

@@ -109,70 +109,89 @@ static void test_quoting(void)
                "SELECT \"fence\" FROM \"t\" WHERE \"\"\"\" = ?");
 }
 
+/* A call that must fail: REDLOCK_EINVAL, its reason, and out untouched. */
+struct refusal {
+    int stmt, ph;
+    const char *table;
+    const char *const *k;
+    size_t nk;
+    const char *const *v;
+    size_t nv;
+    const char *fence;
+    uint64_t token;
+    const char *needle;
+};
+
+static void expect_refusals(const struct refusal *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_einval(r[i].stmt, r[i].ph, r[i].table, r[i].k, r[i].nk, r[i].v, r[i].nv, r[i].fence, r[i].token,
+                      r[i].needle);
+}
+
+enum { UPSERT = REDLOCK_FENCE_SQL_UPSERT, UPDATE = REDLOCK_FENCE_SQL_UPDATE, READ = REDLOCK_FENCE_SQL_READ,
+       DOLLAR = REDLOCK_SQL_DOLLAR, QMARK = REDLOCK_SQL_QMARK };
+
 static void test_tokens(void)
 {
     /* 2^63 - 1 is the last token a BIGINT holds; 0 is never a token. */
     expect_sql(REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_QMARK, "t", K1, 1, NULL, 0, "fence", (uint64_t)INT64_MAX,
                "SELECT \"fence\" FROM \"t\" WHERE \"id\" = ?");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, V2, 1, "fence", 0, "at least 1, got 0");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, V2, 1, "fence",
-                  (uint64_t)INT64_MAX + 1, "token 9223372036854775808 does not fit a BIGINT");
-    expect_einval(REDLOCK_FENCE_SQL_UPDATE, REDLOCK_SQL_QMARK, "t", K1, 1, V2, 1, "fence", UINT64_MAX,
-                  "does not fit a BIGINT");
+    const struct refusal r[] = {
+        { UPSERT, DOLLAR, "t", K1, 1, V2, 1, "fence", 0, "at least 1, got 0" },
+        { UPSERT, DOLLAR, "t", K1, 1, V2, 1, "fence", (uint64_t)INT64_MAX + 1,
+          "token 9223372036854775808 does not fit a BIGINT" },
+        { UPDATE, QMARK, "t", K1, 1, V2, 1, "fence", UINT64_MAX, "does not fit a BIGINT" },
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
 }
 
 static void test_refusals(void)
 {
-    const char *empty[] = { "" }, *dots[] = { "a..b" }, *nul[] = { NULL };
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "", K1, 1, V2, 1, "fence", 1, "table name is empty");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, NULL, K1, 1, V2, 1, "fence", 1, "table name is NULL");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "s.", K1, 1, V2, 1, "fence", 1, "empty part");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, ".t", K1, 1, V2, 1, "fence", 1, "empty part");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, V2, 1, "", 1, "fence column name is empty");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", empty, 1, V2, 1, "fence", 1,
-                  "key column 1 is empty");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, dots, 1, "fence", 1,
-                  "value column 1 has an empty part");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, nul, 1, "fence", 1, "value column 1 is NULL");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", NULL, 1, V2, 1, "fence", 1, "the array is NULL");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 0, V2, 1, "fence", 1, "key must name");
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, NULL, 0, "fence", 1, "values must name");
-    expect_einval(0, REDLOCK_SQL_DOLLAR, "t", K1, 1, V2, 1, "fence", 1, "unknown statement 0");
-    expect_einval(REDLOCK_FENCE_SQL_READ, 4, "t", K1, 1, V2, 1, "fence", 1, "unknown placeholder style 4");
+    static const char *empty[] = { "" }, *dots[] = { "a..b" }, *nul[] = { NULL };
+    /* Clashes: a key column among the values, the fence among either, a column twice in one list. */
+    static const char *kv[] = { "id" }, *fv[] = { "qty", "fence" }, *twice[] = { "a", "a" };
+    const struct refusal r[] = {
+        { UPSERT, DOLLAR, "", K1, 1, V2, 1, "fence", 1, "table name is empty" },
+        { UPSERT, DOLLAR, NULL, K1, 1, V2, 1, "fence", 1, "table name is NULL" },
+        { UPSERT, DOLLAR, "s.", K1, 1, V2, 1, "fence", 1, "empty part" },
+        { UPSERT, DOLLAR, ".t", K1, 1, V2, 1, "fence", 1, "empty part" },
+        { UPSERT, DOLLAR, "t", K1, 1, V2, 1, "", 1, "fence column name is empty" },
+        { UPSERT, DOLLAR, "t", empty, 1, V2, 1, "fence", 1, "key column 1 is empty" },
+        { UPSERT, DOLLAR, "t", K1, 1, dots, 1, "fence", 1, "value column 1 has an empty part" },
+        { UPSERT, DOLLAR, "t", K1, 1, nul, 1, "fence", 1, "value column 1 is NULL" },
+        { UPSERT, DOLLAR, "t", NULL, 1, V2, 1, "fence", 1, "the array is NULL" },
+        { UPSERT, DOLLAR, "t", K1, 0, V2, 1, "fence", 1, "key must name" },
+        { UPSERT, DOLLAR, "t", K1, 1, NULL, 0, "fence", 1, "values must name" },
+        { 0, DOLLAR, "t", K1, 1, V2, 1, "fence", 1, "unknown statement 0" },
+        { READ, 4, "t", K1, 1, V2, 1, "fence", 1, "unknown placeholder style 4" },
+        { UPSERT, DOLLAR, "t", K1, 1, kv, 1, "fence", 1, "column \"id\" is named twice" },
+        { UPDATE, DOLLAR, "t", K1, 1, fv, 2, "fence", 1, "column \"fence\" is the fence column" },
+        { UPDATE, DOLLAR, "t", K1, 1, NULL, 0, "id", 1, "column \"id\" is the fence column" },
+        { READ, DOLLAR, "t", twice, 2, NULL, 0, "fence", 1, "column \"a\" is named twice" },
+        /* The default fence column is "fence", and a clash with it is seen too. */
+        { UPDATE, DOLLAR, "t", K1, 1, fv, 2, NULL, 1, "is the fence column" },
+    };
+    expect_refusals(r, sizeof r / sizeof r[0]);
 
     char longname[REDLOCK_FENCE_SQL_MAX_NAME + 2];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    expect_einval(REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_DOLLAR, longname, K1, 1, NULL, 0, "fence", 1, "longer than");
+    expect_einval(READ, DOLLAR, longname, K1, 1, NULL, 0, "fence", 1, "longer than");
     longname[REDLOCK_FENCE_SQL_MAX_NAME] = '\0';   /* at the limit: taken */
     char err[64];
-    CHECK(redlock_fence_sql(NULL, 0, REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_DOLLAR, longname, K1, 1, NULL, 0, NULL, 1,
-                            err, sizeof err) > REDLOCK_FENCE_SQL_MAX_NAME);
+    CHECK(redlock_fence_sql(NULL, 0, READ, DOLLAR, longname, K1, 1, NULL, 0, NULL, 1, err, sizeof err) >
+          REDLOCK_FENCE_SQL_MAX_NAME);
 
     static const char *many[REDLOCK_FENCE_SQL_MAX_COLUMNS + 1];
     for (size_t i = 0; i < REDLOCK_FENCE_SQL_MAX_COLUMNS + 1; i++)
         many[i] = "c";
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, many, REDLOCK_FENCE_SQL_MAX_COLUMNS, "fence",
-                  1, "more than REDLOCK_FENCE_SQL_MAX_COLUMNS");
-
-    /* Clashes: a key column among the values, the fence among either, a column twice in one list. */
-    const char *kv[] = { "id" }, *fv[] = { "qty", "fence" }, *twice[] = { "a", "a" };
-    expect_einval(REDLOCK_FENCE_SQL_UPSERT, REDLOCK_SQL_DOLLAR, "t", K1, 1, kv, 1, "fence", 1,
-                  "column \"id\" is named twice");
-    expect_einval(REDLOCK_FENCE_SQL_UPDATE, REDLOCK_SQL_DOLLAR, "t", K1, 1, fv, 2, "fence", 1,
-                  "column \"fence\" is the fence column");
-    expect_einval(REDLOCK_FENCE_SQL_UPDATE, REDLOCK_SQL_DOLLAR, "t", K1, 1, NULL, 0, "id", 1,
-                  "column \"id\" is the fence column");
-    expect_einval(REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_DOLLAR, "t", twice, 2, NULL, 0, "fence", 1,
-                  "column \"a\" is named twice");
-    /* The default fence column is "fence", and a clash with it is seen too. */
-    expect_einval(REDLOCK_FENCE_SQL_UPDATE, REDLOCK_SQL_DOLLAR, "t", K1, 1, fv, 2, NULL, 1, "is the fence column");
+    expect_einval(UPSERT, DOLLAR, "t", K1, 1, many, REDLOCK_FENCE_SQL_MAX_COLUMNS, "fence", 1,
+                  "more than REDLOCK_FENCE_SQL_MAX_COLUMNS");
 
     /* out NULL with a size; errbuf NULL is allowed. */
-    CHECK_RC(redlock_fence_sql(NULL, 8, REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_DOLLAR, "t", K1, 1, NULL, 0, NULL, 1,
-                               NULL, 0), REDLOCK_EINVAL);
-    CHECK_RC(redlock_fence_sql(NULL, 0, REDLOCK_FENCE_SQL_READ, REDLOCK_SQL_DOLLAR, "", K1, 1, NULL, 0, NULL, 1,
-                               NULL, 0), REDLOCK_EINVAL);
+    CHECK_RC(redlock_fence_sql(NULL, 8, READ, DOLLAR, "t", K1, 1, NULL, 0, NULL, 1, NULL, 0), REDLOCK_EINVAL);
+    CHECK_RC(redlock_fence_sql(NULL, 0, READ, DOLLAR, "", K1, 1, NULL, 0, NULL, 1, NULL, 0), REDLOCK_EINVAL);
 }
 
 static void test_truncation(void)

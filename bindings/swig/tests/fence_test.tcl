@@ -4,16 +4,7 @@
 # (tclsh fence_test.tcl path/to/redlock.so).
 load [lindex $argv 0] Redlock
 
-set passed 0
-set failed 0
-proc check {cond what} {
-    if {[uplevel 1 [list expr $cond]]} {
-        incr ::passed
-    } else {
-        incr ::failed
-        puts "FAIL: $what"
-    }
-}
+source [file join [file dirname [file normalize [info script]]] testutil.tcl]
 
 # A small RESP client on one node: the store the example writes to.
 proc resp_read {sock} {
