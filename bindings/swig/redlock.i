@@ -226,6 +226,31 @@ struct redlock_election {};
   }
 }
 
+/* redlock_fence_sql, malloc'd: the statement of a fenced SQL write, its
+ * reason raised as REDLOCK_EINVAL. The token's bits as a signed integer
+ * (Java's long): one above 2^63 - 1 reads negative here and C refuses it.
+ * The column lists cross as the node list does (each language's file
+ * applies its typemap, or ignores this). */
+%newobject redlock_client::rl_fenceSql;
+%extend redlock_client {
+  static char *rl_fenceSql(rl_status *st, int statement, int placeholder, const char *table,
+                           const char *const *key_columns, size_t n_key, const char *const *value_columns,
+                           size_t n_values, const char *fence_column, int64_t token) {
+    char err[512] = "";
+    char *sql = NULL;
+    int n = redlock_fence_sql(NULL, 0, statement, placeholder, table, key_columns, n_key, value_columns,
+                              n_values, fence_column, (uint64_t)token, err, sizeof err);
+    if (n < 0)
+      rl_fail(st, n, err);
+    else if (!(sql = malloc((size_t)n + 1)))
+      rl_fail(st, REDLOCK_ENOMEM, NULL);
+    else
+      redlock_fence_sql(sql, (size_t)n + 1, statement, placeholder, table, key_columns, n_key, value_columns,
+                        n_values, fence_column, (uint64_t)token, NULL, 0);
+    return sql;
+  }
+}
+
 /* ---------------------------------------------------------------------------
  * The classes. Each method is one C call; retries, quorum and validity are
  * all decided in libredlock.

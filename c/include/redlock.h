@@ -547,6 +547,53 @@ REDLOCK_EXTERN int redlock_fence_key(char *out, size_t size, const char *resourc
  * 0, and *token and *fence are left alone. msg NULL is 0. No network I/O. */
 REDLOCK_EXTERN int redlock_fence_refusal(const char *msg, size_t len, uint64_t *token, uint64_t *fence);
 
+/* ---- Fenced writes to SQL rows (docs/fencing.md, "SQL rows") ----
+ * The statements a binding runs on the caller's own database connection,
+ * built here once: names quoted, the fence comparison, the placeholders.
+ * Values never pass through the library: the statement has a placeholder
+ * for each, and the caller passes them as parameters in this order
+ * (K the key columns' values, V the value columns', T the token):
+ *   REDLOCK_FENCE_SQL_UPSERT  K..., V..., T
+ *     INSERT INTO t (k.., v.., fence) VALUES (..) ON CONFLICT (k..) DO UPDATE
+ *     SET v = EXCLUDED.v, .., fence = EXCLUDED.fence
+ *     WHERE t.fence IS NULL OR t.fence <= EXCLUDED.fence
+ *   REDLOCK_FENCE_SQL_UPDATE  V..., T, K..., and T again unless DOLLAR
+ *     UPDATE t SET v = .., fence = T WHERE k = .. AND (fence IS NULL OR fence <= T)
+ *   REDLOCK_FENCE_SQL_READ    K...
+ *     SELECT fence FROM t WHERE k = ..  (after a write that changed no row:
+ *     a row is a refusal, with the fence that refused it; none, no such row)
+ * A row is written only while its fence is NULL or at most the token. */
+typedef enum redlock_fence_sql_statement {
+    REDLOCK_FENCE_SQL_UPSERT = 1,
+    REDLOCK_FENCE_SQL_UPDATE = 2,
+    REDLOCK_FENCE_SQL_READ   = 3
+} redlock_fence_sql_statement;
+typedef enum redlock_sql_placeholder {
+    REDLOCK_SQL_DOLLAR = 1, /* $1, $2, ...: PostgreSQL's own (Go's pgx and lib/pq) */
+    REDLOCK_SQL_FORMAT = 2, /* %s: DB-API "format" drivers (psycopg); a '%' in a name is written %% */
+    REDLOCK_SQL_QMARK  = 3  /* ?: sqlite3, JDBC, ODBC */
+} redlock_sql_placeholder;
+#define REDLOCK_FENCE_SQL_MAX_NAME    1024  /* bytes of one name, table or column */
+#define REDLOCK_FENCE_SQL_MAX_COLUMNS 1600  /* key and value columns together */
+/* Writes the statement and a NUL into out as snprintf does and returns its
+ * length (without the NUL): call with size 0 to learn it. Each name is
+ * quoted as an identifier: a '"' in it doubled, and a '.' separating parts
+ * ("schema.table" is "schema"."table"). fence_column NULL is "fence". The
+ * token is not in the statement; it is checked: 1 to 2^63 - 1, what a
+ * BIGINT column holds. REDLOCK_EINVAL, with the reason in errbuf (if not
+ * NULL; "" on success), for: an unknown statement or placeholder style, a
+ * token of 0 or above 2^63 - 1, a NULL or empty name, one longer than
+ * REDLOCK_FENCE_SQL_MAX_NAME, one with an empty part ("a..b", ".a"), no
+ * key column, no value column for an upsert (an update with none only
+ * raises the fence), more than REDLOCK_FENCE_SQL_MAX_COLUMNS columns, a
+ * name given twice among the key, value and fence columns, or out NULL
+ * with size > 0. A name is a C string: a binding refuses one with a NUL
+ * before the call. Static, any thread, no I/O. */
+REDLOCK_EXTERN int redlock_fence_sql(char *out, size_t size, int statement, int placeholder, const char *table,
+                                     const char *const *key_columns, size_t n_key,
+                                     const char *const *value_columns, size_t n_values,
+                                     const char *fence_column, uint64_t token, char *errbuf, size_t errbuf_size);
+
 /* ---- Auto-extension ---- */
 /* Told that an auto-extended lock was lost: code is REDLOCK_ELOST (not ours
  * on a majority), REDLOCK_EEXPIRED (its validity ran out before an

@@ -90,6 +90,20 @@ def test_bad_arguments_and_quoted_names(db):
     with pytest.raises(FencedOut):
         fenced_upsert(cur, 'odd"table', {"the key": "k"}, {"v": "y"}, 1, fence_column="my fence")
     assert db.execute('SELECT "v", "my fence" FROM "odd""table"').fetchone() == ("x", 2)
+    # The C builder doubles a '%' for psycopg's "%s" style: a name with one is a name, not a placeholder.
+    db.execute('CREATE TABLE IF NOT EXISTS "pct%" ("id" BIGINT PRIMARY KEY, "50%" TEXT, fence BIGINT)')
+    fenced_upsert(cur, "pct%", {"id": 1}, {"50%": "half"}, 3)
+    fenced_update(cur, "pct%", {"id": 1}, {"50%": "more"}, 3)
+    with pytest.raises(FencedOut):
+        fenced_update(cur, "pct%", {"id": 1}, {"50%": "late"}, 2)
+    assert db.execute('SELECT "50%", fence FROM "pct%"').fetchone() == ("more", 3)
+    # What C refuses, with its reason: an empty part of a dotted name, a column given twice.
+    with pytest.raises(redlock.InvalidArgument, match="empty part"):
+        fenced_update(cur, "public..accounts", {"id": 6}, {"balance": 1}, 1)
+    with pytest.raises(redlock.InvalidArgument, match='"id" is named twice'):
+        fenced_update(cur, "accounts", {"id": 6}, {"id": 1}, 1)
+    with pytest.raises(redlock.InvalidArgument, match="placeholder"):
+        fenced_update(cur, "accounts", {"id": 6}, {"balance": 1}, 1, placeholder=":1")
 
 
 def test_sqlite_with_its_placeholder():

@@ -3,7 +3,9 @@
 // Fenced writes to SQL rows (docs/fencing.md, "SQL rows"): one PostgreSQL
 // statement that writes a row only while the caller's token is at least
 // the row's fence column (or the column is NULL: the first fenced write),
-// and raises the column to the token.
+// and raises the column to the token. The statements, their quoting and
+// their checks are the C library's (redlock.FenceSQL), as every binding's
+// are; only the values and the connection are handled here.
 
 package fence
 
@@ -12,9 +14,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
+
+	redlock "github.com/redlock-project/redlock/bindings/go"
 )
 
 // DB is what Upsert and Update run on: a *sql.DB, *sql.Tx or *sql.Conn.
@@ -60,87 +62,55 @@ type sqlConfig struct{ fence string }
 // (default "fence").
 func WithFenceColumn(name string) SQLOption { return func(c *sqlConfig) { c.fence = name } }
 
-func ident(name, what string) (string, error) {
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return "", invalid("%s must be a non-empty name without NUL, got %q", what, name)
-	}
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		if p == "" {
-			return "", invalid("%s %q has an empty part", what, name)
-		}
-		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
-	}
-	return strings.Join(parts, "."), nil
-}
-
 type stmt struct {
 	table, fence string
 	kcols, vcols []string
 	kvals, vvals []any
-	token        int64
+	token        uint64
 	display      string
 }
 
-func prepare(table string, key, values []Column, token uint64, emptyValues bool, opts []SQLOption) (*stmt, error) {
+func prepare(table string, key, values []Column, token uint64, opts []SQLOption) (*stmt, error) {
 	c := sqlConfig{fence: "fence"}
 	for _, o := range opts {
 		o(&c)
 	}
-	if token == 0 {
-		return nil, invalid("token must be at least 1, got 0 (a lock made without WithFencing, or not held?)")
+	if c.fence == "" {
+		// The C builder reads "" as its default; an explicit empty name is a mistake.
+		return nil, invalid("fence column must be a non-empty name")
 	}
-	if token > math.MaxInt64 {
-		return nil, invalid("token %d does not fit a BIGINT fence column (at most 2^63-1)", token)
-	}
-	if len(key) == 0 {
-		return nil, invalid("key must name at least one column")
-	}
-	if len(values) == 0 && !emptyValues {
-		return nil, invalid("values must name at least one column")
-	}
-	s := &stmt{token: int64(token)}
-	var err error
-	if s.table, err = ident(table, "table"); err != nil {
-		return nil, err
-	}
-	if s.fence, err = ident(c.fence, "fence column"); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{c.fence: true}
+	s := &stmt{table: table, fence: c.fence, token: token}
 	var desc []string
-	for i, cols := range [][]Column{key, values} {
-		for _, col := range cols {
-			if seen[col.Name] {
-				return nil, invalid("column %q named twice (key, values, fence)", col.Name)
-			}
-			seen[col.Name] = true
-			q, err := ident(col.Name, "column")
-			if err != nil {
-				return nil, err
-			}
-			if i == 0 {
-				s.kcols, s.kvals = append(s.kcols, q), append(s.kvals, col.Value)
-				desc = append(desc, fmt.Sprintf("%s=%v", col.Name, col.Value))
-			} else {
-				s.vcols, s.vvals = append(s.vcols, q), append(s.vvals, col.Value)
-			}
-		}
+	for _, col := range key {
+		s.kcols, s.kvals = append(s.kcols, col.Name), append(s.kvals, col.Value)
+		desc = append(desc, fmt.Sprintf("%s=%v", col.Name, col.Value))
+	}
+	for _, col := range values {
+		s.vcols, s.vvals = append(s.vcols, col.Name), append(s.vvals, col.Value)
 	}
 	s.display = table + " (" + strings.Join(desc, ", ") + ")"
 	return s, nil
 }
 
+// sql is the statement's text, built and checked (names, clashes, the
+// token's range) by the C library, with PostgreSQL's $n placeholders.
+func (s *stmt) sql(kind redlock.FenceSQLStatement) (string, error) {
+	q, err := redlock.FenceSQL(kind, redlock.PlaceholderDollar, s.table, s.kcols, s.vcols, s.fence, s.token)
+	if err != nil {
+		return "", fmt.Errorf("fence: %w", err)
+	}
+	return q, nil
+}
+
 // refused says why a write changed no row: the fence that refused it, or
 // no such row.
 func (s *stmt) refused(ctx context.Context, db DB) error {
-	where := make([]string, len(s.kcols))
-	for i, c := range s.kcols {
-		where[i] = c + " = $" + strconv.Itoa(i+1)
+	q, err := s.sql(redlock.FenceSQLRead)
+	if err != nil {
+		return err
 	}
 	var seen sql.NullInt64
-	err := db.QueryRowContext(ctx, "SELECT "+s.fence+" FROM "+s.table+" WHERE "+strings.Join(where, " AND "),
-		s.kvals...).Scan(&seen)
+	err = db.QueryRowContext(ctx, q, s.kvals...).Scan(&seen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: %w", s.display, ErrNoRow)
 	}
@@ -149,7 +119,7 @@ func (s *stmt) refused(ctx context.Context, db DB) error {
 	}
 	// A NULL or not older fence here means the row changed between the two
 	// statements; the refusal still stands, with the fence seen now.
-	return &StaleTokenError{Resource: s.display, Token: uint64(s.token), Fence: uint64(max(seen.Int64, 0)),
+	return &StaleTokenError{Resource: s.display, Token: s.token, Fence: uint64(max(seen.Int64, 0)),
 		Detail: fmt.Sprintf("FENCED %d %d", s.token, seen.Int64)}
 }
 
@@ -175,23 +145,15 @@ func affected(res sql.Result) (int64, error) {
 // db is a *sql.DB, *sql.Tx or *sql.Conn; in a transaction, the caller
 // commits.
 func Upsert(ctx context.Context, db DB, table string, key, values []Column, token uint64, opts ...SQLOption) error {
-	s, err := prepare(table, key, values, token, false, opts)
+	s, err := prepare(table, key, values, token, opts)
 	if err != nil {
 		return err
 	}
-	cols := append(append(append([]string{}, s.kcols...), s.vcols...), s.fence)
-	marks := make([]string, len(cols))
-	for i := range marks {
-		marks[i] = "$" + strconv.Itoa(i+1)
+	q, err := s.sql(redlock.FenceSQLUpsert)
+	if err != nil {
+		return err
 	}
-	sets := make([]string, 0, len(s.vcols)+1)
-	for _, c := range append(append([]string{}, s.vcols...), s.fence) {
-		sets = append(sets, c+" = EXCLUDED."+c)
-	}
-	q := "INSERT INTO " + s.table + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(marks, ", ") +
-		") ON CONFLICT (" + strings.Join(s.kcols, ", ") + ") DO UPDATE SET " + strings.Join(sets, ", ") +
-		" WHERE " + s.table + "." + s.fence + " IS NULL OR " + s.table + "." + s.fence + " <= EXCLUDED." + s.fence
-	args := append(append(append([]any{}, s.kvals...), s.vvals...), s.token)
+	args := append(append(append([]any{}, s.kvals...), s.vvals...), int64(s.token))
 	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -213,25 +175,16 @@ func Upsert(ctx context.Context, db DB, table string, key, values []Column, toke
 // new holder does before it reads the row, so that the previous holder's
 // late write fails from then on.
 func Update(ctx context.Context, db DB, table string, key, values []Column, token uint64, opts ...SQLOption) error {
-	s, err := prepare(table, key, values, token, true, opts)
+	s, err := prepare(table, key, values, token, opts)
 	if err != nil {
 		return err
 	}
-	n := 0
-	next := func() string { n++; return "$" + strconv.Itoa(n) }
-	sets := make([]string, 0, len(s.vcols)+1)
-	for _, c := range s.vcols {
-		sets = append(sets, c+" = "+next())
+	q, err := s.sql(redlock.FenceSQLUpdate)
+	if err != nil {
+		return err
 	}
-	tok := next()
-	sets = append(sets, s.fence+" = "+tok)
-	where := make([]string, len(s.kcols))
-	for i, c := range s.kcols {
-		where[i] = c + " = " + next()
-	}
-	q := "UPDATE " + s.table + " SET " + strings.Join(sets, ", ") + " WHERE " + strings.Join(where, " AND ") +
-		" AND (" + s.fence + " IS NULL OR " + s.fence + " <= " + tok + ")"
-	args := append(append(append([]any{}, s.vvals...), s.token), s.kvals...)
+	// $n names the token twice (SET and WHERE); it is passed once.
+	args := append(append(append([]any{}, s.vvals...), int64(s.token)), s.kvals...)
 	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err

@@ -158,12 +158,15 @@ func TestSQLNamesAndTransactions(t *testing.T) {
 		key, values []fence.Column
 		token       uint64
 	}{
-		{tbl, key, fence.Cols("tok", 1), 9},       // the fence column among the values
-		{tbl, key, fence.Cols("sku", "B"), 9},     // a key column among the values
-		{"", key, fence.Cols("x", 1), 9},          // no table
-		{tbl, nil, fence.Cols("x", 1), 9},         // no key
-		{tbl, key, nil, 9},                        // nothing to upsert
-		{tbl, key, fence.Cols(`the "qty"`, 1), 0}, // token 0
+		{tbl, key, fence.Cols("tok", 1), 9},             // the fence column among the values
+		{tbl, key, fence.Cols("sku", "B"), 9},           // a key column among the values
+		{"", key, fence.Cols("x", 1), 9},                // no table
+		{tbl, nil, fence.Cols("x", 1), 9},               // no key
+		{tbl, key, nil, 9},                              // nothing to upsert
+		{tbl, key, fence.Cols(`the "qty"`, 1), 0},       // token 0
+		{"s..t", key, fence.Cols("x", 1), 9},            // an empty part of a dotted name
+		{tbl, key, fence.Cols("a\x00b", 1), 9},          // a NUL, which C would cut the name at
+		{tbl, fence.Cols("", 1), fence.Cols("x", 1), 9}, // an empty column name
 	} {
 		if err := fence.Upsert(ctx, db, c.table, c.key, c.values, c.token, fc); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("Upsert(%q, %v, %v, %d): want ErrInvalid, got %v", c.table, c.key, c.values, c.token, err)

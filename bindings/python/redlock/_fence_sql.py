@@ -2,50 +2,74 @@
 # Fenced writes to SQL rows (docs/fencing.md, "SQL rows"): one statement that writes a row only
 # while the caller's token is at least the row's fence column, and raises the column to it. For
 # DB-API cursors of PostgreSQL (psycopg 3 and 2) and SQLite >= 3.24; MySQL's form is in the docs.
+# The statements, their quoting and their checks are the C library's (redlock_fence_sql), as every
+# binding's are; only the values and the cursor are handled here.
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, List, Mapping, Tuple
 
-from ._errors import FencedOut, InvalidArgument
+from ._errors import FencedOut, InvalidArgument, check
 from ._fence import _token
+from ._redlock import ffi, lib
 
-_MAX_SQL_TOKEN = 2**63 - 1   # a BIGINT column
+# The DB-API placeholder styles the C builder writes: psycopg's "%s" and sqlite3's "?".
+_STYLES = {"%s": lib.REDLOCK_SQL_FORMAT, "?": lib.REDLOCK_SQL_QMARK}
 
 
-def _ident(name: Any, what: str) -> str:
-    """A quoted SQL identifier ("schema"."table" for a dotted name); a quote inside is doubled."""
+def _name(name: Any, what: str) -> bytes:
+    # A C string cannot carry a NUL; the C builder refuses the rest (empty names, empty parts).
     if not isinstance(name, str) or not name or "\0" in name:
         raise InvalidArgument(f"{what} must be a non-empty str, got {name!r}")
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+    return name.encode("utf-8")
 
 
-def _columns(cols: Mapping[str, Any], what: str, empty: bool = False) -> Tuple[Sequence[str], Sequence[Any]]:
-    if not isinstance(cols, Mapping) or (not cols and not empty):
-        raise InvalidArgument(f"{what} must be a non-empty mapping of column to value")
-    return [_ident(c, what + " column") for c in cols], list(cols.values())
+def _columns(cols: Mapping[str, Any], what: str) -> Tuple[List[bytes], List[Any]]:
+    if not isinstance(cols, Mapping):
+        raise InvalidArgument(f"{what} must be a mapping of column to value")
+    return [_name(c, what + " column") for c in cols], list(cols.values())
 
 
-def _check(token: Any, fence_column: str, key: Mapping[str, Any], values: Mapping[str, Any]) -> int:
-    t = _token(token)
-    if t > _MAX_SQL_TOKEN:
-        raise InvalidArgument(f"token {t} does not fit a BIGINT fence column (at most 2**63 - 1)")
-    clash = set(key) & set(values) | ({fence_column} & (set(key) | set(values)))
-    if clash:
-        raise InvalidArgument(f"columns named twice (key, values, fence): {sorted(clash)}")
-    return t
+class _Statements:
+    """The statements of one fenced write, built by the C library (redlock_fence_sql), and the
+    values in the order it documents."""
+
+    def __init__(self, table: str, key: Mapping[str, Any], values: Mapping[str, Any], token: Any,
+                 fence_column: str, placeholder: str) -> None:
+        self.token = _token(token)
+        if placeholder not in _STYLES:
+            raise InvalidArgument(f"placeholder must be one of {sorted(_STYLES)}, got {placeholder!r}")
+        self._style = _STYLES[placeholder]
+        self._table = _name(table, "table")
+        self._fence = _name(fence_column, "fence_column")
+        self._kcols, self.kvals = _columns(key, "key")
+        self._vcols, self.vvals = _columns(values, "values")
+        self.display = f"{table} {dict(key)!r}"
+        self._keep = [ffi.new("char[]", c) for c in (*self._kcols, *self._vcols)]
+        self._k = ffi.new("const char *[]", self._keep[:len(self._kcols)] or [ffi.NULL])
+        self._v = ffi.new("const char *[]", self._keep[len(self._kcols):] or [ffi.NULL])
+
+    def sql(self, statement: int) -> str:
+        err = ffi.new("char[]", 256)
+        args = (statement, self._style, self._table, self._k, len(self._kcols), self._v, len(self._vcols),
+                self._fence, self.token, err, len(err))
+        n = lib.redlock_fence_sql(ffi.NULL, 0, *args)
+        if n < 0:
+            check(n, ffi.string(err).decode("utf-8", "replace"))
+        buf = ffi.new("char[]", n + 1)
+        lib.redlock_fence_sql(buf, n + 1, *args)
+        return ffi.string(buf, n).decode("utf-8")
 
 
-def _refused(cursor: Any, table: str, kcols: Sequence[str], kvals: Sequence[Any], fence: str, p: str,
-             token: int, display: str) -> Exception:
+def _refused(cursor: Any, s: _Statements) -> Exception:
     """Why a write changed no row: the fence that refused it, or no such row (LookupError)."""
-    where = " AND ".join(f"{c} = {p}" for c in kcols)
-    cursor.execute(f"SELECT {fence} FROM {table} WHERE {where}", kvals)
+    cursor.execute(s.sql(lib.REDLOCK_FENCE_SQL_READ), s.kvals)
     row = cursor.fetchone()
     if row is None:
-        return LookupError(f"{display}: no such row to update (fenced_upsert makes one)")
+        return LookupError(f"{s.display}: no such row to update (fenced_upsert makes one)")
     seen = int(row[0]) if row and row[0] is not None else 0
-    return FencedOut(f"{display}: token {token} is older than {seen}, the row's fence: a later holder has "
-                     f"written", token=token, fence=seen, detail=f"FENCED {token} {seen}", resource=display)
+    token = s.token
+    return FencedOut(f"{s.display}: token {token} is older than {seen}, the row's fence: a later holder has "
+                     f"written", token=token, fence=seen, detail=f"FENCED {token} {seen}", resource=s.display)
 
 
 def fenced_upsert(cursor: Any, table: str, key: Mapping[str, Any], values: Mapping[str, Any], token: int, *,
@@ -59,18 +83,10 @@ def fenced_upsert(cursor: Any, table: str, key: Mapping[str, Any], values: Mappi
     A row whose fence is above ``token`` is left as it is and FencedOut is raised naming both.
     ``key``'s columns must be the table's primary key or a unique index (ON CONFLICT needs one).
     ``cursor`` is a DB-API cursor (psycopg, sqlite3 with ``placeholder="?"``); the caller commits."""
-    t = _check(token, fence_column, key, values)
-    tbl, fence = _ident(table, "table"), _ident(fence_column, "fence_column")
-    kcols, kvals = _columns(key, "key")
-    vcols, vvals = _columns(values, "values")
-    cols = [*kcols, *vcols, fence]
-    marks = ", ".join([placeholder] * len(cols))
-    sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in (*vcols, fence))
-    cursor.execute(f"INSERT INTO {tbl} ({', '.join(cols)}) VALUES ({marks}) ON CONFLICT ({', '.join(kcols)}) "
-                   f"DO UPDATE SET {sets} WHERE {tbl}.{fence} IS NULL OR {tbl}.{fence} <= EXCLUDED.{fence}",
-                   [*kvals, *vvals, t])
+    s = _Statements(table, key, values, token, fence_column, placeholder)
+    cursor.execute(s.sql(lib.REDLOCK_FENCE_SQL_UPSERT), [*s.kvals, *s.vvals, s.token])
     if cursor.rowcount == 0:
-        raise _refused(cursor, tbl, kcols, kvals, fence, placeholder, t, f"{table} {dict(key)!r}")
+        raise _refused(cursor, s)
 
 
 def fenced_update(cursor: Any, table: str, key: Mapping[str, Any], values: Mapping[str, Any], token: int, *,
@@ -84,13 +100,8 @@ def fenced_update(cursor: Any, table: str, key: Mapping[str, Any], values: Mappi
     write does not make one: fenced_upsert does). Empty ``values`` only raise the fence, as a new
     holder does before it reads the row, so that the previous holder's late write fails from
     then on."""
-    t = _check(token, fence_column, key, values)
-    tbl, fence = _ident(table, "table"), _ident(fence_column, "fence_column")
-    kcols, kvals = _columns(key, "key")
-    vcols, vvals = _columns(values, "values", empty=True)
-    sets = ", ".join(f"{c} = {placeholder}" for c in (*vcols, fence))
-    where = " AND ".join(f"{c} = {placeholder}" for c in kcols)
-    cursor.execute(f"UPDATE {tbl} SET {sets} WHERE {where} AND ({fence} IS NULL OR {fence} <= {placeholder})",
-                   [*vvals, t, *kvals, t])
+    s = _Statements(table, key, values, token, fence_column, placeholder)
+    # The token twice: in SET and in WHERE ("%s" and "?" cannot name one parameter twice).
+    cursor.execute(s.sql(lib.REDLOCK_FENCE_SQL_UPDATE), [*s.vvals, s.token, *s.kvals, s.token])
     if cursor.rowcount == 0:
-        raise _refused(cursor, tbl, kcols, kvals, fence, placeholder, t, f"{table} {dict(key)!r}")
+        raise _refused(cursor, s)

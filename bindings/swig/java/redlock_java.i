@@ -227,6 +227,11 @@ RL_JAVA_NATIVE(redlock_client::rl_fenceScript, fenceScriptNative)
 RL_JAVA_NATIVE(redlock_client::rl_fenceScriptSha1, fenceScriptSha1Native)
 RL_JAVA_NATIVE(redlock_client::rl_fenceKey, fenceKeyNative)
 RL_JAVA_NATIVE(redlock_client::rl_fenceRefusal, fenceRefusalNative)
+/* the statements of a fenced SQL write (Fence.sqlUpsert, Fence.sqlUpdate): the column lists
+ * cross as the node list does */
+RL_JAVA_NATIVE(redlock_client::rl_fenceSql, fenceSqlNative)
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *key_columns, size_t n_key) }
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *value_columns, size_t n_values) }
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
 %javamethodmodifiers redlock_options::redlock_options "";
 RL_JAVA_NATIVE(redlock_options::rl_setFencing, setFencingNative)
@@ -311,6 +316,10 @@ RL_JAVA_NATIVE(redlock_election::rl_observeLine, observeLineNative)
       { "REDLOCK_MAX_WAIT_MS", REDLOCK_MAX_WAIT_MS },
       { "REDLOCK_UNREACHABLE_NEVER", REDLOCK_UNREACHABLE_NEVER },
       { "REDLOCK_FENCE_RETENTION_MS", REDLOCK_FENCE_RETENTION_MS },
+      { "REDLOCK_FENCE_SQL_UPSERT", REDLOCK_FENCE_SQL_UPSERT },
+      { "REDLOCK_FENCE_SQL_UPDATE", REDLOCK_FENCE_SQL_UPDATE },
+      { "REDLOCK_FENCE_SQL_READ", REDLOCK_FENCE_SQL_READ },
+      { "REDLOCK_SQL_QMARK", REDLOCK_SQL_QMARK },
     };
     for (size_t k = 0; name && k < sizeof known / sizeof known[0]; k++)
       if (strcmp(known[k].name, name) == 0)

@@ -46,6 +46,9 @@ typedef int Tcl_Size; /* Tcl 8.6; Tcl 9 defines it */
 %typemap(freearg) (const char *const *nodes, size_t n_nodes) { free((void *)$1); }
 /* The multi-resource lock's names: a Tcl list, as the nodes. */
 %apply (const char *const *nodes, size_t n_nodes) { (const char *const *resources, size_t n_resources) }
+/* redlock_fence_sql's key and value columns (Redlock_fenceSql): Tcl lists, as the nodes. */
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *key_columns, size_t n_key) }
+%apply (const char *const *nodes, size_t n_nodes) { (const char *const *value_columns, size_t n_values) }
 
 /* (redlock_lock *const *locks, size_t n_locks) from a Tcl list of Lock
  * handles (any kind, of one client; C refuses a mix, a lock twice, or too

@@ -3,17 +3,7 @@
 # against the harness nodes (tclsh redlock_test.tcl path/to/redlock.so).
 load [lindex $argv 0] Redlock
 
-set passed 0
-set failed 0
-# cond is an expression, evaluated in the caller.
-proc check {cond what} {
-    if {[uplevel 1 [list expr $cond]]} {
-        incr ::passed
-    } else {
-        incr ::failed
-        puts "FAIL: $what"
-    }
-}
+source [file join [file dirname [file normalize [info script]]] testutil.tcl]
 # Runs script, which must fail with errorCode {REDLOCK name}.
 proc expect_error {name what script} {
     set rc [catch {uplevel 1 $script} msg]

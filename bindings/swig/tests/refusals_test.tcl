@@ -7,16 +7,7 @@
 # puts back.
 load [lindex $argv 0] Redlock
 
-set passed 0
-set failed 0
-proc check {cond what} {
-    if {[uplevel 1 [list expr $cond]]} {
-        incr ::passed
-    } else {
-        incr ::failed
-        puts "FAIL: $what"
-    }
-}
+source [file join [file dirname [file normalize [info script]]] testutil.tcl]
 
 set all [split $env(REDLOCK_TEST_NODES) ,]
 set nodes [lrange $all 0 2]

@@ -3,14 +3,22 @@
 // Fence.java: fenced writes to a Redis/Valkey store (docs/fencing.md, "Protecting your store"):
 // the C library's one script, run on the caller's own client through two lambdas, so that the
 // token comparison (64-bit integers), the fence key's name, its lifetime and the reading of a
-// refusal are the library's, and this binding depends on no Redis client.
+// refusal are the library's, and this binding depends on no Redis client. Fenced writes to SQL
+// rows over JDBC too (docs/fencing.md, "SQL rows"): the C library's statements, run on the caller's
+// own Connection.
 package io.redlock;
 
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 
 /**
  * Writes to one resource on a Redis or Valkey store (not necessarily a lock node) that are
@@ -226,6 +234,123 @@ public final class Fence {
         throw e;
       throw new FencedException(resource, t, RedlockNative.fenceRefusalNative(msg, 1), msg);
     }
+  }
+
+  private static final int SQL_UPSERT = (int) Redlock.constant("REDLOCK_FENCE_SQL_UPSERT");
+  private static final int SQL_UPDATE = (int) Redlock.constant("REDLOCK_FENCE_SQL_UPDATE");
+  private static final int SQL_READ = (int) Redlock.constant("REDLOCK_FENCE_SQL_READ");
+  private static final int SQL_QMARK = (int) Redlock.constant("REDLOCK_SQL_QMARK");
+
+  /**
+   * Inserts the row {@code key} + {@code values} with the fence column set to token, or updates
+   * it to {@code values} if it exists and its fence is at most token (or NULL), in one statement
+   * that the C library builds (redlock_fence_sql):
+   *
+   * <pre>{@code
+   * INSERT INTO t (k, v, fence) VALUES (?, ?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v,
+   * fence = EXCLUDED.fence WHERE t.fence IS NULL OR t.fence <= EXCLUDED.fence
+   * }</pre>
+   *
+   * A row whose fence is above token is left as it is and {@link FencedException} names both.
+   * The key's columns must be the table's primary key or a unique index; the statement is
+   * PostgreSQL's and SQLite's (3.24 or later). Names are quoted as identifiers ({@code
+   * "schema.table"} is two); values are bound with {@code setObject}, in the maps' iteration
+   * order. The fence column is a BIGINT: a token above 2^63 - 1 (negative in a long) or 0 throws
+   * {@link InvalidArgumentException}, as an empty name or a column named twice among key,
+   * values and the fence column do. The caller commits.
+   */
+  public static void sqlUpsert(Connection conn, String table, Map<String, ?> key, Map<String, ?> values,
+      long token) throws SQLException {
+    sqlUpsert(conn, table, key, values, token, "fence");
+  }
+
+  /** {@link #sqlUpsert(Connection, String, Map, Map, long)} with the fence in fenceColumn. */
+  public static void sqlUpsert(Connection conn, String table, Map<String, ?> key, Map<String, ?> values,
+      long token, String fenceColumn) throws SQLException {
+    sqlWrite(SQL_UPSERT, conn, table, key, values, token, fenceColumn);
+  }
+
+  /**
+   * Updates the existing row {@code key} to {@code values} and the fence column to token if its
+   * fence is at most token (or NULL: the first fenced write):
+   *
+   * <pre>{@code
+   * UPDATE t SET v = ?, fence = ? WHERE k = ? AND (fence IS NULL OR fence <= ?)
+   * }</pre>
+   *
+   * {@link FencedException} if a later holder's token is there; {@link NoSuchElementException}
+   * if there is no such row (a fenced update does not make one; {@code sqlUpsert} does). Empty
+   * values only raise the fence, as a new holder does before it reads the row, so that the
+   * previous holder's late write fails from then on. Otherwise as
+   * {@link #sqlUpsert(Connection, String, Map, Map, long)}.
+   */
+  public static void sqlUpdate(Connection conn, String table, Map<String, ?> key, Map<String, ?> values,
+      long token) throws SQLException {
+    sqlUpdate(conn, table, key, values, token, "fence");
+  }
+
+  /** {@link #sqlUpdate(Connection, String, Map, Map, long)} with the fence in fenceColumn. */
+  public static void sqlUpdate(Connection conn, String table, Map<String, ?> key, Map<String, ?> values,
+      long token, String fenceColumn) throws SQLException {
+    sqlWrite(SQL_UPDATE, conn, table, key, values, token, fenceColumn);
+  }
+
+  private static void sqlWrite(int statement, Connection conn, String table, Map<String, ?> key,
+      Map<String, ?> values, long token, String fenceColumn) throws SQLException {
+    if (conn == null || key == null)
+      throw new NullPointerException(conn == null ? "conn" : "key");
+    if (values == null)
+      values = Collections.emptyMap();
+    String[] kcols = key.keySet().toArray(new String[0]);
+    String[] vcols = values.keySet().toArray(new String[0]);
+    noNul(table, fenceColumn, kcols, vcols);
+    String sql = RedlockNative.fenceSqlNative(statement, SQL_QMARK, table, kcols, vcols, fenceColumn, token);
+    // The order redlock_fence_sql documents: upsert K, V, T; update V, T, K, T ('?' twice).
+    List<Object> args = new ArrayList<>();
+    if (statement == SQL_UPSERT) {
+      args.addAll(key.values());
+      args.addAll(values.values());
+      args.add(token);
+    } else {
+      args.addAll(values.values());
+      args.add(token);
+      args.addAll(key.values());
+      args.add(token);
+    }
+    try (PreparedStatement ps = conn.prepareStatement(sql)) {
+      bind(ps, args);
+      if (ps.executeUpdate() > 0)
+        return;
+    }
+    // No row changed: the fence that refused the write, or no such row.
+    String display = table + " " + key;
+    String read = RedlockNative.fenceSqlNative(SQL_READ, SQL_QMARK, table, kcols, vcols, fenceColumn, token);
+    try (PreparedStatement ps = conn.prepareStatement(read)) {
+      bind(ps, new ArrayList<Object>(key.values()));
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next())
+          throw new NoSuchElementException(display + ": no such row to update (sqlUpsert makes one)");
+        long seen = rs.getLong(1);   // NULL reads 0: the row changed since; the refusal stands
+        throw new FencedException(display, token, seen, "FENCED " + token + " " + seen);
+      }
+    }
+  }
+
+  private static void bind(PreparedStatement ps, List<Object> args) throws SQLException {
+    for (int i = 0; i < args.size(); i++)
+      ps.setObject(i + 1, args.get(i));
+  }
+
+  /** A name reaches C as a C string, which ends at a NUL: refused here, not cut short there. */
+  private static void noNul(String table, String fenceColumn, String[] kcols, String[] vcols) {
+    List<String> names = new ArrayList<>(Arrays.asList(kcols));
+    names.addAll(Arrays.asList(vcols));
+    names.add(table);
+    names.add(fenceColumn);
+    for (String n : names)
+      if (n != null && n.indexOf('\0') >= 0)
+        throw new InvalidArgumentException("REDLOCK_EINVAL", "invalid argument",
+            "a name has a NUL: '" + n.replace("\0", "\\0") + "'");
   }
 
   /** The message of e or of a cause that carries the store's reply (a client may wrap it). */

@@ -14,8 +14,12 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.reflect.Proxy;
 import java.net.Socket;
 import java.net.URI;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +28,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Objects;
 
 public final class FenceTest {
@@ -44,6 +49,7 @@ public final class FenceTest {
       withLock(store, nodes);
       docsExample(store, nodes);
     }
+    sqlStatements();
     System.out.println(passed + " passed, " + failed + " failed");
     System.exit(failed == 0 && passed > 0 ? 0 : 1);
   }
@@ -158,6 +164,134 @@ public final class FenceTest {
     public void close() throws IOException {
       socket.close();
     }
+  }
+
+  // ---------------------------------------------------------------- SQL rows over JDBC
+
+  /**
+   * What a Connection was asked: each statement's text and bound values, in order. No JDBC
+   * driver is a dependency of the binding or its tests, so the database is this stand-in, which
+   * answers executeUpdate with the next of {@code updated} and the fence read with {@code fence}
+   * (null: no row). The statements' own behaviour on PostgreSQL and SQLite is tested through the
+   * Python and Go bindings, which run the same C-built text.
+   */
+  static final class FakeDb {
+    final List<String> sql = new ArrayList<>();
+    final List<List<Object>> params = new ArrayList<>();
+    final List<Integer> updated = new ArrayList<>();
+    Long fence;
+
+    Connection connection() {
+      return (Connection) Proxy.newProxyInstance(FenceTest.class.getClassLoader(), new Class<?>[] {Connection.class},
+          (proxy, m, a) -> {
+            if (!m.getName().equals("prepareStatement"))
+              throw new UnsupportedOperationException(m.getName());
+            sql.add((String) a[0]);
+            List<Object> bound = new ArrayList<>();
+            params.add(bound);
+            return statement(bound);
+          });
+    }
+
+    private PreparedStatement statement(List<Object> bound) {
+      return (PreparedStatement) Proxy.newProxyInstance(FenceTest.class.getClassLoader(),
+          new Class<?>[] {PreparedStatement.class}, (proxy, m, a) -> {
+            switch (m.getName()) {
+              case "setObject":
+                checkEq(bound.size() + 1, a[0], "parameters bound in order");
+                bound.add(a[1]);
+                return null;
+              case "executeUpdate":
+                return updated.remove(0);
+              case "executeQuery":
+                return result();
+              case "close":
+                return null;
+              default:
+                throw new UnsupportedOperationException(m.getName());
+            }
+          });
+    }
+
+    private ResultSet result() {
+      boolean[] read = {false};
+      return (ResultSet) Proxy.newProxyInstance(FenceTest.class.getClassLoader(), new Class<?>[] {ResultSet.class},
+          (proxy, m, a) -> {
+            switch (m.getName()) {
+              case "next":
+                boolean row = fence != null && !read[0];
+                read[0] = true;
+                return row;
+              case "getLong":
+                return fence;
+              case "close":
+                return null;
+              default:
+                throw new UnsupportedOperationException(m.getName());
+            }
+          });
+    }
+  }
+
+  /** Fence.sqlUpsert and sqlUpdate: the C library's statements with '?', values in its order. */
+  private static void sqlStatements() throws Exception {
+    Map<String, Object> key = new LinkedHashMap<>();
+    key.put("id", 7L);
+    Map<String, Object> values = new LinkedHashMap<>();
+    values.put("balance", 120);
+    values.put("note", "a");
+
+    FakeDb db = new FakeDb();
+    db.updated.add(1);
+    Fence.sqlUpsert(db.connection(), "accounts", key, values, 5);
+    checkEq(List.of("INSERT INTO \"accounts\" (\"id\", \"balance\", \"note\", \"fence\") VALUES (?, ?, ?, ?) "
+        + "ON CONFLICT (\"id\") DO UPDATE SET \"balance\" = EXCLUDED.\"balance\", \"note\" = EXCLUDED.\"note\", "
+        + "\"fence\" = EXCLUDED.\"fence\" WHERE \"accounts\".\"fence\" IS NULL OR "
+        + "\"accounts\".\"fence\" <= EXCLUDED.\"fence\""), db.sql, "upsert: one statement, C's text");
+    checkEq(List.of(List.of(7L, 120, "a", 5L)), db.params, "upsert: key, values, token");
+
+    // A refused update: the fence read tells a refusal, naming both tokens.
+    db = new FakeDb();
+    db.updated.add(0);
+    db.fence = 9L;
+    FakeDb refusing = db;
+    FencedException f = expect(FencedException.class, "older token",
+        () -> Fence.sqlUpdate(refusing.connection(), "my schema.we\"ird", key, Map.of("the \"qty\"", 3), 5, "tok"));
+    if (f != null) {
+      checkEq(5L, f.getToken(), "refused token");
+      checkEq(9L, f.getFence(), "the row's fence");
+    }
+    checkEq(List.of("UPDATE \"my schema\".\"we\"\"ird\" SET \"the \"\"qty\"\"\" = ?, \"tok\" = ? WHERE \"id\" = ? "
+        + "AND (\"tok\" IS NULL OR \"tok\" <= ?)", "SELECT \"tok\" FROM \"my schema\".\"we\"\"ird\" WHERE \"id\" = ?"),
+        db.sql, "update, then the fence read: C's text, names quoted");
+    checkEq(List.of(List.of(3, 5L, 7L, 5L), List.of(7L)), db.params, "update: values, token, key, token; read: key");
+
+    // No such row; an update with no values only raises the fence.
+    db = new FakeDb();
+    db.updated.add(0);
+    FakeDb missing = db;
+    expect(NoSuchElementException.class, "update of a missing row",
+        () -> Fence.sqlUpdate(missing.connection(), "accounts", key, null, 5));
+    checkEq("UPDATE \"accounts\" SET \"fence\" = ? WHERE \"id\" = ? AND (\"fence\" IS NULL OR \"fence\" <= ?)",
+        db.sql.get(0), "no values: only the fence");
+
+    // What C refuses, before any statement reaches the connection.
+    FakeDb none = new FakeDb();
+    Connection c = none.connection();
+    InvalidArgumentException e = expect(InvalidArgumentException.class, "token 2^63",
+        () -> Fence.sqlUpsert(c, "accounts", key, values, Long.MIN_VALUE));
+    check(e != null && e.getMessage().contains("does not fit a BIGINT"), "C's reason for 2^63: " + e);
+    expect(InvalidArgumentException.class, "token 0", () -> Fence.sqlUpsert(c, "accounts", key, values, 0));
+    e = expect(InvalidArgumentException.class, "key column among the values",
+        () -> Fence.sqlUpsert(c, "accounts", key, Map.of("id", 1), 3));
+    check(e != null && e.getMessage().contains("\"id\" is named twice"), "C's reason for a clash: " + e);
+    expect(InvalidArgumentException.class, "the fence among the values",
+        () -> Fence.sqlUpdate(c, "accounts", key, Map.of("fence", 1), 3));
+    expect(InvalidArgumentException.class, "empty table", () -> Fence.sqlUpdate(c, "", key, values, 3));
+    expect(InvalidArgumentException.class, "no key", () -> Fence.sqlUpdate(c, "accounts", Map.of(), values, 3));
+    expect(InvalidArgumentException.class, "a NUL in a name",
+        () -> Fence.sqlUpdate(c, "accounts", key, Map.of("a\0b", 1), 3));
+    checkEq(List.of(), none.sql, "nothing prepared for a refused call");
   }
 
   // ---------------------------------------------------------------- checks
