@@ -193,11 +193,13 @@ test-go-module: deps
 # The Node.js binding (docs/node.md): the addon built by CMake in $(BUILD)-node, with hiredis
 # and OpenSSL linked in (what the npm package ships), then its node --test suite on 5 nodes,
 # then the packed tarball installed offline and run with the system's hiredis and OpenSSL hidden
-# (tools/node-pack-test; needs root for that, else SKIPPED). node-redlock, ioredis and TypeScript, for the interop and type
-# tests only, are installed from the npm registry into $(BUILD)-node/interop (never committed).
-# Under a minute once built on 2 cores, most of it tsc.
+# (tools/node-pack-test; needs root for that, else SKIPPED). node-redlock, ioredis, node-postgres and
+# TypeScript, for the interop, fence and type tests only, are installed from the npm registry into
+# $(BUILD)-node/interop (never committed). The suite runs under a throwaway PostgreSQL too
+# (tests/harness/pgserver.py exec), for the fenced SQL writes. Under a minute once built on 2 cores,
+# most of it tsc.
 NODE_INTEROP := $(BUILD)-node/interop
-NODE_INTEROP_PKGS := redlock@5.0.0-beta.2 ioredis@5 typescript@5 @types/node@20
+NODE_INTEROP_PKGS := redlock@5.0.0-beta.2 ioredis@5 typescript@5 @types/node@20 pg@8
 test-node: deps
 	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' || \
 	 { echo "test-node: the tests need Node.js >= 20 (node --test --test-concurrency); this is $$(node --version)"; exit 1; }
@@ -207,8 +209,8 @@ test-node: deps
 	@mkdir -p $(NODE_INTEROP)
 	@[ -f $(NODE_INTEROP)/package.json ] || echo '{"private": true}' > $(NODE_INTEROP)/package.json
 	cd $(NODE_INTEROP) && npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error $(NODE_INTEROP_PKGS)
-	cd bindings/node && REDLOCK_NODE_INTEROP_DIR=$(abspath $(NODE_INTEROP)) \
-	  $(PYTHON) ../../$(HARNESS) exec --count 5 --kind mixed -- npm test
+	cd bindings/node && REDLOCK_NODE_INTEROP_DIR=$(abspath $(NODE_INTEROP)) $(PYTHON) ../../tests/harness/pgserver.py \
+	  exec -- $(PYTHON) ../../$(HARNESS) exec --count 5 --kind mixed -- npm test
 	PYTHON=$(PYTHON) tools/node-pack-test
 
 # The Debian packages: built, linted, installed, their consumers run, purged.

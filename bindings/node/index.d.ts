@@ -183,6 +183,30 @@ export class Fence {
 /** The store key of a resource's fence: {resource}:fence, or resource:fence with a hash tag. */
 export function fenceKey(resource: string): string;
 
+/** What the SQL helpers run their statements on: a node-postgres (pg) Client, Pool or PoolClient. */
+export interface FenceSqlClient {
+  query(text: string, values: unknown[]): Promise<{ rowCount: number | null; rows: any[] }>;
+}
+/** A fenced update found no row with the key (`code` 'ERR_NO_SUCH_ROW'); fencedUpsert makes one. */
+export class NoSuchRowError extends Error {
+  readonly code: 'ERR_NO_SUCH_ROW';
+  readonly table: string;
+  readonly key: Record<string, unknown>;
+}
+/**
+ * Inserts the row `key` + `values` with the fence column set to `token`, or updates it if its fence is at
+ * most `token` (or NULL), in one statement; FencedError if a later holder's token is there (docs/fencing.md).
+ */
+export function fencedUpsert(client: FenceSqlClient, table: string, key: Record<string, unknown>,
+  values: Record<string, unknown>, token: bigint | number, options?: { fenceColumn?: string }): Promise<void>;
+/**
+ * Updates the existing row `key` to `values` and the fence column to `token` if its fence is at most `token`
+ * (or NULL); FencedError if a later holder's token is there, NoSuchRowError if there is no such row. Empty
+ * `values` only raise the fence.
+ */
+export function fencedUpdate(client: FenceSqlClient, table: string, key: Record<string, unknown>,
+  values: Record<string, unknown>, token: bigint | number, options?: { fenceColumn?: string }): Promise<void>;
+
 export class Lock {
   readonly redlock: Redlock;
   readonly resources: string[];

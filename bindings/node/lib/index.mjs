@@ -10,6 +10,6 @@ export const {
   defaultSettings, RedlockError, ExecutionError, ResourceLockedError,
   LockTimeoutError, InvalidArgumentError, QuorumError, UnreachableError, LockExpiredError,
   LockLostError, AuthError, PermissionError, TLSError, ServerError, RedlockIOError, LimitError,
-  StateError, AbortError, AtRiskError, Fence, FencedError, fenceKey,
+  StateError, AbortError, AtRiskError, Fence, FencedError, fenceKey, fencedUpsert, fencedUpdate, NoSuchRowError,
 } = mod;
 export default mod.Redlock;

@@ -694,6 +694,7 @@ class RWLock {
 const { Election, Leadership, Observer } = require('./election.cjs');
 
 const fence = require('./fence.cjs');
+const fenceSql = require('./fence_sql.cjs');
 
 // Writes to a Redis/Valkey store (an ioredis or node-redis client) fenced by this acquisition's
 // token (settings.fencing): each applies only while no later holder's token has reached the
@@ -708,6 +709,6 @@ Lock.prototype.fenced = function fenced(store, { resource, retentionMs } = {}) {
 
 module.exports = {
   Redlock, Lock, Semaphore, Permit, RWLock, ReadLock, WriteLock, Election, Leadership, Observer,
-  defaultSettings, ...errors, ...fence,
+  defaultSettings, ...errors, ...fence, ...fenceSql,
 };
 module.exports.default = Redlock;

@@ -1216,6 +1216,105 @@ static napi_value fence_refusal(napi_env env, napi_callback_info info) {
     return a;
 }
 
+/* A JS array of column names as n malloc'd C strings in *out (free with
+ * free_names); a NUL in one refused here, the rest by redlock_fence_sql. */
+static void free_names(char **names, uint32_t n) {
+    for (uint32_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int get_names(napi_env env, napi_value v, const char *what, char ***out, uint32_t *n) {
+    bool is = false;
+    char msg[128];
+    *out = NULL;
+    *n = 0;
+    if (napi_is_array(env, v, &is) != napi_ok || !is) {
+        snprintf(msg, sizeof msg, "%s columns must be an array of strings", what);
+        throw_type(env, msg);
+        return -1;
+    }
+    uint32_t len = 0;
+    napi_get_array_length(env, v, &len);
+    if (len > REDLOCK_FENCE_SQL_MAX_COLUMNS) {
+        snprintf(msg, sizeof msg, "%u %s columns: more than REDLOCK_FENCE_SQL_MAX_COLUMNS (%d)", len, what,
+                 REDLOCK_FENCE_SQL_MAX_COLUMNS);
+        napi_throw_range_error(env, "REDLOCK_EINVAL", msg);
+        return -1;
+    }
+    char **names = calloc(len ? len : 1, sizeof *names);
+    if (!names) {
+        napi_throw_error(env, "REDLOCK_ENOMEM", "out of memory");
+        return -1;
+    }
+    snprintf(msg, sizeof msg, "%s column", what);
+    for (uint32_t i = 0; i < len; i++) {
+        napi_value e;
+        napi_get_element(env, v, i, &e);
+        if (!(names[i] = get_str(env, e, msg))) {
+            free_names(names, i);
+            return -1;
+        }
+    }
+    *out = names;
+    *n = len;
+    return 0;
+}
+
+/* fenceSql(statement, placeholder, table, keyColumns, valueColumns,
+ * fenceColumn, token) -> the statement redlock_fence_sql builds (c/src/
+ * fence_sql.c): statement and placeholder are the C enums' values,
+ * fenceColumn null or undefined for "fence", token a BigInt. A RangeError
+ * with code REDLOCK_EINVAL and C's reason for what C refuses. */
+static napi_value fence_sql(napi_env env, napi_callback_info info) {
+    napi_value argv[7], r = NULL;
+    int32_t statement = 0, placeholder = 0;
+    napi_valuetype t;
+    char *table = NULL, *fence = NULL, **keys = NULL, **vals = NULL, *sql = NULL, err[256] = "";
+    uint32_t nk = 0, nv = 0;
+    if (get_args(env, info, 7, argv))
+        return NULL;
+    if (napi_get_value_int32(env, argv[0], &statement) != napi_ok)
+        return throw_type(env, "statement must be a number");
+    if (napi_get_value_int32(env, argv[1], &placeholder) != napi_ok)
+        return throw_type(env, "placeholder must be a number");
+    uint64_t token = 0;
+    bool lossless = false;
+    if (napi_get_value_bigint_uint64(env, argv[6], &token, &lossless) != napi_ok)
+        return throw_type(env, "token must be a bigint");
+    if (!lossless) {
+        napi_throw_range_error(env, "REDLOCK_EINVAL", "token must be from 1 to 2^63-1 (a BIGINT fence column)");
+        return NULL;
+    }
+    if (!(table = get_str(env, argv[2], "table")))
+        return NULL;
+    napi_typeof(env, argv[5], &t);
+    if (t != napi_undefined && t != napi_null && !(fence = get_str(env, argv[5], "fence column")))
+        goto out;
+    if (get_names(env, argv[3], "key", &keys, &nk) || get_names(env, argv[4], "value", &vals, &nv))
+        goto out;
+    int n = redlock_fence_sql(NULL, 0, statement, placeholder, table, (const char *const *)keys, nk,
+                              (const char *const *)vals, nv, fence, token, err, sizeof err);
+    if (n >= 0 && !(sql = malloc((size_t)n + 1))) {
+        napi_throw_error(env, "REDLOCK_ENOMEM", "out of memory");
+        goto out;
+    }
+    if (n >= 0)
+        n = redlock_fence_sql(sql, (size_t)n + 1, statement, placeholder, table, (const char *const *)keys, nk,
+                              (const char *const *)vals, nv, fence, token, err, sizeof err);
+    if (n < 0)
+        napi_throw_range_error(env, redlock_error_name(n), err[0] ? err : redlock_strerror(n));
+    else
+        napi_create_string_utf8(env, sql, (size_t)n, &r);
+    free(sql);
+out:
+    free(table);
+    free(fence);
+    free_names(keys, nk);
+    free_names(vals, nv);
+    return r;
+}
+
 static napi_value version(napi_env env, napi_callback_info info) {
     (void)info;
     return make_str(env, redlock_version());
@@ -1234,6 +1333,7 @@ static napi_value init(napi_env env, napi_value exports) {
         FN("lockIsHeld", lock_is_held),    FN("lockResource", lock_resource),
         FN("strerror", str_error),         FN("version", version),
         FN("fenceInfo", fence_info),       FN("fenceRefusal", fence_refusal),
+        FN("fenceSql", fence_sql),
         FN("clientEvents", client_events),
         FN("lockOpenSemaphore", lock_open_semaphore), FN("lockOpenRw", lock_open_rw),
         FN("lockDowngrade", lock_downgrade),

@@ -3,7 +3,8 @@
 // with only the import changed, and this package's additions.
 import Redlock, {
   ExecutionError, ResourceLockedError, Lock, type RedlockAbortSignal, Permit, ReadLock, WriteLock, Leadership,
-  type Leader, Semaphore, RWLock, Election, Observer,
+  type Leader, Semaphore, RWLock, Election, Observer, fencedUpsert, fencedUpdate, FencedError, NoSuchRowError,
+  type FenceSqlClient,
 } from 'libredlock';
 
 const redlock = new Redlock(['redis://127.0.0.1:6379'], {
@@ -90,4 +91,16 @@ export async function primitives(ac: AbortController): Promise<bigint> {
   const timedOut: boolean = obs.timedOut;
   void timedOut;
   return now.term;
+}
+
+// Fenced SQL writes, on anything shaped as node-postgres's Pool, Client or PoolClient.
+export async function fencedSql(pool: FenceSqlClient, lock: Lock): Promise<bigint> {
+  await fencedUpsert(pool, 'accounts', { id: 7 }, { balance: 120, note: null }, lock.fencingToken);
+  try {
+    await fencedUpdate(pool, 'app.accounts', { id: 7 }, {}, 5, { fenceColumn: 'fence' });
+  } catch (e) {
+    if (e instanceof FencedError) return e.fence;
+    if (e instanceof NoSuchRowError) console.log(e.code, e.table, e.key);
+  }
+  return 0n;
 }
