@@ -855,8 +855,12 @@ static double queue_ticket(size_t i, const char *key, const char *member)
  * a contender took it, and the same on a second node gave it the lock
  * before the head (models/wake.pml, -DFAIR -DEXPIRY). W's attempt is
  * brought by a wake-up message the test publishes, and told by its event;
- * W's retry delay is far beyond the test. */
-static void test_fair_split_round(void)
+ * W's retry delay is far beyond the test. With late, node 0 is paused
+ * through that attempt, which is lost to nodes 1 and 2 without node 0's
+ * reply: the connection releases W's late grant there itself, and that
+ * release must leave W's registration too; W's next attempt (within its
+ * poll, 5 s) is the split one. */
+static void fair_split(int late)
 {
     rec *rw = rec_new();
     redlock_client *h = client_rec(0, 3, NULL, 0, 200, REDLOCK_OPT_FAIR);
@@ -885,7 +889,14 @@ static void test_fair_split_round(void)
     char chan[160], msg[700];
     snprintf(chan, sizeof chan, "redlock:wake:%.*s", (int)strcspn(member, ":"), member);
     snprintf(msg, sizeof msg, "%s split\n%s", member, key);
-    CHECK(node_q(0, "PUBLISH %s %s", chan, msg) == 1);   /* W's listener */
+    int failed = count(rw, REDLOCK_EVENT_ACQUIRE_FAILED);
+    if (late)
+        CHECK(harness("PAUSE 0") == 0);
+    CHECK(node_q(late ? 1 : 0, "PUBLISH %s %s", chan, msg) == 1);   /* W's listener */
+    if (late) {
+        CHECK(WAIT_UNTIL(count(rw, REDLOCK_EVENT_ACQUIRE_FAILED) > failed, 30000, "W's attempt"));
+        CHECK(harness("RESUME 0") == 0);
+    }
     CHECK(WAIT_UNTIL(atomic_load(&rw->split) >= 1, 30000, "W's split round"));
     CHECK(WAIT_UNTIL(node_q(0, "EXISTS %s", key) == 0, 5000, "W's clean-up on node 0"));
     CHECK(!redlock_lock_is_held(w.lock));
@@ -930,6 +941,16 @@ static void test_fair_split_round(void)
     redlock_client_free(h);
     redlock_client_free(wc);
     rec_free(rw);
+}
+
+static void test_fair_split_round(void)
+{
+    fair_split(0);
+}
+
+static void test_fair_split_round_late(void)
+{
+    fair_split(1);
 }
 
 /* ---- 7. an ACL user with the old minimal rule set ---- */
@@ -1049,6 +1070,7 @@ int main(void)
     run_test("many_waits_no_leak", test_many_waits_no_leak);
     run_test("fair_order", test_fair_order);
     run_test("fair_split_round", test_fair_split_round);
+    run_test("fair_split_round_late", test_fair_split_round_late);
     run_test("acl_minimal_user", test_acl_minimal_user);
     return finish_tests();
 }
