@@ -865,12 +865,11 @@ static void fair_split(int late)
     rec *rw = rec_new();
     redlock_client *h = client_rec(0, 3, NULL, 0, 200, REDLOCK_OPT_FAIR);
     redlock_client *wc = client_rec(0, 3, rw, 0, 60000, REDLOCK_OPT_FAIR);
-    atomic_int order;
-    atomic_init(&order, 0);
-    const char *res = uniq("fair-split");
-    const char *key = key_of(res);
+    const char *res = uniq(late ? "fair-split-late" : "fair-split"), *key = key_of(res);
     redlock_lock *lh;
     holder(h, res, 30000, &lh);
+    atomic_int order;   /* where W and H are served */
+    atomic_init(&order, 0);
     waiter w = { .c = wc, .res = res, .ttl = 10000, .wait = 60000, .id = 1, .release = 1, .order = &order,
                  .place = -1 };
     start(&w);
