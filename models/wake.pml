@@ -17,7 +17,8 @@
  *      with its own registration), giving up at its first refusal.
  * The scripts' effects on one node are atomic steps: rl_script_acquire in
  * modes 'j' (register when refused), 'd' (drop our registration when
- * granted), 'f' (fair: a free key only for the head whose client listens,
+ * granted; not sent in fair mode, acquire.c's keeps_place), 'f' (fair: a
+ * free key only for the head whose client listens,
  * the others wake the head again), rl_script_release (compare-and-delete,
  * drop our own registration, PUBLISH to the first registration and drop
  * it while PUBLISH returns 0, rl_wake), rl_script_leave, and the plain
@@ -25,8 +26,9 @@
  * step, so other clients' steps fall in between; the decision is
  * rl_decide_acquire's quorum (2 of 3). A failed round's clean-up release
  * wakes nobody; a won round leaves the queue where it was refused
- * (rl_leave_queue) unless it won with a plain SET, whose release then
- * takes the registration out (ARGV[3]).
+ * (rl_leave_queue) unless it won with a plain SET; its release takes the
+ * registration out where it is left (ARGV[3]): everywhere after a plain
+ * win, where it was granted after a fair one.
  *
  * A PUBLISH puts a message in the listener connection of the registration's
  * client on that node; the listener delivers it later, or loses it (at most
@@ -55,6 +57,13 @@
  *   -DNO_DROP_GONE      rl_wake does not drop a registration whose PUBLISH
  *                       reached nobody (and fair mode's check does not
  *                       drop a head nobody listens for)
+ * and, an expected failure of the fair order (the claim's second part):
+ *   -DFAIR_DROP         in fair mode too a grant drops the waiter's
+ *                       registration ('d'), even in a round that is then
+ *                       lost: with -DEXPIRY the holder coming back takes
+ *                       that node before the waiter's next attempt
+ *                       registers it again, and with the same on a second
+ *                       node the lock before the head
  * and, not an expected failure: -DNO_STALE_LEAVE (a message for a
  * registration that no longer waits is ignored, not answered with the
  * leave) passes at these scopes, since a stale head needs a lost release or
@@ -202,7 +211,9 @@ inline script(i, c, v, reg) {
        if
        :: xh == NONE ->
           key[i] = v; got = got | BIT(i);
+#if !defined(FAIR) || defined(FAIR_DROP)
           if :: reg -> drop(i, c) :: else fi
+#endif
        :: else
        fi
     :: else
@@ -285,12 +296,17 @@ proctype Waiter(byte c) {
            for (xi : 0 .. N - 1) {
                if :: (got & BIT(xi)) == 0 -> leave(xi, c) :: else fi
            }
-           xi = 0; reg = 0
+           xi = 0;
+#if !defined(FAIR) || defined(FAIR_DROP)
+           reg = 0
+#else
+           skip   /* kept where granted: the release takes it out */
+#endif
         :: else
         fi
     };
-    /* the release: registration dropped here if won by a plain SET */
-    atomic { valid[c] = 0; mem = (reg && plain -> c : NONE); release(0, v, mem, 1) };
+    /* the release: the registration dropped where it is left */
+    atomic { valid[c] = 0; mem = (reg -> c : NONE); release(0, v, mem, 1) };
     atomic { release(1, v, mem, 1) };
     atomic { release(2, v, mem, 1) }
 }

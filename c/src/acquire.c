@@ -194,6 +194,18 @@ static int came_straight_back(const redlock_lock *lock, int64_t now)
     return lock->kind->plain_retry && lock->released_us && now - lock->released_us < RL_CAME_BACK_US;
 }
 
+/* In fair mode a grant does not take the waiter's registration out of a
+ * node's queue: the round may yet be lost (the other nodes still hold the
+ * key), and until its next attempt that node would have no registration
+ * to keep the free key for the head, so a holder coming back could take
+ * it, and after the same on a second node, the lock (models/wake.pml).
+ * The waiter's release takes the registration out instead (scripts.c,
+ * ARGV[3]), as after a plain win. Fair order is the mutex's (rwlock.c). */
+static int keeps_place(const redlock_lock *lock)
+{
+    return (lock->pol.flags & REDLOCK_OPT_FAIR) && lock->kind == &rl_kind_mutex;
+}
+
 /* The bounds of the wait, and the waiter's registration. */
 static void begin_waiting(redlock_lock *lock, int64_t wait_ms, rl_waiting *s)
 {
@@ -275,7 +287,7 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_wait
     if (s->listen)
         atomic_store(&s->w.woken, 0);
     int rc = rl_attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, *plain ? "" : s->member, s->ticket,
-                     *calm > 0, renew, registered, h);
+                     *calm > 0, renew, registered && !keeps_place(lock), h);
     if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
         rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
     /* A plain refusal says nothing of the holder. It may be one that came
@@ -426,11 +438,12 @@ int rl_acq_end(rl_acq *a)
         rl_wake_leave(lock->client, &s->w);
         /* Registered, then given up: the registration leaves everywhere.
          * Registered, then acquired by a plain attempt (after a wake-up,
-         * or while the nodes were not calm): the release takes it out of
-         * the queue, in the same script, at no extra round trip. */
+         * or while the nodes were not calm), or in fair mode: the release
+         * takes it out of the queue, in the same script, at no extra
+         * round trip. */
         if (s->registered && rc != 0)
             rl_leave_queue(lock, s->member, NULL, 1);
-        else if (s->registered && s->last_plain)
+        else if (s->registered && (s->last_plain || keeps_place(lock)))
             memcpy(lock->member, s->member, sizeof s->member);
     }
     if (s->listen)

@@ -49,8 +49,9 @@ static int commit_token(redlock_lock *lock, const rl_round *set, int64_t valid_u
 /* A waiter is done: its registration leaves the queue, sent without
  * waiting for replies: on every node when it gives up (all), else after an
  * acquisition only where it was refused or got no answer (a node that
- * granted dropped it; one not waited for most likely granted too). If
- * the lock is free there, the next waiter is woken (scripts.c). */
+ * granted dropped it, or in fair mode keeps it for the release to drop;
+ * one not waited for most likely granted too). If the lock is free
+ * there, the next waiter is woken (scripts.c). */
 void rl_leave_queue(redlock_lock *lock, const char *member, const rl_outcome *out, int all)
 {
     rl_round r;
@@ -93,7 +94,7 @@ static void read_hint(const rl_round *r, wait_hint *h)
  * (scripts.c) when waiting with a registration (member), in fair mode, or
  * with fencing. */
 static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
-                          int calm, int renew, int registered, char mode[8])
+                          int calm, int renew, int drop, char mode[8])
 {
     /* Fair mode orders waiters while the nodes are calm; right after a
      * node failed, nodes may name different heads, and a queue only some
@@ -104,7 +105,7 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
         mode[n++] = 'j';
     if (member[0] && renew)
         mode[n++] = 'r';
-    if (member[0] && registered)
+    if (member[0] && drop)
         mode[n++] = 'd';
     if (fair)
         mode[n++] = 'f';
@@ -121,7 +122,7 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
 }
 
 int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
-                   int calm, int renew, int registered, wait_hint *h)
+                   int calm, int renew, int drop, wait_hint *h)
 {
     redlock_client *c = lock->client;
     rl_round r;
@@ -130,7 +131,7 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, registered, mode);
+    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, drop, mode);
     r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
     if (lock->kind->run_acquire) {
         int sc = lock->kind->run_acquire(lock, &r);   /* a semaphore may ask again for free slots */

@@ -834,9 +834,10 @@ typedef struct wait_hint {
 
 /* One acquisition attempt (the number-th). On failure every node that may
  * hold our value gets a release before returning. A waiter passes its
- * registration (member, ticket; "" for none) and learns how to wait (h). */
+ * registration (member, ticket; "" for none), whether a grant drops it
+ * (drop: an earlier attempt registered it), and learns how to wait (h). */
 int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket, int calm,
-               int renew, int registered, wait_hint *h);
+               int renew, int drop, wait_hint *h);
 /* A waiter is done: its registration leaves the queue, without waiting for
  * replies; on every node (all), or where out says it was not granted. */
 void rl_leave_queue(redlock_lock *lock, const char *member, const rl_outcome *out, int all);

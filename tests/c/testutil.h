@@ -29,8 +29,12 @@ static const char *t_current = "";
             redlock_error_name(rc_), #want, redlock_lock_errmsg(lock)); } } while (0)
 
 typedef void (*test_fn)(void);
+/* REDLOCK_TEST_ONLY=name runs that case of a file alone (to repeat it). */
 static __attribute__((unused)) void run_test(const char *name, test_fn fn)
 {
+    const char *only = getenv("REDLOCK_TEST_ONLY");
+    if (only && *only && strcmp(only, name) != 0)
+        return;
     int before = t_failures;
     t_current = name;
     fprintf(stderr, "RUN  %s\n", name);

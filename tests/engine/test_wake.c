@@ -89,6 +89,7 @@ typedef struct logged {
 typedef struct rec {
     pthread_mutex_t mu;
     atomic_int count[16];
+    atomic_int split;          /* failed attempts that some node granted */
     uint32_t last_acquired_attempt;
     int n;
     logged log[LOG_MAX];
@@ -122,6 +123,8 @@ static void on_event(const redlock_event *e, void *ud)
     rec *r = ud;
     if (e->type > 0 && e->type < 16)
         atomic_fetch_add(&r->count[e->type], 1);
+    if (e->type == REDLOCK_EVENT_ACQUIRE_FAILED && e->nodes_ok > 0)
+        atomic_fetch_add(&r->split, 1);
     rec_add(r, e->type, e->node, e->listener_state, e->attempt);
 }
 
@@ -818,6 +821,137 @@ static void test_fair_order(void)
     redlock_client_free(a);
 }
 
+/* The first registration in the queue of key on node i, into out ("" if none). */
+static void queue_head(size_t i, const char *key, char *out, size_t size)
+{
+    out[0] = '\0';
+    redisContext *c = node_conn(i);
+    redisReply *r = c ? redisCommand(c, "ZRANGE %s:wq 0 0", key) : NULL;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->type == REDIS_REPLY_STRING)
+        snprintf(out, size, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* A registration's ticket (its score in K:wq) on node i: -1 if it is not there. */
+static double queue_ticket(size_t i, const char *key, const char *member)
+{
+    double t = -1;
+    redisContext *c = node_conn(i);
+    redisReply *r = c ? redisCommand(c, "ZSCORE %s:wq %s", key, member) : NULL;
+    if (r && r->type == REDIS_REPLY_STRING)
+        t = atof(r->str);
+    freeReplyObject(r);
+    redisFree(c);
+    return t;
+}
+
+/* Fair mode, a split round (3-node client): the holder H's key is gone
+ * from node 0 only (as when it overstays and the key expires there first),
+ * so the head W is granted there and refused on nodes 1 and 2. W keeps its
+ * place on node 0: a grant in fair mode does not take the registration out
+ * of the queue (its release does). Once it did, and until W's next attempt
+ * was refused there, node 0 had nothing to keep the free key for the head:
+ * a contender took it, and the same on a second node gave it the lock
+ * before the head (models/wake.pml, -DFAIR -DEXPIRY). W's attempt is
+ * brought by a wake-up message the test publishes, and told by its event;
+ * W's retry delay is far beyond the test. With late, node 0 is paused
+ * through that attempt, which is lost to nodes 1 and 2 without node 0's
+ * reply: the connection releases W's late grant there itself, and that
+ * release must leave W's registration too; W's next attempt (within its
+ * poll, 5 s) is the split one. */
+static void fair_split(int late)
+{
+    rec *rw = rec_new();
+    redlock_client *h = client_rec(0, 3, NULL, 0, 200, REDLOCK_OPT_FAIR);
+    redlock_client *wc = client_rec(0, 3, rw, 0, 60000, REDLOCK_OPT_FAIR);
+    const char *res = uniq(late ? "fair-split-late" : "fair-split"), *key = key_of(res);
+    redlock_lock *lh;
+    holder(h, res, 30000, &lh);
+    atomic_int order;   /* where W and H are served */
+    atomic_init(&order, 0);
+    waiter w = { .c = wc, .res = res, .ttl = 10000, .wait = 60000, .id = 1, .release = 1, .order = &order,
+                 .place = -1 };
+    start(&w);
+    CHECK(WAIT_UNTIL(listeners_in(wc, REDLOCK_LISTENER_READY) == 3, 30000, "W's 3 listeners READY"));
+    for (size_t i = 0; i < 3; i++)
+        CHECK(WAIT_UNTIL(node_q(i, "ZCARD %s:wq", key) == 1, 30000, "W registered"));
+    char member[128];
+    queue_head(0, key, member, sizeof member);
+    CHECK(member[0] != '\0');
+    double ticket = queue_ticket(0, key, member);
+    CHECK(ticket > 0);
+    CHECK(atomic_load(&rw->split) == 0);
+
+    /* H's key goes from node 0; W is brought to try, and is granted on node 0 only. */
+    CHECK(node_q(0, "DEL %s", key) == 1);
+    char chan[160], msg[700];
+    snprintf(chan, sizeof chan, "redlock:wake:%.*s", (int)strcspn(member, ":"), member);
+    snprintf(msg, sizeof msg, "%s split\n%s", member, key);
+    int failed = count(rw, REDLOCK_EVENT_ACQUIRE_FAILED);
+    if (late)
+        CHECK(harness("PAUSE 0") == 0);
+    CHECK(node_q(late ? 1 : 0, "PUBLISH %s %s", chan, msg) == 1);   /* W's listener */
+    if (late) {
+        CHECK(WAIT_UNTIL(count(rw, REDLOCK_EVENT_ACQUIRE_FAILED) > failed, 30000, "W's attempt"));
+        CHECK(harness("RESUME 0") == 0);
+    }
+    CHECK(WAIT_UNTIL(atomic_load(&rw->split) >= 1, 30000, "W's split round"));
+    CHECK(WAIT_UNTIL(node_q(0, "EXISTS %s", key) == 0, 5000, "W's clean-up on node 0"));
+    CHECK(!redlock_lock_is_held(w.lock));
+    /* W is still the head on every node, node 0 included, with its ticket. */
+    for (size_t i = 0; i < 3; i++) {
+        char head[128];
+        queue_head(i, key, head, sizeof head);
+        if (strcmp(head, member) != 0)
+            fprintf(stderr, "  node %zu: head '%s', W is '%s'\n", i, head, member);
+        CHECK(strcmp(head, member) == 0);
+        CHECK(queue_ticket(i, key, member) == ticket);
+    }
+    /* Node 0 keeps its free key for W: a fair contender over node 0 alone
+     * (its round is that node's decision) is refused. */
+    redlock_client *c0 = client_rec(0, 1, NULL, 0, 200, REDLOCK_OPT_FAIR);
+    redlock_lock *lc;
+    CHECK_RC(redlock_lock_new(&lc, c0, res), 0);
+    int rc0 = redlock_lock_acquire(lc, 10000, REDLOCK_WAIT_NONE);
+    CHECK_LOCK_RC(lc, rc0, REDLOCK_ENOTACQUIRED);
+    if (rc0 == 0)
+        redlock_lock_release(lc);
+    redlock_lock_free(lc);
+    redlock_client_free(c0);
+
+    /* H releases and comes straight back: the head is served first. */
+    CHECK_LOCK_RC(lh, redlock_lock_release(lh), 0);
+    CHECK_LOCK_RC(lh, redlock_lock_acquire(lh, 10000, 30000), 0);
+    int h_place = atomic_fetch_add(&order, 1);
+    finish(&w);
+    CHECK_RC(w.rc, 0);
+    CHECK_RC(w.release_rc, 0);
+    fprintf(stderr, "  W served %d, H %d\n", w.place, h_place);
+    CHECK(w.place == 0 && h_place == 1);
+    CHECK_LOCK_RC(lh, redlock_lock_release(lh), 0);
+    /* W's release took its registration out; H's, H's. */
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key) == 0, 5000, "the key to go"));
+    }
+    redlock_lock_free(w.lock);
+    redlock_lock_free(lh);
+    redlock_client_free(h);
+    redlock_client_free(wc);
+    rec_free(rw);
+}
+
+static void test_fair_split_round(void)
+{
+    fair_split(0);
+}
+
+static void test_fair_split_round_late(void)
+{
+    fair_split(1);
+}
+
 /* ---- 7. an ACL user with the old minimal rule set ---- */
 
 #define ACL_USER "wakeacl"
@@ -934,6 +1068,8 @@ int main(void)
     run_test("winner_leaves_unawaited_node", test_winner_leaves_unawaited_node);
     run_test("many_waits_no_leak", test_many_waits_no_leak);
     run_test("fair_order", test_fair_order);
+    run_test("fair_split_round", test_fair_split_round);
+    run_test("fair_split_round_late", test_fair_split_round_late);
     run_test("acl_minimal_user", test_acl_minimal_user);
     return finish_tests();
 }

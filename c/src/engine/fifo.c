@@ -175,14 +175,21 @@ void rl_conn_orphan(redlock_client *cl, size_t i, rl_round *r)
         } else if (rl_cmd_acquires(r->cmd) && refused_only(r)) {
             /* Lost to refusals: if this node granted it after all, release
              * it there when the grant arrives, waking nobody (acquire.c
-             * leaves such nodes out of its clean-up). A reader's is its own. */
+             * leaves such nodes out of its clean-up). A reader's is its own.
+             * A mutex's leaves the waiter's registration in place, as
+             * acquire.c's clean-up does: in fair mode it keeps the free
+             * key for the waiter (acquire.c's keeps_place). */
             int wake = r->wake;
+            const char *member = r->member;
             r->wake = 0;
             rl_cmd rel = r->cmd == RL_CMD_RW_ACQUIRE && strchr(r->mode, 'R') ? RL_CMD_RW_RELEASE
                          : r->cmd == RL_CMD_SEM_ACQUIRE ? RL_CMD_SEM_RELEASE
                          : r->cmd == RL_CMD_MULTI_ACQUIRE ? RL_CMD_MULTI_RELEASE : RL_CMD_RELEASE;
+            if (rel == RL_CMD_RELEASE)
+                r->member = "";
             late_command(c, e, r, rel, r->via_fcall ? RL_VIA_FCALL : RL_VIA_EVAL, RL_IF_GRANTED);
             r->wake = wake;
+            r->member = member;
         }
     }
     r->out[i] = RL_UNSENT;
