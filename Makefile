@@ -145,7 +145,7 @@ test-build-flags: deps $(VENV)/bin/python
 # The spin models of models/ (docs/testing.md "Models", docs/models.md): the mutex with its
 # fencing token passes, the "assumption removed" variants shown so far fail as they must (the
 # others are reported OPEN), and the Lua scripts the models stand for are as reviewed. make test
-# runs the short form (under a minute).
+# runs the short form (about 70 s).
 .PHONY: model-check test-models
 model-check: deps
 	models/check

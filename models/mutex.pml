@@ -28,6 +28,47 @@
  * up waiting for replies at any moment (its deadline), which covers every
  * node timeout.
  *
+ * Node faults are model actions too, each bounded by its count (0 unless
+ * a run sets it): a restart with its data (-DKEEPS: AOF; keys, counter and
+ * marker kept, the node unavailable a while: a pause, its connections
+ * closed and their queued requests lost), a restart without its data
+ * (-DRESTARTS: keys, fencing counter and epoch marker gone, the same
+ * pause and closed connections), and a clock step forward (-DSTEPS: the
+ * node's clock jumps STEP ticks, so every key's remaining TTL, and the
+ * marker's PTTL, shrink by STEP).
+ *
+ * The quarantine (epoch.c, proto.c's parse_epoch, decide.c), in every run
+ * with RESTARTS or STEPS unless -DNO_QUARANTINE: each node has a marker
+ * (mk: its generation, 0 none; every node marked before the start), and
+ * the check behind each SETNX on the same connection (one atomic step with
+ * it here) reads it. A missing marker: the node lost its keys, and is put
+ * out of the vote (the marker made anew in the quarantine band). A marker
+ * in the band: out for what is left of it. A marker whose PTTL fell, since
+ * this client's last reading of the same marker, by more than the client's
+ * own time plus the drift allowance of that span: the clock jumped, and
+ * the node is put out. A node out is out for QLEN = TTL + DRIFT ticks
+ * (epoch_length: the longest TTL and its drift allowance) of its own clock
+ * (so a later step shortens it, as it shortens the real marker's PTTL); a
+ * grant from a node out, or one just found out, is not counted toward the
+ * quorum (reply 3: neither a grant nor a refusal that would keep the
+ * clean-up release away) and its counter is not read for the token; the
+ * node still gets the commit and the clean-up release. A client does not
+ * ask a node it knows to be out until that quarantine ends by its clock.
+ * Abstracted: the marker's bands are a generation number and an end tick
+ * (a marking that raises the PTTL is a new generation, from which no
+ * reading is taken, as rl_epoch_remade says); PTTL's 2 ms rounding and
+ * drift_min_ms are not modelled (the allowance over a span of s ticks is
+ * s * DRIFT / TTL ticks, drift_factor = DRIFT / TTL, the validity's own
+ * term; a node fast by DRIFT loses that much more of its marker's PTTL,
+ * an exact rate); the quarantine is written in the same step as the
+ * check that finds it (the library's marking comes a round later: its
+ * quarantine starts later and so ends later, and its node votes for nobody
+ * in between either); a new deployment (no marker on a majority heard) and
+ * young markers are not modelled: every node is marked at the start and a
+ * run loses at most one node's data; the quarantine's length is not read
+ * from the markers (every client takes TTL ticks). The clients' readings
+ * before the start were SPAN0 ticks before tick 0 (default 0).
+ *
  * Properties (assertions): at most one client holds the lock inside its
  * validity at once; the tokens of the writes the resource accepts strictly
  * increase.
@@ -35,7 +76,12 @@
  * Assumptions removed, each an expected counterexample (models/check):
  *   -DNO_QUORUM        the decision on 1 node instead of N/2 + 1
  *   -DUNBOUNDED_DRIFT  the validity without the drift term, node clocks still fast by up to DRIFT
- *   -DNO_FENCE_CHECK   the resource accepts every write, whatever its token */
+ *   -DNO_FENCE_CHECK   the resource accepts every write, whatever its token
+ *   -DNO_QUARANTINE    no marker check (with -DRESTARTS: "persistence or a delayed
+ *                      restart"; with -DSTEPS: "no clock jump")
+ * and one that is the library's own rule (a finding, docs/models.md):
+ *   -DSPAN0=6 -DSTEPS=1  readings two TTLs old allow a fall of 2 ticks: a
+ *                      step of 2 is taken for drift, and two hold */
 
 #define N 3
 #ifndef C
@@ -60,6 +106,28 @@
 #endif
 #ifndef DELAYS
 #define DELAYS 2
+#endif
+#ifndef KEEPS
+#define KEEPS 0
+#endif
+#ifndef RESTARTS
+#define RESTARTS 0
+#endif
+#ifndef STEPS
+#define STEPS 0
+#endif
+#ifndef STEP
+#define STEP 2
+#endif
+#ifndef SPAN0
+#define SPAN0 0
+#endif
+#define QLEN (TTL + DRIFT)
+#if (KEEPS + RESTARTS + STEPS) > 0
+#define NODE_FAULTS
+#endif
+#if (RESTARTS + STEPS) > 0 && !defined(NO_QUARANTINE)
+#define QUARANTINE
 #endif
 
 #ifdef NO_QUORUM
@@ -90,6 +158,24 @@ byte delays;    /* requests delayed so far, at most DELAYS */
 byte now;
 byte running = C;
 
+#ifdef NODE_FAULTS
+byte nclk[N];    /* how far node i's clock has been stepped forward */
+byte keeps, restarts, steps;
+#endif
+#ifdef QUARANTINE
+byte mk[N];      /* node i's marker: its generation, 0 none */
+byte mgen = 1;   /* the last generation made */
+byte qend[N];    /* out of the vote until its clock (now + nclk) reads this */
+/* Client c's view of node i (k = c*N + i): the marker's generation at its
+ * last reading (0: no reading to compare with), the node's clock then
+ * (nclk: the PTTL it read), when (client time now + SPAN0), and until when
+ * it takes the node to be out (its tick). */
+byte pgen[C * N];
+byte pclk[C * N];
+byte tprev[C * N];
+byte qu[C * N];
+#endif
+
 /* One connection per (client, node): requests in FIFO order. A request:
  * op, the attempt's value, the client's operation number, an argument (the
  * token for COMMIT). */
@@ -113,6 +199,40 @@ inline mutex_check(c) {
     }
     dd = 0
 }
+
+#ifdef QUARANTINE
+#define SPAN(k) (now + SPAN0 - tprev[k])
+#define ALLOW(k) (SPAN(k) * DRIFT / TTL)
+/* parse_epoch's jump: the marker fell by the client's span + (nclk -
+ * pclk) + its node's fast rate over the span, more than span + ALLOW */
+#define JUMPED(k) (nclk[x_i] - pclk[k] + (fast[x_i] != 0 -> ALLOW(k) : 0) > ALLOW(k))
+/* The marking (rl_script_epoch 'q' or 'j'): out for QLEN more ticks of
+ * the node's clock, a marker made if none, the PTTL raised if shorter
+ * (a new generation: no reading from it). */
+inline put_out(k) {
+    if
+    :: mk[x_i] == 0 || qend[x_i] < now + nclk[x_i] + QLEN ->
+       mgen++; mk[x_i] = mgen; qend[x_i] = now + nclk[x_i] + QLEN; pgen[k] = 0
+    :: else
+    fi
+}
+/* The check behind client c's SETNX on node i (k): whether the grant
+ * counts (x_out 0) or not (x_out 1), the node put out if it lost its
+ * marker or its clock jumped, and the client's reading and view. */
+inline epoch_check(k) {
+    if
+    :: mk[x_i] == 0 -> put_out(k); x_out = 1
+    :: else ->
+       if
+       :: pgen[k] == mk[x_i] && JUMPED(k) -> put_out(k); x_out = 1
+       :: else ->
+          x_out = (qend[x_i] > now + nclk[x_i]);
+          pgen[k] = mk[x_i]; pclk[k] = nclk[x_i]; tprev[k] = now + SPAN0
+       fi
+    fi;
+    if :: qend[x_i] > now + nclk[x_i] -> qu[k] = qend[x_i] - nclk[x_i] :: else fi
+}
+#endif
 
 /* Node i runs client c's request (k = c*N + i) atomically, as a Lua script
  * runs, and answers, unless the reply is lost. */
@@ -143,6 +263,12 @@ inline exec(k, op, v, id, arg) {
     fi;
     if
     :: id == opn[x_c] ->
+#ifdef QUARANTINE
+       if
+       :: op == SETNX -> epoch_check(k); if :: x_out && x_yes == 1 -> x_yes = 3 :: else fi; x_out = 0
+       :: else
+       fi;
+#endif
        rep[k] = x_yes;
        if :: x_yes == 1 && op == SETNX && fence[x_i] > cmax[x_c] -> cmax[x_c] = fence[x_i] :: else fi
     :: id == opn[x_c] && losses < LOSSES -> losses++    /* the reply is lost */
@@ -164,9 +290,15 @@ inline deliver(k) {
     x_op = 0; x_v = 0; x_id = 0; x_arg = 0
 }
 
+#ifdef QUARANTINE
+#define XOUT , x_out
+#else
+#define XOUT
+#endif
+
 active proctype Net() {
     mtype x_op;
-    byte x_v, x_id, x_arg, x_i, x_c, x_yes;
+    byte x_v, x_id, x_arg, x_i, x_c, x_yes XOUT;
 end:
     do
     :: atomic { CAN(0) -> deliver(0) }
@@ -207,6 +339,52 @@ end:
     :: atomic { paused != 0 -> paused = 0 }
     od
 }
+
+#ifdef NODE_FAULTS
+/* Node i restarts: its connections close (the requests waiting in them are
+ * lost); with -DRPAUSE it is unavailable a while (a pause, unless one
+ * runs; without, a restart is instant, and the node's pause action, with
+ * PAUSES, is the time it is down). */
+inline down(i) {
+    for (k : 0 .. C - 1) {
+        do
+        :: q[k * N + i] ? _, _, _, _
+        :: empty(q[k * N + i]) -> break
+        od
+    }
+    k = 0;
+#ifdef RPAUSE
+    if :: paused == 0 -> paused = i + 1 :: else fi
+#endif
+}
+
+/* A node restarts with its data (KEEPS) or without (RESTARTS), or its
+ * clock steps forward by STEP ticks (STEPS): its keys expire STEP ticks
+ * earlier, at once if their time is past. The first fault is node 0's,
+ * the next node 1's: the nodes are alike (every choice of fast clocks,
+ * delays and losses is explored for each), so which one is no matter. */
+active proctype Fault() {
+    byte i, k;
+end:
+    do
+    :: atomic { keeps < KEEPS && running > 0 -> i = restarts + keeps + steps; keeps++; down(i); i = 0 }
+    :: atomic { restarts < RESTARTS && running > 0 -> i = restarts + keeps + steps; restarts++;
+                val[i] = 0; exp[i] = 0; fence[i] = 0;
+#ifdef QUARANTINE
+                mk[i] = 0; qend[i] = 0;
+#endif
+                down(i); i = 0 }
+    :: atomic { steps < STEPS && running > 0 -> i = restarts + keeps + steps; steps++;
+                nclk[i] = nclk[i] + STEP;
+                if
+                :: val[i] != 0 && exp[i] <= now + STEP -> val[i] = 0; exp[i] = 0
+                :: val[i] != 0 && exp[i] > now + STEP -> exp[i] = exp[i] - STEP
+                :: else
+                fi;
+                i = 0 }
+    od
+}
+#endif
 
 /* Every node not in mask gets op (bit i set: skip node i). A request runs
  * on its node at once, or waits in its connection's queue (behind an older
@@ -249,6 +427,7 @@ inline tally(c) {
         if
         :: rep[c * N + i] == 1 -> yes++
         :: rep[c * N + i] == 2 -> no++; refused = refused | (1 << i)
+        :: rep[c * N + i] == 3 -> no++    /* granted, out of the vote */
         :: else
         fi
     }
@@ -257,11 +436,16 @@ inline tally(c) {
 
 proctype Client(byte c) {
     byte r, i, dd, yes, no, refused, t0, vu, tok, v;
-    byte x_i, x_c, x_yes;
+    byte x_i, x_c, x_yes XOUT;
     for (r : 0 .. R - 1) {
         v = c * R + r + 1;
         /* acquire: SET NX PX (and read the counter) on every node */
+#ifdef QUARANTINE
+        /* the nodes this client knows to be out are not asked */
+        atomic { t0 = now; send(c, SETNX, v, 0, (qu[c * N] > now) | ((qu[c * N + 1] > now) << 1) | ((qu[c * N + 2] > now) << 2)) };
+#else
         atomic { t0 = now; send(c, SETNX, v, 0, 0) };
+#endif
         await(c);
         atomic {
             refused = 0;
@@ -327,6 +511,10 @@ init {
     byte k;
     atomic {
         for (k : 0 .. N - 1) { if :: fast[k] = 0 :: fast[k] = DRIFT fi }
+#ifdef QUARANTINE
+        for (k : 0 .. N - 1) { mk[k] = 1 }
+        for (k : 0 .. C * N - 1) { pgen[k] = 1 }
+#endif
         for (k : 0 .. C - 1) { run Client(k) }
         k = 0
     }
