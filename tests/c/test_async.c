@@ -44,16 +44,22 @@ static int wait_box(box *b, int bound_ms)
     return atomic_load(&b->fired);
 }
 
-static int threads_now(void)
+/* Entries of a /proc directory (of /proc/self/fd, opendir's own among them). */
+static int entries(const char *dir)
 {
     int n = 0;
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = opendir(dir);
     if (!d)
         return -1;
     for (struct dirent *e; (e = readdir(d));)
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
+}
+
+static int threads_now(void)
+{
+    return entries("/proc/self/task");
 }
 
 static redlock_client *client_flags(uint32_t flags)
@@ -953,14 +959,7 @@ static void test_release_extend_paused(void)
 
 static int fds_now(void)
 {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1;   /* opendir's own */
+    return entries("/proc/self/fd") - 1;   /* opendir's own */
 }
 
 /* A call that never naps costs no file descriptor: the lock's eventfd is
