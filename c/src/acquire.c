@@ -162,6 +162,18 @@ static int64_t retry_delay(redlock_lock *lock, int code, const wait_hint *h, int
      * the wake-ups that follow. */
     if (listening && !calm && us > (int64_t)RL_POLICY_WAKE_CALM_MS * 1000)
         us = (int64_t)RL_POLICY_WAKE_CALM_MS * 1000 + rl_random_below(50) * 1000;
+    /* A wait bounded by time that listens, but whose wake-up is not assured
+     * yet (its listeners not subscribed on a quorum: a release's message
+     * may come before they are, and is lost), sleeps no longer than a
+     * polling waiter would: until the holder's key is due to expire,
+     * capped at RL_POLICY_WAKE_POLL_MAX_MS. A retry delay longer than that
+     * (Go's WithRetryDelayFunc paces with one) must not turn a lost
+     * wake-up into a sleep of that length. */
+    if (listening && !counted) {
+        int64_t cap = rl_policy_wake_wait_us(&lock->pol, h->hint_ms > 0 ? h->hint_ms : -1);
+        if (us > cap)
+            us = cap;
+    }
     return us;
 }
 

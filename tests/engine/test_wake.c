@@ -8,7 +8,8 @@
  * and the queue lost on the only node of a 1-node client; a paused node; a winner leaving the queue on a
  * node whose reply it did not wait for; no connection, descriptor or
  * queue entry left behind by many waits that give up; fair mode's arrival
- * order; an ACL user without the queue's commands or the wake channel.
+ * order; an ACL user without the queue's commands or the wake channel, and
+ * one without SUBSCRIBE, whose waits the polling fallback still bounds.
  * Runs under tests/harness/nodes.py exec --count 5; node i is t_urls[i].
  * REDLOCK_WAKE_WAITS sets the number of waits in the leak case (2000). */
 #include "../c/testutil.h"
@@ -1052,6 +1053,50 @@ static void test_acl_minimal_user(void)
         node_q(i, "ACL DELUSER " ACL_USER);
 }
 
+/* ---- 8. listeners that cannot subscribe: the fallback still bounds the sleep ---- */
+
+/* A user allowed everything but SUBSCRIBE: the waiter's listeners are
+ * refused, so no release can wake it, and its retry delay is a minute.
+ * The holder never releases; its key expires after 1.5 s. The waiter,
+ * whose wait is bounded by time, sleeps no longer than a polling waiter:
+ * until the holder's key is due to expire (capped at 5 s), not its retry
+ * delay (which the 20 s wait would cut short at 20 s). */
+static void test_unready_listeners_bounded(void)
+{
+    for (size_t i = 0; i < 3; i++)
+        CHECK(node_q(i, "ACL SETUSER nosub reset on >" ACL_PW " ~* &* +@all -subscribe -psubscribe -ssubscribe") == 1);
+    const char *urls[3];
+    char buf[3][256];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(buf[i], sizeof buf[i], "redis://nosub:" ACL_PW "@%s", t_urls[i] + strlen("redis://"));
+        urls[i] = buf[i];
+    }
+    redlock_options o;
+    roomy(&o);
+    redlock_client *a = client_over(0, 3, &o, NULL);
+    o.retry_delay_ms = 60000;
+    o.retry_jitter_ms = 0;
+    redlock_client *b = client_over(0, 3, &o, urls);
+    const char *res = uniq("nosub");
+    redlock_lock *la, *lb;
+    holder(a, res, 1500, &la);
+    CHECK_RC(redlock_lock_new(&lb, b, res), 0);
+    double t0 = now_ms();
+    CHECK_LOCK_RC(lb, redlock_lock_acquire(lb, 10000, 20000), 0);
+    double took = now_ms() - t0;
+    fprintf(stderr, "  acquired %.0f ms after the holder's 1.5 s lock was taken\n", took);
+    CHECK(took < 10000);
+    CHECK(listeners_in(b, REDLOCK_LISTENER_READY) == 0);
+    if (redlock_lock_is_held(lb))
+        CHECK_LOCK_RC(lb, redlock_lock_release(lb), 0);
+    redlock_lock_free(lb);
+    redlock_lock_free(la);
+    redlock_client_free(b);
+    redlock_client_free(a);
+    for (size_t i = 0; i < 3; i++)
+        node_q(i, "ACL DELUSER nosub");
+}
+
 int main(void)
 {
     load_nodes();
@@ -1071,5 +1116,6 @@ int main(void)
     run_test("fair_split_round", test_fair_split_round);
     run_test("fair_split_round_late", test_fair_split_round_late);
     run_test("acl_minimal_user", test_acl_minimal_user);
+    run_test("unready_listeners_bounded", test_unready_listeners_bounded);
     return finish_tests();
 }
