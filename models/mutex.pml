@@ -67,7 +67,11 @@
  * young markers are not modelled: every node is marked at the start and a
  * run loses at most one node's data; the quarantine's length is not read
  * from the markers (every client takes TTL ticks). The clients' readings
- * before the start were SPAN0 ticks before tick 0 (default 0).
+ * before the start were SPAN0 ticks before tick 0 (default 0). Over a span
+ * longer than TTL, a marker that fell by more than a lock allows (DRIFT)
+ * but within the span's allowance is the client's doubt (epoch.c's
+ * doubt): that client alone does not count the node for QLEN ticks, and
+ * nothing is written on the node.
  *
  * Properties (assertions): at most one client holds the lock inside its
  * validity at once; the tokens of the writes the resource accepts strictly
@@ -79,9 +83,10 @@
  *   -DNO_FENCE_CHECK   the resource accepts every write, whatever its token
  *   -DNO_QUARANTINE    no marker check (with -DRESTARTS: "persistence or a delayed
  *                      restart"; with -DSTEPS: "no clock jump")
- * and one that is the library's own rule (a finding, docs/models.md):
- *   -DSPAN0=6 -DSTEPS=1  readings two TTLs old allow a fall of 2 ticks: a
- *                      step of 2 is taken for drift, and two hold */
+ *   -DNO_DOUBT         with -DSPAN0=6 -DSTEPS=1: readings two TTLs old allow
+ *                      a fall of 2 ticks, a step of 2 is taken for drift, and
+ *                      two hold (the library's rule before the doubt: a
+ *                      finding, docs/models.md, mutex-step-unseen) */
 
 #define N 3
 #ifndef C
@@ -205,7 +210,16 @@ inline mutex_check(c) {
 #define ALLOW(k) (SPAN(k) * DRIFT / TTL)
 /* parse_epoch's jump: the marker fell by the client's span + (nclk -
  * pclk) + its node's fast rate over the span, more than span + ALLOW */
-#define JUMPED(k) (nclk[x_i] - pclk[k] + (fast[x_i] != 0 -> ALLOW(k) : 0) > ALLOW(k))
+#define LEAD(k) (nclk[x_i] - pclk[k] + (fast[x_i] != 0 -> ALLOW(k) : 0))
+#define JUMPED(k) (LEAD(k) > ALLOW(k))
+/* parse_epoch's doubt: over a span longer than TTL, a lead of more than a
+ * lock allows (DRIFT ticks over TTL) may be drift or a step; the client
+ * alone does not count the node for QLEN of its ticks (epoch.c, doubt) */
+#ifdef NO_DOUBT
+#define DOUBT(k) 0
+#else
+#define DOUBT(k) (SPAN(k) > TTL && LEAD(k) > DRIFT)
+#endif
 /* The marking (rl_script_epoch 'q' or 'j'): out for QLEN more ticks of
  * the node's clock, a marker made if none, the PTTL raised if shorter
  * (a new generation: no reading from it). */
@@ -227,10 +241,15 @@ inline epoch_check(k) {
        :: pgen[k] == mk[x_i] && JUMPED(k) -> put_out(k); x_out = 1
        :: else ->
           x_out = (qend[x_i] > now + nclk[x_i]);
+          if
+          :: pgen[k] == mk[x_i] && DOUBT(k) ->
+             x_out = 1; if :: qu[k] < now + QLEN -> qu[k] = now + QLEN :: else fi
+          :: else
+          fi;
           pgen[k] = mk[x_i]; pclk[k] = nclk[x_i]; tprev[k] = now + SPAN0
        fi
     fi;
-    if :: qend[x_i] > now + nclk[x_i] -> qu[k] = qend[x_i] - nclk[x_i] :: else fi
+    if :: qend[x_i] > now + nclk[x_i] && qu[k] < qend[x_i] - nclk[x_i] -> qu[k] = qend[x_i] - nclk[x_i] :: else fi
 }
 #endif
 

@@ -238,7 +238,7 @@ int rl_round_decided(const rl_round *r)
                 continue;
             if (r->check->out[i] == RL_PENDING)
                 counted[i] = RL_PENDING;
-            else if (!e->heard || e->q_ms != 0 || e->jump_ms > 0 || (!e->marker && marker))
+            else if (!e->heard || e->q_ms != 0 || e->jump_ms > 0 || e->doubt_ms > 0 || (!e->marker && marker))
                 counted[i] = RL_ERR_QUARANTINE;
             /* no marker where no node has one yet: a new deployment, if a
              * majority says so (epoch.c) */

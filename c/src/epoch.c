@@ -222,6 +222,28 @@ static void note(epoch_state *st, const rl_epoch_node *ep, int64_t q_ms, int64_t
     rl_fmt(st->why, sizeof st->why, "%s", ep->why[0] ? ep->why : "quarantined");
 }
 
+/* Node i's clock ran ahead of this client's by more than a lock of the
+ * round's TTL allows, over a span since this client's last reading longer
+ * than that TTL: a step that expired a holder's key early, or drift that
+ * the span's allowance covers; two readings cannot tell them apart
+ * (models/mutex.pml, mutex-step-unseen). This client does not count the
+ * node until a step before this reading would no longer matter: for as
+ * long as a quarantine, the longest TTL known and its drift allowance.
+ * It is this client's doubt, not written on the node: a client that read
+ * the node within a TTL judges for itself. E->mu held. */
+static void doubt(redlock_client *c, epoch_state *st, const rl_epoch_node *ep, uint32_t ttl_ms, int64_t now)
+{
+    uint32_t longest = ttl_ms;
+    if (st->recorded_ms > longest)
+        longest = st->recorded_ms;
+    if (c->opts.quarantine_ttl_ms > longest)
+        longest = c->opts.quarantine_ttl_ms;
+    st->until_us = now + epoch_length(c, longest) * 1000;
+    int64_t unread_s = (now - ep->prev_lo_us + ep->slept_us) / 1000000;
+    rl_fmt(st->why, sizeof st->why, "its clock ran %lld ms ahead in %lld s unread: a step, or drift "
+           "(this client's doubt)", (long long)ep->doubt_ms, (long long)unread_s);
+}
+
 /* What each node's grant in r counts for, now that its check is read and
  * the nodes found out have been marked: a node out of the vote, or whose
  * check failed, is not counted, and its part in r says why. */
@@ -381,6 +403,8 @@ static void conclude(redlock_client *c, rl_round *rounds, size_t nr, const epoch
             undecided[i] = 1;
         }
         note(st, &ep[i], epoch_length(c, r->ttl_ms), now);
+        if (ep[i].doubt_ms > 0 && !ep[i].q_ms && ep[i].marker)
+            doubt(c, st, &ep[i], r->ttl_ms, now);
     }
     pthread_mutex_unlock(&E->mu);
 

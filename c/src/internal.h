@@ -177,10 +177,12 @@ typedef struct rl_epoch_node {
     /* In (epoch.c): the marker's PTTL at this client's previous check (0:
      * none) and when that check was sent, on CLOCK_BOOTTIME (rl_now_us() +
      * slept_us), and the drift allowed. Out: how far its clock jumped
-     * forward (0: not). */
+     * forward (0: not), or, over a span longer than the lock's TTL, how
+     * far its clock ran ahead by more than a lock allows, which that long
+     * a span cannot tell from drift (0: not). */
     int64_t prev_pttl, prev_lo_us, slept_us, drift_min_us;
     double drift_factor;
-    int64_t jump_ms;
+    int64_t jump_ms, doubt_ms;
     char why[96];                  /* the quarantine's reason, as written by whoever set it */
 } rl_epoch_node;
 

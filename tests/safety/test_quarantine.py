@@ -5,6 +5,7 @@ client that checked it before, is put out of the vote for the longest TTL the no
 step back is not acted on; a client that connects after the step sees the quarantine the first
 one wrote on the node; without the quarantine the stepped node votes at once. The restart, wipe
 and bound cases: tests/c/test_quarantine.c; under contention: test_targeted.py."""
+import re
 import time
 
 import pytest
@@ -66,6 +67,37 @@ def test_forward_step_quarantines(shim, kind):
             results = lk.node_results
             assert _quarantined(results) == {0}, results
             assert "clock jumped" in results[0].message and "out of the vote for" in results[0].message
+
+
+def test_step_after_a_long_span(shim):
+    """A client whose last reading of a node is older than the lock's TTL: a step forward of more
+    than a lock allows (its validity's drift term) but less than the span's drift allowance could
+    be drift, or a step that expired a holder's key early (models/mutex.pml, mutex-step-unseen).
+    The client does not count that node for a quarantine's length, and writes nothing on the node
+    (a client that read it within a TTL judges for itself: test_forward_step_quarantines)."""
+    # drift 10 %: a 500 ms lock allows 50 + 2 ms of a node's clock; 3 s unread allow 300 + 2 ms.
+    with S.nodes.Cluster(3, kind="mixed", clockshift=shim) as c, _client(c, drift_factor=0.1) as idle:
+        for _ in range(3):
+            _cycle(idle, "q:warm", ttl=0.5)
+        time.sleep(3.0)
+        c.step_clock(0, 150)
+        time.sleep(0.01)
+        results = _cycle(idle, "q:after", ttl=0.5)
+        assert _quarantined(results) == {0}, results
+        msg = results[0].message
+        assert re.search(r"its clock ran 1\d\d ms ahead in [34] s unread: a step, or drift "
+                         r"\(this client's doubt\); out of the vote for 0\.[5-6] s more", msg), msg
+        assert c.cmd(0, "EXISTS", "{redlock:epoch}:q") == 0   # not written on the node
+        # It lasts as a quarantine would: the 500 ms TTL and its allowance, 553 ms.
+        assert _quarantined(_cycle(idle, "q:after2", ttl=0.5)) == {0}
+        time.sleep(0.6)
+        # Then node 0 votes again: the reading taken with the doubt is fresh enough to judge by.
+        results = _cycle(idle, "q:after3", ttl=0.5)
+        assert not _quarantined(results), results
+        assert results[0].outcome == redlock.NodeOutcome.OK, results
+        # Within the TTL's allowance, a long span is no doubt: 3 s unread, no step.
+        time.sleep(3.0)
+        assert not _quarantined(_cycle(idle, "q:quiet", ttl=0.5))
 
 
 def test_backward_step_and_switch_off(shim):

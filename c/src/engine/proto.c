@@ -683,6 +683,7 @@ static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
         e->q_ms = 2 * (int64_t)REDLOCK_MAX_TTL_MS;   /* longer than any quarantine this library sets */
     e->reply_us = rl_now_us();
     e->jump_ms = 0;
+    e->doubt_ms = 0;
     if (e->prev_pttl > 0 && e->pttl > 0 && !rl_epoch_remade(e->prev_pttl, e->pttl)) {
         /* Between the two readings at most span passed: a PTTL that fell
          * further, beyond the drift allowed and PTTL's rounding to the ms,
@@ -692,8 +693,17 @@ static void parse_epoch(const rl_round *r, const redisReply *rep, rl_parsed *p)
         int64_t span = e->reply_us + e->slept_us - e->prev_lo_us,
                 moved = (fell > INT64_MAX / 2000 ? INT64_MAX / 2000 : fell) * 1000;
         int64_t allow = (int64_t)((double)span * e->drift_factor) + e->drift_min_us + 2000;
+        /* What a lock of this TTL allows a node's clock (its validity's
+         * drift term, and the rounding): over a span longer than the TTL,
+         * a lead between that and the span's allowance may be drift or a
+         * step that expired a holder's key early (models/mutex.pml,
+         * mutex-step-unseen). */
+        int64_t ttl_us = (int64_t)r->ttl_ms * 1000,
+                lock_allow = (int64_t)((double)ttl_us * e->drift_factor) + e->drift_min_us + 2000;
         if (moved > span + allow)
             e->jump_ms = (moved - span) / 1000;
+        else if (span > ttl_us && moved > span + lock_allow)
+            e->doubt_ms = (moved - span) / 1000;
     }
     e->heard = 1;
     p->out = RL_YES;
