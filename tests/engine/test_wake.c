@@ -8,7 +8,8 @@
  * and the queue lost on the only node of a 1-node client; a paused node; a winner leaving the queue on a
  * node whose reply it did not wait for; no connection, descriptor or
  * queue entry left behind by many waits that give up; fair mode's arrival
- * order; an ACL user without the queue's commands or the wake channel, and
+ * order; a woken waiter refused everywhere by a holder that came straight
+ * back, whose wake-up is spent; an ACL user without the queue's commands or the wake channel, and
  * one without SUBSCRIBE, whose waits the polling fallback still bounds.
  * Runs under tests/harness/nodes.py exec --count 5; node i is t_urls[i].
  * REDLOCK_WAKE_WAITS sets the number of waits in the leak case (2000). */
@@ -295,6 +296,7 @@ typedef struct waiter {
     atomic_int *order;     /* fair mode: where this waiter came */
     int id, place;
     int rc, release_rc;
+    double acquired_ms;    /* now_ms() when the acquire returned */
     redlock_lock *lock;
     char err[1024];
     pthread_t th;
@@ -313,6 +315,7 @@ static void *waiter_main(void *arg)
     }
     if (w->rc == 0)
         w->rc = redlock_lock_acquire(w->lock, w->ttl, w->wait);
+    w->acquired_ms = now_ms();
     snprintf(w->err, sizeof w->err, "%s", w->lock ? redlock_lock_errmsg(w->lock) : "");
     if (w->rc == 0 && w->order)
         w->place = atomic_fetch_add(w->order, 1);
@@ -953,6 +956,179 @@ static void test_fair_split_round_late(void)
     fair_split(1);
 }
 
+/* ---- 6b. a woken waiter refused everywhere: a release spent ---- */
+
+/* 1 if, after the last marker, a WOKEN event came before the first
+ * ACQUIRE_FAILED one (the first attempt after the marker was a woken one). */
+static int woken_then_failed(rec *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int m = -1, woken = 0, ok = 0;
+    for (int k = 0; k < r->n; k++)
+        if (r->log[k].type == MARK)
+            m = k;
+    for (int k = m + 1; k < r->n; k++) {
+        if (r->log[k].type == REDLOCK_EVENT_WOKEN)
+            woken = 1;
+        if (r->log[k].type == REDLOCK_EVENT_ACQUIRE_FAILED) {
+            ok = woken;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+/* How many SET commands node i has run (INFO commandstats), -1 if unknown. */
+static long long set_calls(size_t i)
+{
+    redisContext *c = node_conn(i);
+    redisReply *r = c ? redisCommand(c, "INFO commandstats") : NULL;
+    long long n = -1;
+    const char *p = r && r->type == REDIS_REPLY_VERB ? r->str : r && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+    if (p && (p = strstr(p, "cmdstat_set:calls=")))
+        n = atoll(p + strlen("cmdstat_set:calls="));
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* A woken waiter whose plain SET is refused everywhere (3-node client),
+ * and nobody left to wake it (models/wake.pml, wake-only-spent). W waits,
+ * registered on every node; its retry delay is far beyond the test, so
+ * only a wake-up, or a sleep bounded by a holder's expiry, brings its next
+ * attempt. On each node, in one MULTI, the test runs H's release (as the
+ * release script does it: compare-and-delete, then the wake-up message to
+ * the head of the queue, tagged with the released value) and a holder
+ * that comes straight back for 300 ms and never releases. W is woken, its
+ * plain SET NX PX is refused on all three nodes, and that release is spent:
+ * no message comes when the comeback expires. W once took the plain
+ * refusal for a holder with a TTL like its own and slept that TTL (4 s
+ * here, with the lock free after 300 ms); it now asks again within a few
+ * ms with the script, which tells the comeback's real TTL, and has the
+ * lock just after it expires. */
+static void test_woken_refused_everywhere(void)
+{
+    enum { W_TTL = 4000, COMEBACK_MS = 300, BOUND_MS = 1500 };
+    rec *rw = rec_new();
+    redlock_client *h = client_rec(0, 3, NULL, 0, 200, 0);
+    redlock_client *wc = client_rec(0, 3, rw, 0, 60000, 0);
+    const char *res = uniq("woken-refused"), *key = key_of(res);
+    redlock_lock *lh;
+    holder(h, res, 30000, &lh);
+    waiter w = { .c = wc, .res = res, .ttl = W_TTL, .wait = 8000, .id = 1 };
+    start(&w);
+    CHECK(WAIT_UNTIL(listeners_in(wc, REDLOCK_LISTENER_READY) == 3, 30000, "W's 3 listeners READY"));
+    for (size_t i = 0; i < 3; i++)
+        CHECK(WAIT_UNTIL(node_q(i, "ZCARD %s:wq", key) == 1, 30000, "W registered"));
+    /* Attempt 1 (plain) and 2 (the script, which registered) are over: W sleeps. */
+    CHECK(WAIT_UNTIL(count(rw, REDLOCK_EVENT_ACQUIRE_FAILED) >= 2, 30000, "W's registering attempt"));
+    char member[128], value[3][128];
+    queue_head(0, key, member, sizeof member);
+    CHECK(member[0] != '\0');
+    redisContext *nc[3];
+    int conns = 1;
+    for (size_t i = 0; i < 3; i++) {
+        nc[i] = node_conn(i);
+        conns &= nc[i] != NULL;
+    }
+    CHECK(conns);
+    for (size_t i = 0; i < 3 && conns; i++) {
+        redisReply *r = redisCommand(nc[i], "GET %s", key);
+        snprintf(value[i], sizeof value[i], "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+        freeReplyObject(r);
+        CHECK(value[i][0] != '\0' && strcmp(value[i], value[0]) == 0);   /* H holds on every node */
+    }
+    long long sets0[3];
+    for (size_t i = 0; i < 3; i++)
+        sets0[i] = set_calls(i);
+    char chan[160], msg[700];
+    snprintf(chan, sizeof chan, "redlock:wake:%.*s", (int)strcspn(member, ":"), member);
+    snprintf(msg, sizeof msg, "%s %s\n%s", member, value[0], key);
+    /* The comeback's value, as the library writes one ('w' and 40 hex digits). */
+    const char *comeback = "w0123456789abcdef0123456789abcdef01234567";
+
+    mark(rw);
+    int failed = count(rw, REDLOCK_EVENT_ACQUIRE_FAILED);
+    double t0 = now_ms();
+    for (size_t i = 0; i < 3 && conns; i++) {
+        redisAppendCommand(nc[i], "MULTI");
+        redisAppendCommand(nc[i], "EVAL %s 1 %s %s",
+                           "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+                           key, value[0]);
+        redisAppendCommand(nc[i], "PUBLISH %s %s", chan, msg);
+        redisAppendCommand(nc[i], "SET %s %s PX %d", key, comeback, (int)COMEBACK_MS);
+        redisAppendCommand(nc[i], "EXEC");
+    }
+    for (size_t i = 0; i < 3 && conns; i++) {   /* sent to the three nodes before any reply is read */
+        int done = 0;
+        while (!done && redisBufferWrite(nc[i], &done) == REDIS_OK) {}
+    }
+    for (size_t i = 0; i < 3 && conns; i++) {
+        redisReply *r = NULL;
+        for (int k = 0; k < 5; k++) {
+            freeReplyObject(r);
+            r = NULL;
+            if (redisGetReply(nc[i], (void **)&r) != REDIS_OK)
+                break;
+        }
+        /* H's key deleted, the message received by W's listener, the comeback's SET done. */
+        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+                 r->element[0]->integer == 1 && r->element[1]->type == REDIS_REPLY_INTEGER &&
+                 r->element[1]->integer == 1 && r->element[2]->type == REDIS_REPLY_STATUS;
+        if (!ok)
+            fprintf(stderr, "  node %zu: the release and comeback's EXEC did not do all three\n", i);
+        CHECK(ok);
+        freeReplyObject(r);
+    }
+    for (size_t i = 0; i < 3; i++)
+        redisFree(nc[i]);
+    /* W's next attempt is a woken one, refused on every node: a plain SET.
+     * On each node a SET besides the comeback's came while the comeback
+     * still held there (the acquire script sets nothing when it refuses,
+     * and W's grant can come only once the comeback has expired). A round
+     * refused by two nodes is decided: the third one's SET may come a
+     * moment later. */
+    CHECK(WAIT_UNTIL(count(rw, REDLOCK_EVENT_ACQUIRE_FAILED) > failed, 5000, "W's woken attempt"));
+    CHECK(woken_then_failed(rw));
+    for (size_t i = 0; i < 3; i++) {
+        long long sets = -1;
+        CHECK(sets0[i] >= 0);
+        CHECK(WAIT_UNTIL((sets = set_calls(i)) - sets0[i] >= 2, 5000, "W's plain SET on every node"));
+        char held[128];
+        redisContext *c = node_conn(i);
+        redisReply *r = c ? redisCommand(c, "GET %s", key) : NULL;
+        snprintf(held, sizeof held, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+        freeReplyObject(r);
+        redisFree(c);
+        if (strcmp(held, comeback) != 0)
+            fprintf(stderr, "  node %zu: %lld SETs since the release, key '%s'\n", i, sets - sets0[i], held);
+        CHECK(strcmp(held, comeback) == 0);
+    }
+    finish(&w);
+    CHECK_RC(w.rc, 0);
+    CHECK(atomic_load(&rw->split) == 0);   /* no node granted W before the comeback expired */
+    double took = w.acquired_ms - t0;
+    fprintf(stderr, "  W: %d WOKEN, acquired at attempt %u, %.0f ms after the release (comeback %d ms, W's TTL %d ms)\n",
+            after_mark(rw, REDLOCK_EVENT_WOKEN), rw->last_acquired_attempt, took, (int)COMEBACK_MS, (int)W_TTL);
+    CHECK(took >= COMEBACK_MS - 50);   /* not before the comeback expired */
+    CHECK(took < BOUND_MS);
+    CHECK(woken_then_acquired(rw));
+    if (t_failures)
+        print_listener_events(rw, "W");
+    if (w.rc == 0)
+        CHECK_LOCK_RC(w.lock, redlock_lock_release(w.lock), 0);
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(WAIT_UNTIL(queue_keys(i, key) == 0, 5000, "the queue to go"));
+        CHECK(WAIT_UNTIL(node_q(i, "EXISTS %s", key) == 0, 5000, "the key to go"));
+    }
+    redlock_lock_free(w.lock);
+    redlock_lock_free(lh);   /* H never releases: its key went with the emulated release */
+    redlock_client_free(h);
+    redlock_client_free(wc);
+    rec_free(rw);
+}
+
 /* ---- 7. an ACL user with the old minimal rule set ---- */
 
 #define ACL_USER "wakeacl"
@@ -1115,6 +1291,7 @@ int main(void)
     run_test("fair_order", test_fair_order);
     run_test("fair_split_round", test_fair_split_round);
     run_test("fair_split_round_late", test_fair_split_round_late);
+    run_test("woken_refused_everywhere", test_woken_refused_everywhere);
     run_test("acl_minimal_user", test_acl_minimal_user);
     run_test("unready_listeners_bounded", test_unready_listeners_bounded);
     return finish_tests();
