@@ -37,6 +37,7 @@ typedef struct epoch_state {
     int64_t lo_us;             /* when that check was sent (CLOCK_BOOTTIME: suspend counts) */
     uint32_t recorded_ms;      /* the node's marker records a TTL at least this long */
     int pttl_ok;               /* the node's ACL allows PTTL: the plain check */
+    int doubted;               /* until_us and why are this client's doubt (doubt) */
 } epoch_state;
 
 struct rl_epochs {
@@ -214,12 +215,15 @@ static void mark(redlock_client *c, const rl_round *r, const epoch_keys *K, cons
 /* The state node i's check (or marking) reply says; E->mu held. */
 static void note(epoch_state *st, const rl_epoch_node *ep, int64_t q_ms, int64_t now)
 {
-    if (ep->q_ms == 0) {
-        st->until_us = 0;
+    /* This client's doubt lasts its time whatever the node says, unless
+     * the node's own quarantine ends later. */
+    int64_t until = ep->q_ms == 0 ? 0 : now + (ep->q_ms > 0 ? ep->q_ms : q_ms) * 1000;
+    if (st->doubted && st->until_us > now && st->until_us >= until)
         return;
-    }
-    st->until_us = now + (ep->q_ms > 0 ? ep->q_ms : q_ms) * 1000;
-    rl_fmt(st->why, sizeof st->why, "%s", ep->why[0] ? ep->why : "quarantined");
+    st->doubted = 0;
+    st->until_us = until;
+    if (until)
+        rl_fmt(st->why, sizeof st->why, "%s", ep->why[0] ? ep->why : "quarantined");
 }
 
 /* Node i's clock ran ahead of this client's by more than a lock of the
@@ -238,7 +242,11 @@ static void doubt(redlock_client *c, epoch_state *st, const rl_epoch_node *ep, u
         longest = st->recorded_ms;
     if (c->opts.quarantine_ttl_ms > longest)
         longest = c->opts.quarantine_ttl_ms;
-    st->until_us = now + epoch_length(c, longest) * 1000;
+    int64_t until = now + epoch_length(c, longest) * 1000;
+    if (until <= st->until_us)
+        return;   /* out longer already */
+    st->until_us = until;
+    st->doubted = 1;
     int64_t unread_s = (now - ep->prev_lo_us + ep->slept_us) / 1000000;
     rl_fmt(st->why, sizeof st->why, "its clock ran %lld ms ahead in %lld s unread: a step, or drift "
            "(this client's doubt)", (long long)ep->doubt_ms, (long long)unread_s);
