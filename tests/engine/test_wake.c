@@ -154,9 +154,10 @@ static int after_mark(rec *r, int type)
     return n;
 }
 
-/* 1 if, after the last marker, the WOKEN event came before the ACQUIRED one
- * (the acquisition followed a wake-up). */
-static int woken_then_acquired(rec *r)
+/* 1 if, after the last marker, a WOKEN event came before the first event
+ * of type: ACQUIRED (the acquisition followed a wake-up), ACQUIRE_FAILED
+ * (the first attempt after the marker was a woken one). */
+static int woken_before(rec *r, int type)
 {
     pthread_mutex_lock(&r->mu);
     int m = -1, woken = 0, ok = 0;
@@ -166,8 +167,10 @@ static int woken_then_acquired(rec *r)
     for (int k = m + 1; k < r->n; k++) {
         if (r->log[k].type == REDLOCK_EVENT_WOKEN)
             woken = 1;
-        if (r->log[k].type == REDLOCK_EVENT_ACQUIRED)
+        if (r->log[k].type == type) {
             ok = woken;
+            break;
+        }
     }
     pthread_mutex_unlock(&r->mu);
     return ok;
@@ -384,7 +387,7 @@ static void test_wakeup_basic(void)
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
-    CHECK(woken_then_acquired(rb));
+    CHECK(woken_before(rb, REDLOCK_EVENT_ACQUIRED));
     /* Attempt 1 is a plain SET, attempt 2 registers (at once), and a
      * wake-up brings attempt 3. Each node tells of the release as it runs
      * there, and B acts on each message: one that comes before the release
@@ -531,7 +534,7 @@ static void test_restart_one_of_three(void)
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
-    CHECK(woken_then_acquired(rb));
+    CHECK(woken_before(rb, REDLOCK_EVENT_ACQUIRED));
     if (!went || t_failures)
         print_listener_events(rb, "B");
     if (w.rc == 0)
@@ -581,7 +584,7 @@ static void test_restart_only_node_queue_lost(void)
     finish(&w);
     CHECK_RC(w.rc, 0);
     CHECK(after_mark(rb, REDLOCK_EVENT_WOKEN) >= 1);
-    CHECK(woken_then_acquired(rb));
+    CHECK(woken_before(rb, REDLOCK_EVENT_ACQUIRED));
     if (!went || t_failures)
         print_listener_events(rb, "B");
     if (w.rc == 0)
@@ -958,27 +961,6 @@ static void test_fair_split_round_late(void)
 
 /* ---- 6b. a woken waiter refused everywhere: a release spent ---- */
 
-/* 1 if, after the last marker, a WOKEN event came before the first
- * ACQUIRE_FAILED one (the first attempt after the marker was a woken one). */
-static int woken_then_failed(rec *r)
-{
-    pthread_mutex_lock(&r->mu);
-    int m = -1, woken = 0, ok = 0;
-    for (int k = 0; k < r->n; k++)
-        if (r->log[k].type == MARK)
-            m = k;
-    for (int k = m + 1; k < r->n; k++) {
-        if (r->log[k].type == REDLOCK_EVENT_WOKEN)
-            woken = 1;
-        if (r->log[k].type == REDLOCK_EVENT_ACQUIRE_FAILED) {
-            ok = woken;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
-    return ok;
-}
-
 /* How many SET commands node i has run (INFO commandstats), -1 if unknown. */
 static long long set_calls(size_t i)
 {
@@ -1090,7 +1072,7 @@ static void test_woken_refused_everywhere(void)
      * refused by two nodes is decided: the third one's SET may come a
      * moment later. */
     CHECK(WAIT_UNTIL(count(rw, REDLOCK_EVENT_ACQUIRE_FAILED) > failed, 5000, "W's woken attempt"));
-    CHECK(woken_then_failed(rw));
+    CHECK(woken_before(rw, REDLOCK_EVENT_ACQUIRE_FAILED));
     for (size_t i = 0; i < 3; i++) {
         long long sets = -1;
         CHECK(sets0[i] >= 0);
@@ -1113,7 +1095,7 @@ static void test_woken_refused_everywhere(void)
             after_mark(rw, REDLOCK_EVENT_WOKEN), rw->last_acquired_attempt, took, (int)COMEBACK_MS, (int)W_TTL);
     CHECK(took >= COMEBACK_MS - 50);   /* not before the comeback expired */
     CHECK(took < BOUND_MS);
-    CHECK(woken_then_acquired(rw));
+    CHECK(woken_before(rw, REDLOCK_EVENT_ACQUIRED));
     if (t_failures)
         print_listener_events(rw, "W");
     if (w.rc == 0)
