@@ -285,7 +285,6 @@ typedef struct rl_io {
     int wake_fd;               /* eventfd */
     rl_round *active;          /* rounds under way (r->next), the leader's included */
     int followers;             /* rounds waiting for someone else to drive */
-    unsigned rotate;           /* where the next round starts its writes (round.c) */
     int hold_flush;            /* submits leave their command in the buffer: the next
                                 * round's goes in the same write (rl_round_run_checked) */
     /* the helper thread: finishes what no round is driving, and reads the

@@ -33,29 +33,18 @@ static void prepare(redlock_client *cl, rl_round *r)
     r->decided_us = 0;
 }
 
-/* Linked and handed to every node's connection, starting with node start
- * (mu held): 1 if the leader must be woken. */
-static int submit(redlock_client *cl, rl_round *r, size_t start)
+/* Linked and handed to every node's connection (mu held): 1 if the leader
+ * must be woken. */
+static int submit(redlock_client *cl, rl_round *r)
 {
     rl_io *io = cl->io;
     r->next = io->active;
     io->active = r;
     int64_t now = rl_now_us();
     int wake = 0;
-    for (size_t k = 0; k < r->n; k++)
-        wake |= rl_conn_submit(cl, (start + k) % r->n, r, now);
+    for (size_t i = 0; i < r->n; i++)
+        wake |= rl_conn_submit(cl, i, r, now);
     return wake;
-}
-
-/* The node a round writes to first (mu held). Replies come back about in
- * the order the writes went out, and a round returns at its quorum: with a
- * fixed order the node written last would be the one never waited for,
- * round after round, so that the quarantine's check behind the grant would
- * never be read there and the clock check would have no reading of that
- * node to compare with (epoch.c). Each round starts one node further. */
-static size_t first_node(redlock_client *cl, size_t n)
-{
-    return n ? cl->io->rotate++ % n : 0;
 }
 
 /* Decided: the nodes not waited for keep their command as an orphan, and
@@ -90,7 +79,7 @@ void rl_round_run(redlock_client *cl, rl_round *r)
     rl_sigpipe_block(cl, &pipe);
     prepare(cl, r);
     rl_io_enter(cl);
-    if (submit(cl, r, first_node(cl, r->n)))
+    if (submit(cl, r))
         rl_io_wake_leader(cl);
     if (!r->no_wait)
         rl_io_wait(cl, r);
@@ -110,9 +99,8 @@ void rl_round_run_many(redlock_client *cl, rl_round *rounds, size_t n)
         prepare(cl, &rounds[k]);
     rl_io_enter(cl);
     int wake = 0;
-    size_t start = first_node(cl, n ? rounds[0].n : 0);
     for (size_t k = 0; k < n; k++)
-        wake |= submit(cl, &rounds[k], start);
+        wake |= submit(cl, &rounds[k]);
     if (wake)
         rl_io_wake_leader(cl);
     /* Whoever drives reads every connection: while this thread waits for
@@ -139,11 +127,10 @@ void rl_round_run_checked(redlock_client *cl, rl_round *r, rl_round *check)
     prepare(cl, r);
     prepare(cl, check);
     rl_io_enter(cl);
-    size_t start = first_node(cl, r->n);
     cl->io->hold_flush = 1;
-    int wake = submit(cl, r, start);
+    int wake = submit(cl, r);
     cl->io->hold_flush = 0;
-    wake |= submit(cl, check, start);
+    wake |= submit(cl, check);
     if (wake)
         rl_io_wake_leader(cl);
     rl_io_wait(cl, r);
