@@ -261,9 +261,11 @@ static void begin_waiting(redlock_lock *lock, int64_t wait_ms, rl_waiting *s)
     s->renew_every_us = (int64_t)rl_policy_wake_lease_ms(o) * 1000 / 3;
 }
 
-/* Attempt n: plain or registering, as the nodes' calm allows. */
-static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_waiting *s, wait_hint *h, int *calm,
-                        int *plain)
+/* Attempt n's form: plain or registering, as the nodes' calm allows (the
+ * waiting state set for it); *member is what it registers ("" for none),
+ * *renew and *drop as rl_attempt takes them. */
+static void choose_attempt(redlock_lock *lock, uint64_t n, rl_waiting *s, int *calm, int *plain, int *renew,
+                           int *drop)
 {
     int fair = (lock->pol.flags & REDLOCK_OPT_FAIR) != 0;
     int renew_due = !s->renewed_us || rl_now_us() - s->renewed_us >= s->renew_every_us;
@@ -293,13 +295,17 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_wait
     int registered = s->registered;
     s->registered |= !*plain && s->join;
     s->last_plain = *plain;
-    int renew = !*plain && renew_due;
-    if (renew)
+    *renew = !*plain && renew_due;
+    if (*renew)
         s->renewed_us = rl_now_us();
     if (s->listen)
         atomic_store(&s->w.woken, 0);
-    int rc = rl_attempt(lock, ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, *plain ? "" : s->member, s->ticket,
-                     *calm > 0, renew, registered && !keeps_place(lock), h);
+    *drop = registered && !keeps_place(lock);
+}
+
+/* What attempt n's result rc (h: what its refusals said) tells the wait. */
+static void after_attempt(redlock_lock *lock, uint64_t n, rl_waiting *s, wait_hint *h, int rc)
+{
     if (s->woke && rc == REDLOCK_ENOTACQUIRED && h->yes == 0)
         rl_wake_spend(lock->client, &s->w);   /* taken again: the same release's other messages wake nobody */
     /* A plain refusal says nothing of the holder. It may be one that came
@@ -318,7 +324,6 @@ static int next_attempt(redlock_lock *lock, uint32_t ttl_ms, uint64_t n, rl_wait
         lock->contended = 1;
     else if (s->join && rc == 0 && n == 1)
         lock->contended = 0;
-    return rc;
 }
 
 /* The wait ends with code, the last attempt's detail kept in the message. */
@@ -394,18 +399,53 @@ int rl_acq_begin(rl_acq *a, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms
     return 1;
 }
 
-int rl_acq_attempt(rl_acq *a)
+int rl_acq_attempt_begin(rl_acq *a, rl_round *r, char mode[8])
+{
+    redlock_lock *lock = a->lock;
+    int renew, drop;
+    a->n++;
+    choose_attempt(lock, a->n, &a->s, &a->calm, &a->plain, &renew, &drop);
+    return rl_attempt_begin(lock, r, a->ttl_ms, a->plain ? "" : a->s.member, a->s.ticket, a->calm > 0, renew, drop,
+                            mode);
+}
+
+int rl_acq_attempt_end(rl_acq *a, rl_round *r, int rc)
 {
     redlock_lock *lock = a->lock;
     wait_hint h = { 0, 0, 0, 0, -1 };
-    int calm, plain;
     int64_t delay = 0;
-    a->n++;
-    a->rc = next_attempt(lock, a->ttl_ms, a->n, &a->s, &h, &calm, &plain);
-    if (a->rc == 0 || !plan_retry(lock, a->n, &a->s, &h, calm, plain, &a->rc, &delay))
+    if (r && !rc) {
+        uint64_t n = a->n;
+        rc = rl_attempt_end(lock, r, a->ttl_ms, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n,
+                            a->plain ? "" : a->s.member, &h);
+    }
+    after_attempt(lock, a->n, &a->s, &h, rc);
+    a->rc = rc;
+    if (a->rc == 0 || !plan_retry(lock, a->n, &a->s, &h, a->calm, a->plain, &a->rc, &delay))
         return 0;
     a->nap_until_us = rl_now_us() + delay;
     return 1;
+}
+
+int rl_acq_attempt(rl_acq *a)
+{
+    redlock_lock *lock = a->lock;
+    rl_round r;
+    char mode[8];
+    int rc = rl_acq_attempt_begin(a, &r, mode);
+    if (rc == 0 && lock->kind->run_acquire) {
+        rc = lock->kind->run_acquire(lock, &r);   /* a semaphore may ask again for free slots */
+        if (rc)
+            atomic_store(&lock->state, LOCK_IDLE);
+    } else if (rc == 0) {
+        rl_epoch_run(lock->client, &r);   /* a node out of the vote does not count (epoch.c) */
+    }
+    return rl_acq_attempt_end(a, &r, rc);
+}
+
+int rl_acq_batches(const rl_acq *a)
+{
+    return a->begun && a->n == 0 && !a->lock->kind->run_acquire;
 }
 
 int rl_acq_nap_state(rl_acq *a)

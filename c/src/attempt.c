@@ -121,50 +121,44 @@ static void acquire_round(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, cons
         lock->kind->acquire_round(lock, r, mode);
 }
 
-int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket,
-                   int calm, int renew, int drop, wait_hint *h)
+int rl_attempt_begin(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
+                     int calm, int renew, int drop, char mode[8])
 {
-    redlock_client *c = lock->client;
-    rl_round r;
-    char mode[8];
-
     lock->value[0] = RL_VALUE_MARK;
     if (rl_random_hex(lock->value + 1, RL_VALUE_BYTES) != 0)
         return rl_lock_err(lock, REDLOCK_EIO, "getrandom failed: %s", strerror(errno));
-    acquire_round(lock, &r, ttl_ms, member, ticket, calm, renew, drop, mode);
-    r.cap_us = r.start_us + (int64_t)ttl_ms * 1000;
-    if (lock->kind->run_acquire) {
-        int sc = lock->kind->run_acquire(lock, &r);   /* a semaphore may ask again for free slots */
-        if (sc) {
-            atomic_store(&lock->state, LOCK_IDLE);
-            return sc;
-        }
-    } else {
-        rl_epoch_run(c, &r);   /* a node out of the vote does not count (epoch.c) */
-    }
-    rl_record_round(lock, &r, 0);
-    read_hint(&r, h);
+    acquire_round(lock, r, ttl_ms, member, ticket, calm, renew, drop, mode);
+    r->cap_us = r->start_us + (int64_t)ttl_ms * 1000;
+    return 0;
+}
+
+int rl_attempt_end(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, uint32_t number, const char *member,
+                   wait_hint *h)
+{
+    redlock_client *c = lock->client;
+    rl_record_round(lock, r, 0);
+    read_hint(r, h);
     int64_t now = rl_now_us();
 
-    rl_tally t = rl_tally_of(r.out, r.n);
-    int64_t valid_until = r.start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
-    int code = rl_decide_acquire(r.out, r.n, c->quorum, valid_until, now);
+    rl_tally t = rl_tally_of(r->out, r->n);
+    int64_t valid_until = r->start_us + (int64_t)ttl_ms * 1000 - rl_drift_us(lock, ttl_ms);
+    int code = rl_decide_acquire(r->out, r->n, c->quorum, valid_until, now);
     uint64_t token = 0;
     if (code == 0 && rl_lock_fencing(lock) && lock->kind->round_token)
-        token = lock->kind->round_token(&r);   /* the counter as it is: readers commit nothing */
+        token = lock->kind->round_token(r);   /* the counter as it is: readers commit nothing */
     else if (code == 0 && rl_lock_fencing(lock))
-        code = commit_token(lock, &r, valid_until, &token);
+        code = commit_token(lock, r, valid_until, &token);
     if (code == 0) {
         atomic_store(&lock->token, token);
         atomic_store(&lock->valid_until_us, valid_until);
         atomic_store(&lock->state, LOCK_HELD);
-        lock->acquired_us = r.start_us;
+        lock->acquired_us = r->start_us;
         lock->ttl_ms = ttl_ms;
         atomic_store(&lock->n_ext, 0);
         rl_lock_ok(lock);
-        rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, &r, 0, number, rl_now_us() - r.start_us);
-        if (member[0] && t.yes + t.unsent < (int)r.n)
-            rl_leave_queue(lock, member, r.out, 0);   /* registered where it was refused, or may be */
+        rl_emit(lock, REDLOCK_EVENT_ACQUIRED, 0, NULL, r, 0, number, rl_now_us() - r->start_us);
+        if (member[0] && t.yes + t.unsent < (int)r->n)
+            rl_leave_queue(lock, member, r->out, 0);   /* registered where it was refused, or may be */
         return 0;
     }
 
@@ -172,17 +166,17 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
         int hard = t.auth + t.perm + t.server + t.io + t.tls;
         if (code == REDLOCK_EEXPIRED)
             rl_lock_err(lock, code, "acquired on %d of %zu nodes, but %lld ms of the %u ms TTL had passed (drift allowance %lld ms)",
-                    t.yes, r.n, (long long)((now - r.start_us) / 1000), ttl_ms,
+                    t.yes, r->n, (long long)((now - r->start_us) / 1000), ttl_ms,
                     (long long)(rl_drift_us(lock, ttl_ms) / 1000));
         else if (code == REDLOCK_ENOTACQUIRED)
-            rl_lock_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r.n, c->quorum);
+            rl_lock_err(lock, code, "not acquired: %d of %zu nodes granted, %d needed", t.yes, r->n, c->quorum);
         else if (code == REDLOCK_EAUTH || code == REDLOCK_EPERM)
             rl_lock_err(lock, code, "%d of %zu nodes refused the client (%d granted, %d needed)",
-                        t.auth + t.perm, r.n, t.yes, c->quorum);
+                        t.auth + t.perm, r->n, t.yes, c->quorum);
         else
             rl_lock_err(lock, code, "%s: %d of %zu nodes granted, %d needed, %d could not answer",
-                    code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r.n, c->quorum, hard);
-        rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, &r);
+                    code == REDLOCK_ENOQUORUM ? "no quorum" : redlock_strerror(code), t.yes, r->n, c->quorum, hard);
+        rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, r);
     }
 
     /* Release wherever our SET may have landed: every node but those that
@@ -196,18 +190,18 @@ int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char 
      * waiter woken for nothing would fail, clean up and wake the next in
      * turn. Contenders of a split vote part by their jitter. */
     rel.wake = 0;
-    int any = 0, refused_only = t.no + t.unsent == (int)r.n;
-    for (size_t i = 0; i < r.n; i++) {
-        rl_outcome o = r.out[i];
+    int any = 0, refused_only = t.no + t.unsent == (int)r->n;
+    for (size_t i = 0; i < r->n; i++) {
+        rl_outcome o = r->out[i];
         /* A node not waited for in a round lost to refusals releases by
          * itself if its late reply is a grant (conn.c); after an error, or
          * in a won round that expired, the release goes now. */
-        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN || (o == RL_UNSENT && r.sent[i] && refused_only);
+        rel.skip[i] = o == RL_NO || o == RL_ERR_DOWN || (o == RL_UNSENT && r->sent[i] && refused_only);
         any |= !rel.skip[i];
     }
     if (any)
         rl_round_run(c, &rel);
     atomic_store(&lock->state, LOCK_IDLE);
-    rl_emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, rl_errmsg(lock), &r, 0, number, rl_now_us() - r.start_us);
+    rl_emit(lock, REDLOCK_EVENT_ACQUIRE_FAILED, code, rl_errmsg(lock), r, 0, number, rl_now_us() - r->start_us);
     return code;
 }

@@ -505,37 +505,75 @@ static int epoch_keys_for(const redlock_client *c, const rl_round *r, epoch_keys
     return 1;
 }
 
+/* One acquisition's check (rl_epoch_run_each): its keys, its round and
+ * what it found. */
+typedef struct epoch_pair {
+    epoch_keys K;
+    rl_round chk;
+    rl_epoch_node ep[REDLOCK_MAX_NODES];
+    int64_t slept;
+    int checked;
+} epoch_pair;
+
+/* Without the check no grant could count: nothing is sent, and the round
+ * fails whole, every field its reader looks at set. */
+static void fail_unchecked(rl_round *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        r->out[i] = RL_ERR_IO;
+        r->sent[i] = r->marked[i] = r->unreachable[i] = 0;
+        r->rtt_us[i] = 0;
+        r->counter[i] = 0;
+        r->hint_ms[i] = -1;
+        rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
+    }
+    r->decided_us = rl_now_us();
+}
+
+void rl_epoch_run_each(redlock_client *c, rl_round *const *rs, size_t n)
+{
+    if (n > RL_EACH_MAX) {
+        for (size_t k = 0; k < n; k += RL_EACH_MAX)
+            rl_epoch_run_each(c, rs + k, n - k < RL_EACH_MAX ? n - k : RL_EACH_MAX);
+        return;
+    }
+    if (!checking(c)) {
+        rl_round_run_pairs(c, rs, NULL, n);
+        return;
+    }
+    rl_round *chks[RL_EACH_MAX] = { 0 };
+    epoch_pair *P = malloc(n * sizeof *P);   /* each field is set before it is read */
+    if (!P) {
+        for (size_t k = 0; k < n; k++)
+            fail_unchecked(rs[k]);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        epoch_pair *p = &P[k];
+        chks[k] = NULL;
+        /* A release goes unchecked, as does a round whose key shares its
+         * slot with no marker (epoch_keys_for). */
+        p->checked = rl_cmd_acquires(rs[k]->cmd) && epoch_keys_for(c, rs[k], &p->K);
+        if (!p->checked)
+            continue;
+        prepare(c, rs[k], 1, &p->K, &p->chk, p->ep, &p->slept);
+        p->chk.partner = rs[k];
+        rs[k]->check = &p->chk;
+        chks[k] = &p->chk;
+    }
+    rl_round_run_pairs(c, rs, chks, n);
+    for (size_t k = 0; k < n; k++) {
+        if (!P[k].checked)
+            continue;
+        rs[k]->check = NULL;
+        conclude(c, rs[k], 1, &P[k].K, &P[k].chk, P[k].ep, P[k].slept);
+    }
+    free(P);
+}
+
 void rl_epoch_run(redlock_client *c, rl_round *r)
 {
-    epoch_keys K;
-    if (!checking(c) || !epoch_keys_for(c, r, &K)) {
-        rl_round_run(c, r);
-        return;
-    }
-    rl_round *chk = malloc(sizeof *chk);
-    if (!chk) {
-        /* Without the check no grant could count: nothing is sent, and the
-         * round fails whole, every field its reader looks at set. */
-        for (size_t i = 0; i < r->n; i++) {
-            r->out[i] = RL_ERR_IO;
-            r->sent[i] = r->marked[i] = r->unreachable[i] = 0;
-            r->rtt_us[i] = 0;
-            r->counter[i] = 0;
-            r->hint_ms[i] = -1;
-            rl_fmt(r->msg[i], RL_NODE_MSG_MAX, "out of memory for the quarantine's check");
-        }
-        r->decided_us = rl_now_us();
-        return;
-    }
-    int64_t slept;
-    rl_epoch_node ep[REDLOCK_MAX_NODES];
-    prepare(c, r, 1, &K, chk, ep, &slept);
-    chk->partner = r;
-    r->check = chk;
-    rl_round_run_checked(c, r, chk);
-    r->check = NULL;
-    conclude(c, r, 1, &K, chk, ep, slept);
-    free(chk);
+    rl_epoch_run_each(c, &r, 1);
 }
 
 /* A node without a marker and none heard with one: a new deployment only

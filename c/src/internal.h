@@ -324,6 +324,10 @@ void rl_round_run_many(redlock_client *client, rl_round *rounds, size_t n);
  * both go in one write per node, and check waits, once r is decided, for
  * the replies of the nodes that granted r. */
 void rl_round_run_checked(redlock_client *client, rl_round *r, rl_round *check);
+/* The same for n rounds of different locks at once, each with its check
+ * behind it (checks NULL, or checks[k] NULL: none): every command goes in
+ * one write per node; returns once each round and check is decided. */
+void rl_round_run_pairs(redlock_client *client, rl_round *const *rs, rl_round *const *checks, size_t n);
 /* report.c: rl_record_round and rl_emit with lock-specific outcomes (out,
  * for r's nodes; r may be NULL for an event of no round). */
 void rl_record_round_out(redlock_lock *lock, const rl_round *r, const rl_outcome *out, int automatic);
@@ -602,6 +606,11 @@ int rl_cmd_acquires(rl_cmd cmd);
  * nodes record. Without the check (REDLOCK_OPT_NO_QUARANTINE, a cluster
  * node), the round alone. */
 void rl_epoch_run(redlock_client *c, rl_round *r);
+/* The same for the rounds of up to RL_EACH_MAX different acquisitions at
+ * once (the acquire thread's first attempts): each with its own check
+ * behind it, all in one write per node. */
+#define RL_EACH_MAX 64
+void rl_epoch_run_each(redlock_client *c, rl_round *const *rs, size_t n);
 /* The same for acquire_many's batches (rounds[0..nr), one set of nodes):
  * the check goes behind them on each connection once they are decided, to
  * the nodes that answered, and their grants count for what it says. */
@@ -834,12 +843,18 @@ typedef struct wait_hint {
     int64_t hint_ms;
 } wait_hint;
 
-/* One acquisition attempt (the number-th). On failure every node that may
- * hold our value gets a release before returning. A waiter passes its
- * registration (member, ticket; "" for none), whether a grant drops it
- * (drop: an earlier attempt registered it), and learns how to wait (h). */
-int rl_attempt(redlock_lock *lock, uint32_t ttl_ms, uint32_t number, const char *member, uint64_t ticket, int calm,
-               int renew, int drop, wait_hint *h);
+/* One acquisition attempt, in two halves, so that the acquire thread can
+ * run the rounds of several locks' attempts at once (acquire_async.c,
+ * through rl_epoch_run_each): begin makes a fresh value and the round r
+ * (mode: its room), 0 or the code. A waiter passes its registration
+ * (member, ticket; "" for none) and whether a grant drops it (drop: an
+ * earlier attempt registered it). Once r ran, end decides the number-th
+ * attempt: on failure every node that may hold our value gets a release
+ * before it returns; h says how to wait. */
+int rl_attempt_begin(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, const char *member, uint64_t ticket,
+                     int calm, int renew, int drop, char mode[8]);
+int rl_attempt_end(redlock_lock *lock, rl_round *r, uint32_t ttl_ms, uint32_t number, const char *member,
+                   wait_hint *h);
 /* A waiter is done: its registration leaves the queue, without waiting for
  * replies; on every node (all), or where out says it was not granted. */
 void rl_leave_queue(redlock_lock *lock, const char *member, const rl_outcome *out, int all);
@@ -883,6 +898,7 @@ typedef struct rl_acq {
     int watch;                 /* its eventfd: 0 not watched yet (no nap so far), 1 watched,
                                 * -1 none (fd or watch limit): flags read every 10 ms */
     int64_t blind_at_us;       /* watch -1: when the flags are read next */
+    int calm, plain;           /* the attempt under way: its form (acquire.c) */
     int gone;                  /* its lock was freed from the acquire thread (async mutex) */
     struct rl_acq *next;
 } rl_acq;
@@ -890,6 +906,20 @@ typedef struct rl_acq {
 int rl_acq_begin(rl_acq *a, redlock_lock *lock, uint32_t ttl_ms, int64_t wait_ms);
 /* The next attempt: 1 to nap until a->nap_until_us, then rl_acq_woke; 0 when done. */
 int rl_acq_attempt(rl_acq *a);
+/* rl_acq_attempt in halves, for the acquire thread's batch: begin makes
+ * the attempt's round r (0, or the code, with no round to run), which
+ * the caller runs through rl_epoch_run_each; end decides it (r NULL or rc
+ * set: the attempt failed with rc) and returns as rl_acq_attempt. */
+int rl_acq_attempt_begin(rl_acq *a, rl_round *r, char mode[8]);
+int rl_acq_attempt_end(rl_acq *a, rl_round *r, int rc);
+/* 1 if a's next step is its first attempt, whose round rl_epoch_run_each
+ * can run beside other locks' (not a kind with its own run_acquire). */
+int rl_acq_batches(const rl_acq *a);
+/* lock.c: a release in halves, for the same batch: begin makes its round
+ * (0, or REDLOCK_ESTATE when not held), end decides it once it ran and
+ * returns as redlock_lock_release. The lock's mutex is held for each. */
+int rl_release_begin(redlock_lock *lock, rl_round *r);
+int rl_release_end(redlock_lock *lock, const rl_round *r);
 /* The nap's state now: -1 still on, 0 over, 1 woken by a release, REDLOCK_ECANCELED. */
 int rl_acq_nap_state(rl_acq *a);
 /* The lock's eventfd fd is readable during the nap: read it (and tell listener changes). */

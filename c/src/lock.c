@@ -147,44 +147,56 @@ void redlock_lock_free(redlock_lock *lock)
     free(lock);
 }
 
-static int release_locked(redlock_lock *lock)
+int rl_release_begin(redlock_lock *lock, rl_round *r)
 {
     if (atomic_load(&lock->state) == LOCK_IDLE)
         return rl_lock_err(lock, REDLOCK_ESTATE, "lock '%s' is not held", lock->resource);
-
-    redlock_client *c = lock->client;
-    rl_round r;
-    rl_init_round(&r, lock, RL_CMD_RELEASE, 0);
+    rl_init_round(r, lock, RL_CMD_RELEASE, 0);
     /* A release wakes the next waiter only while the nodes are calm: with
      * a node failing, a woken waiter races the holder's next attempt on
      * the few nodes left and both lose (docs/algorithm.md). */
-    r.wake = rl_wake_calm(c);
-    rl_round_run(c, &r);
-    rl_record_round(lock, &r, 0);
+    r->wake = rl_wake_calm(lock->client);
+    return 0;
+}
+
+static int release_locked(redlock_lock *lock)
+{
+    rl_round r;
+    int rc = rl_release_begin(lock, &r);
+    if (rc)
+        return rc;
+    rl_round_run(lock->client, &r);
+    return rl_release_end(lock, &r);
+}
+
+int rl_release_end(redlock_lock *lock, const rl_round *r)
+{
+    redlock_client *c = lock->client;
+    rl_record_round(lock, r, 0);
     lock->released_us = rl_now_us();
     atomic_store(&lock->state, LOCK_IDLE);
     atomic_store(&lock->valid_until_us, 0);
     atomic_store(&lock->token, 0);
-    rl_tally t = rl_tally_of(r.out, r.n);
-    int unknown = (int)r.n - t.yes - t.no;
-    int code = rl_decide_release(r.out, r.n, c->quorum);
-    int64_t took = r.decided_us - r.start_us;
+    rl_tally t = rl_tally_of(r->out, r->n);
+    int unknown = (int)r->n - t.yes - t.no;
+    int code = rl_decide_release(r->out, r->n, c->quorum);
+    int64_t took = r->decided_us - r->start_us;
     if (code == 0) {
         rl_lock_ok(lock);
-        rl_emit(lock, REDLOCK_EVENT_RELEASED, 0, NULL, &r, 0, 0, took);
+        rl_emit(lock, REDLOCK_EVENT_RELEASED, 0, NULL, r, 0, 0, took);
         return 0;
     }
     if (code == REDLOCK_ELOST) {
         rl_lock_err(lock, code,
                 "lock '%s' was no longer ours on a majority when released (%d of %zu nodes, %d needed): "
                 "it expired or was taken over, so the critical section may have overlapped another owner",
-                lock->resource, t.yes, r.n, c->quorum);
+                lock->resource, t.yes, r->n, c->quorum);
     } else {
         rl_lock_err(lock, code, "release of '%s' not confirmed: %d of %zu nodes confirmed, %d needed, %d could not answer",
-                lock->resource, t.yes, r.n, c->quorum, unknown);
+                lock->resource, t.yes, r->n, c->quorum, unknown);
     }
-    rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, &r);
-    rl_emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, rl_errmsg(lock), &r, 0, 0,
+    rl_describe_round(rl_errbuf(lock), RL_MSG_MAX, c, r);
+    rl_emit(lock, code == REDLOCK_ELOST ? REDLOCK_EVENT_LOST : REDLOCK_EVENT_RELEASE_FAILED, code, rl_errmsg(lock), r, 0, 0,
          took);
     return lock->errcode;
 }

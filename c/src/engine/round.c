@@ -119,27 +119,55 @@ void rl_round_run_many(redlock_client *cl, rl_round *rounds, size_t n)
     rl_sigpipe_restore(&pipe);
 }
 
-void rl_round_run_checked(redlock_client *cl, rl_round *r, rl_round *check)
+void rl_round_run_pairs(redlock_client *cl, rl_round *const *rs, rl_round *const *checks, size_t n)
 {
     rl_scripts_init();
     rl_sigpipe pipe;
     rl_sigpipe_block(cl, &pipe);
-    prepare(cl, r);
-    prepare(cl, check);
+    for (size_t k = 0; k < n; k++) {
+        prepare(cl, rs[k]);
+        if (checks && checks[k])
+            prepare(cl, checks[k]);
+    }
     rl_io_enter(cl);
+    /* Every command but the last stays in its connection's buffer: the
+     * last submit writes each node's whole batch at once. A node the last
+     * round skips still has its bytes pending: the leader writes them once
+     * woken (POLLOUT). */
+    int wake = n > 1;
     cl->io->hold_flush = 1;
-    int wake = submit(cl, r);
-    cl->io->hold_flush = 0;
-    wake |= submit(cl, check);
+    for (size_t k = 0; k < n; k++) {
+        rl_round *chk = checks ? checks[k] : NULL;
+        if (k + 1 == n && !chk)
+            cl->io->hold_flush = 0;
+        wake |= submit(cl, rs[k]);
+        if (k + 1 == n)
+            cl->io->hold_flush = 0;
+        if (chk)
+            wake |= submit(cl, chk);
+    }
     if (wake)
         rl_io_wake_leader(cl);
-    rl_io_wait(cl, r);
-    unlink_round(cl, r);
-    rl_io_wait(cl, check);
-    unlink_round(cl, check);
+    for (size_t k = 0; k < n; k++) {
+        if (!rs[k]->no_wait)
+            rl_io_wait(cl, rs[k]);
+        unlink_round(cl, rs[k]);
+        if (checks && checks[k]) {
+            rl_io_wait(cl, checks[k]);
+            unlink_round(cl, checks[k]);
+        }
+    }
     rl_io_done(cl);
     rl_io_leave(cl);
-    cleanup(r);
-    cleanup(check);
+    for (size_t k = 0; k < n; k++) {
+        cleanup(rs[k]);
+        if (checks && checks[k])
+            cleanup(checks[k]);
+    }
     rl_sigpipe_restore(&pipe);
+}
+
+void rl_round_run_checked(redlock_client *cl, rl_round *r, rl_round *check)
+{
+    rl_round_run_pairs(cl, &r, &check, 1);
 }
