@@ -83,9 +83,113 @@ static void watch(rl_async *A, rl_acq *a)
         a->poked = 1;
 }
 
-/* Until stopped: the queue's due and woken acquires take a step each, in
- * turn; then the thread sleeps until the next one is due or an eventfd is
- * written. */
+/* A call that naps on goes back on the queue. */
+static void requeue(rl_async *A, rl_acq *a)
+{
+    if (!a->watch)
+        watch(A, a);
+    if (a->watch < 0)
+        a->blind_at_us = rl_now_us() + BLIND_US;
+    pthread_mutex_lock(&A->mu);
+    a->next = A->head;
+    A->head = a;
+    pthread_mutex_unlock(&A->mu);
+}
+
+static int release_step(rl_acq *a);
+
+/* The calls whose next step is one round that can share its writes with
+ * others': a release, and an acquire's first attempt (rl_acq_batches). */
+static int joins_batch(rl_acq *a)
+{
+    return !a->gone && (a->step == release_step || (a->step == acquire_step && rl_acq_batches(a)));
+}
+
+/* Up to BATCH_MAX such calls among the ready ones take their step
+ * together: their rounds go in one write per node (rl_epoch_run_each),
+ * where one at a time would cost each its own write and wait. Each call's
+ * halves run under its lock's mutex, as its step would, but not the
+ * rounds, so that the thread never holds two locks' mutexes (a hook may
+ * take another's). The calls left are put back in *ready. 1 if the thread
+ * must exit (finish). */
+#define BATCH_MAX 32
+
+static int step_together(rl_async *A, rl_acq **ready, int64_t *next, int64_t now)
+{
+    rl_acq *pick[BATCH_MAX];
+    size_t m = 0;
+    for (rl_acq **p = ready; *p && m < BATCH_MAX;) {
+        rl_acq *a = *p;
+        if (joins_batch(a)) {
+            *p = a->next;
+            a->next = NULL;
+            pick[m++] = a;
+        } else {
+            p = &a->next;
+        }
+    }
+    rl_round *rounds = m > 1 ? malloc(m * sizeof *rounds) : NULL;
+    if (!rounds) {
+        /* one call alone gains nothing: back to the ready ones, in turn */
+        for (size_t k = m; k-- > 0;) {
+            pick[k]->next = *ready;
+            *ready = pick[k];
+        }
+        return 0;
+    }
+    rl_round *rs[BATCH_MAX];
+    char modes[BATCH_MAX][8];
+    int rcs[BATCH_MAX];
+    size_t nr = 0;
+    for (size_t k = 0; k < m; k++) {
+        rl_acq *a = pick[k];
+        redlock_lock *lock = a->lock;
+        a->poked = 0;
+        if (a->step == release_step)
+            rl_watch_remove(lock);   /* as redlock_lock_release: not under the mutex */
+        pthread_mutex_lock(&lock->mu);
+        rcs[k] = a->step == release_step ? rl_release_begin(lock, &rounds[k])
+                                         : rl_acq_attempt_begin(a, &rounds[k], modes[k]);
+        pthread_mutex_unlock(&lock->mu);
+        if (!rcs[k])
+            rs[nr++] = &rounds[k];
+    }
+    if (nr)
+        rl_epoch_run_each(pick[0]->lock->client, rs, nr);   /* acquisitions: a node out of the vote does not count */
+    int exit = 0;
+    for (size_t k = 0; k < m; k++) {
+        rl_acq *a = pick[k];
+        if (exit || a->gone) {
+            /* exit: the client went away in an earlier callback; gone: a
+             * hook freed the lock from this thread (rl_async_forget) */
+            free(a);
+            continue;
+        }
+        redlock_lock *lock = a->lock;
+        int again = 0;
+        pthread_mutex_lock(&lock->mu);
+        if (a->step == release_step) {
+            a->rc = rcs[k] ? rcs[k] : rl_release_end(lock, &rounds[k]);
+        } else {
+            again = rl_acq_attempt_end(a, rcs[k] ? NULL : &rounds[k], rcs[k]);
+            if (!again)
+                rl_acq_end(a);
+        }
+        pthread_mutex_unlock(&lock->mu);
+        if (again) {
+            requeue(A, a);
+            *next = now;            /* look again before sleeping */
+        } else {
+            exit = finish(A, a);
+        }
+    }
+    free(rounds);
+    return exit;
+}
+
+/* Until stopped: the queue's due and woken calls take a step each, in
+ * turn (those that can, together: step_together); then the thread sleeps
+ * until the next one is due or an eventfd is written. */
 static void *async_main(void *arg)
 {
     rl_async *A = arg;
@@ -116,6 +220,8 @@ static void *async_main(void *arg)
             }
         }
         pthread_mutex_unlock(&A->mu);
+        if (ready && ready->next && step_together(A, &ready, &next, now))
+            return NULL;
         while (ready) {
             rl_acq *a = ready;
             ready = a->next;
@@ -123,14 +229,7 @@ static void *async_main(void *arg)
             if (a->gone) {
                 free(a);            /* its lock was freed from this thread */
             } else if (a->step(a)) {
-                if (!a->watch)
-                    watch(A, a);
-                if (a->watch < 0)
-                    a->blind_at_us = rl_now_us() + BLIND_US;
-                pthread_mutex_lock(&A->mu);
-                a->next = A->head;
-                A->head = a;
-                pthread_mutex_unlock(&A->mu);
+                requeue(A, a);
                 next = now;         /* look again before sleeping */
             } else if (finish(A, a)) {
                 return NULL;

@@ -1024,6 +1024,144 @@ static void test_no_eventfd(void)
     redlock_client_free(c);
 }
 
+
+/* ---- Calls due together take their step together ---- */
+
+typedef struct gate {
+    atomic_int entered, open;
+} gate;
+
+/* A done callback that holds the acquire thread until the test opens it:
+ * what is started meanwhile is all due at once when it returns. */
+static void on_gate(redlock_lock *lock, int rc, void *userdata)
+{
+    gate *g = userdata;
+    (void)lock;
+    (void)rc;
+    atomic_store(&g->entered, 1);
+    for (int i = 0; i < 20000 && !atomic_load(&g->open); i++)
+        msleep(1);
+}
+
+/* Read events node i has processed (INFO stats): one per batch of
+ * commands a client wrote at once, give or take the reader's own. */
+static long long reads_on(int i)
+{
+    static char out[16384];
+    CHECK(ctl(out, sizeof out, "cmd %d INFO stats", i) == 0);
+    const char *at = strstr(out, "total_reads_processed:");
+    return at ? atoll(at + strlen("total_reads_processed:")) : -1;
+}
+
+/* Holds the acquire thread in a gate lock's callback until ready. */
+static redlock_lock *hold_thread(redlock_client *c, gate *g)
+{
+    redlock_lock *gl;
+    atomic_init(&g->entered, 0);
+    atomic_init(&g->open, 0);
+    CHECK_RC(redlock_lock_new(&gl, c, uniq("gate")), 0);
+    CHECK_RC(redlock_lock_acquire_async(gl, 5000, REDLOCK_WAIT_NONE, on_gate, g), 0);
+    CHECK(EVENTUALLY(atomic_load(&g->entered), 5000, "the gate's callback"));
+    return gl;
+}
+
+#define BATCHED 24
+
+/* Acquires of many locks and their releases, started while the thread is
+ * busy, go out in one write per node (the nodes count their reads); a
+ * refused one among them waits and gets its lock later, a release of a
+ * lock not held fails alone, and a callback that frees another lock of the
+ * same batch drops that one. */
+static void test_batched(void)
+{
+    redlock_client *c = client_flags(0), *other = client_flags(0);
+    redlock_lock *l[BATCHED], *held, *rival, *idle, *victim, *fr;
+    box b[BATCHED], rb[BATCHED], rivalb = { 0 }, idleb = { 0 }, victimb = { 0 };
+    freer f;
+    gate g;
+    atomic_init(&f.fired, 0);
+    memset(b, 0, sizeof b);
+    memset(rb, 0, sizeof rb);
+    CHECK_RC(redlock_lock_new(&held, other, uniq("batch-held")), 0);
+    CHECK_LOCK_RC(held, redlock_lock_acquire(held, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_RC(redlock_lock_new(&rival, c, redlock_lock_resource(held)), 0);
+    CHECK_RC(redlock_lock_new(&idle, c, uniq("batch-idle")), 0);
+    CHECK_RC(redlock_lock_new(&victim, c, uniq("batch-victim")), 0);
+    CHECK_RC(redlock_lock_new(&fr, c, uniq("batch-freer")), 0);
+    for (int k = 0; k < BATCHED; k++)
+        CHECK_RC(redlock_lock_new(&l[k], c, uniq("batch")), 0);
+    f.victim = victim;
+
+    redlock_lock *gl = hold_thread(c, &g);
+    CHECK_RC(redlock_lock_acquire_async(victim, 5000, REDLOCK_WAIT_NONE, on_done, &victimb), 0);
+    for (int k = 0; k < BATCHED; k++)
+        CHECK_RC(redlock_lock_acquire_async(l[k], 10000, REDLOCK_WAIT_NONE, on_done, &b[k]), 0);
+    CHECK_RC(redlock_lock_acquire_async(rival, 5000, 10000, on_done, &rivalb), 0);
+    CHECK_RC(redlock_lock_release_async(idle, on_done, &idleb), 0);
+    CHECK_RC(redlock_lock_acquire_async(fr, 5000, REDLOCK_WAIT_NONE, on_done_free_other, &f), 0);
+    long long before[8];
+    for (size_t i = 0; i < t_nurls && i < 8; i++)
+        before[i] = reads_on((int)i);
+    atomic_store(&g.open, 1);
+    for (int k = 0; k < BATCHED; k++) {
+        CHECK(wait_box(&b[k], 10000) == 1);
+        CHECK_RC(atomic_load(&b[k].rc), 0);
+        CHECK(atomic_load(&b[k].held) == 1);
+    }
+    CHECK(wait_box(&idleb, 10000) == 1);
+    CHECK_RC(atomic_load(&idleb.rc), REDLOCK_ESTATE);
+    CHECK(EVENTUALLY(atomic_load(&f.fired), 5000, "the freeing callback"));
+    CHECK(atomic_load(&rivalb.fired) == 0);   /* refused, and waiting */
+    for (size_t i = 0; i < t_nurls && i < 8; i++) {
+        long long d = reads_on((int)i) - before[i];
+        /* one at a time, each of the 27 acquires would be its own write */
+        fprintf(stderr, "[batched] node %zu: %lld reads for %d acquires\n", i, d, BATCHED + 3);
+        CHECK(d >= 1 && d < BATCHED / 2);
+    }
+
+    /* The releases, the same way. */
+    redlock_lock *gl2 = hold_thread(c, &g);
+    for (int k = 0; k < BATCHED; k++)
+        CHECK_RC(redlock_lock_release_async(l[k], on_done, &rb[k]), 0);
+    for (size_t i = 0; i < t_nurls && i < 8; i++)
+        before[i] = reads_on((int)i);
+    atomic_store(&g.open, 1);
+    for (int k = 0; k < BATCHED; k++) {
+        CHECK(wait_box(&rb[k], 10000) == 1);
+        CHECK_RC(atomic_load(&rb[k].rc), 0);
+        CHECK(!redlock_lock_is_held(l[k]));
+    }
+    for (size_t i = 0; i < t_nurls && i < 8; i++) {
+        long long d = reads_on((int)i) - before[i];
+        fprintf(stderr, "[batched] node %zu: %lld reads for %d releases\n", i, d, BATCHED);
+        CHECK(d >= 1 && d < BATCHED / 2);
+    }
+    for (int k = 0; k < BATCHED; k++) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "EXISTS %s", redlock_lock_resource(l[k]));
+        for (size_t i = 0; i < t_nurls; i++)
+            CHECK(EVENTUALLY(node_int((int)i, cmd) == 0, 5000, "the released key gone"));
+    }
+
+    /* The refused one gets its lock once the holder lets go. */
+    CHECK_LOCK_RC(held, redlock_lock_release(held), 0);
+    CHECK(wait_box(&rivalb, 10000) == 1);
+    CHECK_RC(atomic_load(&rivalb.rc), 0);
+    CHECK_LOCK_RC(rival, redlock_lock_release(rival), 0);
+
+    for (int k = 0; k < BATCHED; k++)
+        redlock_lock_free(l[k]);
+    redlock_lock_release(gl);
+    redlock_lock_release(gl2);
+    redlock_lock_free(gl);
+    redlock_lock_free(gl2);
+    redlock_lock_free(rival);
+    redlock_lock_free(idle);
+    redlock_lock_free(held);
+    redlock_client_free(c);
+    redlock_client_free(other);
+}
+
 int main(void)
 {
     load_nodes();
@@ -1045,6 +1183,7 @@ int main(void)
     run_test("release_extend_async", test_release_extend_async);
     run_test("downgrade_async", test_downgrade_async);
     run_test("no_eventfd", test_no_eventfd);
+    run_test("batched", test_batched);
     /* Last: it restarts a node without persistence, which is then out of
      * the vote (the quarantine) for the longest TTL its markers record, and
      * a test after it would have two voting nodes of three. */
