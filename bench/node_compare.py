@@ -4,6 +4,8 @@
 nodes (docs/performance.md, docs/node.md): bench/node/driver.js with --impl libredlock and with
 node-redlock, the same code apart from the import, alternating ROUNDS times per case:
   cycle   one worker, uncontended acquire + release of a new name each time (p50, p99, ops/s);
+  cycle16 the same with 16 async workers at once, each on its own names (what many locks held
+          by one process at a time cost: message handlers, say);
   contend 16 async workers on one name (acquisitions/s, hand-over p50/p99).
 Prints each round and the medians, and the ratios ours/node-redlock; "cpu" is the Node process's
 CPU (user + system, every thread) per cycle or acquisition, which on a shared machine moves less
@@ -59,16 +61,16 @@ def main(argv=None):
         time.strftime("%Y-%m-%d %H:%M %Z")))
     res = {}
     for r in range(a.rounds):
-        for case, workers in (("cycle", 1), ("contend", 16)):
+        for label, case, workers in (("cycle", "cycle", 1), ("cycle16", "cycle", 16), ("contend", "contend", 16)):
             order = ("libredlock", "node-redlock") if r % 2 == 0 else ("node-redlock", "libredlock")
             for impl in order:
                 row = run(impl, case, urls, a.node_modules, a.iterations, a.seconds, workers,
-                          "bench:node:%d:%s:%s" % (r, case, impl))
+                          "bench:node:%d:%s:%s" % (r, label, impl))
                 if row["errors"]:
                     print("  %s %s: %d errors, first: %s" % (impl, case, row["errors"], row["first_error"]))
-                res.setdefault((case, impl), []).append(row)
+                res.setdefault((label, impl), []).append(row)
                 print("round %d %-8s %-13s %8.0f ops/s  p50 %7.0f us  p99 %7.0f us  cpu %5.0f us/op" % (
-                    r, case, impl, row["ops_per_s"], row["p50_us"] or 0, row["p99_us"] or 0,
+                    r, label, impl, row["ops_per_s"], row["p50_us"] or 0, row["p99_us"] or 0,
                     row.get("cpu_us_per_op") or 0))
     print("\n%-8s %-13s %10s %10s %10s %10s" % ("case", "impl", "ops/s", "p50 us", "p99 us", "cpu us/op"))
     med = {}
@@ -78,7 +80,7 @@ def main(argv=None):
         med[(case, impl)] = m
         print("%-8s %-13s %10.0f %10.0f %10.0f %10.0f" % (case, impl, m["ops_per_s"], m["p50_us"], m["p99_us"],
                                                          m["cpu_us_per_op"]))
-    for case in ("cycle", "contend"):
+    for case in ("cycle", "cycle16", "contend"):
         o, p = med[(case, "libredlock")], med[(case, "node-redlock")]
         print("%s: libredlock/node-redlock throughput %.2fx, p50 %.2fx, p99 %.2fx, cpu per op %.2fx" % (
             case, o["ops_per_s"] / p["ops_per_s"], o["p50_us"] / p["p50_us"] if p["p50_us"] else 0,
