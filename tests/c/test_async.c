@@ -1083,8 +1083,15 @@ static void test_batched(void)
     memset(b, 0, sizeof b);
     memset(rb, 0, sizeof rb);
     CHECK_RC(redlock_lock_new(&held, other, uniq("batch-held")), 0);
-    CHECK_LOCK_RC(held, redlock_lock_acquire(held, 20000, REDLOCK_WAIT_NONE), 0);
+    CHECK_LOCK_RC(held, redlock_lock_acquire(held, 60000, REDLOCK_WAIT_NONE), 0);
     CHECK_RC(redlock_lock_new(&rival, c, redlock_lock_resource(held)), 0);
+    /* The refused waiter asks again only after the reads are counted. */
+    redlock_lock_options ro;
+    ro.version = REDLOCK_LOCK_OPTIONS_VERSION;
+    CHECK_RC(redlock_lock_get_options(rival, &ro), 0);
+    ro.retry_delay_ms = 4000;
+    ro.retry_jitter_ms = 0;
+    CHECK_LOCK_RC(rival, redlock_lock_set_options(rival, &ro), 0);
     CHECK_RC(redlock_lock_new(&idle, c, uniq("batch-idle")), 0);
     CHECK_RC(redlock_lock_new(&victim, c, uniq("batch-victim")), 0);
     CHECK_RC(redlock_lock_new(&fr, c, uniq("batch-freer")), 0);
@@ -1096,7 +1103,7 @@ static void test_batched(void)
     CHECK_RC(redlock_lock_acquire_async(victim, 5000, REDLOCK_WAIT_NONE, on_done, &victimb), 0);
     for (int k = 0; k < BATCHED; k++)
         CHECK_RC(redlock_lock_acquire_async(l[k], 10000, REDLOCK_WAIT_NONE, on_done, &b[k]), 0);
-    CHECK_RC(redlock_lock_acquire_async(rival, 5000, 10000, on_done, &rivalb), 0);
+    CHECK_RC(redlock_lock_acquire_async(rival, 5000, 30000, on_done, &rivalb), 0);
     CHECK_RC(redlock_lock_release_async(idle, on_done, &idleb), 0);
     CHECK_RC(redlock_lock_acquire_async(fr, 5000, REDLOCK_WAIT_NONE, on_done_free_other, &f), 0);
     long long before[8];
@@ -1145,7 +1152,7 @@ static void test_batched(void)
 
     /* The refused one gets its lock once the holder lets go. */
     CHECK_LOCK_RC(held, redlock_lock_release(held), 0);
-    CHECK(wait_box(&rivalb, 10000) == 1);
+    CHECK(wait_box(&rivalb, 15000) == 1);
     CHECK_RC(atomic_load(&rivalb.rc), 0);
     CHECK_LOCK_RC(rival, redlock_lock_release(rival), 0);
 
