@@ -445,7 +445,7 @@ int rl_acq_attempt(rl_acq *a)
 
 int rl_acq_batches(const rl_acq *a)
 {
-    return a->begun && a->n == 0 && !a->lock->kind->run_acquire;
+    return !a->lock->kind->run_acquire;
 }
 
 int rl_acq_nap_state(rl_acq *a)

@@ -19,27 +19,36 @@
 
 #include "internal.h"
 
+/* Whether acquire a attempts now (its lock's mutex held): 1 yes, 0 it
+ * naps on (a listener change, or not due yet), -1 it is over (a failed
+ * check, a cancel, the wait's end: rl_acq_end done). */
+static int acquire_due(rl_acq *a)
+{
+    int go = a->begun;              /* a failed check only ends */
+    if (go && a->n > 0) {           /* napping since its last attempt */
+        int why = rl_acq_nap_state(a);
+        if (why == -1)
+            return 0;
+        go = rl_acq_woke(a, why);
+    }
+    if (!go)
+        rl_acq_end(a);
+    return go ? 1 : -1;
+}
+
 /* One step of acquire a (thread only): 1 if it naps on, 0 when it is over. */
 static int acquire_step(rl_acq *a)
 {
     redlock_lock *lock = a->lock;
-    int go = a->begun;              /* a failed check only ends */
     pthread_mutex_lock(&lock->mu);
-    if (go && a->n > 0) {           /* napping since its last attempt */
-        int why = rl_acq_nap_state(a);
-        if (why == -1) {
-            pthread_mutex_unlock(&lock->mu);
-            return 1;               /* a listener change, or not due yet */
-        }
-        go = rl_acq_woke(a, why);
+    int due = acquire_due(a), on = due == 0;
+    if (due == 1) {
+        on = rl_acq_attempt(a);
+        if (!on)
+            rl_acq_end(a);
     }
-    if (go && rl_acq_attempt(a)) {
-        pthread_mutex_unlock(&lock->mu);
-        return 1;
-    }
-    rl_acq_end(a);
     pthread_mutex_unlock(&lock->mu);
-    return 0;
+    return on;
 }
 
 /* Acquire a is over: off its lock's eventfd, its callback called. 1 if
@@ -99,14 +108,16 @@ static void requeue(rl_async *A, rl_acq *a)
 static int release_step(rl_acq *a);
 
 /* The calls whose next step is one round that can share its writes with
- * others': a release, and an acquire's first attempt (rl_acq_batches). */
+ * others': a release, and an acquire's attempt (rl_acq_batches). */
 static int joins_batch(rl_acq *a)
 {
     return !a->gone && (a->step == release_step || (a->step == acquire_step && rl_acq_batches(a)));
 }
 
+
 /* Up to BATCH_MAX such calls among the ready ones take their step
- * together: their rounds go in one write per node (rl_epoch_run_each),
+ * together (an acquire that napped, if its nap is over: acquire_due):
+ * their rounds go in one write per node (rl_epoch_run_each),
  * where one at a time would cost each its own write and wait. Each call's
  * halves run under its lock's mutex, as its step would, but not the
  * rounds, so that the thread never holds two locks' mutexes (a hook may
@@ -128,6 +139,7 @@ static int step_together(rl_async *A, rl_acq **ready, int64_t *next, int64_t now
             p = &a->next;
         }
     }
+    redlock_client *client = m ? pick[0]->lock->client : NULL;   /* alive while a call is queued */
     rl_round *rounds = m > 1 ? malloc(m * sizeof *rounds) : NULL;
     if (!rounds) {
         /* one call alone gains nothing: back to the ready ones, in turn */
@@ -137,6 +149,41 @@ static int step_together(rl_async *A, rl_acq **ready, int64_t *next, int64_t now
         }
         return 0;
     }
+    /* An acquire that napped: whether it attempts now. One that naps on
+     * goes back; one that is over calls back now, before any round is
+     * made, so that a callback that frees another picked lock finds it
+     * still queued (gone: dropped below). */
+    size_t kept = 0;
+    for (size_t k = 0; k < m; k++) {
+        rl_acq *a = pick[k];
+        a->poked = 0;
+        if (a->gone) {
+            free(a);
+            continue;
+        }
+        if (a->step == release_step) {
+            pick[kept++] = a;
+            continue;
+        }
+        pthread_mutex_lock(&a->lock->mu);
+        int due = acquire_due(a);
+        pthread_mutex_unlock(&a->lock->mu);
+        if (due == 1) {
+            pick[kept++] = a;
+        } else if (due == 0) {
+            requeue(A, a);
+            *next = now;
+        } else if (finish(A, a)) {
+            /* the client went away in the callback: every other lock
+             * went before it, so the other calls are all gone */
+            for (size_t j = 0; j < m; j++)
+                if (j < kept || j > k)
+                    free(pick[j]);
+            free(rounds);
+            return 1;
+        }
+    }
+    m = kept;
     rl_round *rs[BATCH_MAX];
     char modes[BATCH_MAX][8];
     int rcs[BATCH_MAX];
@@ -144,7 +191,10 @@ static int step_together(rl_async *A, rl_acq **ready, int64_t *next, int64_t now
     for (size_t k = 0; k < m; k++) {
         rl_acq *a = pick[k];
         redlock_lock *lock = a->lock;
-        a->poked = 0;
+        if (a->gone) {   /* freed by a callback just above */
+            rcs[k] = REDLOCK_ECANCELED;
+            continue;
+        }
         if (a->step == release_step)
             rl_watch_remove(lock);   /* as redlock_lock_release: not under the mutex */
         pthread_mutex_lock(&lock->mu);
@@ -155,7 +205,7 @@ static int step_together(rl_async *A, rl_acq **ready, int64_t *next, int64_t now
             rs[nr++] = &rounds[k];
     }
     if (nr)
-        rl_epoch_run_each(pick[0]->lock->client, rs, nr);   /* acquisitions: a node out of the vote does not count */
+        rl_epoch_run_each(client, rs, nr);   /* acquisitions: a node out of the vote does not count */
     int exit = 0;
     for (size_t k = 0; k < m; k++) {
         rl_acq *a = pick[k];

@@ -912,8 +912,8 @@ int rl_acq_attempt(rl_acq *a);
  * set: the attempt failed with rc) and returns as rl_acq_attempt. */
 int rl_acq_attempt_begin(rl_acq *a, rl_round *r, char mode[8]);
 int rl_acq_attempt_end(rl_acq *a, rl_round *r, int rc);
-/* 1 if a's next step is its first attempt, whose round rl_epoch_run_each
- * can run beside other locks' (not a kind with its own run_acquire). */
+/* 1 if a's attempts are rounds that rl_epoch_run_each can run beside
+ * other locks' (not a kind with its own run_acquire). */
 int rl_acq_batches(const rl_acq *a);
 /* lock.c: a release in halves, for the same batch: begin makes its round
  * (0, or REDLOCK_ESTATE when not held), end decides it once it ran and

@@ -1169,6 +1169,59 @@ static void test_batched(void)
     redlock_client_free(other);
 }
 
+
+/* Waiters whose naps end while the thread is busy make their next
+ * attempts together: 16 locks released at once, and their 16 waiters,
+ * all due when the thread is free again, cost each node a few reads. */
+static void test_batched_retries(void)
+{
+    enum { W = 16 };
+    redlock_client *c = client_flags(0), *other = client_flags(0);
+    redlock_lock *h[W], *w[W];
+    box b[W];
+    gate g;
+    memset(b, 0, sizeof b);
+    for (int k = 0; k < W; k++) {
+        CHECK_RC(redlock_lock_new(&h[k], other, uniq("retry")), 0);
+        CHECK_LOCK_RC(h[k], redlock_lock_acquire(h[k], 30000, REDLOCK_WAIT_NONE), 0);
+        CHECK_RC(redlock_lock_new(&w[k], c, redlock_lock_resource(h[k])), 0);
+        redlock_lock_options o;
+        o.version = REDLOCK_LOCK_OPTIONS_VERSION;
+        CHECK_RC(redlock_lock_get_options(w[k], &o), 0);
+        o.retry_delay_ms = 50;
+        o.retry_jitter_ms = 10;
+        CHECK_LOCK_RC(w[k], redlock_lock_set_options(w[k], &o), 0);
+        CHECK_RC(redlock_lock_acquire_async(w[k], 5000, 20000, on_done, &b[k]), 0);
+    }
+    msleep(100);   /* refused once, napping */
+    redlock_lock *gl = hold_thread(c, &g);
+    for (int k = 0; k < W; k++)
+        CHECK_LOCK_RC(h[k], redlock_lock_release(h[k]), 0);
+    msleep(200);   /* every nap is over */
+    long long before[8];
+    for (size_t i = 0; i < t_nurls && i < 8; i++)
+        before[i] = reads_on((int)i);
+    atomic_store(&g.open, 1);
+    for (int k = 0; k < W; k++) {
+        CHECK(wait_box(&b[k], 10000) == 1);
+        CHECK_RC(atomic_load(&b[k].rc), 0);
+    }
+    for (size_t i = 0; i < t_nurls && i < 8; i++) {
+        long long d = reads_on((int)i) - before[i];
+        fprintf(stderr, "[batched_retries] node %zu: %lld reads for %d attempts\n", i, d, W);
+        CHECK(d >= 1 && d < W / 2);
+    }
+    for (int k = 0; k < W; k++) {
+        CHECK_LOCK_RC(w[k], redlock_lock_release(w[k]), 0);
+        redlock_lock_free(w[k]);
+        redlock_lock_free(h[k]);
+    }
+    redlock_lock_release(gl);
+    redlock_lock_free(gl);
+    redlock_client_free(c);
+    redlock_client_free(other);
+}
+
 int main(void)
 {
     load_nodes();
@@ -1191,6 +1244,7 @@ int main(void)
     run_test("downgrade_async", test_downgrade_async);
     run_test("no_eventfd", test_no_eventfd);
     run_test("batched", test_batched);
+    run_test("batched_retries", test_batched_retries);
     /* Last: it restarts a node without persistence, which is then out of
      * the vote (the quarantine) for the longest TTL its markers record, and
      * a test after it would have two voting nodes of three. */
