@@ -1053,6 +1053,24 @@ static long long reads_on(int i)
     return at ? atoll(at + strlen("total_reads_processed:")) : -1;
 }
 
+/* Each node's reads now (up to 8 nodes). */
+static void reads_now(long long *at)
+{
+    for (size_t i = 0; i < t_nurls && i < 8; i++)
+        at[i] = reads_on((int)i);
+}
+
+/* The nodes' reads since `before` for `calls` calls made at once: a few,
+ * where one call at a time would cost one read or more each. */
+static void check_reads(const long long *before, int calls, const char *what)
+{
+    for (size_t i = 0; i < t_nurls && i < 8; i++) {
+        long long d = reads_on((int)i) - before[i];
+        fprintf(stderr, "[%s] node %zu: %lld reads for %d %s\n", t_current, i, d, calls, what);
+        CHECK(d >= 1 && d < calls / 2);
+    }
+}
+
 /* Holds the acquire thread in a gate lock's callback until ready. */
 static redlock_lock *hold_thread(redlock_client *c, gate *g)
 {
@@ -1107,8 +1125,7 @@ static void test_batched(void)
     CHECK_RC(redlock_lock_release_async(idle, on_done, &idleb), 0);
     CHECK_RC(redlock_lock_acquire_async(fr, 5000, REDLOCK_WAIT_NONE, on_done_free_other, &f), 0);
     long long before[8];
-    for (size_t i = 0; i < t_nurls && i < 8; i++)
-        before[i] = reads_on((int)i);
+    reads_now(before);
     atomic_store(&g.open, 1);
     for (int k = 0; k < BATCHED; k++) {
         CHECK(wait_box(&b[k], 10000) == 1);
@@ -1119,30 +1136,20 @@ static void test_batched(void)
     CHECK_RC(atomic_load(&idleb.rc), REDLOCK_ESTATE);
     CHECK(EVENTUALLY(atomic_load(&f.fired), 5000, "the freeing callback"));
     CHECK(atomic_load(&rivalb.fired) == 0);   /* refused, and waiting */
-    for (size_t i = 0; i < t_nurls && i < 8; i++) {
-        long long d = reads_on((int)i) - before[i];
-        /* one at a time, each of the 27 acquires would be its own write */
-        fprintf(stderr, "[batched] node %zu: %lld reads for %d acquires\n", i, d, BATCHED + 3);
-        CHECK(d >= 1 && d < BATCHED / 2);
-    }
+    check_reads(before, BATCHED + 3, "acquires");
 
     /* The releases, the same way. */
     redlock_lock *gl2 = hold_thread(c, &g);
     for (int k = 0; k < BATCHED; k++)
         CHECK_RC(redlock_lock_release_async(l[k], on_done, &rb[k]), 0);
-    for (size_t i = 0; i < t_nurls && i < 8; i++)
-        before[i] = reads_on((int)i);
+    reads_now(before);
     atomic_store(&g.open, 1);
     for (int k = 0; k < BATCHED; k++) {
         CHECK(wait_box(&rb[k], 10000) == 1);
         CHECK_RC(atomic_load(&rb[k].rc), 0);
         CHECK(!redlock_lock_is_held(l[k]));
     }
-    for (size_t i = 0; i < t_nurls && i < 8; i++) {
-        long long d = reads_on((int)i) - before[i];
-        fprintf(stderr, "[batched] node %zu: %lld reads for %d releases\n", i, d, BATCHED);
-        CHECK(d >= 1 && d < BATCHED / 2);
-    }
+    check_reads(before, BATCHED, "releases");
     for (int k = 0; k < BATCHED; k++) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "EXISTS %s", redlock_lock_resource(l[k]));
@@ -1199,18 +1206,13 @@ static void test_batched_retries(void)
         CHECK_LOCK_RC(h[k], redlock_lock_release(h[k]), 0);
     msleep(200);   /* every nap is over */
     long long before[8];
-    for (size_t i = 0; i < t_nurls && i < 8; i++)
-        before[i] = reads_on((int)i);
+    reads_now(before);
     atomic_store(&g.open, 1);
     for (int k = 0; k < W; k++) {
         CHECK(wait_box(&b[k], 10000) == 1);
         CHECK_RC(atomic_load(&b[k].rc), 0);
     }
-    for (size_t i = 0; i < t_nurls && i < 8; i++) {
-        long long d = reads_on((int)i) - before[i];
-        fprintf(stderr, "[batched_retries] node %zu: %lld reads for %d attempts\n", i, d, W);
-        CHECK(d >= 1 && d < W / 2);
-    }
+    check_reads(before, W, "attempts");
     for (int k = 0; k < W; k++) {
         CHECK_LOCK_RC(w[k], redlock_lock_release(w[k]), 0);
         redlock_lock_free(w[k]);
