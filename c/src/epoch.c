@@ -544,8 +544,18 @@ void rl_epoch_run_each(redlock_client *c, rl_round *const *rs, size_t n)
     rl_round *chks[RL_EACH_MAX] = { 0 };
     epoch_pair *P = malloc(n * sizeof *P);   /* each field is set before it is read */
     if (!P) {
-        for (size_t k = 0; k < n; k++)
-            fail_unchecked(rs[k]);
+        /* The acquisitions fail whole; a release in the batch needs no
+         * check and still goes. */
+        rl_round *rest[RL_EACH_MAX];
+        size_t nrest = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (rl_cmd_acquires(rs[k]->cmd))
+                fail_unchecked(rs[k]);
+            else
+                rest[nrest++] = rs[k];
+        }
+        if (nrest)
+            rl_round_run_pairs(c, rest, NULL, nrest);
         return;
     }
     for (size_t k = 0; k < n; k++) {
